@@ -1,0 +1,260 @@
+//! The client that dispatches jobs: one shared multiplexed connection for short commands, and
+//! a deadpool pool that lends dedicated connections for blocking commands.
+
+use crate::error::{Error, Result};
+use crate::job::{Job, PendingJob};
+use crate::payload::{self, Payload};
+use crate::store::{self, keys::Keys};
+use redis::AsyncConnectionConfig;
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, SystemTime};
+
+/// Where the process-wide default client connects unless `GATOR_REDIS_URL` says otherwise.
+pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
+
+/// How long a short command may take before the caller gets an error instead of waiting on.
+const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A handle to Gator's data in one Redis under one namespace. Cheap to clone: clones share
+/// the connections.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    url: String,
+    keys: Keys,
+    /// Multiplexed: every clone pipelines onto one socket, so concurrent dispatches need no
+    /// pool round trip. Never used for blocking commands, which would stall it.
+    shared: ConnectionManager,
+    /// Dedicated connections for blocking commands, with no response timeout.
+    blocking: deadpool_redis::Pool,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("url", &self.inner.url)
+            .field("namespace", &self.inner.keys.namespace())
+            .finish()
+    }
+}
+
+/// Builds a [`Client`] with a namespace other than `gator`.
+#[derive(Debug, Clone)]
+pub struct ClientBuilder {
+    url: String,
+    namespace: String,
+    max_blocking_connections: usize,
+}
+
+impl ClientBuilder {
+    /// Puts every key under `namespace` instead of `gator`.
+    pub fn namespace(mut self, namespace: impl Into<String>) -> ClientBuilder {
+        self.namespace = namespace.into();
+        self
+    }
+
+    /// The most dedicated (blocking) connections the pool lends at once (default 64).
+    pub fn max_blocking_connections(mut self, n: usize) -> ClientBuilder {
+        self.max_blocking_connections = n.max(1);
+        self
+    }
+
+    /// Connects. Fails if Redis cannot be reached within a few seconds.
+    pub async fn connect(self) -> Result<Client> {
+        let keys = Keys::new(&self.namespace)?;
+        let redis_client = redis::Client::open(self.url.as_str())?;
+        let config = ConnectionManagerConfig::new()
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(CONNECT_TIMEOUT));
+        let shared = ConnectionManager::new_with_config(redis_client, config).await?;
+        let blocking_config = AsyncConnectionConfig::new()
+            .set_response_timeout(None)
+            .set_connection_timeout(Some(CONNECT_TIMEOUT));
+        let manager = deadpool_redis::Manager::new_with_config(self.url.as_str(), blocking_config)?;
+        let blocking = deadpool_redis::Pool::builder(manager)
+            .max_size(self.max_blocking_connections)
+            .runtime(deadpool_redis::Runtime::Tokio1)
+            .build()
+            .map_err(|e| Error::Pool(e.to_string()))?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                url: self.url,
+                keys,
+                shared,
+                blocking,
+            }),
+        })
+    }
+}
+
+impl Client {
+    /// A builder for a client of the Redis at `url` (`redis://host:port/db`).
+    pub fn builder(url: impl Into<String>) -> ClientBuilder {
+        ClientBuilder {
+            url: url.into(),
+            namespace: store::keys::DEFAULT_NAMESPACE.to_owned(),
+            max_blocking_connections: 64,
+        }
+    }
+
+    /// Connects to the Redis at `url` with the default namespace.
+    pub async fn connect(url: &str) -> Result<Client> {
+        Client::builder(url).connect().await
+    }
+
+    /// Connects as the environment says: `GATOR_REDIS_URL` (default
+    /// `redis://127.0.0.1:6379`) and `GATOR_NAMESPACE` (default `gator`).
+    pub async fn from_env() -> Result<Client> {
+        let url = std::env::var("GATOR_REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
+        let mut builder = Client::builder(url);
+        if let Ok(ns) = std::env::var("GATOR_NAMESPACE") {
+            builder = builder.namespace(ns);
+        }
+        builder.connect().await
+    }
+
+    /// The Redis URL this client connects to.
+    pub fn url(&self) -> &str {
+        &self.inner.url
+    }
+
+    /// The key names under this client's namespace.
+    pub fn keys(&self) -> &Keys {
+        &self.inner.keys
+    }
+
+    /// The shared multiplexed connection for short commands (never for blocking ones).
+    pub fn connection(&self) -> ConnectionManager {
+        self.inner.shared.clone()
+    }
+
+    /// A dedicated connection without a response timeout, for a blocking command such as a
+    /// fetch. Hold it for as long as the loop that uses it: each checkout costs a round trip.
+    pub async fn dedicated_connection(&self) -> Result<deadpool_redis::Connection> {
+        Ok(self.inner.blocking.get().await?)
+    }
+
+    /// Enqueues `job` now; returns its jid.
+    pub async fn dispatch<J: Job>(&self, job: PendingJob<J>) -> Result<String> {
+        let payload = encode(job)?;
+        store::queue::enqueue(
+            &mut self.connection(),
+            self.keys(),
+            std::slice::from_ref(&payload),
+        )
+        .await?;
+        Ok(payload.jid)
+    }
+
+    /// Enqueues many jobs of one type in one round trip; returns their jids in order.
+    pub async fn dispatch_many<J: Job>(
+        &self,
+        jobs: impl IntoIterator<Item = PendingJob<J>>,
+    ) -> Result<Vec<String>> {
+        let payloads = jobs.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
+        if payloads.is_empty() {
+            return Ok(Vec::new());
+        }
+        store::queue::enqueue(&mut self.connection(), self.keys(), &payloads).await?;
+        Ok(payloads.into_iter().map(|p| p.jid).collect())
+    }
+
+    /// Schedules `job` to run at `time` (at once if `time` has passed); returns its jid.
+    pub async fn dispatch_at<J: Job>(
+        &self,
+        job: PendingJob<J>,
+        time: SystemTime,
+    ) -> Result<String> {
+        let due = payload::to_ms(time);
+        if due <= payload::now_ms() {
+            return self.dispatch(job).await;
+        }
+        let mut payload = encode(job)?;
+        // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
+        // the payload without rewriting it.
+        payload.enqueued_at = due;
+        store::schedule::schedule(
+            &mut self.connection(),
+            self.keys(),
+            std::slice::from_ref(&payload),
+            due,
+        )
+        .await?;
+        Ok(payload.jid)
+    }
+
+    /// Schedules `job` to run after `delay`; returns its jid.
+    pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
+        let time = SystemTime::now()
+            .checked_add(delay)
+            .ok_or_else(|| Error::InvalidTime {
+                reason: format!("a delay of {delay:?} is past the end of time"),
+            })?;
+        self.dispatch_at(job, time).await
+    }
+
+    /// Enqueues a payload built elsewhere (another tool, a retry), as is.
+    pub async fn enqueue_payload(&self, payload: &Payload) -> Result<()> {
+        store::keys::validate_queue(&payload.queue)?;
+        store::queue::enqueue(
+            &mut self.connection(),
+            self.keys(),
+            std::slice::from_ref(payload),
+        )
+        .await
+    }
+
+    /// How many jobs wait in `queue`.
+    pub async fn queue_len(&self, queue: &str) -> Result<usize> {
+        store::queue::len(&mut self.connection(), self.keys(), queue).await
+    }
+
+    /// Every queue a job was ever dispatched to.
+    pub async fn known_queues(&self) -> Result<Vec<String>> {
+        store::queue::known(&mut self.connection(), self.keys()).await
+    }
+}
+
+fn encode<J: Job>(job: PendingJob<J>) -> Result<Payload> {
+    store::keys::validate_queue(&job.queue)?;
+    let args = serde_json::to_value(&job.args)?;
+    Ok(Payload::new(J::NAME, &job.queue, args))
+}
+
+static DEFAULT_CLIENT: RwLock<Option<Client>> = RwLock::new(None);
+static DEFAULT_INIT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The process-wide client used by `Job::dispatch`: the one set with [`set_default_client`],
+/// or else one connected from the environment on first use (see [`Client::from_env`]).
+pub async fn default_client() -> Result<Client> {
+    if let Some(client) = current_default() {
+        return Ok(client);
+    }
+    // One connection attempt at a time, so a burst of first dispatches opens one client.
+    let _guard = DEFAULT_INIT.lock().await;
+    if let Some(client) = current_default() {
+        return Ok(client);
+    }
+    let client = Client::from_env().await?;
+    set_default_client(client.clone());
+    Ok(client)
+}
+
+/// Makes `client` the process-wide default; the worker does this so that jobs which dispatch
+/// other jobs use the worker's Redis and namespace.
+pub fn set_default_client(client: Client) {
+    // A poisoned lock only means a panic while swapping an Arc; the value is still whole.
+    *DEFAULT_CLIENT.write().unwrap_or_else(|e| e.into_inner()) = Some(client);
+}
+
+fn current_default() -> Option<Client> {
+    DEFAULT_CLIENT
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}

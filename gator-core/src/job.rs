@@ -1,0 +1,182 @@
+//! What a job is to the runtime: the [`Job`] trait that `#[job]` implements, how it runs
+//! ([`Execution`]), how it fails ([`JobError`]), and a job ready to dispatch ([`PendingJob`]).
+
+use crate::client::{Client, default_client};
+use crate::error::Result;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::any::Any;
+use std::borrow::Cow;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::{Duration, SystemTime};
+
+/// A job type. `#[job]` implements it for the type it generates; you rarely write one by hand.
+pub trait Job: Sized + Send + Sync + 'static {
+    /// The arguments as one value: a tuple of the job fn's parameters, stored as a JSON array.
+    type Args: Serialize + DeserializeOwned + Send + 'static;
+    /// The wire name stored in each payload's `job` field; must never change once jobs exist.
+    const NAME: &'static str;
+    /// The queue a dispatch goes to unless the call names another.
+    const QUEUE: &'static str;
+    /// Turns decoded arguments into the work to run.
+    fn execute(args: Self::Args) -> Execution;
+}
+
+/// The work of one job, ready to run: the worker runs `Blocking` on a blocking thread so a
+/// sync job never stalls the async runtime, and `Async` as a task.
+pub enum Execution {
+    /// A plain `fn` job.
+    Blocking(Box<dyn FnOnce() -> JobResult + Send + 'static>),
+    /// An `async fn` job.
+    Async(Pin<Box<dyn Future<Output = JobResult> + Send + 'static>>),
+}
+
+impl fmt::Debug for Execution {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Execution::Blocking(_) => "Execution::Blocking",
+            Execution::Async(_) => "Execution::Async",
+        })
+    }
+}
+
+/// The outcome of one run of a job body.
+pub type JobResult = std::result::Result<(), JobError>;
+
+/// Why a job failed. Return one directly (`Err(JobError::discard("bad input"))`) to choose
+/// whether it is retried; any other error type becomes a retryable `JobError` by its message.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobError {
+    message: String,
+    retryable: bool,
+}
+
+impl JobError {
+    /// A failure that is retried with backoff.
+    pub fn new(message: impl Into<String>) -> JobError {
+        JobError {
+            message: message.into(),
+            retryable: true,
+        }
+    }
+
+    /// A failure that waiting will not fix (bad input): the job goes straight to the dead set.
+    pub fn discard(message: impl Into<String>) -> JobError {
+        JobError {
+            message: message.into(),
+            retryable: false,
+        }
+    }
+
+    /// The reason, as recorded in the payload's `error` field.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// Whether another attempt may succeed.
+    pub fn is_retryable(&self) -> bool {
+        self.retryable
+    }
+}
+
+impl fmt::Display for JobError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for JobError {}
+
+/// What a job fn may return: `()` or `Result<(), E>` with `E: Display`.
+pub trait IntoJobResult {
+    /// Converts the job fn's return value into success or a [`JobError`].
+    fn into_job_result(self) -> JobResult;
+}
+
+impl IntoJobResult for () {
+    fn into_job_result(self) -> JobResult {
+        Ok(())
+    }
+}
+
+impl<E: fmt::Display + 'static> IntoJobResult for std::result::Result<(), E> {
+    fn into_job_result(self) -> JobResult {
+        self.map_err(|e| match (&e as &dyn Any).downcast_ref::<JobError>() {
+            Some(job_error) => job_error.clone(),
+            // `{:#}` so anyhow-style errors keep their whole chain of causes.
+            None => JobError::new(format!("{e:#}")),
+        })
+    }
+}
+
+/// A job with its arguments, not yet sent: set the queue or the client, then dispatch.
+/// `SendEmail::call(to, subject)` makes one.
+#[must_use = "a PendingJob does nothing until it is dispatched"]
+pub struct PendingJob<J: Job> {
+    pub(crate) args: J::Args,
+    pub(crate) queue: Cow<'static, str>,
+}
+
+impl<J: Job> fmt::Debug for PendingJob<J> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PendingJob")
+            .field("job", &J::NAME)
+            .field("queue", &self.queue)
+            .finish()
+    }
+}
+
+impl<J: Job> PendingJob<J> {
+    /// The job `J` with `args`, bound for `J`'s default queue.
+    pub fn new(args: J::Args) -> PendingJob<J> {
+        PendingJob {
+            args,
+            queue: Cow::Borrowed(J::QUEUE),
+        }
+    }
+
+    /// Sends this one job to `queue` instead of the job's default queue.
+    pub fn queue(mut self, queue: impl Into<String>) -> PendingJob<J> {
+        self.queue = Cow::Owned(queue.into());
+        self
+    }
+
+    /// The queue this job will be sent to.
+    pub fn queue_name(&self) -> &str {
+        &self.queue
+    }
+
+    /// The arguments.
+    pub fn args(&self) -> &J::Args {
+        &self.args
+    }
+
+    /// Enqueues now through the process-wide default client; returns the jid.
+    pub async fn dispatch(self) -> Result<String> {
+        default_client().await?.dispatch(self).await
+    }
+
+    /// Schedules the job to run at `time` through the default client; returns the jid.
+    pub async fn dispatch_at(self, time: SystemTime) -> Result<String> {
+        default_client().await?.dispatch_at(self, time).await
+    }
+
+    /// Schedules the job to run after `delay` through the default client; returns the jid.
+    pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
+        default_client().await?.dispatch_in(self, delay).await
+    }
+
+    /// Enqueues now through `client`; returns the jid.
+    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
+        client.dispatch(self).await
+    }
+}
+
+/// Enqueues many jobs of one type in one round trip through the default client.
+pub async fn dispatch_many<J: Job>(
+    jobs: impl IntoIterator<Item = PendingJob<J>>,
+) -> Result<Vec<String>> {
+    default_client().await?.dispatch_many(jobs).await
+}

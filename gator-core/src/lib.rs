@@ -1,0 +1,44 @@
+//! Gator: background jobs for Rust, backed by Redis, in the style of Sidekiq.
+//!
+//! Write a function, mark it `#[job]`, dispatch it from anywhere, and run `gator-worker`:
+//!
+//! ```no_run
+//! use gator_core::job;
+//!
+//! #[job(queue = "mail")]
+//! async fn send_email(to: String, subject: String) -> Result<(), std::io::Error> {
+//!     println!("mailing {to}: {subject}");
+//!     Ok(())
+//! }
+//!
+//! # async fn demo() -> gator_core::Result<()> {
+//! // Uses GATOR_REDIS_URL (default redis://127.0.0.1:6379).
+//! let jid = SendEmail::dispatch("ada@example.com".into(), "hello".into()).await?;
+//! SendEmail::call("bob@example.com".into(), "later".into())
+//!     .queue("slow-mail")
+//!     .dispatch_in(std::time::Duration::from_secs(60))
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! This crate holds the job trait, the client, the wire format and every Redis key and Lua
+//! script (`store`); `gator-worker` runs the jobs. The wire format is documented in
+//! `docs/wire-format.md` so that other languages can enqueue and inspect.
+
+pub mod client;
+pub mod error;
+pub mod job;
+pub mod payload;
+pub mod registry;
+pub mod store;
+
+pub use client::{Client, ClientBuilder, default_client, set_default_client};
+pub use error::{Error, Result};
+pub use gator_macros::job;
+pub use job::{Execution, IntoJobResult, Job, JobError, JobResult, PendingJob, dispatch_many};
+pub use payload::Payload;
+pub use registry::{JobRegistration, Registry};
+
+/// Re-exported for the code `#[job]` generates; not part of the API.
+#[doc(hidden)]
+pub use inventory as __inventory;

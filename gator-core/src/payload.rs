@@ -1,0 +1,118 @@
+//! The wire format: the JSON document stored in Redis for each job.
+//!
+//! Any language can produce one (see `docs/wire-format.md`): a Python or Node producer that
+//! RPUSHes this JSON to `gator:{<queue>}:queue` and SADDs the queue to `gator:queues` gets its
+//! job run by a Rust worker.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// One job as stored in Redis. Unknown fields are kept (in `extra`) and written back, so a
+/// newer producer's fields survive a retry by an older worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Payload {
+    /// Unique, time-sortable job id: a UUIDv7 in its hyphenated text form.
+    pub jid: String,
+    /// The job's wire name: what `#[job]` registered, `name = "..."` or the fn name.
+    pub job: String,
+    /// The job's arguments as a JSON array, one element per parameter of the job fn.
+    pub args: Value,
+    /// The queue the job belongs to.
+    pub queue: String,
+    /// When the job was first dispatched, in ms since the Unix epoch.
+    pub created_at: u64,
+    /// When the job was last put on its queue's list, in ms since the Unix epoch.
+    pub enqueued_at: u64,
+    /// How many attempts have failed so far (0 for a fresh job); the running attempt is this + 1.
+    #[serde(default)]
+    pub attempt: u32,
+    /// The reason of the last failure, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// When the last failure happened, in ms since the Unix epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failed_at: Option<u64>,
+    /// Fields this version of Gator does not know, kept verbatim.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Payload {
+    /// A fresh payload for `job` with already-serialized `args`, stamped now with a new jid.
+    pub fn new(job: &str, queue: &str, args: Value) -> Payload {
+        let now = now_ms();
+        Payload {
+            jid: new_jid(),
+            job: job.to_owned(),
+            args,
+            queue: queue.to_owned(),
+            created_at: now,
+            enqueued_at: now,
+            attempt: 0,
+            error: None,
+            failed_at: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// Parses a payload as read from Redis.
+    pub fn from_json(raw: &str) -> serde_json::Result<Payload> {
+        serde_json::from_str(raw)
+    }
+
+    /// The JSON text stored in Redis.
+    pub fn to_json(&self) -> String {
+        // Serializing a struct of strings, numbers and `Value`s into a String cannot fail.
+        serde_json::to_string(self).expect("a Payload always serializes")
+    }
+}
+
+/// A new job id: UUIDv7, so ids sort by creation time and any language can mint one.
+pub fn new_jid() -> String {
+    uuid::Uuid::now_v7().hyphenated().to_string()
+}
+
+/// Milliseconds since the Unix epoch, the unit of every timestamp and score Gator stores.
+pub fn now_ms() -> u64 {
+    to_ms(SystemTime::now())
+}
+
+/// `time` in ms since the Unix epoch (0 for times before it).
+pub fn to_ms(time: SystemTime) -> u64 {
+    time.duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn payload_round_trips_and_keeps_unknown_fields() {
+        let raw = r#"{"jid":"j1","job":"send_email","args":["a@b.c",3],"queue":"default",
+            "created_at":1,"enqueued_at":2,"attempt":0,"trace_id":"abc"}"#;
+        let p = Payload::from_json(raw).expect("valid payload");
+        assert_eq!(p.args, json!(["a@b.c", 3]));
+        assert_eq!(p.extra.get("trace_id"), Some(&json!("abc")));
+        let again = Payload::from_json(&p.to_json()).expect("round trip");
+        assert_eq!(again, p);
+    }
+
+    #[test]
+    fn attempt_defaults_to_zero_for_hand_written_payloads() {
+        let raw = r#"{"jid":"j","job":"x","args":[],"queue":"q","created_at":1,"enqueued_at":1}"#;
+        assert_eq!(Payload::from_json(raw).expect("valid").attempt, 0);
+    }
+
+    #[test]
+    fn jids_are_unique_and_sort_by_time() {
+        let a = new_jid();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let b = new_jid();
+        assert_ne!(a, b);
+        assert!(a < b, "{a} should sort before {b}");
+    }
+}

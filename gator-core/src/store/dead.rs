@@ -1,0 +1,77 @@
+//! Where failed jobs go: the retry set (another attempt later) and the dead set (no more).
+
+use crate::error::Result;
+use crate::store::keys::Keys;
+use crate::store::scripts;
+use redis::aio::ConnectionLike;
+use std::time::Duration;
+
+/// The dead set keeps at most this many jobs per queue by default, oldest trimmed first.
+pub const DEFAULT_DEAD_MAX: usize = 10_000;
+/// Dead jobs older than this (about six months) are trimmed by default.
+pub const DEFAULT_DEAD_MAX_AGE: Duration = Duration::from_secs(180 * 24 * 3600);
+
+/// Puts a failed job (its updated payload text) in `queue`'s retry set, due at `at_ms`.
+pub async fn retry_at(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    raw: &str,
+    at_ms: u64,
+) -> Result<()> {
+    redis::cmd("ZADD")
+        .arg(keys.retry(queue))
+        .arg(at_ms)
+        .arg(raw)
+        .query_async::<()>(conn)
+        .await?;
+    Ok(())
+}
+
+/// Puts a job in `queue`'s dead set and trims the set to the default cap and age
+/// (`kill.lua`). Returns the number of dead jobs left in the queue.
+pub async fn kill(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    raw: &str,
+    now_ms: u64,
+) -> Result<usize> {
+    let oldest = now_ms.saturating_sub(DEFAULT_DEAD_MAX_AGE.as_millis() as u64);
+    Ok(scripts::KILL
+        .key(keys.dead(queue))
+        .arg(now_ms)
+        .arg(raw)
+        .arg(DEFAULT_DEAD_MAX)
+        .arg(oldest)
+        .invoke_async(conn)
+        .await?)
+}
+
+/// The payload texts in `queue`'s dead set, oldest first.
+pub async fn dead_jobs(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<Vec<String>> {
+    Ok(redis::cmd("ZRANGE")
+        .arg(keys.dead(queue))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?)
+}
+
+/// The payload texts in `queue`'s retry set, soonest first.
+pub async fn retry_jobs(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<Vec<String>> {
+    Ok(redis::cmd("ZRANGE")
+        .arg(keys.retry(queue))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?)
+}

@@ -1,0 +1,124 @@
+//! Every Redis key name Gator uses, and nowhere else.
+//!
+//! Layout: `<namespace>:<kind>` for the few global keys and `<namespace>:{<queue>}:<kind>` for
+//! everything that belongs to one queue. The braces are a Redis Cluster hash tag: all keys of
+//! one queue hash to one slot, so every script that touches one queue runs on one node. Global
+//! keys are never touched inside a per-queue script. `docs/wire-format.md` documents each key;
+//! a unit test checks that every key kind below is named there.
+
+use crate::error::{Error, Result};
+
+/// The default namespace, the first segment of every key.
+pub const DEFAULT_NAMESPACE: &str = "gator";
+
+/// Builds key names under one namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keys {
+    namespace: String,
+}
+
+impl Default for Keys {
+    fn default() -> Self {
+        Keys {
+            namespace: DEFAULT_NAMESPACE.to_owned(),
+        }
+    }
+}
+
+impl Keys {
+    /// Keys under `namespace`; refuses one with braces or spaces, which would break the layout.
+    pub fn new(namespace: &str) -> Result<Keys> {
+        let ok = !namespace.is_empty()
+            && namespace.len() <= 64
+            && namespace
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-.:".contains(&b));
+        if !ok {
+            return Err(Error::InvalidNamespace {
+                name: namespace.to_owned(),
+            });
+        }
+        Ok(Keys {
+            namespace: namespace.to_owned(),
+        })
+    }
+
+    /// The namespace these keys live under.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// SET of every queue name a job was ever dispatched to (global).
+    pub fn queues(&self) -> String {
+        format!("{}:queues", self.namespace)
+    }
+
+    /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
+    pub fn queue(&self, queue: &str) -> String {
+        format!("{}:{{{queue}}}:queue", self.namespace)
+    }
+
+    /// ZSET of payloads of `queue` to run later, scored by due time in ms since the epoch.
+    pub fn scheduled(&self, queue: &str) -> String {
+        format!("{}:{{{queue}}}:scheduled", self.namespace)
+    }
+
+    /// ZSET of failed payloads of `queue` waiting for their next attempt, scored by its time (ms).
+    pub fn retry(&self, queue: &str) -> String {
+        format!("{}:{{{queue}}}:retry", self.namespace)
+    }
+
+    /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
+    pub fn dead(&self, queue: &str) -> String {
+        format!("{}:{{{queue}}}:dead", self.namespace)
+    }
+}
+
+/// Checks that `name` can be a queue: it becomes a hash tag, so no braces, and no colons or
+/// spaces so keys stay readable and parseable by other tools.
+pub fn validate_queue(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 128
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::InvalidQueueName {
+            name: name.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn per_queue_keys_share_the_queue_hash_tag() {
+        let k = Keys::default();
+        assert_eq!(k.queue("high"), "gator:{high}:queue");
+        assert_eq!(k.scheduled("high"), "gator:{high}:scheduled");
+        assert_eq!(k.retry("high"), "gator:{high}:retry");
+        assert_eq!(k.dead("high"), "gator:{high}:dead");
+        assert_eq!(k.queues(), "gator:queues");
+    }
+
+    #[test]
+    fn namespace_goes_outside_the_braces() {
+        let k = Keys::new("myapp:gator").expect("valid namespace");
+        assert_eq!(k.queue("default"), "myapp:gator:{default}:queue");
+        assert!(Keys::new("bad{ns}").is_err());
+        assert!(Keys::new("").is_err());
+    }
+
+    #[test]
+    fn queue_names_that_would_break_the_hash_tag_are_refused() {
+        assert!(validate_queue("default").is_ok());
+        assert!(validate_queue("mail.high-2_x").is_ok());
+        for bad in ["", "a{b", "a}b", "a:b", "a b", &"x".repeat(129)] {
+            assert!(validate_queue(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+}

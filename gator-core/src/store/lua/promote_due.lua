@@ -1,0 +1,17 @@
+#!lua
+-- promote_due.lua: move the jobs of one queue that are due from a sorted set (scheduled or
+-- retry) to the tail of the queue's list, in one atomic step: when many workers poll at once,
+-- a job is either still in the set or on the list, never both and never neither.
+--
+-- KEYS[1]  ZSET  gator:{<queue>}:scheduled or gator:{<queue>}:retry (score = due time, ms)
+-- KEYS[2]  LIST  gator:{<queue>}:queue
+-- ARGV[1]  now, ms since the Unix epoch: jobs scored <= now are due
+-- ARGV[2]  the most jobs to move in this call (keeps each call short; unpack() has a limit)
+-- Returns  the number of jobs moved
+local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
+if #due == 0 then
+  return 0
+end
+redis.call('ZREM', KEYS[1], unpack(due))
+redis.call('RPUSH', KEYS[2], unpack(due))
+return #due

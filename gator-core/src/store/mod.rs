@@ -1,0 +1,8 @@
+//! The only code that talks to Redis. Each fn wraps one command, pipeline or script and
+//! returns typed results; callers never spell a key or a command.
+
+pub mod dead;
+pub mod keys;
+pub mod queue;
+pub mod schedule;
+pub mod scripts;

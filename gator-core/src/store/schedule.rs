@@ -1,0 +1,67 @@
+//! The scheduled and retry sets: jobs that run later, and promoting them when due.
+
+use crate::error::Result;
+use crate::payload::Payload;
+use crate::store::keys::Keys;
+use crate::store::scripts;
+use redis::aio::ConnectionLike;
+
+/// At most this many jobs move per script call, so one call never blocks Redis for long.
+pub const PROMOTE_BATCH: usize = 1000;
+
+/// Adds `payloads` to their queues' scheduled sets, due at `due_ms`, in one round trip.
+/// The queue is recorded as known first, for the same reason as in [`super::queue::enqueue`].
+pub async fn schedule(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    payloads: &[Payload],
+    due_ms: u64,
+) -> Result<()> {
+    let mut pipe = redis::pipe();
+    for p in payloads {
+        pipe.sadd(keys.queues(), &p.queue).ignore();
+        pipe.zadd(keys.scheduled(&p.queue), p.to_json(), due_ms)
+            .ignore();
+    }
+    pipe.query_async::<()>(conn).await?;
+    Ok(())
+}
+
+/// Moves every job of `queue` due by `now_ms` from the scheduled and retry sets to the queue.
+/// Returns how many moved. Each batch is one atomic script call (`promote_due.lua`).
+pub async fn promote_due(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    now_ms: u64,
+) -> Result<usize> {
+    let mut moved = 0;
+    for set in [keys.scheduled(queue), keys.retry(queue)] {
+        loop {
+            let n: usize = scripts::PROMOTE_DUE
+                .key(&set)
+                .key(keys.queue(queue))
+                .arg(now_ms)
+                .arg(PROMOTE_BATCH)
+                .invoke_async(conn)
+                .await?;
+            moved += n;
+            if n < PROMOTE_BATCH {
+                break;
+            }
+        }
+    }
+    Ok(moved)
+}
+
+/// How many jobs of `queue` wait in its scheduled set.
+pub async fn scheduled_len(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<usize> {
+    Ok(redis::cmd("ZCARD")
+        .arg(keys.scheduled(queue))
+        .query_async(conn)
+        .await?)
+}

@@ -1,0 +1,18 @@
+//! One `redis::Script` per file in `lua/`. redis-rs sends EVALSHA and loads the script after a
+//! NOSCRIPT reply (a restarted server, another cluster node), so no SHA cache is kept here.
+
+use redis::Script;
+use std::sync::LazyLock;
+
+/// `lua/promote_due.lua`: move due jobs from a scheduled or retry set to the queue.
+pub static PROMOTE_DUE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/promote_due.lua")));
+
+/// `lua/kill.lua`: add a job to the dead set and trim it.
+pub static KILL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/kill.lua")));
+
+/// Every script file with its text, for the wire-format doc test.
+pub const ALL: &[(&str, &str)] = &[
+    ("promote_due.lua", include_str!("lua/promote_due.lua")),
+    ("kill.lua", include_str!("lua/kill.lua")),
+];

@@ -1,0 +1,232 @@
+//! What a worker is told: the command line, and the queue selection it parses into.
+
+use clap::Parser;
+use std::fmt;
+use std::str::FromStr;
+use std::time::Duration;
+
+/// Which queues a worker takes jobs from, and in what order it tries them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueSelection {
+    /// `critical,default`: always try the first non-empty queue in this order.
+    Strict(Vec<String>),
+    /// `high:3,default:1`: each fetch orders the queues by weighted random shuffle, so
+    /// `high` is tried first three times as often as `default`, and no queue starves.
+    Weighted(Vec<(String, u32)>),
+    /// No `--queues`: every queue in the known-queues set, shuffled with equal weights.
+    AllKnown,
+}
+
+/// Why a `--queues` value was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct QueueSpecError(String);
+
+impl FromStr for QueueSelection {
+    type Err = QueueSpecError;
+
+    /// Parses `name[:weight],...`. Any weight makes the selection weighted (a queue without
+    /// one weighs 1); no weight at all means strict order.
+    fn from_str(spec: &str) -> Result<Self, Self::Err> {
+        let mut queues: Vec<(String, Option<u32>)> = Vec::new();
+        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            let (name, weight) = match part.split_once(':') {
+                Some((name, w)) => {
+                    let weight = w
+                        .trim()
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|w| *w >= 1)
+                        .ok_or_else(|| {
+                            QueueSpecError(format!(
+                                "weight {w:?} of queue {name:?} must be a whole number from 1 up"
+                            ))
+                        })?;
+                    (name.trim(), Some(weight))
+                }
+                None => (part, None),
+            };
+            gator_core::store::keys::validate_queue(name)
+                .map_err(|e| QueueSpecError(e.to_string()))?;
+            if queues.iter().any(|(q, _)| q == name) {
+                return Err(QueueSpecError(format!("queue {name:?} is listed twice")));
+            }
+            queues.push((name.to_owned(), weight));
+        }
+        if queues.is_empty() {
+            return Err(QueueSpecError(
+                "no queue named: use e.g. `high:3,default:1` or `critical,default`".into(),
+            ));
+        }
+        if queues.iter().all(|(_, w)| w.is_none()) {
+            Ok(QueueSelection::Strict(
+                queues.into_iter().map(|(q, _)| q).collect(),
+            ))
+        } else {
+            Ok(QueueSelection::Weighted(
+                queues
+                    .into_iter()
+                    .map(|(q, w)| (q, w.unwrap_or(1)))
+                    .collect(),
+            ))
+        }
+    }
+}
+
+impl fmt::Display for QueueSelection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueueSelection::Strict(q) => f.write_str(&q.join(",")),
+            QueueSelection::Weighted(q) => {
+                let parts: Vec<String> = q.iter().map(|(n, w)| format!("{n}:{w}")).collect();
+                f.write_str(&parts.join(","))
+            }
+            QueueSelection::AllKnown => f.write_str("(every known queue)"),
+        }
+    }
+}
+
+/// Everything a worker needs to run; [`crate::Cli`] builds one from the command line.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The Redis to work against.
+    pub redis_url: String,
+    /// The key namespace (default `gator`).
+    pub namespace: String,
+    /// Which queues, in which order.
+    pub queues: QueueSelection,
+    /// How many jobs run at once: the number of processors.
+    pub concurrency: usize,
+    /// How long running jobs get to finish after SIGINT/SIGTERM before they are put back.
+    pub shutdown_timeout: Duration,
+    /// The average interval between passes that move due scheduled and retry jobs.
+    pub poll_interval: Duration,
+}
+
+impl WorkerConfig {
+    /// A config for the Redis at `redis_url` with the defaults of the command line.
+    pub fn new(redis_url: impl Into<String>) -> WorkerConfig {
+        WorkerConfig {
+            redis_url: redis_url.into(),
+            namespace: gator_core::store::keys::DEFAULT_NAMESPACE.to_owned(),
+            queues: QueueSelection::AllKnown,
+            concurrency: 10,
+            shutdown_timeout: Duration::from_secs(25),
+            poll_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// `gator-worker`: runs the jobs linked into this binary.
+#[derive(Debug, Parser)]
+#[command(
+    name = "gator-worker",
+    version,
+    about = "Runs Gator jobs from Redis",
+    long_about = "Runs the #[job]s linked into this binary, taking them from Redis queues.\n\n\
+        Stops on SIGINT or SIGTERM: it stops fetching, lets running jobs finish for up to \
+        --shutdown-timeout, puts any still running back at the head of their queues, and exits 0."
+)]
+pub struct Cli {
+    /// Queues to work, in order: `critical,default` tries them strictly in that order;
+    /// `high:3,default:1` shuffles them by weight on every fetch, so `high` is tried first three
+    /// times as often as `default`. Without it, every known queue is worked, shuffled.
+    #[arg(short, long, env = "GATOR_QUEUES", value_name = "QUEUE[:WEIGHT],...")]
+    pub queues: Option<QueueSelection>,
+
+    /// How many jobs run at the same time.
+    #[arg(short, long, env = "GATOR_CONCURRENCY", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+
+    /// The Redis to take jobs from.
+    #[arg(long, env = "GATOR_REDIS_URL", default_value = gator_core::client::DEFAULT_REDIS_URL)]
+    pub redis_url: String,
+
+    /// Prefix of every Redis key; workers and producers must agree on it.
+    #[arg(long, env = "GATOR_NAMESPACE", default_value = "gator")]
+    pub namespace: String,
+
+    /// How long running jobs may take to finish after SIGINT/SIGTERM (e.g. `25s`, `2m`).
+    #[arg(long, default_value = "25s", value_parser = humantime::parse_duration)]
+    pub shutdown_timeout: Duration,
+
+    /// Average interval between passes that move due scheduled and retried jobs to their queues.
+    #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
+    pub poll_interval: Duration,
+}
+
+impl Cli {
+    /// The worker config this command line asks for.
+    pub fn into_config(self) -> WorkerConfig {
+        WorkerConfig {
+            redis_url: self.redis_url,
+            namespace: self.namespace,
+            queues: self.queues.unwrap_or(QueueSelection::AllKnown),
+            concurrency: usize::from(self.concurrency),
+            shutdown_timeout: self.shutdown_timeout,
+            poll_interval: self.poll_interval,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<QueueSelection, QueueSpecError> {
+        s.parse()
+    }
+
+    #[test]
+    fn weights_make_a_weighted_selection_and_missing_weights_count_as_one() {
+        assert_eq!(
+            parse("high:3,default:1").expect("valid"),
+            QueueSelection::Weighted(vec![("high".into(), 3), ("default".into(), 1)])
+        );
+        assert_eq!(
+            parse("high:3, low").expect("valid"),
+            QueueSelection::Weighted(vec![("high".into(), 3), ("low".into(), 1)])
+        );
+    }
+
+    #[test]
+    fn no_weights_means_strict_order() {
+        assert_eq!(
+            parse("critical,default").expect("valid"),
+            QueueSelection::Strict(vec!["critical".into(), "default".into()])
+        );
+    }
+
+    #[test]
+    fn bad_specs_are_refused_with_the_reason() {
+        assert!(parse("").unwrap_err().to_string().contains("no queue"));
+        assert!(parse("high:0").unwrap_err().to_string().contains("weight"));
+        assert!(parse("high:x").unwrap_err().to_string().contains("weight"));
+        assert!(
+            parse("a{b}")
+                .unwrap_err()
+                .to_string()
+                .contains("invalid queue name")
+        );
+        assert!(parse("a,a").unwrap_err().to_string().contains("twice"));
+    }
+
+    #[test]
+    fn cli_help_explains_every_flag() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for flag in [
+            "--queues",
+            "--concurrency",
+            "--redis-url",
+            "--namespace",
+            "--shutdown-timeout",
+            "--poll-interval",
+        ] {
+            assert!(
+                help.contains(flag),
+                "--help does not mention {flag}:\n{help}"
+            );
+        }
+    }
+}

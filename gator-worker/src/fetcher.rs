@@ -1,0 +1,147 @@
+//! Picks the next job: orders the queues for each fetch (strict, weighted shuffle, or every
+//! known queue) and takes the first job waiting in that order.
+
+use crate::config::QueueSelection;
+use gator_core::Client;
+use gator_core::store::{self, queue::Fetched};
+use rand::RngExt;
+use rand::seq::SliceRandom;
+use redis::aio::ConnectionLike;
+use std::sync::RwLock;
+use std::time::Duration;
+
+/// How long one fetch blocks in Redis when every queue is empty. Short enough that a
+/// shutdown is noticed promptly (a blocking fetch is never cancelled mid-flight: the server
+/// would pop a job whose reply nobody reads), long enough that an idle worker is nearly free.
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The queues a worker serves and the order to try them in.
+#[derive(Debug)]
+pub struct QueueOrder {
+    selection: QueueSelection,
+    /// For [`QueueSelection::AllKnown`]: the known-queues set as last read.
+    known: RwLock<Vec<String>>,
+}
+
+impl QueueOrder {
+    /// The order for `selection`; with `AllKnown` it is empty until [`QueueOrder::refresh`].
+    pub fn new(selection: QueueSelection) -> QueueOrder {
+        QueueOrder {
+            selection,
+            known: RwLock::new(Vec::new()),
+        }
+    }
+
+    /// Re-reads the known-queues set (only used when no `--queues` was given).
+    pub async fn refresh(&self, client: &Client) -> gator_core::Result<()> {
+        if self.selection == QueueSelection::AllKnown {
+            let known = client.known_queues().await?;
+            *self.known.write().unwrap_or_else(|e| e.into_inner()) = known;
+        }
+        Ok(())
+    }
+
+    /// Every queue served, in no particular order (the poller promotes due jobs into these).
+    pub fn all(&self) -> Vec<String> {
+        match &self.selection {
+            QueueSelection::Strict(q) => q.clone(),
+            QueueSelection::Weighted(q) => q.iter().map(|(name, _)| name.clone()).collect(),
+            QueueSelection::AllKnown => {
+                self.known.read().unwrap_or_else(|e| e.into_inner()).clone()
+            }
+        }
+    }
+
+    /// The order to try the queues in for one fetch.
+    pub fn next_order(&self) -> Vec<String> {
+        let mut rng = rand::rng();
+        match &self.selection {
+            QueueSelection::Strict(q) => q.clone(),
+            QueueSelection::Weighted(q) => weighted_shuffle(q, &mut rng),
+            QueueSelection::AllKnown => {
+                let mut queues = self.all();
+                queues.shuffle(&mut rng);
+                queues
+            }
+        }
+    }
+}
+
+/// Orders `queues` by weighted random sampling without replacement (Efraimidis–Spirakis:
+/// sort by `u^(1/w)`): a queue comes first with probability weight / total weight, and each
+/// later place likewise among the rest, so a heavy queue is favoured and a light one never starves.
+pub fn weighted_shuffle(queues: &[(String, u32)], rng: &mut impl rand::Rng) -> Vec<String> {
+    let mut keyed: Vec<(f64, &str)> = queues
+        .iter()
+        .map(|(name, weight)| {
+            (
+                rng.random::<f64>().powf(1.0 / f64::from(*weight)),
+                name.as_str(),
+            )
+        })
+        .collect();
+    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
+    keyed.into_iter().map(|(_, name)| name.to_owned()).collect()
+}
+
+/// Takes the next job for one processor, blocking up to [`FETCH_TIMEOUT`] when all are empty.
+/// `conn` must be the processor's dedicated connection (see `store::queue::fetch`).
+pub async fn fetch(
+    conn: &mut impl ConnectionLike,
+    client: &Client,
+    order: &QueueOrder,
+) -> gator_core::Result<Option<Fetched>> {
+    let queues = order.next_order();
+    if queues.is_empty() {
+        // No queue known yet: nothing to block on. Wait as long as a blocking fetch would,
+        // then look again (the poller refreshes the known-queues set meanwhile).
+        tokio::time::sleep(FETCH_TIMEOUT).await;
+        return Ok(None);
+    }
+    let names: Vec<&str> = queues.iter().map(String::as_str).collect();
+    store::queue::fetch(conn, client.keys(), &names, FETCH_TIMEOUT).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn weighted_shuffle_puts_a_queue_first_in_proportion_to_its_weight() {
+        let queues = vec![("high".to_owned(), 3), ("default".to_owned(), 1)];
+        let mut rng = rand::rng();
+        let draws = 40_000;
+        let high_first = (0..draws)
+            .filter(|_| weighted_shuffle(&queues, &mut rng)[0] == "high")
+            .count();
+        let share = high_first as f64 / draws as f64;
+        // Expected 0.75; the standard deviation over 40k draws is about 0.002.
+        assert!(
+            (share - 0.75).abs() < 0.015,
+            "high came first {share:.3} of the time"
+        );
+    }
+
+    #[test]
+    fn weighted_shuffle_keeps_every_queue_once() {
+        let queues = vec![
+            ("a".to_owned(), 5),
+            ("b".to_owned(), 1),
+            ("c".to_owned(), 2),
+        ];
+        let mut order = weighted_shuffle(&queues, &mut rand::rng());
+        order.sort();
+        assert_eq!(order, vec!["a", "b", "c"]);
+    }
+
+    #[test]
+    fn strict_order_is_always_the_given_order() {
+        let order = QueueOrder::new(QueueSelection::Strict(vec![
+            "critical".into(),
+            "default".into(),
+        ]));
+        for _ in 0..100 {
+            assert_eq!(order.next_order(), vec!["critical", "default"]);
+        }
+    }
+}

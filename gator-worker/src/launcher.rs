@@ -1,0 +1,151 @@
+//! The launcher: starts the pieces of a worker and stops them in order.
+//!
+//! Shutdown, in order:
+//! 1. the stop token is cancelled (SIGINT/SIGTERM, or the embedding program);
+//! 2. processors stop fetching; a job fetched at that moment is put back at the head of its
+//!    queue; the poller stops;
+//! 3. running jobs get up to `shutdown_timeout` to finish and record their outcome;
+//! 4. jobs still running then are put back at the head of their queues (they will run again:
+//!    at-least-once), and `run_until` returns.
+
+use crate::config::WorkerConfig;
+use crate::fetcher::QueueOrder;
+use crate::poller::Poller;
+use crate::processor::{InProgress, Processor};
+use gator_core::{Client, Registry, store};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{error, info, warn};
+
+/// A worker: a fixed pool of processors and a poller, for one config.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    config: WorkerConfig,
+}
+
+impl Worker {
+    /// A worker for `config`; nothing runs until [`Worker::run`] or [`Worker::run_until`].
+    pub fn new(config: WorkerConfig) -> Worker {
+        Worker { config }
+    }
+
+    /// Runs until SIGINT or SIGTERM, then shuts down gracefully.
+    pub async fn run(self) -> gator_core::Result<()> {
+        let stop = CancellationToken::new();
+        let on_signal = stop.clone();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            info!("signal received: shutting down");
+            on_signal.cancel();
+        });
+        self.run_until(stop).await
+    }
+
+    /// Runs until `stop` is cancelled, then shuts down gracefully (see the module docs).
+    /// Fails only if the jobs linked into this binary are inconsistent (a duplicate wire name).
+    pub async fn run_until(self, stop: CancellationToken) -> gator_core::Result<()> {
+        let config = self.config;
+        let registry = Arc::new(Registry::from_inventory()?);
+        let Some(client) = connect(&config, &stop).await else {
+            return Ok(()); // stopped before Redis was ever reachable: nothing was fetched
+        };
+        gator_core::set_default_client(client.clone());
+        let order = Arc::new(QueueOrder::new(config.queues.clone()));
+        if let Err(e) = order.refresh(&client).await {
+            warn!(error = %e, "could not read the known queues yet");
+        }
+        info!(
+            queues = %config.queues, concurrency = config.concurrency, namespace = %config.namespace,
+            jobs = ?registry.names(), "worker started"
+        );
+
+        let in_progress = Arc::new(InProgress::default());
+        let tracker = TaskTracker::new();
+        for id in 0..config.concurrency {
+            let processor = Processor {
+                id,
+                client: client.clone(),
+                registry: registry.clone(),
+                order: order.clone(),
+                in_progress: in_progress.clone(),
+            };
+            tracker.spawn(processor.run(stop.clone()));
+        }
+        let poller = Poller {
+            client: client.clone(),
+            order,
+            interval: config.poll_interval,
+        };
+        tracker.spawn(poller.run(stop.clone()));
+        tracker.close();
+
+        stop.cancelled().await;
+        info!(timeout = ?config.shutdown_timeout, "stopping: waiting for running jobs to finish");
+        if tokio::time::timeout(config.shutdown_timeout, tracker.wait())
+            .await
+            .is_ok()
+        {
+            info!("worker stopped cleanly");
+        } else {
+            put_back_unfinished(&client, &in_progress).await;
+        }
+        Ok(())
+    }
+}
+
+/// Connects, retrying with capped backoff and saying clearly why while Redis is unreachable.
+async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Client> {
+    let mut delay = Duration::from_millis(500);
+    loop {
+        let attempt = Client::builder(config.redis_url.as_str())
+            .namespace(config.namespace.as_str())
+            // One dedicated connection per processor, and a spare.
+            .max_blocking_connections(config.concurrency + 1)
+            .connect()
+            .await;
+        match attempt {
+            Ok(client) => return Some(client),
+            Err(e) => {
+                error!(redis_url = %config.redis_url, error = %e, retry_in_s = delay.as_secs_f64(), "cannot reach redis; retrying");
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => delay = (delay * 2).min(Duration::from_secs(10)),
+            _ = stop.cancelled() => return None,
+        }
+    }
+}
+
+async fn put_back_unfinished(client: &Client, in_progress: &InProgress) {
+    let unfinished = in_progress.drain();
+    warn!(
+        jobs = unfinished.len(),
+        "shutdown timeout reached: putting unfinished jobs back in their queues"
+    );
+    for job in unfinished {
+        if let Err(e) = store::queue::requeue(&mut client.connection(), client.keys(), &job).await {
+            error!(queue = %job.queue, error = %e, payload = %job.raw, "could not put an unfinished job back");
+        }
+    }
+}
+
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match (
+        signal(SignalKind::interrupt()),
+        signal(SignalKind::terminate()),
+    ) {
+        (Ok(mut int), Ok(mut term)) => {
+            tokio::select! {
+                _ = int.recv() => {}
+                _ = term.recv() => {}
+            }
+        }
+        _ => {
+            error!("cannot listen for SIGINT/SIGTERM; only Ctrl-C will stop the worker");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! The Gator worker: runs the `#[job]`s linked into the binary, taking them from Redis.
+//!
+//! Your app gets a three-line worker binary; linking your crate registers its jobs:
+//!
+//! ```no_run
+//! // src/bin/worker.rs
+//! use my_app as _; // links the crate that defines the #[job]s
+//! fn main() -> std::process::ExitCode {
+//!     gator_worker::main()
+//! }
+//! # mod my_app {}
+//! ```
+//!
+//! Then `worker --queues high:3,default:1 --concurrency 10` (see `--help`).
+//!
+//! # Pieces
+//! - [`launcher`]: starts the pieces and stops them in order;
+//! - [`fetcher`]: orders the queues (strict, weighted shuffle, all known) and takes the next job;
+//! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them;
+//! - [`poller`]: moves due scheduled and retry jobs into their queues;
+//! - [`retry`]: the backoff curve.
+//!
+//! # Tracing events
+//! Every job runs in a span `job` with the fields `jid`, `job` (wire name), `queue` and
+//! `attempt` (1 for the first run). Inside it:
+//!
+//! | level | message | fields |
+//! |---|---|---|
+//! | info | `job started` | |
+//! | info | `job finished` | `duration_ms`, `outcome = "done"` |
+//! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_s` |
+//! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
+//!
+//! Worker-level: `worker started` (info: `queues`, `concurrency`, `namespace`, `jobs`),
+//! `stopping: waiting for running jobs to finish` and `worker stopped cleanly` (info),
+//! `cannot reach redis; retrying` (error: `redis_url`, `error`, `retry_in_s`),
+//! `fetch failed` / `cannot record a job's outcome; trying again` (warn: `error`),
+//! `malformed payload: moved to the dead set verbatim` (error: `queue`, `error`),
+//! `shutdown timeout reached: putting unfinished jobs back in their queues` (warn: `jobs`).
+//! `RUST_LOG` filters them (default `info`).
+
+pub mod config;
+pub mod fetcher;
+pub mod launcher;
+pub mod poller;
+pub mod processor;
+pub mod retry;
+
+pub use config::{Cli, QueueSelection, WorkerConfig};
+pub use launcher::Worker;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+/// The whole `gator-worker` program: parses the command line, logs to stderr (`RUST_LOG`,
+/// default `info`), runs until SIGINT/SIGTERM and returns the exit code. Call it from your
+/// worker binary's `main`.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("gator-worker: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(Worker::new(cli.into_config()).run());
+    // Sync jobs abandoned at the shutdown timeout may still occupy blocking threads; their
+    // jobs are back in their queues, so do not wait for them.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gator-worker: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

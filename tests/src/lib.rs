@@ -1,0 +1,425 @@
+//! Private redis-server harness for Gator's integration tests.
+//!
+//! Every test starts its own `redis-server` on a random free port with its own
+//! temporary directory, because:
+//!
+//! * tests run in parallel and must not see each other's queues, locks or
+//!   leftover keys, so sharing one server (or calling `FLUSHALL`) is not safe;
+//! * a developer's own Redis on 6379 may hold real data, so the harness never
+//!   uses that port and never relies on an already-running server;
+//! * chaos tests stop, pause, kill and restart the server, which would break
+//!   every other test if the server were shared.
+//!
+//! The harness panics (never skips) when `redis-server` is missing, so a test
+//! run cannot silently pass without exercising Redis.
+
+use std::future::Future;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
+
+const NOT_FOUND: &str = "redis-server was not found on PATH. Install it with \
+    `sudo apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` \
+    (macOS), or run `scripts/test`, which installs it for you.";
+const START_DEADLINE: Duration = Duration::from_secs(10);
+const LOG_TAIL_LINES: usize = 60;
+
+/// Options for [`RedisServer::start_with`].
+#[derive(Debug, Clone, Default)]
+pub struct ServerOptions {
+    /// Turn on the append-only file (`appendfsync everysec`) so data survives
+    /// [`RedisServer::restart`].
+    pub appendonly: bool,
+}
+
+/// A `redis-server` child process owned by one test; killed on drop.
+#[derive(Debug)]
+pub struct RedisServer {
+    child: Option<Child>,
+    pid: u32,
+    port: u16,
+    opts: ServerOptions,
+    // Declared last so the directory outlives the process that writes into it.
+    dir: TempDir,
+}
+
+/// Outcome of one launch attempt; fatal problems panic instead.
+enum Launch {
+    Up(Child),
+    PortBusy,
+}
+
+impl RedisServer {
+    /// Starts a server with default options (no persistence).
+    ///
+    /// # Panics
+    /// If `redis-server` is not on PATH or does not answer `PING` in time.
+    pub fn start() -> RedisServer {
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// Starts a server with `opts`, retrying on a new port if the chosen one
+    /// was taken between picking it and the server binding it.
+    ///
+    /// # Panics
+    /// If `redis-server` is not on PATH or does not come up after 5 attempts.
+    pub fn start_with(opts: ServerOptions) -> RedisServer {
+        let dir = tempfile::Builder::new()
+            .prefix("gator-redis-")
+            .tempdir()
+            .expect("creating a temp dir for redis-server");
+        for _ in 0..5 {
+            let port = free_port();
+            if let Launch::Up(child) = launch(dir.path(), port, &opts) {
+                let pid = child.id();
+                return RedisServer {
+                    child: Some(child),
+                    pid,
+                    port,
+                    opts,
+                    dir,
+                };
+            }
+        }
+        panic!(
+            "redis-server could not bind a free port after 5 attempts; log:\n{}",
+            log_tail(dir.path())
+        );
+    }
+
+    /// Connection URL, `redis://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// The TCP port; stays the same across [`restart`](Self::restart).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The server's working directory (AOF files and `redis.log`).
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Process id of the current (or most recent) server process.
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Gracefully stops the server: SIGTERM (so Redis flushes the AOF), up to
+    /// 5 s for it to exit, then SIGKILL. No-op if already stopped.
+    pub fn stop(&mut self) {
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
+        signal("-TERM", self.pid);
+        // A paused server would never handle SIGTERM; the TERM stays pending
+        // and is delivered as soon as CONT resumes it.
+        signal("-CONT", self.pid);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if matches!(child.try_wait(), Ok(Some(_))) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = child.kill(); // Err only means it exited in the meantime.
+        let _ = child.wait();
+    }
+
+    /// Stops the server and starts it again on the same port and directory,
+    /// so an AOF-enabled server reloads its data.
+    ///
+    /// # Panics
+    /// If the port stays busy for 5 s or the server does not come back.
+    pub fn restart(&mut self) {
+        self.stop();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            if let Launch::Up(child) = launch(self.dir.path(), self.port, &self.opts) {
+                self.pid = child.id();
+                self.child = Some(child);
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "port {} stayed busy; redis-server could not restart",
+                    self.port
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Freezes the server with SIGSTOP: connections stay open but nothing is
+    /// answered, which simulates a hung Redis.
+    pub fn pause(&self) {
+        signal("-STOP", self.pid);
+    }
+
+    /// Resumes a server frozen by [`pause`](Self::pause) (SIGCONT).
+    pub fn resume(&self) {
+        signal("-CONT", self.pid);
+    }
+
+    /// Kills the server with SIGKILL (no AOF flush), simulating a crash.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill(); // Err only means it already exited.
+            let _ = child.wait();
+        }
+    }
+
+    /// Opens a multiplexed async connection to this server.
+    ///
+    /// # Panics
+    /// If the connection cannot be made.
+    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
+        redis::Client::open(self.url())
+            .expect("harness URL is always valid")
+            .get_multiplexed_async_connection()
+            .await
+            .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.url()))
+    }
+
+    /// Runs `redis-cli -p PORT <args>` and returns its trimmed stdout
+    /// (nil prints as an empty string).
+    ///
+    /// # Panics
+    /// If `redis-cli` cannot be run.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let out = Command::new("redis-cli")
+            .arg("-p")
+            .arg(self.port.to_string())
+            .args(args)
+            .output()
+            .expect("running redis-cli (installed together with redis-server)");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!(
+                "---- redis-server :{} log (last {LOG_TAIL_LINES} lines) ----\n{}\n---- end of redis-server :{} log ----",
+                self.port,
+                log_tail(self.dir.path()),
+                self.port
+            );
+        }
+        // Resume first so a paused server cannot linger; SIGKILL works either way.
+        if self.child.is_some() {
+            signal("-CONT", self.pid);
+        }
+        self.kill();
+    }
+}
+
+/// Polls `f` every 20 ms until it returns true.
+///
+/// # Panics
+/// With "timed out after {deadline:?} waiting for {what}" if it never does.
+pub async fn wait_until<F, Fut>(what: &str, deadline: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let end = tokio::time::Instant::now() + deadline;
+    loop {
+        if f().await {
+            return;
+        }
+        if tokio::time::Instant::now() >= end {
+            panic!("timed out after {deadline:?} waiting for {what}");
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+fn free_port() -> u16 {
+    loop {
+        let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding 127.0.0.1:0");
+        let port = listener
+            .local_addr()
+            .expect("bound listener has an address")
+            .port();
+        if port != 6379 {
+            return port;
+        }
+    }
+}
+
+fn log_path(dir: &Path) -> PathBuf {
+    dir.join("redis.log")
+}
+
+fn log_tail(dir: &Path) -> String {
+    let log = std::fs::read(log_path(dir)).unwrap_or_default();
+    let log = String::from_utf8_lossy(&log);
+    let lines: Vec<&str> = log.lines().collect();
+    lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
+}
+
+fn signal(sig: &str, pid: u32) {
+    // Failure means the process is already gone, which callers tolerate.
+    let _ = Command::new("kill")
+        .arg(sig)
+        .arg(pid.to_string())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Spawns redis-server on `port` and waits until *it* (not some other process
+/// that grabbed the port) answers PING.
+fn launch(dir: &Path, port: u16, opts: &ServerOptions) -> Launch {
+    // The log is appended to across restarts; only this launch's part counts.
+    let log_start = std::fs::metadata(log_path(dir)).map_or(0, |m| m.len() as usize);
+    let mut cmd = Command::new("redis-server");
+    cmd.arg("--port").arg(port.to_string());
+    cmd.args([
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--daemonize",
+        "no",
+        "--protected-mode",
+        "no",
+    ]);
+    cmd.arg("--dir")
+        .arg(dir)
+        .arg("--logfile")
+        .arg(log_path(dir));
+    cmd.args(["--appendonly", if opts.appendonly { "yes" } else { "no" }]);
+    if opts.appendonly {
+        cmd.args(["--appendfsync", "everysec"]);
+    }
+    let mut child = match cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) if e.kind() == ErrorKind::NotFound => panic!("{NOT_FOUND}"),
+        Err(e) => panic!("spawning redis-server: {e}"),
+    };
+    let deadline = Instant::now() + START_DEADLINE;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = std::fs::read(log_path(dir)).unwrap_or_default();
+            let new = String::from_utf8_lossy(log.get(log_start..).unwrap_or_default());
+            if new.contains("Address already in use") {
+                return Launch::PortBusy;
+            }
+            panic!(
+                "redis-server on port {port} exited early ({status}); log:\n{}",
+                log_tail(dir)
+            );
+        }
+        match server_pid(port) {
+            Some(pid) if pid == child.id() => return Launch::Up(child),
+            Some(_) => {
+                // Someone else's server owns the port; ours will fail to bind.
+                let _ = child.kill();
+                let _ = child.wait();
+                return Launch::PortBusy;
+            }
+            None => {}
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "redis-server on port {port} did not answer PING within {START_DEADLINE:?}; log:\n{}",
+                log_tail(dir)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Sends raw `PING` + `INFO server`; returns the answering server's pid once
+/// it replies `+PONG` (not `-LOADING` etc.).
+fn server_pid(port: u16) -> Option<u32> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(200)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .ok()?;
+    stream
+        .write_all(b"*1\r\n$4\r\nPING\r\n*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .ok()?;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&buf);
+        if !text.starts_with("+PONG\r\n") && text.len() >= 7 {
+            return None;
+        }
+        if let Some(rest) = text.split("process_id:").nth(1)
+            && let Some((pid, _)) = rest.split_once("\r\n")
+        {
+            return pid.trim().parse().ok();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn start_answers_ping_off_6379() {
+        let server = RedisServer::start();
+        assert_ne!(server.port(), 6379);
+        let mut con = server.client().await;
+        let pong: String = redis::cmd("PING")
+            .query_async(&mut con)
+            .await
+            .expect("PING");
+        assert_eq!(pong, "PONG");
+    }
+
+    #[tokio::test]
+    async fn servers_are_isolated() {
+        let (a, b) = (RedisServer::start(), RedisServer::start());
+        assert_ne!(a.port(), b.port());
+        assert_eq!(a.cli(&["SET", "k", "v"]), "OK");
+        let mut con = b.client().await;
+        let got: Option<String> = redis::cmd("GET")
+            .arg("k")
+            .query_async(&mut con)
+            .await
+            .expect("GET");
+        assert_eq!(got, None);
+    }
+
+    #[tokio::test]
+    async fn restart_with_aof_keeps_data() {
+        let mut server = RedisServer::start_with(ServerOptions { appendonly: true });
+        let (port, old_pid) = (server.port(), server.pid());
+        assert_eq!(server.cli(&["SET", "survivor", "yes"]), "OK");
+        server.restart();
+        assert_eq!(server.port(), port);
+        assert_ne!(server.pid(), old_pid);
+        let mut con = server.client().await;
+        let got: Option<String> = redis::cmd("GET")
+            .arg("survivor")
+            .query_async(&mut con)
+            .await
+            .expect("GET");
+        assert_eq!(got.as_deref(), Some("yes"));
+    }
+}
