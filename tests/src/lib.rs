@@ -13,6 +13,9 @@
 //! The harness panics (never skips) when `redis-server` is missing, so a test
 //! run cannot silently pass without exercising Redis.
 
+mod worker;
+pub use worker::{TestWorker, client};
+
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};

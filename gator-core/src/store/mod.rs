@@ -6,3 +6,6 @@ pub mod keys;
 pub mod queue;
 pub mod schedule;
 pub mod scripts;
+
+#[cfg(test)]
+mod docs_test;

@@ -1,0 +1,17 @@
+//! A worker binary for the tests that need a real process (signals, kills), with one job.
+use gator_core::job;
+
+/// Sets `test:started` to "s1", sleeps `millis`, then sets `test:finished` to "s1".
+#[job]
+async fn mark_after(millis: u64) -> gator_core::Result<()> {
+    let client = gator_core::default_client().await?;
+    let mut conn = client.connection();
+    redis::cmd("SET").arg("test:started").arg("s1").query_async::<()>(&mut conn).await?;
+    tokio::time::sleep(std::time::Duration::from_millis(millis)).await;
+    redis::cmd("SET").arg("test:finished").arg("s1").query_async::<()>(&mut conn).await?;
+    Ok(())
+}
+
+fn main() -> std::process::ExitCode {
+    gator_worker::main()
+}

@@ -1,0 +1,48 @@
+//! An in-process worker for tests: started on a private Redis, stopped like SIGTERM would.
+
+use gator_core::Client;
+use gator_worker::{QueueSelection, Worker, WorkerConfig};
+use std::time::Duration;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+/// A running [`Worker`] inside the test process.
+#[derive(Debug)]
+pub struct TestWorker {
+    stop: CancellationToken,
+    handle: JoinHandle<gator_core::Result<()>>,
+}
+
+impl TestWorker {
+    /// Starts a worker on `redis_url` serving `queues` (`None`: every known queue) with
+    /// `concurrency` processors and a fast poller.
+    pub fn start(redis_url: &str, queues: Option<&str>, concurrency: usize) -> TestWorker {
+        let mut config = WorkerConfig::new(redis_url);
+        config.queues = match queues {
+            Some(spec) => spec.parse::<QueueSelection>().expect("a valid --queues spec"),
+            None => QueueSelection::AllKnown,
+        };
+        config.concurrency = concurrency;
+        config.poll_interval = Duration::from_millis(100);
+        TestWorker::start_with(config)
+    }
+
+    /// Starts a worker with a config of the test's making.
+    pub fn start_with(config: WorkerConfig) -> TestWorker {
+        let stop = CancellationToken::new();
+        let handle = tokio::spawn(Worker::new(config).run_until(stop.clone()));
+        TestWorker { stop, handle }
+    }
+
+    /// Asks the worker to stop (as SIGTERM does) and waits until it has.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.handle.await.expect("the worker task panicked").expect("the worker failed");
+    }
+}
+
+/// A client of the private Redis at `url` (tests never rely on the process-wide default,
+/// which parallel tests would fight over).
+pub async fn client(url: &str) -> Client {
+    Client::connect(url).await.expect("connect to the test redis")
+}

@@ -1,0 +1,80 @@
+//! Which queue a worker takes its next job from: weighted shuffle, strict order, and
+//! discovery of every known queue.
+
+use gator_core::job;
+use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use gator_worker::QueueSelection;
+use gator_worker::fetcher::{QueueOrder, fetch};
+use std::sync::Mutex;
+use std::time::Duration;
+
+async fn fill(redis: &RedisServer, queue: &str, n: usize) {
+    let jobs: Vec<String> = (0..n).map(|i| format!("{queue}-{i}")).collect();
+    let mut conn = redis.client().await;
+    redis::cmd("RPUSH").arg(format!("gator:{{{queue}}}:queue")).arg(jobs).query_async::<()>(&mut conn).await.unwrap();
+}
+
+/// Fetches `n` jobs with `spec`'s order; returns the queue of each, in order.
+async fn fetch_many(redis: &RedisServer, spec: &str, n: usize) -> Vec<String> {
+    let client = client(&redis.url()).await;
+    let order = QueueOrder::new(spec.parse::<QueueSelection>().unwrap());
+    let mut conn = client.dedicated_connection().await.unwrap();
+    let mut queues = Vec::with_capacity(n);
+    for _ in 0..n {
+        let job = fetch(&mut conn, &client, &order).await.unwrap().expect("a job is waiting");
+        queues.push(job.queue);
+    }
+    queues
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weighted_queues_are_served_in_proportion_to_their_weights() {
+    let redis = RedisServer::start();
+    fill(&redis, "high", 4000).await;
+    fill(&redis, "default", 4000).await;
+
+    let fetches = 4000;
+    let queues = fetch_many(&redis, "high:3,default:1", fetches).await;
+    let high = queues.iter().filter(|q| *q == "high").count();
+    // Both queues stay non-empty, so each fetch takes `high` with probability 3/4:
+    // expected 3000, standard deviation about 27; allow more than five of them.
+    assert!((2850..=3150).contains(&high), "high served {high} of {fetches} fetches");
+    assert!(queues.iter().any(|q| q == "default"), "the light queue must not starve");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_order_drains_the_first_queue_before_the_next() {
+    let redis = RedisServer::start();
+    fill(&redis, "critical", 50).await;
+    fill(&redis, "default", 50).await;
+    let queues = fetch_many(&redis, "critical,default", 100).await;
+    assert!(queues[..50].iter().all(|q| q == "critical"), "{queues:?}");
+    assert!(queues[50..].iter().all(|q| q == "default"), "{queues:?}");
+}
+
+static RAN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+#[job]
+async fn note_queue(queue: String) {
+    RAN.lock().unwrap().push(queue);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_queues_a_worker_serves_every_known_queue_even_ones_created_later() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    NoteQueue::call("alpha".into()).queue("alpha").dispatch_with(&client).await.unwrap();
+    let worker = TestWorker::start(&redis.url(), None, 3);
+    // Created after the worker started: the poller's pass re-reads the known-queues set.
+    NoteQueue::call("beta".into()).queue("beta").dispatch_with(&client).await.unwrap();
+    NoteQueue::call("gamma".into()).queue("gamma").dispatch_with(&client).await.unwrap();
+
+    wait_until("jobs of all three queues to run", Duration::from_secs(15), || async {
+        RAN.lock().unwrap().len() >= 3
+    })
+    .await;
+    let mut ran = RAN.lock().unwrap().clone();
+    ran.sort();
+    assert_eq!(ran, vec!["alpha", "beta", "gamma"]);
+    worker.stop().await;
+}

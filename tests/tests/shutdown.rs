@@ -1,0 +1,75 @@
+//! Graceful shutdown: running jobs finish; past the timeout they go back to their queue.
+
+use gator_core::job;
+use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use gator_worker::{QueueSelection, WorkerConfig};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+static STARTED: AtomicUsize = AtomicUsize::new(0);
+static FINISHED: AtomicUsize = AtomicUsize::new(0);
+
+#[job(queue = "slow")]
+async fn slow(millis: u64) {
+    STARTED.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+    FINISHED.fetch_add(1, Ordering::SeqCst);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_waits_for_a_running_job_then_returns_and_a_timeout_puts_jobs_back() {
+    // One test for both cases: they share the process-wide counters.
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+
+    // 1. Within the timeout: the running job finishes before the worker returns.
+    let worker = TestWorker::start(&redis.url(), Some("slow"), 2);
+    Slow::call(800).dispatch_with(&client).await.unwrap();
+    wait_until("the job to start", Duration::from_secs(10), || async { STARTED.load(Ordering::SeqCst) == 1 }).await;
+    worker.stop().await;
+    assert_eq!(FINISHED.load(Ordering::SeqCst), 1, "stop returned before the running job finished");
+    assert_eq!(client.queue_len("slow").await.unwrap(), 0);
+
+    // 2. Past the timeout: the unfinished job is put back at the head of its queue, whole.
+    let mut config = WorkerConfig::new(redis.url());
+    config.queues = QueueSelection::Strict(vec!["slow".into()]);
+    config.shutdown_timeout = Duration::from_millis(200);
+    let worker = TestWorker::start_with(config);
+    let jid = Slow::call(60_000).dispatch_with(&client).await.unwrap();
+    wait_until("the long job to start", Duration::from_secs(10), || async { STARTED.load(Ordering::SeqCst) == 2 }).await;
+    worker.stop().await;
+    assert_eq!(FINISHED.load(Ordering::SeqCst), 1);
+    let back = redis.cli(&["LINDEX", "gator:{slow}:queue", "0"]);
+    let payload: serde_json::Value = serde_json::from_str(&back).expect("the unfinished job is back in the queue");
+    assert_eq!(payload["jid"], jid.as_str());
+}
+
+#[test]
+fn sigterm_lets_the_running_job_finish_and_the_worker_exits_0() {
+    let redis = RedisServer::start();
+    redis.cli(&["SADD", "gator:queues", "default"]);
+    redis.cli(&[
+        "RPUSH",
+        "gator:{default}:queue",
+        r#"{"jid":"s1","job":"mark_after","args":[700],"queue":"default","created_at":1,"enqueued_at":1}"#,
+    ]);
+    let mut worker = Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
+        .args(["--redis-url", &redis.url(), "--queues", "default", "--concurrency", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start the test worker binary");
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while redis.cli(&["GET", "test:started"]) != "s1" {
+        assert!(std::time::Instant::now() < deadline, "the job never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = worker.id().to_string();
+    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    let status = worker.wait().unwrap();
+    assert!(status.success(), "worker exited with {status}");
+    assert_eq!(redis.cli(&["GET", "test:finished"]), "s1", "the running job was cut short");
+    assert_eq!(redis.cli(&["LLEN", "gator:{default}:queue"]), "0");
+}
