@@ -266,8 +266,9 @@ fn malformed_entry(job: &Fetched, reason: &str) -> String {
     entry.to_json()
 }
 
+/// Milliseconds since `started`, to the microsecond (so logs do not show float noise).
 fn elapsed_ms(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64() * 1000.0
+    (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
 /// Sleeps with capped exponential backoff after a Redis error, waking early on shutdown.

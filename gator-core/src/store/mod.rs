@@ -5,6 +5,7 @@ pub mod dead;
 pub mod keys;
 pub mod queue;
 pub mod schedule;
+pub mod sets;
 pub mod scripts;
 
 #[cfg(test)]

@@ -11,8 +11,12 @@ pub static PROMOTE_DUE: LazyLock<Script> =
 /// `lua/kill.lua`: add a job to the dead set and trim it.
 pub static KILL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/kill.lua")));
 
+/// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
+pub static MOVE_TO_QUEUE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/move_to_queue.lua")));
+
 /// Every script file with its text, for the wire-format doc test.
 pub const ALL: &[(&str, &str)] = &[
     ("promote_due.lua", include_str!("lua/promote_due.lua")),
     ("kill.lua", include_str!("lua/kill.lua")),
+    ("move_to_queue.lua", include_str!("lua/move_to_queue.lua")),
 ];

@@ -1,0 +1,16 @@
+#!lua
+-- move_to_queue.lua: take one entry out of a queue's scheduled, retry or dead set and push a
+-- (possibly rewritten) payload to the queue, in one atomic step: run now, or retry from dead.
+-- The push happens only if the entry was still there, so two admins clicking "retry" at
+-- once enqueue the job once.
+--
+-- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
+-- KEYS[2]  LIST  gator:{<queue>}:queue
+-- ARGV[1]  the entry exactly as stored in the set
+-- ARGV[2]  the payload to enqueue (the entry with attempts reset, for a retry from dead)
+-- Returns  1 if the entry was moved, 0 if it was no longer in the set
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
+  return 0
+end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+return 1

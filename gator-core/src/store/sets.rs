@@ -1,0 +1,185 @@
+//! The per-queue sorted sets seen as collections of jobs: list, find, move back to the queue,
+//! delete. What the admin API and the `gator-worker` subcommands use.
+
+use crate::error::Result;
+use crate::payload::{Payload, now_ms};
+use crate::store::keys::Keys;
+use crate::store::scripts;
+use redis::aio::ConnectionLike;
+use std::fmt;
+use std::str::FromStr;
+
+/// One of a queue's sorted sets of jobs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SetKind {
+    /// Jobs to run later (`dispatch_at`, `dispatch_in`).
+    Scheduled,
+    /// Failed jobs waiting for their next attempt.
+    Retry,
+    /// Jobs that will not run again.
+    Dead,
+}
+
+impl SetKind {
+    /// All three, in lifecycle order.
+    pub const ALL: [SetKind; 3] = [SetKind::Scheduled, SetKind::Retry, SetKind::Dead];
+
+    /// The set's key for `queue`.
+    pub fn key(self, keys: &Keys, queue: &str) -> String {
+        match self {
+            SetKind::Scheduled => keys.scheduled(queue),
+            SetKind::Retry => keys.retry(queue),
+            SetKind::Dead => keys.dead(queue),
+        }
+    }
+
+    /// The set's name as used in keys and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SetKind::Scheduled => "scheduled",
+            SetKind::Retry => "retry",
+            SetKind::Dead => "dead",
+        }
+    }
+}
+
+impl fmt::Display for SetKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for SetKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "scheduled" => Ok(SetKind::Scheduled),
+            "retry" => Ok(SetKind::Retry),
+            "dead" => Ok(SetKind::Dead),
+            other => Err(format!("unknown set {other:?}: use scheduled, retry or dead")),
+        }
+    }
+}
+
+/// One job in a set, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SetEntry {
+    /// Which set it is in.
+    pub kind: SetKind,
+    /// The queue the set belongs to.
+    pub queue: String,
+    /// Its score: due time (scheduled, retry) or time of death (dead), ms since the epoch.
+    pub score_ms: u64,
+    /// The member exactly as stored (needed to remove it).
+    pub raw: String,
+    /// The member parsed, if it is a payload document.
+    pub payload: Option<Payload>,
+}
+
+impl SetEntry {
+    /// The entry's jid, if it parsed.
+    pub fn jid(&self) -> Option<&str> {
+        self.payload.as_ref().map(|p| p.jid.as_str())
+    }
+}
+
+/// Up to `count` entries of `kind` for `queue` from `offset`, lowest score first.
+pub async fn list(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+    offset: usize,
+    count: usize,
+) -> Result<Vec<SetEntry>> {
+    if count == 0 {
+        return Ok(Vec::new());
+    }
+    let stop = offset.saturating_add(count).saturating_sub(1) as i64;
+    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(kind.key(keys, queue))
+        .arg(offset)
+        .arg(stop)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?;
+    Ok(rows.into_iter().map(|(raw, score)| entry(kind, queue, raw, score)).collect())
+}
+
+/// How many entries `kind` holds for `queue`.
+pub async fn len(conn: &mut impl ConnectionLike, keys: &Keys, kind: SetKind, queue: &str) -> Result<usize> {
+    Ok(redis::cmd("ZCARD").arg(kind.key(keys, queue)).query_async(conn).await?)
+}
+
+/// The entry with `jid`, found by scanning the set (ZSCAN, so Redis is never blocked long).
+pub async fn find(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+    jid: &str,
+) -> Result<Option<SetEntry>> {
+    let key = kind.key(keys, queue);
+    let mut cursor: u64 = 0;
+    loop {
+        let (next, rows): (u64, Vec<(String, f64)>) =
+            redis::cmd("ZSCAN").arg(&key).arg(cursor).arg("COUNT").arg(500).query_async(conn).await?;
+        for (raw, score) in rows {
+            let candidate = entry(kind, queue, raw, score);
+            if candidate.jid() == Some(jid) {
+                return Ok(Some(candidate));
+            }
+        }
+        if next == 0 {
+            return Ok(None);
+        }
+        cursor = next;
+    }
+}
+
+/// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
+/// (attempt 0); from the scheduled or retry set it keeps its count. Returns false if the entry
+/// was no longer in the set (someone else moved or deleted it).
+pub async fn move_to_queue(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
+    let requeued = match &entry.payload {
+        Some(payload) => {
+            let mut payload = payload.clone();
+            if entry.kind == SetKind::Dead {
+                payload.attempt = 0;
+            }
+            payload.enqueued_at = now_ms();
+            payload.to_json()
+        }
+        // Not a payload: there is nothing a worker could run. Keep it where it is.
+        None => return Ok(false),
+    };
+    let moved: i64 = scripts::MOVE_TO_QUEUE
+        .key(entry.kind.key(keys, &entry.queue))
+        .key(keys.queue(&entry.queue))
+        .arg(&entry.raw)
+        .arg(requeued)
+        .invoke_async(conn)
+        .await?;
+    Ok(moved == 1)
+}
+
+/// Removes `entry` from its set. Returns false if it was already gone.
+pub async fn delete(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
+    let removed: i64 =
+        redis::cmd("ZREM").arg(entry.kind.key(keys, &entry.queue)).arg(&entry.raw).query_async(conn).await?;
+    Ok(removed == 1)
+}
+
+/// Empties `kind` for `queue`; returns how many entries it held.
+pub async fn clear(conn: &mut impl ConnectionLike, keys: &Keys, kind: SetKind, queue: &str) -> Result<usize> {
+    let key = kind.key(keys, queue);
+    let (count,): (usize,) =
+        redis::pipe().atomic().cmd("ZCARD").arg(&key).cmd("DEL").arg(&key).ignore().query_async(conn).await?;
+    Ok(count)
+}
+
+fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {
+    let payload = Payload::from_json(&raw).ok();
+    SetEntry { kind, queue: queue.to_owned(), score_ms: score as u64, raw, payload }
+}
