@@ -9,7 +9,8 @@
 //!    at-least-once), and `run_until` returns.
 
 use crate::config::WorkerConfig;
-use crate::fetcher::QueueOrder;
+use crate::fetcher::{FETCH_TIMEOUT, QueueOrder};
+use crate::heartbeat::Heartbeat;
 use crate::poller::Poller;
 use crate::processor::{InProgress, Processor};
 use gator_core::{Client, Registry, store};
@@ -63,6 +64,14 @@ impl Worker {
 
         let in_progress = Arc::new(InProgress::default());
         let tracker = TaskTracker::new();
+        let heartbeat = Heartbeat::new(client.clone(), &config);
+        if let Err(e) = heartbeat.tick().await {
+            warn!(error = %e, "first heartbeat failed");
+        }
+        info!(process = %heartbeat.id, "registered");
+        // The heartbeat outlives the processors: it deregisters only after they have settled.
+        let heartbeat_stop = CancellationToken::new();
+        let heartbeat_task = tokio::spawn(heartbeat.run(heartbeat_stop.clone()));
         for id in 0..config.concurrency {
             let processor = Processor {
                 id,
@@ -91,6 +100,8 @@ impl Worker {
         } else {
             put_back_unfinished(&client, &in_progress).await;
         }
+        heartbeat_stop.cancel();
+        let _ = heartbeat_task.await;
         Ok(())
     }
 }
@@ -119,6 +130,12 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
 }
 
 async fn put_back_unfinished(client: &Client, in_progress: &InProgress) {
+    // Idle processors still block in a fetch for up to FETCH_TIMEOUT; one of them could pop a
+    // job put back now and die with this process. Let those fetches end first.
+    let deadline = tokio::time::Instant::now() + FETCH_TIMEOUT + Duration::from_secs(3);
+    while in_progress.fetches_in_flight() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     let unfinished = in_progress.drain();
     warn!(
         jobs = unfinished.len(),

@@ -18,6 +18,7 @@
 //! - [`fetcher`]: orders the queues (strict, weighted shuffle, all known) and takes the next job;
 //! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them;
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
+//! - [`heartbeat`]: registers this process so the fleet can be counted and dead processes spotted;
 //! - [`retry`]: the backoff curve.
 //!
 //! # Tracing events
@@ -41,6 +42,7 @@
 
 pub mod config;
 pub mod fetcher;
+pub mod heartbeat;
 pub mod launcher;
 pub mod poller;
 pub mod processor;

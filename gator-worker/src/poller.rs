@@ -1,6 +1,12 @@
 //! The poller: moves due scheduled and retry jobs into their queues.
+//!
+//! The fleet as a whole should pass about once per poll interval, whatever its size, so each
+//! process sleeps a random 0.5–1.5 × (interval × live processes), as Sidekiq does. It never
+//! sleeps past the earliest due time the last pass saw, so an idle worker starts a scheduled
+//! job within milliseconds of its due time instead of up to a whole interval late.
 
 use crate::fetcher::QueueOrder;
+use crate::heartbeat::PROCESS_TTL;
 use gator_core::Client;
 use gator_core::payload::now_ms;
 use gator_core::store;
@@ -10,25 +16,38 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
 
-/// Promotes due jobs of the worker's queues every `interval` on average.
+/// Promotes due jobs of the worker's queues.
 pub struct Poller {
     /// Where the sets live.
     pub client: Client,
     /// The queues served; also refreshed here when the worker serves every known queue.
     pub order: Arc<QueueOrder>,
-    /// The average time between passes.
+    /// The fleet-wide average time between passes.
     pub interval: Duration,
+}
+
+/// What one pass found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Jobs moved to their queues.
+    pub moved: usize,
+    /// When the earliest job still waiting is due (ms), over all queues served.
+    pub next_due_ms: Option<u64>,
+    /// Live worker processes, this one included.
+    pub processes: usize,
 }
 
 impl Poller {
     /// Polls until `stop` is cancelled.
     pub async fn run(self, stop: CancellationToken) {
         loop {
-            if let Err(e) = self.tick().await {
-                warn!(error = %e, "could not promote due jobs; trying again next pass");
-            }
-            // Jittered (0.5×–1.5×) so that many workers started together spread their passes.
-            let pause = self.interval.mul_f64(rand::rng().random_range(0.5..1.5));
+            let pause = match self.tick().await {
+                Ok(pass) => self.pause_after(pass),
+                Err(e) => {
+                    warn!(error = %e, "could not promote due jobs; trying again next pass");
+                    self.interval
+                }
+            };
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = stop.cancelled() => return,
@@ -37,23 +56,42 @@ impl Poller {
     }
 
     /// One pass: refresh the queue list, then promote what is due in each queue.
-    /// Returns how many jobs moved.
-    pub async fn tick(&self) -> gator_core::Result<usize> {
+    pub async fn tick(&self) -> gator_core::Result<Pass> {
         self.order.refresh(&self.client).await?;
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
         let now = now_ms();
-        let mut moved = 0;
+        let mut pass = Pass {
+            processes: store::processes::live_count(&mut conn, keys, now, PROCESS_TTL).await?,
+            ..Pass::default()
+        };
         for queue in self.order.all() {
-            moved += store::schedule::promote_due(
-                &mut self.client.connection(),
-                self.client.keys(),
-                &queue,
-                now,
-            )
-            .await?;
+            let promoted = store::schedule::promote_due(&mut conn, keys, &queue, now).await?;
+            pass.moved += promoted.moved;
+            pass.next_due_ms = match (pass.next_due_ms, promoted.next_due_ms) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
         }
-        if moved > 0 {
-            debug!(moved, "promoted due jobs");
+        if pass.moved > 0 {
+            debug!(moved = pass.moved, "promoted due jobs");
         }
-        Ok(moved)
+        Ok(pass)
+    }
+
+    /// How long to sleep after `pass`.
+    pub fn pause_after(&self, pass: Pass) -> Duration {
+        let fleet_interval = self.interval.mul_f64(pass.processes as f64);
+        let pause = fleet_interval.mul_f64(rand::rng().random_range(0.5..1.5));
+        match pass.next_due_ms {
+            // A few ms of jitter so a fleet waking for the same job does not arrive at once.
+            Some(due) => {
+                let until_due = Duration::from_millis(
+                    due.saturating_sub(now_ms()) + rand::rng().random_range(0..20),
+                );
+                pause.min(until_due)
+            }
+            None => pause,
+        }
     }
 }

@@ -7,19 +7,42 @@ use gator_core::payload::{Payload, new_jid, now_ms};
 use gator_core::store::{self, queue::Fetched};
 use gator_core::{Client, Execution, JobError, JobResult, Registry};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
 /// Jobs fetched and not yet settled, by processor: what graceful shutdown puts back in its
-/// queue when the shutdown timeout runs out.
+/// queue when the shutdown timeout runs out. It also counts fetches in flight: a job put back
+/// while another processor still blocks in a fetch could be popped by it and then lost with
+/// the exiting process, so the launcher waits for that count to reach zero first.
 #[derive(Debug, Default)]
 pub struct InProgress {
     jobs: Mutex<HashMap<usize, Fetched>>,
+    fetching: AtomicUsize,
+}
+
+/// Counts one fetch in flight until dropped.
+struct FetchGuard<'a>(&'a AtomicUsize);
+
+impl Drop for FetchGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl InProgress {
+    fn fetch_started(&self) -> FetchGuard<'_> {
+        self.fetching.fetch_add(1, Ordering::SeqCst);
+        FetchGuard(&self.fetching)
+    }
+
+    /// How many processors are fetching (or putting back what they fetched as shutdown began).
+    pub fn fetches_in_flight(&self) -> usize {
+        self.fetching.load(Ordering::SeqCst)
+    }
+
     fn start(&self, processor: usize, job: &Fetched) {
         self.lock().insert(processor, job.clone());
     }
@@ -90,6 +113,7 @@ impl Processor {
                 },
             };
             // 2. Fetch. Never cancelled mid-flight; the short block timeout bounds shutdown.
+            let fetching = self.in_progress.fetch_started();
             let job = match fetcher::fetch(dedicated, &self.client, &self.order).await {
                 Ok(Some(job)) => job,
                 Ok(None) => continue,
@@ -101,13 +125,16 @@ impl Processor {
                 }
             };
             failures = 0;
-            self.in_progress.start(self.id, &job);
             if stop.is_cancelled() {
                 // Fetched as shutdown began: hand it back rather than start it now.
                 self.put_back(&job).await;
-            } else {
-                self.process_one(&job).await;
+                break;
             }
+            // 3. Recorded as in progress before the fetch counts as done, so that shutdown
+            //    always finds it in one place or the other.
+            self.in_progress.start(self.id, &job);
+            drop(fetching);
+            self.process_one(&job).await;
             self.in_progress.finish(self.id);
         }
         debug!(processor = self.id, "processor stopped");

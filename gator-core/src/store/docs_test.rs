@@ -9,18 +9,38 @@ const DOC: &str = include_str!("../../../docs/wire-format.md");
 fn every_key_is_documented_in_the_wire_format() {
     let k = Keys::default();
     let q = "<queue>";
-    for key in [k.queues(), k.queue(q), k.scheduled(q), k.retry(q), k.dead(q)] {
-        assert!(DOC.contains(&format!("`{key}`")), "docs/wire-format.md does not name the key `{key}`");
+    for key in [
+        k.queues(),
+        k.processes(),
+        k.process("<id>"),
+        k.queue(q),
+        k.scheduled(q),
+        k.retry(q),
+        k.dead(q),
+    ] {
+        assert!(
+            DOC.contains(&format!("`{key}`")),
+            "docs/wire-format.md does not name the key `{key}`"
+        );
     }
 }
 
 #[test]
 fn every_lua_script_is_documented_with_its_keys_and_args() {
     for (name, source) in scripts::ALL {
-        assert!(DOC.contains(&format!("### {name}")), "docs/wire-format.md has no section for {name}");
-        assert!(source.starts_with("#!lua"), "{name} must start with a #!lua shebang (Redis 7 script flags)");
+        assert!(
+            DOC.contains(&format!("### {name}")),
+            "docs/wire-format.md has no section for {name}"
+        );
+        assert!(
+            source.starts_with("#!lua"),
+            "{name} must start with a #!lua shebang (Redis 7 script flags)"
+        );
         for header in ["KEYS[1]", "ARGV[1]", "Returns"] {
-            assert!(source.contains(header), "{name} does not document {header} in its header");
+            assert!(
+                source.contains(header),
+                "{name} does not document {header} in its header"
+            );
         }
     }
 }

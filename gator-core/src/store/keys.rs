@@ -53,6 +53,17 @@ impl Keys {
         format!("{}:queues", self.namespace)
     }
 
+    /// ZSET of worker process ids, scored by their last heartbeat in ms (global).
+    pub fn processes(&self) -> String {
+        format!("{}:processes", self.namespace)
+    }
+
+    /// STRING (JSON) describing one live worker process; expires unless its heartbeat renews it
+    /// (global).
+    pub fn process(&self, id: &str) -> String {
+        format!("{}:process:{id}", self.namespace)
+    }
+
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
         format!("{}:{{{queue}}}:queue", self.namespace)
@@ -103,6 +114,8 @@ mod tests {
         assert_eq!(k.retry("high"), "gator:{high}:retry");
         assert_eq!(k.dead("high"), "gator:{high}:dead");
         assert_eq!(k.queues(), "gator:queues");
+        assert_eq!(k.processes(), "gator:processes");
+        assert_eq!(k.process("h:1:ab"), "gator:process:h:1:ab");
     }
 
     #[test]

@@ -3,10 +3,11 @@
 
 pub mod dead;
 pub mod keys;
+pub mod processes;
 pub mod queue;
 pub mod schedule;
-pub mod sets;
 pub mod scripts;
+pub mod sets;
 
 #[cfg(test)]
 mod docs_test;

@@ -27,31 +27,43 @@ pub async fn schedule(
     Ok(())
 }
 
-/// Moves every job of `queue` due by `now_ms` from the scheduled and retry sets to the queue.
-/// Returns how many moved. Each batch is one atomic script call (`promote_due.lua`).
+/// What one promotion pass over a queue found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Promoted {
+    /// How many jobs moved to the queue.
+    pub moved: usize,
+    /// When the earliest job still waiting in the queue's scheduled or retry set is due (ms).
+    pub next_due_ms: Option<u64>,
+}
+
+/// Moves every job of `queue` due by `now_ms` from the scheduled and retry sets to the queue,
+/// and says when the next one is due. Each batch is one atomic script call (`promote_due.lua`).
 pub async fn promote_due(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     now_ms: u64,
-) -> Result<usize> {
-    let mut moved = 0;
+) -> Result<Promoted> {
+    let mut promoted = Promoted::default();
     for set in [keys.scheduled(queue), keys.retry(queue)] {
         loop {
-            let n: usize = scripts::PROMOTE_DUE
+            let (moved, next_due): (usize, i64) = scripts::PROMOTE_DUE
                 .key(&set)
                 .key(keys.queue(queue))
                 .arg(now_ms)
                 .arg(PROMOTE_BATCH)
                 .invoke_async(conn)
                 .await?;
-            moved += n;
-            if n < PROMOTE_BATCH {
+            promoted.moved += moved;
+            if moved < PROMOTE_BATCH {
+                if let Ok(due) = u64::try_from(next_due) {
+                    promoted.next_due_ms = Some(promoted.next_due_ms.map_or(due, |d| d.min(due)));
+                }
                 break;
             }
         }
     }
-    Ok(moved)
+    Ok(promoted)
 }
 
 /// How many jobs of `queue` wait in its scheduled set.

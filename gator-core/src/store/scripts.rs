@@ -12,7 +12,8 @@ pub static PROMOTE_DUE: LazyLock<Script> =
 pub static KILL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/kill.lua")));
 
 /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
-pub static MOVE_TO_QUEUE: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/move_to_queue.lua")));
+pub static MOVE_TO_QUEUE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/move_to_queue.lua")));
 
 /// Every script file with its text, for the wire-format doc test.
 pub const ALL: &[(&str, &str)] = &[

@@ -57,7 +57,9 @@ impl FromStr for SetKind {
             "scheduled" => Ok(SetKind::Scheduled),
             "retry" => Ok(SetKind::Retry),
             "dead" => Ok(SetKind::Dead),
-            other => Err(format!("unknown set {other:?}: use scheduled, retry or dead")),
+            other => Err(format!(
+                "unknown set {other:?}: use scheduled, retry or dead"
+            )),
         }
     }
 }
@@ -104,12 +106,23 @@ pub async fn list(
         .arg("WITHSCORES")
         .query_async(conn)
         .await?;
-    Ok(rows.into_iter().map(|(raw, score)| entry(kind, queue, raw, score)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|(raw, score)| entry(kind, queue, raw, score))
+        .collect())
 }
 
 /// How many entries `kind` holds for `queue`.
-pub async fn len(conn: &mut impl ConnectionLike, keys: &Keys, kind: SetKind, queue: &str) -> Result<usize> {
-    Ok(redis::cmd("ZCARD").arg(kind.key(keys, queue)).query_async(conn).await?)
+pub async fn len(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+) -> Result<usize> {
+    Ok(redis::cmd("ZCARD")
+        .arg(kind.key(keys, queue))
+        .query_async(conn)
+        .await?)
 }
 
 /// The entry with `jid`, found by scanning the set (ZSCAN, so Redis is never blocked long).
@@ -123,8 +136,13 @@ pub async fn find(
     let key = kind.key(keys, queue);
     let mut cursor: u64 = 0;
     loop {
-        let (next, rows): (u64, Vec<(String, f64)>) =
-            redis::cmd("ZSCAN").arg(&key).arg(cursor).arg("COUNT").arg(500).query_async(conn).await?;
+        let (next, rows): (u64, Vec<(String, f64)>) = redis::cmd("ZSCAN")
+            .arg(&key)
+            .arg(cursor)
+            .arg("COUNT")
+            .arg(500)
+            .query_async(conn)
+            .await?;
         for (raw, score) in rows {
             let candidate = entry(kind, queue, raw, score);
             if candidate.jid() == Some(jid) {
@@ -141,7 +159,11 @@ pub async fn find(
 /// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
 /// (attempt 0); from the scheduled or retry set it keeps its count. Returns false if the entry
 /// was no longer in the set (someone else moved or deleted it).
-pub async fn move_to_queue(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
+pub async fn move_to_queue(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    entry: &SetEntry,
+) -> Result<bool> {
     let requeued = match &entry.payload {
         Some(payload) => {
             let mut payload = payload.clone();
@@ -166,20 +188,41 @@ pub async fn move_to_queue(conn: &mut impl ConnectionLike, keys: &Keys, entry: &
 
 /// Removes `entry` from its set. Returns false if it was already gone.
 pub async fn delete(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
-    let removed: i64 =
-        redis::cmd("ZREM").arg(entry.kind.key(keys, &entry.queue)).arg(&entry.raw).query_async(conn).await?;
+    let removed: i64 = redis::cmd("ZREM")
+        .arg(entry.kind.key(keys, &entry.queue))
+        .arg(&entry.raw)
+        .query_async(conn)
+        .await?;
     Ok(removed == 1)
 }
 
 /// Empties `kind` for `queue`; returns how many entries it held.
-pub async fn clear(conn: &mut impl ConnectionLike, keys: &Keys, kind: SetKind, queue: &str) -> Result<usize> {
+pub async fn clear(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+) -> Result<usize> {
     let key = kind.key(keys, queue);
-    let (count,): (usize,) =
-        redis::pipe().atomic().cmd("ZCARD").arg(&key).cmd("DEL").arg(&key).ignore().query_async(conn).await?;
+    let (count,): (usize,) = redis::pipe()
+        .atomic()
+        .cmd("ZCARD")
+        .arg(&key)
+        .cmd("DEL")
+        .arg(&key)
+        .ignore()
+        .query_async(conn)
+        .await?;
     Ok(count)
 }
 
 fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {
     let payload = Payload::from_json(&raw).ok();
-    SetEntry { kind, queue: queue.to_owned(), score_ms: score as u64, raw, payload }
+    SetEntry {
+        kind,
+        queue: queue.to_owned(),
+        score_ms: score as u64,
+        raw,
+        payload,
+    }
 }

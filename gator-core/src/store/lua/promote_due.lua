@@ -7,11 +7,14 @@
 -- KEYS[2]  LIST  gator:{<queue>}:queue
 -- ARGV[1]  now, ms since the Unix epoch: jobs scored <= now are due
 -- ARGV[2]  the most jobs to move in this call (keeps each call short; unpack() has a limit)
--- Returns  the number of jobs moved
+-- Returns  { number of jobs moved, due time (ms) of the earliest job left or -1 if none }
 local due = redis.call('ZRANGE', KEYS[1], '-inf', ARGV[1], 'BYSCORE', 'LIMIT', 0, ARGV[2])
-if #due == 0 then
-  return 0
+if #due > 0 then
+  redis.call('ZREM', KEYS[1], unpack(due))
+  redis.call('RPUSH', KEYS[2], unpack(due))
 end
-redis.call('ZREM', KEYS[1], unpack(due))
-redis.call('RPUSH', KEYS[2], unpack(due))
-return #due
+local next_due = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if #next_due == 0 then
+  return { #due, -1 }
+end
+return { #due, tonumber(next_due[2]) }
