@@ -90,6 +90,10 @@ impl fmt::Display for JobError {
 impl std::error::Error for JobError {}
 
 /// What a job fn may return: `()` or `Result<(), E>` with `E: Display`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a job result: a job returns `()` or `Result<(), E>` where E: Display",
+    label = "a job must return `()` or `Result<(), E>` where E: Display"
+)]
 pub trait IntoJobResult {
     /// Converts the job fn's return value into success or a [`JobError`].
     fn into_job_result(self) -> JobResult;

@@ -1,7 +1,192 @@
-//! TEMPORARY STUB so the workspace compiles while the real macro is written (helper-2 replaces this file).
+//! The `#[job]` attribute of Gator: turns a fn into a job you dispatch from anywhere and a
+//! worker runs. Use it as `gator_core::job`; everything is documented on [`macro@job`].
+//!
+//! The macro runs in three stages, one file each: `args` parses the options, `validate`
+//! checks the fn, `expand` generates the job type.
+
+mod args;
+mod expand;
+mod validate;
+
 use proc_macro::TokenStream;
-/// stub
+use quote::quote;
+
+/// Turns a fn into a Gator job: a type named after the fn that you dispatch, and that the
+/// worker finds by name and runs.
+///
+/// ```no_run
+/// use gator_core::job;
+/// use serde::{Deserialize, Serialize};
+///
+/// #[derive(Serialize, Deserialize)]
+/// pub struct Order {
+///     pub id: u64,
+///     pub cents: u64,
+/// }
+///
+/// /// Charges an order. An `Err` is a failure that is retried with backoff.
+/// #[job(queue = "high")]
+/// pub async fn charge_card(order: Order, attempt_key: String) -> Result<(), std::io::Error> {
+///     println!("charging order {} ({attempt_key})", order.id);
+///     Ok(())
+/// }
+///
+/// /// A plain fn: CPU-bound work runs on a blocking thread of the worker.
+/// #[job(name = "images.resize")]
+/// pub fn resize_image(path: String, width: u32) {
+///     println!("resizing {path} to {width}px");
+/// }
+///
+/// # async fn demo() -> gator_core::Result<()> {
+/// // Anywhere in the app (connects to GATOR_REDIS_URL, default redis://127.0.0.1:6379):
+/// let order = Order { id: 7, cents: 1999 };
+/// let jid = ChargeCard::dispatch(order, "k-7".into()).await?;
+/// ResizeImage::dispatch_in(std::time::Duration::from_secs(60), "cat.png".into(), 320).await?;
+/// ResizeImage::call("dog.png".into(), 640).queue("bulk").dispatch().await?;
+/// ResizeImage::dispatch_many(vec![("a.png".into(), 64), ("b.png".into(), 64)]).await?;
+/// # let _ = jid; Ok(()) }
+/// ```
+///
+/// Linking the crate is enough for a worker to know its jobs: there is no registration step.
+///
+/// # Options
+///
+/// | option | default | meaning |
+/// |---|---|---|
+/// | `queue = "high"` | `"default"` | The queue a dispatch goes to unless the call picks another with `.queue(..)`. 1 to 128 characters from `A-Z a-z 0-9 _ - .`, checked at compile time. |
+/// | `name = "images.resize"` | the fn name, e.g. `"resize_image"` | The wire name stored in each job and used by the worker to find the fn. Set it to rename or move the fn without breaking jobs already waiting in Redis. Must be unique in the worker binary. |
+///
+/// Options are separated by commas, in any order, each at most once:
+/// `#[job(queue = "mail", name = "mail.welcome")]`.
+///
+/// # The fn
+///
+/// - **Plain `fn` or `async fn`.** The worker runs an `async fn` as a task, and a plain `fn`
+///   on a blocking thread so CPU-bound or blocking work never stalls the other jobs.
+/// - **Parameters** are the job's arguments, stored as a JSON array in Redis: any number
+///   (zero included) of plain names with owned types that implement `Serialize` and
+///   `DeserializeOwned` and are `Send + 'static`. Take `String`, not `&str`; `Vec<T>`, not
+///   `&[T]`; and destructure tuples in the body, not in the parameter list.
+/// - **Return type:** `()` (nothing can fail), or `Result<(), E>` with `E: Display` (e.g.
+///   `anyhow::Result<()>` or `std::io::Result<()>`). An `Err` fails this attempt: it is retried
+///   with backoff, unless it is a `gator_core::JobError::discard(..)`, which goes straight to
+///   the dead set. A panic is a failure too.
+/// - **Not allowed:** generics or `where` clauses (the worker must know the concrete types to
+///   decode the arguments), `self` (put the job in a free fn), `const`, `unsafe`, `extern`
+///   and variadic fns.
+///
+/// The fn itself is left unchanged, so it can still be called directly, e.g. in unit tests.
+///
+/// # What it generates
+///
+/// For `#[job(queue = "mail")] pub async fn send_email(to: String, n: u32) -> Result<(), E>`:
+///
+/// ```ignore
+/// /// The `#[job]` type of [`send_email`]: dispatch it with `SendEmail::dispatch(..)`.
+/// pub struct SendEmail; // the fn name in UpperCamelCase, with the fn's visibility
+///
+/// impl gator_core::Job for SendEmail {
+///     type Args = (String, u32); // `(T,)` for one parameter, `[(); 0]` for none: always a JSON array
+///     const NAME: &'static str = "send_email";
+///     const QUEUE: &'static str = "mail";
+///     fn execute(args: Self::Args) -> gator_core::Execution { /* calls send_email(to, n) */ }
+/// }
+/// // ...and a registration of `SendEmail` with `inventory`, which the worker reads.
+///
+/// impl SendEmail {
+///     /// The job with its arguments, not yet sent: `.queue("other")`, `.dispatch_with(&client)`.
+///     pub fn call(to: String, n: u32) -> gator_core::PendingJob<Self>;
+///     /// Enqueues now through the default client; returns the jid.
+///     pub async fn dispatch(to: String, n: u32) -> gator_core::Result<String>;
+///     /// Schedules it to run at `time`.
+///     pub async fn dispatch_at(time: SystemTime, to: String, n: u32) -> gator_core::Result<String>;
+///     /// Schedules it to run after `delay`.
+///     pub async fn dispatch_in(delay: Duration, to: String, n: u32) -> gator_core::Result<String>;
+///     /// Enqueues one job per item in one round trip. An item is the arguments as a tuple,
+///     /// `(String, u32)` here; the bare value for a one-parameter job; `()` for none.
+///     pub async fn dispatch_many(
+///         items: impl IntoIterator<Item = (String, u32)>,
+///     ) -> gator_core::Result<Vec<String>>;
+/// }
+/// ```
+///
+/// Every generated item is documented, so crates with `#![deny(missing_docs)]` can use
+/// `#[job]`. The generated code names the runtime as `::gator_core`, so the crate must depend
+/// on `gator-core` under that name. A `#[cfg(..)]` on the fn applies to its job type too.
+///
+/// # Compile errors
+///
+/// Each mistake is reported on the token that causes it, all at once, and says what to write
+/// instead; for example:
+///
+/// ```text
+/// error: job arguments are stored as JSON and must be owned: use `String` instead of `&str`
+///  --> src/jobs.rs:4:19
+///   |
+/// 4 | fn send_email(to: &str) {
+///   |                   ^^^^
+/// ```
+///
+/// An argument type without `Serialize` or `Deserialize` is reported on that parameter's type
+/// (on the parameter list when the job has several), and a return type that is not `()` or
+/// `Result<(), E: Display>` on the return type.
 #[proc_macro_attribute]
-pub fn job(_args: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
+    job_impl(args.into(), item.into()).into()
+}
+
+/// 1. parse the options, 2. check the fn, 3. generate; reporting every problem at once.
+fn job_impl(
+    args: proc_macro2::TokenStream,
+    item: proc_macro2::TokenStream,
+) -> proc_macro2::TokenStream {
+    let mut errors = Errors::default();
+    let options = args::JobOptions::parse(args, &mut errors);
+    let job_fn = match syn::parse2::<syn::Item>(item.clone()) {
+        Ok(parsed) => validate::job_fn(parsed, &mut errors),
+        Err(err) => {
+            errors.push(err);
+            None
+        }
+    };
+    let errors = errors.to_compile_errors();
+    match job_fn {
+        // A bad option falls back to its default, so the job type still exists and code that
+        // uses it does not add errors of its own.
+        Some(job_fn) => {
+            let generated = expand::job(&options, &job_fn);
+            quote!(#generated #errors)
+        }
+        // The fn cannot be a job: emit it unchanged, as tokio-macros does, so the only errors
+        // are ours and not a cascade from half-generated code.
+        None => quote!(#item #errors),
+    }
+}
+
+/// Every error found so far, reported together (as serde's `Ctxt` does).
+#[derive(Default)]
+pub(crate) struct Errors {
+    errors: Option<syn::Error>,
+    count: usize,
+}
+
+impl Errors {
+    pub fn push(&mut self, err: syn::Error) {
+        self.count += 1;
+        match &mut self.errors {
+            Some(errors) => errors.combine(err),
+            None => self.errors = Some(err),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    fn to_compile_errors(&self) -> proc_macro2::TokenStream {
+        self.errors
+            .as_ref()
+            .map(syn::Error::to_compile_error)
+            .unwrap_or_default()
+    }
 }

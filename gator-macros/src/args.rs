@@ -1,0 +1,180 @@
+//! The options inside `#[job(...)]`, parsed into [`JobOptions`].
+//!
+//! Each option is a `key = value` pair. To add one (`retries = 5`, `timeout = "30s"`), give
+//! `JobOptions` a field, add the key to [`OPTIONS`], and add an arm to `JobOptions::set` that
+//! reads and checks the value. A bad option is reported and skipped, so one attribute reports
+//! every mistake at once.
+
+use crate::Errors;
+use proc_macro2::TokenStream;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::{Expr, ExprLit, Ident, Lit, LitStr, Meta, Path, Token};
+
+/// Every option, in the order errors list them.
+const OPTIONS: &[&str] = &["queue", "name"];
+
+/// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
+#[derive(Default)]
+pub(crate) struct JobOptions {
+    /// `queue = "high"`: the default queue; `"default"` if absent.
+    pub queue: Option<LitStr>,
+    /// `name = "images.resize"`: the wire name; the fn name if absent.
+    pub name: Option<LitStr>,
+}
+
+impl JobOptions {
+    /// Parses the attribute's arguments. Each bad option is pushed to `errors` and skipped.
+    pub fn parse(tokens: TokenStream, errors: &mut Errors) -> JobOptions {
+        let mut options = JobOptions::default();
+        match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
+            Ok(metas) => {
+                for meta in metas {
+                    if let Err(err) = options.set(&meta) {
+                        errors.push(err);
+                    }
+                }
+            }
+            Err(err) => errors.push(err),
+        }
+        options
+    }
+
+    fn set(&mut self, meta: &Meta) -> syn::Result<()> {
+        let key = option_key(meta.path())?;
+        match key.to_string().as_str() {
+            "queue" => {
+                check_unset(&self.queue, &key)?;
+                let queue = string_value(meta, &key, "high")?;
+                check_queue_name(&queue)?;
+                self.queue = Some(queue);
+            }
+            "name" => {
+                check_unset(&self.name, &key)?;
+                let name = string_value(meta, &key, "images.resize")?;
+                if name.value().is_empty() {
+                    return Err(syn::Error::new(
+                        name.span(),
+                        "the job name is empty: write a wire name like `name = \"images.resize\"`, \
+                         or leave `name` out to use the fn name",
+                    ));
+                }
+                self.name = Some(name);
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "unknown option `{key}`; valid options are {}",
+                        valid_options()
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn valid_options() -> String {
+    let quoted: Vec<String> = OPTIONS.iter().map(|o| format!("`{o}`")).collect();
+    quoted.join(", ")
+}
+
+/// The option's name: a single identifier.
+fn option_key(path: &Path) -> syn::Result<Ident> {
+    match path.get_ident() {
+        Some(ident) => Ok(ident.clone()),
+        None => Err(syn::Error::new_spanned(
+            path,
+            format!("unknown option; valid options are {}", valid_options()),
+        )),
+    }
+}
+
+fn check_unset<T>(slot: &Option<T>, key: &Ident) -> syn::Result<()> {
+    match slot {
+        Some(_) => Err(syn::Error::new(
+            key.span(),
+            format!("duplicate option `{key}`: give it once"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The value of `key = "..."`; `example` is a sensible value to show in the error.
+fn string_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<LitStr> {
+    let expected = format!("`{key} = \"{example}\"`");
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Str(lit), ..
+            }) => Ok(lit.clone()),
+            other => Err(syn::Error::new_spanned(
+                other,
+                format!("expected a string literal, as in {expected}"),
+            )),
+        },
+        Meta::Path(_) => Err(syn::Error::new(
+            key.span(),
+            format!("`{key}` needs a value: write {expected}"),
+        )),
+        Meta::List(_) => Err(syn::Error::new_spanned(meta, format!("write {expected}"))),
+    }
+}
+
+/// The same rule as `gator_core::store::keys::validate_queue`, checked at compile time so
+/// a typo is not found by the first dispatch.
+fn check_queue_name(lit: &LitStr) -> syn::Result<()> {
+    let name = lit.value();
+    let problem = if name.is_empty() {
+        "is empty".to_owned()
+    } else if name.len() > 128 {
+        format!("is {} bytes long", name.len())
+    } else if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
+    {
+        format!("contains {c:?}")
+    } else {
+        return Ok(());
+    };
+    Err(syn::Error::new(
+        lit.span(),
+        format!(
+            "invalid queue name {name:?}: it {problem}; use 1 to 128 characters from A-Z a-z 0-9 _ - . \
+             (no braces, colons or spaces)"
+        ),
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proc_macro2::Span;
+    use quote::quote;
+
+    fn queue_ok(name: &str) -> bool {
+        check_queue_name(&LitStr::new(name, Span::call_site())).is_ok()
+    }
+
+    #[test]
+    fn queue_names_follow_the_runtime_rule() {
+        assert!(queue_ok("default") && queue_ok("mail.high-2_x"));
+        assert!(queue_ok(&"q".repeat(128)));
+        assert!(!queue_ok(&"q".repeat(129)));
+        assert!(!queue_ok("") && !queue_ok("a b") && !queue_ok("{tag}") && !queue_ok("a:b"));
+        assert!(!queue_ok("café"));
+    }
+
+    #[test]
+    fn every_bad_option_is_reported_and_the_good_ones_kept() {
+        let mut errors = Errors::default();
+        let options = JobOptions::parse(
+            quote!(queue = "mail", retries = 5, name = 3, queue = "again"),
+            &mut errors,
+        );
+        assert_eq!(errors.len(), 3);
+        assert_eq!(options.queue.map(|q| q.value()).as_deref(), Some("mail"));
+        assert!(options.name.is_none());
+    }
+}

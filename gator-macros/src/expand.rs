@@ -1,0 +1,309 @@
+//! Generates the job type of a checked fn: a unit struct named after the fn, its
+//! `::gator_core::Job` impl, its `inventory` registration, and the `call`/`dispatch` fns.
+//!
+//! Everything but the struct goes inside `const _: () = { ... };` so no helper name can clash
+//! with the user's, and the runtime is named by absolute path (`::gator_core::...`) so the
+//! user's imports cannot shadow it.
+
+use crate::args::JobOptions;
+use crate::validate::{JobFn, Param};
+use proc_macro2::{Delimiter, Group, Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{Ident, LitStr, ReturnType, Type};
+
+/// The user's fn, unchanged, followed by its job type.
+pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
+    let JobFn {
+        item, type_ident, ..
+    } = job;
+    let vis = &item.vis;
+    let fn_ident = &item.sig.ident;
+    let fn_name = fn_ident.unraw().to_string();
+    let name = match &options.name {
+        Some(name) => name.clone(),
+        // Not spanned at the fn name: rustdoc would show that source text, unquoted, as the value.
+        None => LitStr::new(&fn_name, Span::call_site()),
+    };
+    let queue = match &options.queue {
+        Some(queue) => queue.clone(),
+        None => LitStr::new("default", Span::call_site()),
+    };
+    // A `#[cfg]` on the fn must also remove its job type, or the type would call a missing fn.
+    let cfgs: Vec<_> = item
+        .attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("cfg"))
+        .collect();
+
+    let struct_doc = struct_doc(&fn_name, type_ident, &name.value(), &queue.value());
+    let job_impl = job_impl(job, &name, &queue);
+    let inherent_impl = inherent_impl(job, &fn_name, &queue.value());
+    quote! {
+        #item
+
+        #(#cfgs)*
+        #[doc = #struct_doc]
+        #[derive(::core::fmt::Debug, ::core::clone::Clone, ::core::marker::Copy)]
+        // The worker runs a job through its registration, so the type counts as used even if
+        // this crate never names it.
+        #[allow(dead_code)]
+        #vis struct #type_ident;
+
+        #(#cfgs)*
+        const _: () = {
+            #job_impl
+            #inherent_impl
+        };
+    }
+}
+
+/// `impl Job` and the `inventory` registration that lets the worker find it by name.
+fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr) -> TokenStream {
+    let JobFn {
+        item,
+        params,
+        type_ident,
+    } = job;
+    let fn_ident = &item.sig.ident;
+    let fn_span = fn_ident.span();
+    let args_type = args_type(job);
+    // Fresh names with mixed-site hygiene, so a parameter named like the fn
+    // (`fn email(email: String)`) or like `args` cannot shadow the fn being called.
+    let args = Ident::new("args", Span::mixed_site());
+    let locals: Vec<Ident> = (0..params.len())
+        .map(|i| format_ident!("arg{}", i, span = Span::mixed_site()))
+        .collect();
+    let args_pattern = args_tuple(&locals, fn_span);
+
+    let call = quote!(#fn_ident(#(#locals),*));
+    let call = match item.sig.asyncness {
+        Some(_) => quote!(#call.await),
+        None => call,
+    };
+    let result = job_result(&item.sig.output, call);
+    let run = match item.sig.asyncness {
+        Some(_) => quote_spanned! {fn_span=>
+            ::gator_core::Execution::Async(::std::boxed::Box::pin(async move { #result }))
+        },
+        None => quote_spanned! {fn_span=>
+            ::gator_core::Execution::Blocking(::std::boxed::Box::new(move || #result))
+        },
+    };
+    let defined_at = format!("::{} at ", fn_ident.unraw());
+    // Spanned at the fn name so `file!()`/`line!()` name the fn, not the attribute.
+    let file = quote_spanned!(fn_span=> ::core::file!());
+    let line = quote_spanned!(fn_span=> ::core::line!());
+
+    quote! {
+        impl ::gator_core::Job for #type_ident {
+            type Args = #args_type;
+            const NAME: &'static str = #name;
+            const QUEUE: &'static str = #queue;
+
+            fn execute(#args: Self::Args) -> ::gator_core::Execution {
+                let #args_pattern = #args;
+                #run
+            }
+        }
+
+        ::gator_core::__inventory::submit! {
+            ::gator_core::JobRegistration::of::<#type_ident>(::core::concat!(
+                ::core::module_path!(), #defined_at, #file, ":", #line
+            ))
+        }
+    }
+}
+
+/// The job fn's return value as a `::gator_core::JobResult`.
+fn job_result(output: &ReturnType, call: TokenStream) -> TokenStream {
+    match output {
+        ReturnType::Type(_, ty) if !is_unit(ty) => {
+            // `output` is spanned at the return type, so "`X: IntoJobResult` is not satisfied"
+            // (say `Result<usize, E>`, or an `E` without `Display`) points there.
+            let output = Ident::new("output", ty.span());
+            quote_spanned! {ty.span()=> {
+                let #output = #call;
+                ::gator_core::IntoJobResult::into_job_result(#output)
+            }}
+        }
+        // `()` needs no conversion; passing it to a fn would trip `clippy::unit_arg`.
+        _ => quote! {{
+            #call;
+            ::gator_core::JobResult::Ok(())
+        }},
+    }
+}
+
+fn is_unit(ty: &Type) -> bool {
+    matches!(ty, Type::Tuple(tuple) if tuple.elems.is_empty())
+}
+
+/// `impl SendEmail { call, dispatch, dispatch_at, dispatch_in, dispatch_many }`.
+fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStream {
+    let JobFn {
+        item,
+        params,
+        type_ident,
+    } = job;
+    let vis = &item.vis;
+    let fn_span = item.sig.ident.span();
+    let idents: Vec<Ident> = params.iter().map(|p| p.ident.clone()).collect();
+    let types: Vec<_> = params.iter().map(|p| &p.ty).collect();
+    let args_value = args_tuple(&idents, fn_span);
+    let time = fresh_ident("time", params);
+    let delay = fresh_ident("delay", params);
+    let Docs {
+        call,
+        dispatch,
+        dispatch_at,
+        dispatch_in,
+        dispatch_many,
+    } = Docs::new(fn_name, queue, params, &time, &delay);
+
+    // One item of `dispatch_many`: the arguments as a tuple, a bare value for one, `()` for none.
+    let (item_type, to_pending) = match params.as_slice() {
+        [] => (quote!(()), quote!(|()| ::gator_core::PendingJob::new([]))),
+        [Param { ident, ty }] => (
+            quote!(#ty),
+            quote!(|#ident| ::gator_core::PendingJob::new((#ident,))),
+        ),
+        _ => (quote!((#(#types),*)), quote!(::gator_core::PendingJob::new)),
+    };
+
+    quote! {
+        // A job may only ever be dispatched from another crate, or by a worker's retry, so an
+        // unused `dispatch` is no sign of dead code. `dispatch_at` takes one more parameter
+        // than the job fn, which may already have many.
+        #[allow(dead_code, clippy::too_many_arguments)]
+        impl #type_ident {
+            #[doc = #call]
+            #vis fn call(#(#idents: #types),*) -> ::gator_core::PendingJob<Self> {
+                ::gator_core::PendingJob::new(#args_value)
+            }
+
+            #[doc = #dispatch]
+            #vis async fn dispatch(#(#idents: #types),*) -> ::gator_core::Result<::std::string::String> {
+                Self::call(#(#idents),*).dispatch().await
+            }
+
+            #[doc = #dispatch_at]
+            #vis async fn dispatch_at(
+                #time: ::std::time::SystemTime,
+                #(#idents: #types),*
+            ) -> ::gator_core::Result<::std::string::String> {
+                Self::call(#(#idents),*).dispatch_at(#time).await
+            }
+
+            #[doc = #dispatch_in]
+            #vis async fn dispatch_in(
+                #delay: ::std::time::Duration,
+                #(#idents: #types),*
+            ) -> ::gator_core::Result<::std::string::String> {
+                Self::call(#(#idents),*).dispatch_in(#delay).await
+            }
+
+            #[doc = #dispatch_many]
+            #vis async fn dispatch_many(
+                items: impl ::std::iter::IntoIterator<Item = #item_type>,
+            ) -> ::gator_core::Result<::std::vec::Vec<::std::string::String>> {
+                let jobs = ::std::iter::Iterator::map(::std::iter::IntoIterator::into_iter(items), #to_pending);
+                ::gator_core::dispatch_many::<Self>(jobs).await
+            }
+        }
+    }
+}
+
+/// `Job::Args`: `[(); 0]` for no parameters (JSON `[]`), `(T,)` for one, the tuple for more.
+/// Spanned so that "`X: Serialize` is not satisfied" points at the parameter's type, or at
+/// the parameter list when there are several (the compiler cannot say which one failed).
+fn args_type(job: &JobFn) -> TokenStream {
+    match job.params.as_slice() {
+        [] => quote_spanned!(job.item.sig.ident.span()=> [(); 0]),
+        [Param { ty, .. }] => quote_spanned!(ty.span()=> (#ty,)),
+        params => {
+            let types = params.iter().map(|p| &p.ty);
+            let mut group = Group::new(Delimiter::Parenthesis, quote!(#(#types),*));
+            group.set_span(job.item.sig.paren_token.span.join());
+            group.into_token_stream()
+        }
+    }
+}
+
+/// The arguments as a value of `Job::Args` (or a pattern destructuring one): `[]`, `(a,)`,
+/// `(a, b)`.
+fn args_tuple(idents: &[Ident], span: Span) -> TokenStream {
+    match idents {
+        [] => quote_spanned!(span=> []),
+        [ident] => quote_spanned!(span=> (#ident,)),
+        _ => quote_spanned!(span=> (#(#idents),*)),
+    }
+}
+
+/// `base`, or `base_`, `base__`... if a job parameter already has that name.
+fn fresh_ident(base: &str, params: &[Param]) -> Ident {
+    let mut name = base.to_owned();
+    while params.iter().any(|p| p.ident.unraw() == name) {
+        name.push('_');
+    }
+    Ident::new(&name, Span::call_site())
+}
+
+/// The doc comment of the job type.
+fn struct_doc(fn_name: &str, type_ident: &Ident, name: &str, queue: &str) -> String {
+    format!(
+        " The `#[job]` type of [`{fn_name}`]: dispatch it with `{type_ident}::dispatch(..)`.\n\n \
+         Wire name `{name:?}`, default queue `{queue:?}`. The worker finds the job by its wire \
+         name, so keep that name while jobs of this type may be waiting in Redis."
+    )
+}
+
+/// The doc comments of the `call`/`dispatch` fns, so they pass `missing_docs` and read well.
+struct Docs {
+    call: String,
+    dispatch: String,
+    dispatch_at: String,
+    dispatch_in: String,
+    dispatch_many: String,
+}
+
+impl Docs {
+    fn new(fn_name: &str, queue: &str, params: &[Param], time: &Ident, delay: &Ident) -> Docs {
+        let job = format!("[`{fn_name}`]");
+        let with_args = if params.is_empty() {
+            ""
+        } else {
+            " with these arguments"
+        };
+        let on_queue = format!("on its default queue `{queue:?}` through the default client");
+        let each_item = match params {
+            [] => "`()`".to_owned(),
+            [param] => format!("the `{}` argument", param.ident.unraw()),
+            _ => {
+                let names: Vec<String> =
+                    params.iter().map(|p| p.ident.unraw().to_string()).collect();
+                format!("the arguments as a tuple `({})`", names.join(", "))
+            }
+        };
+        Docs {
+            call: format!(
+                " {job}{with_args}, not yet sent: pick another queue with `.queue(..)`, \
+                 or dispatch it later or through a client of your choice (`.dispatch_with(&client)`)."
+            ),
+            dispatch: format!(" Enqueues {job}{with_args} {on_queue}; returns the jid."),
+            dispatch_at: format!(
+                " Schedules {job}{with_args} to run at `{time}`, {on_queue}; returns the \
+                 jid."
+            ),
+            dispatch_in: format!(
+                " Schedules {job}{with_args} to run after `{delay}`, {on_queue}; returns \
+                 the jid."
+            ),
+            dispatch_many: format!(
+                " Enqueues one {job} per item in one round trip, {on_queue}; returns the jids. \
+                 Each item is {each_item}."
+            ),
+        }
+    }
+}

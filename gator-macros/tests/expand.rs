@@ -1,0 +1,185 @@
+//! The code `#[job]` generates runs, without Redis: `execute` calls the fn with its decoded
+//! arguments, errors become `JobError`s, every job is in the inventory, and the arguments
+//! are a JSON array.
+
+use gator_core::{Execution, Job, JobError, JobResult, Registry, job};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// What the jobs did; each test uses its own tag, as tests run in parallel.
+static RUNS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+// A panicking test must not hide the runs from the others.
+fn runs_lock() -> MutexGuard<'static, Vec<String>> {
+    RUNS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn runs(tag: &str) -> Vec<String> {
+    runs_lock()
+        .iter()
+        .filter(|run| run.starts_with(tag))
+        .cloned()
+        .collect()
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct Order {
+    id: u64,
+}
+
+#[job(queue = "mail")]
+fn send_sync(tag: String, n: u32, order: Order) -> Result<(), String> {
+    if n == 0 {
+        return Err(format!("nothing to send for order {}", order.id));
+    }
+    runs_lock().push(format!("{tag} sync n={n} order={}", order.id));
+    Ok(())
+}
+
+#[job(name = "expand.async", queue = "async-q")]
+async fn send_async(tag: String) -> Result<(), JobError> {
+    tokio::task::yield_now().await;
+    if tag.is_empty() {
+        return Err(JobError::discard("empty tag"));
+    }
+    runs_lock().push(format!("{tag} async"));
+    Ok(())
+}
+
+#[job]
+fn tick() {
+    runs_lock().push("tick".to_owned());
+}
+
+#[job]
+async fn tock(mut count: u32) {
+    count += 1;
+    runs_lock().push(format!("tock {count}"));
+}
+
+#[job]
+fn pair(label: String, count: u32) {
+    runs_lock().push(format!("{label} pair {count}"));
+}
+
+/// Runs the work as the worker would: `Blocking` on this thread, `Async` on an executor.
+fn run(execution: Execution) -> JobResult {
+    match execution {
+        Execution::Blocking(work) => work(),
+        Execution::Async(work) => tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("a current-thread runtime needs no resources that can run out")
+            .block_on(work),
+    }
+}
+
+#[test]
+fn sync_job_runs_its_fn_blocking_with_the_args() {
+    let execution = <SendSync as Job>::execute(("t1".to_owned(), 3, Order { id: 7 }));
+    assert!(matches!(execution, Execution::Blocking(_)), "{execution:?}");
+    assert!(runs("t1").is_empty(), "execute must not run the job yet");
+    run(execution).unwrap();
+    assert_eq!(runs("t1"), ["t1 sync n=3 order=7"]);
+}
+
+#[test]
+fn async_job_runs_its_fn_as_a_future_with_the_args() {
+    let execution = <SendAsync as Job>::execute(("t2".to_owned(),));
+    assert!(matches!(execution, Execution::Async(_)), "{execution:?}");
+    run(execution).unwrap();
+    assert_eq!(runs("t2"), ["t2 async"]);
+}
+
+#[test]
+fn jobs_without_params_or_result_run() {
+    run(<Tick as Job>::execute([])).unwrap();
+    run(<Tock as Job>::execute((41,))).unwrap();
+    assert_eq!(runs("tick"), ["tick"]);
+    assert_eq!(runs("tock"), ["tock 42"]);
+}
+
+#[test]
+fn an_err_becomes_a_retryable_job_error_with_its_message() {
+    let err = run(<SendSync as Job>::execute((
+        "t3".to_owned(),
+        0,
+        Order { id: 9 },
+    )))
+    .unwrap_err();
+    assert_eq!(err.message(), "nothing to send for order 9");
+    assert!(err.is_retryable());
+    assert!(runs("t3").is_empty());
+}
+
+#[test]
+fn a_job_error_is_kept_as_is() {
+    let err = run(<SendAsync as Job>::execute((String::new(),))).unwrap_err();
+    assert_eq!(err, JobError::discard("empty tag"));
+}
+
+#[test]
+fn every_job_is_in_the_inventory_with_its_name_and_queue() {
+    let registry = Registry::from_inventory().unwrap();
+    assert_eq!(
+        registry.names(),
+        ["expand.async", "pair", "send_sync", "tick", "tock"]
+    );
+    let queues: Vec<_> = registry
+        .names()
+        .iter()
+        .map(|name| registry.get(name).unwrap().queue)
+        .collect();
+    assert_eq!(queues, ["async-q", "default", "mail", "default", "default"]);
+    let sync = registry.get("send_sync").unwrap();
+    assert!(
+        sync.defined_at.starts_with("expand::send_sync at "),
+        "{}",
+        sync.defined_at
+    );
+    assert!(
+        sync.defined_at.contains("expand.rs:"),
+        "{}",
+        sync.defined_at
+    );
+}
+
+#[test]
+fn the_registration_decodes_a_json_array_and_runs_the_job() {
+    let registry = Registry::from_inventory().unwrap();
+    let execution =
+        (registry.get("send_sync").unwrap().run)(json!(["t4", 5, { "id": 11 }])).unwrap();
+    run(execution).unwrap();
+    assert_eq!(runs("t4"), ["t4 sync n=5 order=11"]);
+    let wrong = (registry.get("send_sync").unwrap().run)(json!(["t4", "five", { "id": 11 }]));
+    assert!(wrong.is_err());
+}
+
+#[test]
+fn args_are_a_json_array_of_the_params() {
+    let none: <Tick as Job>::Args = [];
+    assert_eq!(serde_json::to_value(none).unwrap(), json!([]));
+    let one: <SendAsync as Job>::Args = ("a".to_owned(),);
+    assert_eq!(serde_json::to_value(&one).unwrap(), json!(["a"]));
+    let three: <SendSync as Job>::Args = ("a".to_owned(), 2, Order { id: 3 });
+    assert_eq!(
+        serde_json::to_value(&three).unwrap(),
+        json!(["a", 2, { "id": 3 }])
+    );
+    let two: <Pair as Job>::Args = ("x".to_owned(), 5);
+    assert_eq!(serde_json::to_value(&two).unwrap(), json!(["x", 5]));
+    run(<Pair as Job>::execute(two)).unwrap();
+    assert_eq!(runs("x pair"), ["x pair 5"]);
+}
+
+#[test]
+fn call_builds_a_pending_job_on_the_default_queue() {
+    let pending = SendSync::call("t5".to_owned(), 1, Order { id: 1 });
+    assert_eq!(pending.queue_name(), "mail");
+    assert_eq!(pending.args().0, "t5");
+    assert_eq!(
+        SendAsync::call("t5".to_owned()).queue("other").queue_name(),
+        "other"
+    );
+    assert_eq!(Tick::call().queue_name(), "default");
+}

@@ -1,0 +1,8 @@
+use gator_core::job;
+
+#[job]
+struct SendEmail {
+    to: String,
+}
+
+fn main() {}
