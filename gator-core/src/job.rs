@@ -20,6 +20,14 @@ pub trait Job: Sized + Send + Sync + 'static {
     const NAME: &'static str;
     /// The queue a dispatch goes to unless the call names another.
     const QUEUE: &'static str;
+    /// Retries after the first attempt before the job goes to the dead set (`retries = N`).
+    const RETRIES: u32 = crate::retry::DEFAULT_RETRIES;
+    /// How long one attempt may run (`timeout = "30s"`); `None`: as long as it takes.
+    const TIMEOUT: Option<Duration> = None;
+    /// The delay before the next attempt after `failures` failures (`backoff = ...`).
+    fn backoff(failures: u32) -> Duration {
+        crate::retry::default_backoff(failures)
+    }
     /// Turns decoded arguments into the work to run.
     fn execute(args: Self::Args) -> Execution;
 }

@@ -25,11 +25,13 @@
 //! script (`store`); `gator-worker` runs the jobs. The wire format is documented in
 //! `docs/wire-format.md` so that other languages can enqueue and inspect.
 
+pub mod admin;
 pub mod client;
 pub mod error;
 pub mod job;
 pub mod payload;
 pub mod registry;
+pub mod retry;
 pub mod store;
 
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
@@ -38,6 +40,7 @@ pub use gator_macros::job;
 pub use job::{Execution, IntoJobResult, Job, JobError, JobResult, PendingJob, dispatch_many};
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
+pub use store::sets::{SetEntry, SetKind};
 
 /// Re-exported for the code `#[job]` generates; not part of the API.
 #[doc(hidden)]

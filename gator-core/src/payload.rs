@@ -33,6 +33,9 @@ pub struct Payload {
     /// When the last failure happened, in ms since the Unix epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failed_at: Option<u64>,
+    /// When the last failed retry (an attempt after the first) started, in ms since the epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retried_at: Option<u64>,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -52,6 +55,7 @@ impl Payload {
             attempt: 0,
             error: None,
             failed_at: None,
+            retried_at: None,
             extra: Map::new(),
         }
     }

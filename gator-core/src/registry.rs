@@ -4,6 +4,7 @@
 use crate::error::{Error, Result};
 use crate::job::{Execution, Job};
 use std::collections::HashMap;
+use std::time::Duration;
 
 /// One `#[job]` as seen by the worker. The macro submits one per job type.
 #[derive(Debug)]
@@ -16,6 +17,12 @@ pub struct JobRegistration {
     pub defined_at: &'static str,
     /// Decodes the payload's `args` and returns the work to run.
     pub run: fn(serde_json::Value) -> serde_json::Result<Execution>,
+    /// Retries after the first attempt.
+    pub retries: u32,
+    /// How long one attempt may run.
+    pub timeout: Option<Duration>,
+    /// The delay before the next attempt after a number of failures.
+    pub backoff: fn(u32) -> Duration,
 }
 
 inventory::collect!(JobRegistration);
@@ -28,6 +35,9 @@ impl JobRegistration {
             queue: J::QUEUE,
             defined_at,
             run: run_job::<J>,
+            retries: J::RETRIES,
+            timeout: J::TIMEOUT,
+            backoff: J::backoff,
         }
     }
 }
@@ -108,23 +118,35 @@ mod tests {
         Ok(Execution::Blocking(Box::new(|| Ok(()))))
     }
 
+    const TEMPLATE: JobRegistration = JobRegistration {
+        name: "",
+        queue: "default",
+        defined_at: "",
+        run: never,
+        retries: 25,
+        timeout: None,
+        backoff: crate::retry::default_backoff,
+    };
     static A: JobRegistration = JobRegistration {
         name: "dup",
         queue: "default",
         defined_at: "app::a at src/a.rs:1",
         run: never,
+        ..TEMPLATE
     };
     static B: JobRegistration = JobRegistration {
         name: "dup",
         queue: "default",
         defined_at: "app::b at src/b.rs:9",
         run: never,
+        ..TEMPLATE
     };
     static C: JobRegistration = JobRegistration {
         name: "other",
         queue: "default",
         defined_at: "app::c at src/c.rs:3",
         run: never,
+        ..TEMPLATE
     };
 
     #[test]

@@ -12,7 +12,7 @@ use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, Meta, Path, Token};
 
 /// Every option, in the order errors list them.
-const OPTIONS: &[&str] = &["queue", "name"];
+const OPTIONS: &[&str] = &["queue", "name", "retries", "backoff", "timeout"];
 
 /// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
 #[derive(Default)]
@@ -21,6 +21,20 @@ pub(crate) struct JobOptions {
     pub queue: Option<LitStr>,
     /// `name = "images.resize"`: the wire name; the fn name if absent.
     pub name: Option<LitStr>,
+    /// `retries = 5`: retries after the first attempt; Gator's default (25) if absent.
+    pub retries: Option<u32>,
+    /// `backoff = ["1s", "30s"]` or `backoff = my_backoff`: delays before retries.
+    pub backoff: Option<Backoff>,
+    /// `timeout = "30s"`: how long one attempt may run, in ms.
+    pub timeout_ms: Option<u64>,
+}
+
+/// The `backoff` option.
+pub(crate) enum Backoff {
+    /// Fixed delays in ms: retry n waits the n-th (the last one repeats).
+    List(Vec<u64>),
+    /// A `fn(u32) -> std::time::Duration` given the number of failures so far.
+    Path(Path),
 }
 
 impl JobOptions {
@@ -60,6 +74,23 @@ impl JobOptions {
                     ));
                 }
                 self.name = Some(name);
+            }
+            "retries" => {
+                check_unset(&self.retries, &key)?;
+                self.retries = Some(retries_value(meta, &key)?);
+            }
+            "backoff" => {
+                check_unset(&self.backoff, &key)?;
+                self.backoff = Some(backoff_value(meta, &key)?);
+            }
+            "timeout" => {
+                check_unset(&self.timeout_ms, &key)?;
+                let lit = string_value(meta, &key, "30s")?;
+                let ms = parse_duration_ms(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))?;
+                if ms == 0 {
+                    return Err(syn::Error::new(lit.span(), "a timeout of zero would fail every attempt"));
+                }
+                self.timeout_ms = Some(ms);
             }
             _ => {
                 return Err(syn::Error::new(
@@ -122,6 +153,70 @@ fn string_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<LitStr> 
     }
 }
 
+/// The value of `retries = N`.
+fn retries_value(meta: &Meta, key: &Ident) -> syn::Result<u32> {
+    let expected = "a whole number, as in `retries = 5` (0 sends a failed job straight to the dead set)";
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => int
+                .base10_parse::<u32>()
+                .map_err(|_| syn::Error::new(int.span(), format!("expected {expected}"))),
+            other => Err(syn::Error::new_spanned(other, format!("expected {expected}"))),
+        },
+        _ => Err(syn::Error::new(key.span(), format!("`{key}` needs {expected}"))),
+    }
+}
+
+/// The value of `backoff = [...]` (delays) or `backoff = path::to_fn`.
+fn backoff_value(meta: &Meta, key: &Ident) -> syn::Result<Backoff> {
+    let expected = "a list of delays, as in `backoff = [\"1s\", \"30s\", \"5m\"]`, or the path of a \
+                    `fn(u32) -> std::time::Duration` that gets the number of failures so far";
+    let Meta::NameValue(nv) = meta else {
+        return Err(syn::Error::new(key.span(), format!("`{key}` needs {expected}")));
+    };
+    match &nv.value {
+        Expr::Path(path) if path.qself.is_none() => Ok(Backoff::Path(path.path.clone())),
+        Expr::Array(array) if !array.elems.is_empty() => {
+            let mut delays = Vec::new();
+            for elem in &array.elems {
+                let ms = match elem {
+                    Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
+                        parse_duration_ms(&s.value()).map_err(|e| syn::Error::new(s.span(), e))?
+                    }
+                    Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i
+                        .base10_parse::<u64>()
+                        .map_err(|e| syn::Error::new(i.span(), e))?
+                        .saturating_mul(1000),
+                    other => {
+                        return Err(syn::Error::new_spanned(other, "expected a delay such as \"30s\" or a number of seconds"));
+                    }
+                };
+                delays.push(ms);
+            }
+            Ok(Backoff::List(delays))
+        }
+        other => Err(syn::Error::new_spanned(other, format!("expected {expected}"))),
+    }
+}
+
+/// Parses `250ms`, `30s`, `5m`, `2h`, `1d` (one number, one unit) into milliseconds.
+pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let bad = || format!("{text:?} is not a duration: write a number and a unit, as in \"250ms\", \"30s\", \"5m\", \"2h\" or \"1d\"");
+    let n: u64 = number.parse().map_err(|_| bad())?;
+    let scale = match unit.trim() {
+        "ms" => 1,
+        "s" => 1000,
+        "m" => 60_000,
+        "h" => 3_600_000,
+        "d" => 86_400_000,
+        _ => return Err(bad()),
+    };
+    Ok(n.saturating_mul(scale))
+}
+
 /// The same rule as `gator_core::store::keys::validate_queue`, checked at compile time so
 /// a typo is not found by the first dispatch.
 fn check_queue_name(lit: &LitStr) -> syn::Result<()> {
@@ -167,10 +262,19 @@ mod tests {
     }
 
     #[test]
+    fn durations_take_one_number_and_a_unit() {
+        assert_eq!(parse_duration_ms("250ms"), Ok(250));
+        assert_eq!(parse_duration_ms("30s"), Ok(30_000));
+        assert_eq!(parse_duration_ms("5m"), Ok(300_000));
+        assert_eq!(parse_duration_ms("1d"), Ok(86_400_000));
+        assert!(parse_duration_ms("30").is_err() && parse_duration_ms("s").is_err() && parse_duration_ms("3 weeks").is_err());
+    }
+
+    #[test]
     fn every_bad_option_is_reported_and_the_good_ones_kept() {
         let mut errors = Errors::default();
         let options = JobOptions::parse(
-            quote!(queue = "mail", retries = 5, name = 3, queue = "again"),
+            quote!(queue = "mail", retries = "5", name = 3, queue = "again"),
             &mut errors,
         );
         assert_eq!(errors.len(), 3);

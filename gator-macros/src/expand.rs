@@ -5,7 +5,7 @@
 //! with the user's, and the runtime is named by absolute path (`::gator_core::...`) so the
 //! user's imports cannot shadow it.
 
-use crate::args::JobOptions;
+use crate::args::{Backoff, JobOptions};
 use crate::validate::{JobFn, Param};
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -38,7 +38,7 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
         .collect();
 
     let struct_doc = struct_doc(&fn_name, type_ident, &name.value(), &queue.value());
-    let job_impl = job_impl(job, &name, &queue);
+    let job_impl = job_impl(job, &name, &queue, policy(options));
     let inherent_impl = inherent_impl(job, &fn_name, &queue.value());
     quote! {
         #item
@@ -60,7 +60,7 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
 }
 
 /// `impl Job` and the `inventory` registration that lets the worker find it by name.
-fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr) -> TokenStream {
+fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr, policy: TokenStream) -> TokenStream {
     let JobFn {
         item,
         params,
@@ -101,6 +101,7 @@ fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr) -> TokenStream {
             type Args = #args_type;
             const NAME: &'static str = #name;
             const QUEUE: &'static str = #queue;
+            #policy
 
             fn execute(#args: Self::Args) -> ::gator_core::Execution {
                 let #args_pattern = #args;
@@ -114,6 +115,29 @@ fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr) -> TokenStream {
             ))
         }
     }
+}
+
+/// The retry and timeout items of `impl Job` that the options override.
+fn policy(options: &JobOptions) -> TokenStream {
+    let retries = options.retries.map(|n| quote!(const RETRIES: u32 = #n;));
+    let timeout = options.timeout_ms.map(|ms| {
+        quote!(const TIMEOUT: ::core::option::Option<::core::time::Duration> =
+            ::core::option::Option::Some(::core::time::Duration::from_millis(#ms));)
+    });
+    let backoff = options.backoff.as_ref().map(|backoff| match backoff {
+        Backoff::List(delays) => quote! {
+            fn backoff(failures: u32) -> ::core::time::Duration {
+                const DELAYS_MS: &[u64] = &[#(#delays),*];
+                ::gator_core::retry::from_list(DELAYS_MS, failures)
+            }
+        },
+        Backoff::Path(path) => quote_spanned! {path.span()=>
+            fn backoff(failures: u32) -> ::core::time::Duration {
+                #path(failures)
+            }
+        },
+    });
+    quote!(#retries #timeout #backoff)
 }
 
 /// The job fn's return value as a `::gator_core::JobResult`.

@@ -101,6 +101,8 @@ pub struct WorkerConfig {
     pub shutdown_timeout: Duration,
     /// The average interval between passes that move due scheduled and retry jobs.
     pub poll_interval: Duration,
+    /// How much of each queue's dead set to keep.
+    pub dead_cap: gator_core::store::dead::DeadCap,
 }
 
 impl WorkerConfig {
@@ -113,6 +115,7 @@ impl WorkerConfig {
             concurrency: 10,
             shutdown_timeout: Duration::from_secs(25),
             poll_interval: Duration::from_secs(1),
+            dead_cap: gator_core::store::dead::DeadCap::default(),
         }
     }
 }
@@ -125,7 +128,9 @@ impl WorkerConfig {
     about = "Runs Gator jobs from Redis",
     long_about = "Runs the #[job]s linked into this binary, taking them from Redis queues.\n\n\
         Stops on SIGINT or SIGTERM: it stops fetching, lets running jobs finish for up to \
-        --shutdown-timeout, puts any still running back at the head of their queues, and exits 0."
+        --shutdown-timeout, puts any still running back at the head of their queues, and exits 0.\n\n\
+        The subcommands dead, retry and scheduled inspect and repair those sets instead of \
+        running the worker."
 )]
 pub struct Cli {
     /// Queues to work, in order: `critical,default` tries them strictly in that order;
@@ -139,11 +144,11 @@ pub struct Cli {
     pub concurrency: u16,
 
     /// The Redis to take jobs from.
-    #[arg(long, env = "GATOR_REDIS_URL", default_value = gator_core::client::DEFAULT_REDIS_URL)]
+    #[arg(long, global = true, env = "GATOR_REDIS_URL", default_value = gator_core::client::DEFAULT_REDIS_URL)]
     pub redis_url: String,
 
     /// Prefix of every Redis key; workers and producers must agree on it.
-    #[arg(long, env = "GATOR_NAMESPACE", default_value = "gator")]
+    #[arg(long, global = true, env = "GATOR_NAMESPACE", default_value = "gator")]
     pub namespace: String,
 
     /// How long running jobs may take to finish after SIGINT/SIGTERM (e.g. `25s`, `2m`).
@@ -153,6 +158,10 @@ pub struct Cli {
     /// Average interval between passes that move due scheduled and retried jobs to their queues.
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub poll_interval: Duration,
+
+    /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
+    #[command(subcommand)]
+    pub command: Option<crate::admin::AdminCommand>,
 }
 
 impl Cli {
@@ -165,6 +174,7 @@ impl Cli {
             concurrency: usize::from(self.concurrency),
             shutdown_timeout: self.shutdown_timeout,
             poll_interval: self.poll_interval,
+            dead_cap: gator_core::store::dead::DeadCap::default(),
         }
     }
 }

@@ -79,6 +79,7 @@ impl Worker {
                 registry: registry.clone(),
                 order: order.clone(),
                 in_progress: in_progress.clone(),
+                dead_cap: config.dead_cap,
             };
             tracker.spawn(processor.run(stop.clone()));
         }

@@ -11,15 +11,15 @@
 //! # mod my_app {}
 //! ```
 //!
-//! Then `worker --queues high:3,default:1 --concurrency 10` (see `--help`).
+//! Then `worker --queues high:3,default:1 --concurrency 10` (see `--help`), or
+//! `worker dead list` and the other [`admin`] subcommands to inspect and repair the sets.
 //!
 //! # Pieces
 //! - [`launcher`]: starts the pieces and stops them in order;
 //! - [`fetcher`]: orders the queues (strict, weighted shuffle, all known) and takes the next job;
 //! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them;
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
-//! - [`heartbeat`]: registers this process so the fleet can be counted and dead processes spotted;
-//! - [`retry`]: the backoff curve.
+//! - [`heartbeat`]: registers this process so the fleet can be counted and dead processes spotted.
 //!
 //! # Tracing events
 //! Every job runs in a span `job` with the fields `jid`, `job` (wire name), `queue` and
@@ -29,7 +29,7 @@
 //! |---|---|---|
 //! | info | `job started` | |
 //! | info | `job finished` | `duration_ms`, `outcome = "done"` |
-//! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_s` |
+//! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_ms` |
 //! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
 //!
 //! Worker-level: `worker started` (info: `queues`, `concurrency`, `namespace`, `jobs`),
@@ -40,13 +40,13 @@
 //! `shutdown timeout reached: putting unfinished jobs back in their queues` (warn: `jobs`).
 //! `RUST_LOG` filters them (default `info`).
 
+pub mod admin;
 pub mod config;
 pub mod fetcher;
 pub mod heartbeat;
 pub mod launcher;
 pub mod poller;
 pub mod processor;
-pub mod retry;
 
 pub use config::{Cli, QueueSelection, WorkerConfig};
 pub use launcher::Worker;
@@ -55,10 +55,14 @@ use clap::Parser;
 use std::process::ExitCode;
 
 /// The whole `gator-worker` program: parses the command line, logs to stderr (`RUST_LOG`,
-/// default `info`), runs until SIGINT/SIGTERM and returns the exit code. Call it from your
+/// default `info`), runs until SIGINT/SIGTERM and returns the exit code (or runs an
+/// [`admin`] subcommand such as `dead list` instead of the worker). Call it from your
 /// worker binary's `main`.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
+    if let Some(command) = cli.command.take() {
+        return admin::main(command, &cli.redis_url, &cli.namespace);
+    }
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()

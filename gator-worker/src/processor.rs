@@ -2,9 +2,10 @@
 //! A worker runs `--concurrency` of them.
 
 use crate::fetcher::{self, QueueOrder};
-use crate::retry;
 use gator_core::payload::{Payload, new_jid, now_ms};
+use gator_core::store::dead::DeadCap;
 use gator_core::store::{self, queue::Fetched};
+use gator_core::retry::{DEFAULT_RETRIES, default_backoff};
 use gator_core::{Client, Execution, JobError, JobResult, Registry};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -85,6 +86,8 @@ pub struct Processor {
     pub order: Arc<QueueOrder>,
     /// The shared record of unsettled jobs.
     pub in_progress: Arc<InProgress>,
+    /// How much of each dead set to keep.
+    pub dead_cap: DeadCap,
 }
 
 impl Processor {
@@ -143,7 +146,7 @@ impl Processor {
     /// decode → run → ack | retry | kill, then writes the outcome (retrying while Redis is away).
     async fn process_one(&self, job: &Fetched) {
         let outcome = match Payload::from_json(&job.raw) {
-            Ok(payload) => self.run_payload(payload).await,
+            Ok(payload) => self.run_payload(payload, &job.raw).await,
             Err(e) => {
                 error!(queue = %job.queue, error = %e, "malformed payload: moved to the dead set verbatim");
                 Outcome::Dead {
@@ -154,63 +157,37 @@ impl Processor {
         self.write_outcome(job, outcome).await;
     }
 
-    async fn run_payload(&self, payload: Payload) -> Outcome {
+    async fn run_payload(&self, mut payload: Payload, raw: &str) -> Outcome {
         let span = info_span!("job", jid = %payload.jid, job = %payload.job, queue = %payload.queue, attempt = payload.attempt + 1);
         async move {
             let started = Instant::now();
+            let started_ms = now_ms();
             let Some(registration) = self.registry.get(&payload.job) else {
-                let reason = format!(
-                    "no job named {:?} is registered in this worker",
-                    payload.job
-                );
-                return self.failed(payload, JobError::new(reason), started);
+                let reason = format!("no job named {:?} is registered in this worker", payload.job);
+                let policy = Policy { retries: DEFAULT_RETRIES, backoff: default_backoff };
+                return failed(payload, JobError::new(reason), policy, started, started_ms);
             };
+            let policy = Policy { retries: registration.retries, backoff: registration.backoff };
             let execution = match (registration.run)(payload.args.clone()) {
                 Ok(execution) => execution,
                 Err(e) => {
                     let reason = format!("arguments do not fit job {:?}: {e}", payload.job);
-                    return self.failed(payload, JobError::discard(reason), started);
+                    // Keep the text exactly as it came, for whoever fixes the producer.
+                    payload.extra.insert("raw".to_owned(), serde_json::Value::String(raw.to_owned()));
+                    return failed(payload, JobError::discard(reason), policy, started, started_ms);
                 }
             };
             info!("job started");
-            match run(execution).await {
+            match run(execution, registration.timeout).await {
                 Ok(()) => {
-                    info!(
-                        duration_ms = elapsed_ms(started),
-                        outcome = "done",
-                        "job finished"
-                    );
+                    info!(duration_ms = elapsed_ms(started), outcome = "done", "job finished");
                     Outcome::Done
                 }
-                Err(e) => self.failed(payload, e, started),
+                Err(e) => failed(payload, e, policy, started, started_ms),
             }
         }
         .instrument(span)
         .await
-    }
-
-    fn failed(&self, mut payload: Payload, error: JobError, started: Instant) -> Outcome {
-        let now = now_ms();
-        let failures = payload.attempt + 1;
-        payload.attempt = failures;
-        payload.error = Some(error.message().to_owned());
-        payload.failed_at = Some(now);
-        if error.is_retryable() && failures <= retry::DEFAULT_RETRIES {
-            let at_ms = now + retry::backoff(failures).as_millis() as u64;
-            payload.enqueued_at = at_ms;
-            warn!(duration_ms = elapsed_ms(started), outcome = "retry", error = %error, retry_in_s = (at_ms - now) / 1000, "job failed; will retry");
-            Outcome::Retry { payload, at_ms }
-        } else {
-            let why = if error.is_retryable() {
-                "retries exhausted"
-            } else {
-                "not retryable"
-            };
-            error!(duration_ms = elapsed_ms(started), outcome = "dead", error = %error, why, "job failed; moved to the dead set");
-            Outcome::Dead {
-                entry: payload.to_json(),
-            }
-        }
     }
 
     /// Writes the outcome, retrying with capped backoff while Redis is unreachable: a job that
@@ -227,7 +204,7 @@ impl Processor {
                         .await
                 }
                 Outcome::Dead { entry } => {
-                    store::dead::kill(&mut conn, keys, &job.queue, entry, now_ms())
+                    store::dead::kill(&mut conn, keys, &job.queue, entry, now_ms(), self.dead_cap)
                         .await
                         .map(drop)
                 }
@@ -252,19 +229,56 @@ impl Processor {
     }
 }
 
+/// A job's retry policy, from its `#[job]` options.
+#[derive(Clone, Copy)]
+struct Policy {
+    retries: u32,
+    backoff: fn(u32) -> Duration,
+}
+
+/// Records a failure in the payload and decides: another attempt later, or the dead set.
+fn failed(mut payload: Payload, error: JobError, policy: Policy, started: Instant, started_ms: u64) -> Outcome {
+    let now = now_ms();
+    let failures = payload.attempt + 1;
+    if payload.attempt > 0 {
+        payload.retried_at = Some(started_ms);
+    }
+    payload.attempt = failures;
+    payload.error = Some(error.message().to_owned());
+    payload.failed_at = Some(now);
+    if error.is_retryable() && failures <= policy.retries {
+        let at_ms = now + (policy.backoff)(failures).as_millis() as u64;
+        payload.enqueued_at = at_ms;
+        warn!(duration_ms = elapsed_ms(started), outcome = "retry", error = %error, retry_in_ms = at_ms - now, "job failed; will retry");
+        Outcome::Retry { payload, at_ms }
+    } else {
+        let why = if error.is_retryable() { "retries exhausted" } else { "not retryable" };
+        error!(duration_ms = elapsed_ms(started), outcome = "dead", error = %error, why, "job failed; moved to the dead set");
+        Outcome::Dead { entry: payload.to_json() }
+    }
+}
+
 /// Runs a job body where it belongs (a blocking thread for sync jobs, a task for async ones),
-/// turning a panic into a failure so the processor carries on.
-pub async fn run(execution: Execution) -> JobResult {
-    let handle = match execution {
+/// turning a panic into a failure so the processor carries on. Past `timeout` an async job is
+/// cancelled; a sync job's thread cannot be stopped, so it runs on with its result ignored.
+pub async fn run(execution: Execution, timeout: Option<Duration>) -> JobResult {
+    let mut handle = match execution {
         Execution::Blocking(body) => tokio::task::spawn_blocking(body),
         Execution::Async(body) => tokio::spawn(body),
     };
-    match handle.await {
+    let joined = match timeout {
+        None => handle.await,
+        Some(limit) => match tokio::time::timeout(limit, &mut handle).await {
+            Ok(joined) => joined,
+            Err(_) => {
+                handle.abort();
+                return Err(JobError::new(format!("job timed out after {limit:?}")));
+            }
+        },
+    };
+    match joined {
         Ok(result) => result,
-        Err(e) if e.is_panic() => Err(JobError::new(format!(
-            "job panicked: {}",
-            panic_message(e.into_panic())
-        ))),
+        Err(e) if e.is_panic() => Err(JobError::new(format!("job panicked: {}", panic_message(e.into_panic())))),
         Err(e) => Err(JobError::new(format!("job was cancelled: {e}"))),
     }
 }

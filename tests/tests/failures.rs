@@ -37,19 +37,26 @@ async fn set_entries(redis: &RedisServer, set: &str) -> Vec<Value> {
         .query_async(&mut redis.client().await)
         .await
         .unwrap();
-    raw.iter().map(|r| serde_json::from_str(r).expect("every entry is a JSON document")).collect()
+    raw.iter()
+        .map(|r| serde_json::from_str(r).expect("every entry is a JSON document"))
+        .collect()
 }
 
 async fn wait_for_entries(redis: &RedisServer, set: &str, n: usize) -> Vec<Value> {
-    wait_until(&format!("{n} entries in the {set} set"), Duration::from_secs(10), || async {
-        set_entries(redis, set).await.len() >= n
-    })
+    wait_until(
+        &format!("{n} entries in the {set} set"),
+        Duration::from_secs(10),
+        || async { set_entries(redis, set).await.len() >= n },
+    )
     .await;
     set_entries(redis, set).await
 }
 
 fn entry_for<'a>(entries: &'a [Value], job: &str) -> &'a Value {
-    entries.iter().find(|e| e["job"] == job).unwrap_or_else(|| panic!("no entry for {job} in {entries:?}"))
+    entries
+        .iter()
+        .find(|e| e["job"] == job)
+        .unwrap_or_else(|| panic!("no entry for {job} in {entries:?}"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -57,8 +64,14 @@ async fn panics_and_errors_go_to_the_retry_set_with_their_reason_and_the_worker_
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("f"), 2);
-    Explode::call("the reactor".into()).dispatch_with(&client).await.unwrap();
-    FailWith::call("smtp said no".into()).dispatch_with(&client).await.unwrap();
+    Explode::call("the reactor".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    FailWith::call("smtp said no".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
     redis.cli(&["RPUSH", "gator:{f}:queue", r#"{"jid":"u1","job":"nobody_knows_me","args":[],"queue":"f","created_at":1,"enqueued_at":1}"#]);
 
     let retries = wait_for_entries(&redis, "retry", 3).await;
@@ -68,11 +81,20 @@ async fn panics_and_errors_go_to_the_retry_set_with_their_reason_and_the_worker_
     assert!(panicked["failed_at"].as_u64().is_some());
     assert_eq!(entry_for(&retries, "fail_with")["error"], "smtp said no");
     let unknown = entry_for(&retries, "nobody_knows_me");
-    assert_eq!(unknown["error"], "no job named \"nobody_knows_me\" is registered in this worker");
-    assert_eq!(unknown["jid"], "u1", "the unknown job keeps its identity for a worker that knows it");
+    assert_eq!(
+        unknown["error"],
+        "no job named \"nobody_knows_me\" is registered in this worker"
+    );
+    assert_eq!(
+        unknown["jid"], "u1",
+        "the unknown job keeps its identity for a worker that knows it"
+    );
 
     StillAlive::call().dispatch_with(&client).await.unwrap();
-    wait_until("the next job to run", Duration::from_secs(10), || async { SURVIVED.load(Ordering::SeqCst) >= 1 }).await;
+    wait_until("the next job to run", Duration::from_secs(10), || async {
+        SURVIVED.load(Ordering::SeqCst) >= 1
+    })
+    .await;
     worker.stop().await;
 }
 
@@ -89,12 +111,34 @@ async fn bad_arguments_malformed_json_and_non_retryable_errors_go_straight_to_th
 
     let dead = wait_for_entries(&redis, "dead", 3).await;
     let args_entry = entry_for(&dead, "fail_with");
-    assert!(args_entry["error"].as_str().unwrap().starts_with("arguments do not fit job \"fail_with\""), "{args_entry}");
-    assert_eq!(args_entry["args"], serde_json::json!([{"not": "a string"}]), "the arguments are kept");
+    assert!(
+        args_entry["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("arguments do not fit job \"fail_with\""),
+        "{args_entry}"
+    );
+    assert_eq!(
+        args_entry["args"],
+        serde_json::json!([{"not": "a string"}]),
+        "the arguments are kept"
+    );
     let garbage_entry = entry_for(&dead, "");
-    assert_eq!(garbage_entry["raw"], garbage, "an unparseable payload is kept verbatim");
-    assert!(garbage_entry["error"].as_str().unwrap().starts_with("malformed payload"), "{garbage_entry}");
-    assert_eq!(entry_for(&dead, "reject_input")["error"], "-5 is not a valid amount");
+    assert_eq!(
+        garbage_entry["raw"], garbage,
+        "an unparseable payload is kept verbatim"
+    );
+    assert!(
+        garbage_entry["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed payload"),
+        "{garbage_entry}"
+    );
+    assert_eq!(
+        entry_for(&dead, "reject_input")["error"],
+        "-5 is not a valid amount"
+    );
     assert_eq!(redis.cli(&["ZCARD", "gator:{f}:retry"]), "0");
     worker.stop().await;
 }

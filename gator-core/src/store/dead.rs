@@ -6,10 +6,20 @@ use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
-/// The dead set keeps at most this many jobs per queue by default, oldest trimmed first.
-pub const DEFAULT_DEAD_MAX: usize = 10_000;
-/// Dead jobs older than this (about six months) are trimmed by default.
-pub const DEFAULT_DEAD_MAX_AGE: Duration = Duration::from_secs(180 * 24 * 3600);
+/// How much of the dead set is kept, per queue: the oldest entries go first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeadCap {
+    /// The most entries kept (default 10,000).
+    pub max_jobs: usize,
+    /// Entries older than this are removed (default about six months).
+    pub max_age: Duration,
+}
+
+impl Default for DeadCap {
+    fn default() -> Self {
+        DeadCap { max_jobs: 10_000, max_age: Duration::from_secs(180 * 24 * 3600) }
+    }
+}
 
 /// Puts a failed job (its updated payload text) in `queue`'s retry set, due at `at_ms`.
 pub async fn retry_at(
@@ -28,21 +38,22 @@ pub async fn retry_at(
     Ok(())
 }
 
-/// Puts a job in `queue`'s dead set and trims the set to the default cap and age
-/// (`kill.lua`). Returns the number of dead jobs left in the queue.
+/// Puts a job in `queue`'s dead set and trims the set to `cap` (`kill.lua`), in one step.
+/// Returns the number of dead jobs left in the queue.
 pub async fn kill(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     raw: &str,
     now_ms: u64,
+    cap: DeadCap,
 ) -> Result<usize> {
-    let oldest = now_ms.saturating_sub(DEFAULT_DEAD_MAX_AGE.as_millis() as u64);
+    let oldest = now_ms.saturating_sub(cap.max_age.as_millis() as u64);
     Ok(scripts::KILL
         .key(keys.dead(queue))
         .arg(now_ms)
         .arg(raw)
-        .arg(DEFAULT_DEAD_MAX)
+        .arg(cap.max_jobs)
         .arg(oldest)
         .invoke_async(conn)
         .await?)

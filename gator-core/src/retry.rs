@@ -1,4 +1,5 @@
-//! When a failed job runs again, and when it gives up.
+//! When a failed job runs again, and when it gives up: the default policy, and the helper the
+//! `backoff = [...]` option of `#[job]` uses.
 
 use std::time::Duration;
 
@@ -9,10 +10,18 @@ pub const DEFAULT_RETRIES: u32 = 25;
 /// The delay before attempt `failures + 1`, after `failures` failed attempts: Sidekiq's curve,
 /// `failures⁴ + 15 + rand(0..10) × (failures + 1)` seconds, about three weeks over 25 retries.
 /// The random part spreads a burst of failures so their retries do not arrive together.
-pub fn backoff(failures: u32) -> Duration {
+pub fn default_backoff(failures: u32) -> Duration {
     let n = u64::from(failures.saturating_sub(1));
     let jitter = rand::random_range(0..10u64) * (n + 1);
     Duration::from_secs(n.pow(4) + 15 + jitter)
+}
+
+/// The delay before the retry after `failures` failures from a fixed list of delays in ms:
+/// the first failure waits `delays_ms[0]`, and the last delay repeats once the list runs out.
+pub fn from_list(delays_ms: &[u64], failures: u32) -> Duration {
+    let index = (failures.max(1) - 1) as usize;
+    let ms = delays_ms.get(index).or(delays_ms.last()).copied().unwrap_or(0);
+    Duration::from_millis(ms)
 }
 
 #[cfg(test)]
@@ -22,14 +31,21 @@ mod tests {
     #[test]
     fn first_retry_comes_after_15_to_24_seconds() {
         for _ in 0..100 {
-            let d = backoff(1).as_secs();
+            let d = default_backoff(1).as_secs();
             assert!((15..=24).contains(&d), "{d}");
         }
     }
 
     #[test]
+    fn a_list_of_delays_is_used_in_order_and_its_last_delay_repeats() {
+        let delays = [100, 1000, 5000];
+        let got: Vec<u64> = (1..=5).map(|f| from_list(&delays, f).as_millis() as u64).collect();
+        assert_eq!(got, vec![100, 1000, 5000, 5000, 5000]);
+    }
+
+    #[test]
     fn backoff_grows_to_about_three_weeks_in_total() {
-        let total: u64 = (1..=DEFAULT_RETRIES).map(|n| backoff(n).as_secs()).sum();
+        let total: u64 = (1..=DEFAULT_RETRIES).map(|n| default_backoff(n).as_secs()).sum();
         let days = total as f64 / 86_400.0;
         assert!((19.0..22.0).contains(&days), "{days} days");
     }

@@ -1,0 +1,233 @@
+//! The admin side of the job lifecycle: look into a queue's scheduled, retry and dead sets, run
+//! their jobs now, and delete them. The `gator-worker dead|retry|scheduled ...` subcommands
+//! are a thin shell over these [`Client`] methods.
+//!
+//! ```no_run
+//! use gator_core::{Client, SetKind};
+//!
+//! # async fn demo() -> gator_core::Result<()> {
+//! let client = Client::connect("redis://127.0.0.1:6379").await?;
+//! for entry in client.list_set(SetKind::Dead, Some("mail"), 0, 20).await? {
+//!     let error = entry.payload.as_ref().and_then(|p| p.error.as_deref());
+//!     println!("{} {:?} {:?}", entry.score_ms, entry.jid(), error);
+//! }
+//! client.run_now(SetKind::Dead, None, "0193a5f0-0000-7000-8000-000000000001").await?;
+//! let retried = client.run_all_now(SetKind::Dead, Some("mail")).await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Which queues
+//! Every method takes `queue: Option<&str>`: `Some(q)` acts on that queue's set only (the name
+//! is validated first), `None` on the sets of every known queue ([`Client::known_queues`]),
+//! one queue after the other. A jid is unique, so looking one up everywhere is safe; it costs
+//! a scan of each queue's set.
+//!
+//! # What "run now" means
+//! - **scheduled, retry:** the job goes to the tail of its queue now and keeps its `attempt`,
+//!   so if it fails again it continues along the backoff curve instead of starting over.
+//! - **dead** ("retry"): the job goes to the tail of its queue with `attempt` reset to 0, so
+//!   it gets the full number of retries again.
+//!
+//! Each entry is moved by `move_to_queue.lua`, which removes it from the set and pushes it in
+//! one atomic step, and only if it was still there: a worker promoting a due job, or another
+//! admin, acting on the same entry at the same moment cannot enqueue it twice.
+//!
+//! # Entries that are never moved
+//! An entry that is not a runnable payload stays where it is: text that does not parse as a
+//! payload, and the dead entries a worker writes for such text (`job` empty, the text in
+//! `raw`). No worker can run them, so moving them would only send them round queue → retry →
+//! dead again over three weeks. They are listed ([`SetEntry::unparsed_text`]) so an operator
+//! can look at them, and deleted with [`Client::delete_job`] or [`Client::clear_set`].
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::store::keys::validate_queue;
+use crate::store::sets::{self, SetEntry, SetKind};
+
+/// How many entries [`Client::run_all_now`] reads per page: large enough to need few
+/// ZRANGEs, small enough that neither Redis nor this process holds a big reply at once.
+const PAGE: usize = 500;
+
+// Here rather than in `store::sets`: what may be moved is admin policy, not storage.
+impl SetEntry {
+    /// Whether a worker could run this entry: it is a payload with a job name. The entries
+    /// that are not ([`SetEntry::unparsed_text`]) are never moved back to a queue.
+    pub fn is_runnable(&self) -> bool {
+        self.payload.as_ref().is_some_and(|p| !p.job.is_empty())
+    }
+
+    /// For an entry that is not a payload, the text that was stored: the entry itself if it
+    /// does not parse, or the `raw` field of the dead entry a worker wrote for such text.
+    /// `None` for a job.
+    pub fn unparsed_text(&self) -> Option<&str> {
+        match &self.payload {
+            None => Some(&self.raw),
+            Some(p) => p.extra.get("raw").and_then(|raw| raw.as_str()),
+        }
+    }
+}
+
+impl Client {
+    /// How many entries the `kind` set of `queue` holds (`None`: summed over every known
+    /// queue).
+    pub async fn set_len(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
+        let mut conn = self.connection();
+        let mut total = 0;
+        for queue in self.target_queues(queue).await? {
+            total += sets::len(&mut conn, self.keys(), kind, &queue).await?;
+        }
+        Ok(total)
+    }
+
+    /// Up to `count` entries of the `kind` set from `offset`, lowest score (oldest death,
+    /// earliest due time) first.
+    ///
+    /// With `queue: None` the sets of every known queue are merged by score; that reads the
+    /// first `offset + count` entries of each queue, which suits the pages an operator reads
+    /// but not deep paging over many queues.
+    pub async fn list_set(
+        &self,
+        kind: SetKind,
+        queue: Option<&str>,
+        offset: usize,
+        count: usize,
+    ) -> Result<Vec<SetEntry>> {
+        let mut conn = self.connection();
+        let queues = self.target_queues(queue).await?;
+        if let [queue] = queues.as_slice() {
+            return sets::list(&mut conn, self.keys(), kind, queue, offset, count).await;
+        }
+        let wanted = offset.saturating_add(count);
+        let mut entries = Vec::new();
+        for queue in &queues {
+            entries.extend(sets::list(&mut conn, self.keys(), kind, queue, 0, wanted).await?);
+        }
+        // Stable: equal scores keep the (sorted) queue order.
+        entries.sort_by_key(|e| e.score_ms);
+        Ok(entries.into_iter().skip(offset).take(count).collect())
+    }
+
+    /// The entry with `jid` in the `kind` set of `queue` (`None`: of any known queue).
+    pub async fn find_job(
+        &self,
+        kind: SetKind,
+        queue: Option<&str>,
+        jid: &str,
+    ) -> Result<Option<SetEntry>> {
+        let mut conn = self.connection();
+        for queue in self.target_queues(queue).await? {
+            if let Some(entry) = sets::find(&mut conn, self.keys(), kind, &queue, jid).await? {
+                return Ok(Some(entry));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Moves the job `jid` of the `kind` set to the tail of its queue now; from the dead set
+    /// with `attempt` reset to 0 (see the module docs). Returns false if there is no such
+    /// entry, if it is not runnable, or if someone else moved or deleted it first.
+    pub async fn run_now(&self, kind: SetKind, queue: Option<&str>, jid: &str) -> Result<bool> {
+        match self.find_job(kind, queue, jid).await? {
+            Some(entry) => self.run_entry(&entry).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Moves an entry got from [`Client::list_set`] or [`Client::find_job`] to the tail of
+    /// its queue now, as [`Client::run_now`] does. Returns false if it is not runnable or is
+    /// no longer in its set.
+    pub async fn run_entry(&self, entry: &SetEntry) -> Result<bool> {
+        if !entry.is_runnable() {
+            return Ok(false);
+        }
+        sets::move_to_queue(&mut self.connection(), self.keys(), entry).await
+    }
+
+    /// Moves every runnable entry of the `kind` set to the tail of its queue, oldest first,
+    /// as [`Client::run_now`] does; returns how many were moved.
+    ///
+    /// It reads the set a page at a time and moves each entry with the atomic script, so it
+    /// works on sets of any size, and an entry taken meanwhile by a worker or another admin is
+    /// skipped, never enqueued twice. It moves at most as many entries as each set held when
+    /// it started: a job that fails again at once returns to the retry set, and is not chased
+    /// for as long as it keeps failing.
+    pub async fn run_all_now(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
+        let mut moved = 0;
+        for queue in self.target_queues(queue).await? {
+            moved += self.run_all_in(kind, &queue).await?;
+        }
+        Ok(moved)
+    }
+
+    /// Deletes the job `jid` from the `kind` set. Returns false if there is no such entry
+    /// (or someone else moved or deleted it first).
+    pub async fn delete_job(&self, kind: SetKind, queue: Option<&str>, jid: &str) -> Result<bool> {
+        match self.find_job(kind, queue, jid).await? {
+            Some(entry) => self.delete_entry(&entry).await,
+            None => Ok(false),
+        }
+    }
+
+    /// Deletes an entry got from [`Client::list_set`] or [`Client::find_job`], runnable or
+    /// not. Returns false if it was already gone.
+    pub async fn delete_entry(&self, entry: &SetEntry) -> Result<bool> {
+        sets::delete(&mut self.connection(), self.keys(), entry).await
+    }
+
+    /// Empties the `kind` set of `queue` (`None`: of every known queue); returns how many
+    /// entries were deleted.
+    pub async fn clear_set(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
+        let mut conn = self.connection();
+        let mut cleared = 0;
+        for queue in self.target_queues(queue).await? {
+            cleared += sets::clear(&mut conn, self.keys(), kind, &queue).await?;
+        }
+        Ok(cleared)
+    }
+
+    /// `Some(queue)`, validated, or every known queue.
+    async fn target_queues(&self, queue: Option<&str>) -> Result<Vec<String>> {
+        match queue {
+            Some(queue) => {
+                validate_queue(queue)?;
+                Ok(vec![queue.to_owned()])
+            }
+            None => self.known_queues().await,
+        }
+    }
+
+    /// [`Client::run_all_now`] for one queue's set.
+    async fn run_all_in(&self, kind: SetKind, queue: &str) -> Result<usize> {
+        let (keys, mut conn) = (self.keys(), self.connection());
+        let cap = sets::len(&mut conn, keys, kind, queue).await?;
+        let mut moved = 0;
+        loop {
+            // 1. One pass, oldest first. Moved entries leave the set, so the next page starts
+            //    where this one ended; entries that stay are stepped over with `offset`.
+            let (mut offset, mut moved_in_pass) = (0, 0);
+            loop {
+                let page = sets::list(&mut conn, keys, kind, queue, offset, PAGE).await?;
+                if page.is_empty() {
+                    break;
+                }
+                for entry in &page {
+                    if moved == cap {
+                        return Ok(moved);
+                    }
+                    if !entry.is_runnable() {
+                        offset += 1;
+                    } else if sets::move_to_queue(&mut conn, keys, entry).await? {
+                        moved += 1;
+                        moved_in_pass += 1;
+                    }
+                }
+            }
+            // 2. Entries stepped over may be deleted while we page, which shifts the ones
+            //    after them below `offset`: another pass finds those. With nothing stepped
+            //    over the set was read to its end; a pass that moved nothing found nothing.
+            if offset == 0 || moved_in_pass == 0 {
+                return Ok(moved);
+            }
+        }
+    }
+}
