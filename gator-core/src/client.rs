@@ -1,8 +1,9 @@
 //! The client that dispatches jobs: one shared multiplexed connection for short commands, and
 //! a deadpool pool that lends dedicated connections for blocking commands.
 
+use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::job::{Job, PendingJob};
+use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::{self, Payload};
 use crate::store::{self, keys::Keys};
 use redis::AsyncConnectionConfig;
@@ -164,17 +165,24 @@ impl Client {
         Ok(payloads.into_iter().map(|p| p.jid).collect())
     }
 
-    /// Schedules `job` to run at `time` (at once if `time` has passed); returns its jid.
+    /// Schedules `job` to run at `time` (a `SystemTime`, or Unix seconds as `f64`); at once if
+    /// `time` has passed. Refuses a non-finite time or one more than [`SCHEDULE_HORIZON`] ahead.
     pub async fn dispatch_at<J: Job>(
         &self,
         job: PendingJob<J>,
-        time: SystemTime,
+        time: impl Into<DueTime>,
     ) -> Result<String> {
-        let due = payload::to_ms(time);
-        if due <= payload::now_ms() {
-            return self.dispatch(job).await;
-        }
+        let due = time.into().to_ms()?;
         let mut payload = encode(job)?;
+        if due <= payload::now_ms() {
+            store::queue::enqueue(
+                &mut self.connection(),
+                self.keys(),
+                std::slice::from_ref(&payload),
+            )
+            .await?;
+            return Ok(payload.jid);
+        }
         // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
         // the payload without rewriting it.
         payload.enqueued_at = due;
@@ -190,12 +198,22 @@ impl Client {
 
     /// Schedules `job` to run after `delay`; returns its jid.
     pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
-        let time = SystemTime::now()
-            .checked_add(delay)
-            .ok_or_else(|| Error::InvalidTime {
-                reason: format!("a delay of {delay:?} is past the end of time"),
-            })?;
-        self.dispatch_at(job, time).await
+        self.dispatch_at(job, time_after(delay)?).await
+    }
+
+    /// Stores `chain`: its first step on its queue now (or scheduled at `at`), the rest waiting
+    /// in the chain's list. Returns the chain id.
+    pub async fn dispatch_chain(&self, chain: Chain, at: Option<SystemTime>) -> Result<String> {
+        let due = match at {
+            Some(time) => Some(DueTime::from(time).to_ms()?).filter(|due| *due > payload::now_ms()),
+            None => None,
+        };
+        let (id, mut steps) = chain.into_linked_steps()?;
+        if let Some(due) = due {
+            steps[0].enqueued_at = due;
+        }
+        store::chain::create(&mut self.connection(), self.keys(), &steps, due).await?;
+        Ok(id)
     }
 
     /// Enqueues a payload built elsewhere (another tool, a retry), as is.
@@ -220,10 +238,17 @@ impl Client {
     }
 }
 
-fn encode<J: Job>(job: PendingJob<J>) -> Result<Payload> {
-    store::keys::validate_queue(&job.queue)?;
-    let args = serde_json::to_value(&job.args)?;
-    Ok(Payload::new(J::NAME, &job.queue, args))
+/// How far ahead a job may be scheduled: about five years. Anything later is almost surely a
+/// unit mistake (ms given as s), and would sit in Redis forever.
+pub const SCHEDULE_HORIZON: Duration = Duration::from_secs(5 * 365 * 24 * 3600);
+
+/// Now plus `delay`, or an error if that is past what a `SystemTime` can hold.
+pub(crate) fn time_after(delay: Duration) -> Result<SystemTime> {
+    SystemTime::now()
+        .checked_add(delay)
+        .ok_or_else(|| Error::InvalidTime {
+            reason: format!("a delay of {delay:?} is past the end of time"),
+        })
 }
 
 static DEFAULT_CLIENT: RwLock<Option<Client>> = RwLock::new(None);

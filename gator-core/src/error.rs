@@ -47,6 +47,9 @@ pub enum Error {
         /// Where the second one is defined.
         second: String,
     },
+    /// A chain with no step was dispatched.
+    #[error("a chain needs at least one step: add them with `.then(Job::call(..))`")]
+    EmptyChain,
     /// A time that cannot be used to schedule a job.
     #[error("invalid schedule time: {reason}")]
     InvalidTime {

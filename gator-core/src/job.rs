@@ -2,7 +2,8 @@
 //! ([`Execution`]), how it fails ([`JobError`]), and a job ready to dispatch ([`PendingJob`]).
 
 use crate::client::{Client, default_client};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::payload::{self, Payload};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::any::Any;
@@ -170,8 +171,9 @@ impl<J: Job> PendingJob<J> {
         default_client().await?.dispatch(self).await
     }
 
-    /// Schedules the job to run at `time` through the default client; returns the jid.
-    pub async fn dispatch_at(self, time: SystemTime) -> Result<String> {
+    /// Schedules the job to run at `time` (a `SystemTime`, or Unix seconds as `f64`) through
+    /// the default client; returns the jid.
+    pub async fn dispatch_at(self, time: impl Into<DueTime>) -> Result<String> {
         default_client().await?.dispatch_at(self, time).await
     }
 
@@ -184,6 +186,60 @@ impl<J: Job> PendingJob<J> {
     pub async fn dispatch_with(self, client: &Client) -> Result<String> {
         client.dispatch(self).await
     }
+}
+
+/// When a scheduled job is due: a `SystemTime`, or Unix seconds as an `f64` (as other
+/// languages' clients pass times).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum DueTime {
+    /// A point in time.
+    At(SystemTime),
+    /// Seconds since the Unix epoch.
+    UnixSeconds(f64),
+}
+
+impl From<SystemTime> for DueTime {
+    fn from(time: SystemTime) -> DueTime {
+        DueTime::At(time)
+    }
+}
+
+impl From<f64> for DueTime {
+    fn from(secs: f64) -> DueTime {
+        DueTime::UnixSeconds(secs)
+    }
+}
+
+impl DueTime {
+    /// The due time in ms since the epoch, refusing a non-finite time or one past the
+    /// scheduling horizon.
+    pub fn to_ms(self) -> Result<u64> {
+        let ms = match self {
+            DueTime::At(time) => payload::to_ms(time),
+            DueTime::UnixSeconds(secs) if !secs.is_finite() => {
+                return Err(Error::InvalidTime {
+                    reason: format!("{secs} is not a finite time"),
+                });
+            }
+            DueTime::UnixSeconds(secs) => (secs.max(0.0) * 1000.0) as u64,
+        };
+        let horizon = payload::now_ms() + crate::client::SCHEDULE_HORIZON.as_millis() as u64;
+        if ms > horizon {
+            return Err(Error::InvalidTime {
+                reason: format!(
+                    "{ms} ms since the epoch is more than 5 years ahead; was a time in ms given as seconds?"
+                ),
+            });
+        }
+        Ok(ms)
+    }
+}
+
+/// A job's payload, ready to send.
+pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Payload> {
+    crate::store::keys::validate_queue(&job.queue)?;
+    let args = serde_json::to_value(&job.args)?;
+    Ok(Payload::new(J::NAME, &job.queue, args))
 }
 
 /// Enqueues many jobs of one type in one round trip through the default client.

@@ -26,6 +26,7 @@
 //! `docs/wire-format.md` so that other languages can enqueue and inspect.
 
 pub mod admin;
+pub mod chain;
 pub mod client;
 pub mod error;
 pub mod job;
@@ -34,10 +35,13 @@ pub mod registry;
 pub mod retry;
 pub mod store;
 
+pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
 pub use error::{Error, Result};
 pub use gator_macros::job;
-pub use job::{Execution, IntoJobResult, Job, JobError, JobResult, PendingJob, dispatch_many};
+pub use job::{
+    DueTime, Execution, IntoJobResult, Job, JobError, JobResult, PendingJob, dispatch_many,
+};
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
 pub use store::sets::{SetEntry, SetKind};

@@ -36,6 +36,9 @@ pub struct Payload {
     /// When the last failed retry (an attempt after the first) started, in ms since the epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retried_at: Option<u64>,
+    /// For a step of a chain: where the rest of the chain waits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<ChainLink>,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -56,6 +59,7 @@ impl Payload {
             error: None,
             failed_at: None,
             retried_at: None,
+            chain: None,
             extra: Map::new(),
         }
     }
@@ -70,6 +74,21 @@ impl Payload {
         // Serializing a struct of strings, numbers and `Value`s into a String cannot fail.
         serde_json::to_string(self).expect("a Payload always serializes")
     }
+}
+
+/// What a chain step knows of its chain: enough to enqueue the next step when it succeeds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChainLink {
+    /// The chain's id (a UUIDv7, like a jid).
+    pub id: String,
+    /// The queue whose hash tag the chain's list lives under (the first step's queue).
+    pub list_queue: String,
+    /// The jid of the step after this one; `None` for the last step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_jid: Option<String>,
+    /// The queue of the step after this one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_queue: Option<String>,
 }
 
 /// A new job id: UUIDv7, so ids sort by creation time and any language can mint one.

@@ -20,7 +20,11 @@ pub fn default_backoff(failures: u32) -> Duration {
 /// the first failure waits `delays_ms[0]`, and the last delay repeats once the list runs out.
 pub fn from_list(delays_ms: &[u64], failures: u32) -> Duration {
     let index = (failures.max(1) - 1) as usize;
-    let ms = delays_ms.get(index).or(delays_ms.last()).copied().unwrap_or(0);
+    let ms = delays_ms
+        .get(index)
+        .or(delays_ms.last())
+        .copied()
+        .unwrap_or(0);
     Duration::from_millis(ms)
 }
 
@@ -39,13 +43,17 @@ mod tests {
     #[test]
     fn a_list_of_delays_is_used_in_order_and_its_last_delay_repeats() {
         let delays = [100, 1000, 5000];
-        let got: Vec<u64> = (1..=5).map(|f| from_list(&delays, f).as_millis() as u64).collect();
+        let got: Vec<u64> = (1..=5)
+            .map(|f| from_list(&delays, f).as_millis() as u64)
+            .collect();
         assert_eq!(got, vec![100, 1000, 5000, 5000, 5000]);
     }
 
     #[test]
     fn backoff_grows_to_about_three_weeks_in_total() {
-        let total: u64 = (1..=DEFAULT_RETRIES).map(|n| default_backoff(n).as_secs()).sum();
+        let total: u64 = (1..=DEFAULT_RETRIES)
+            .map(|n| default_backoff(n).as_secs())
+            .sum();
         let days = total as f64 / 86_400.0;
         assert!((19.0..22.0).contains(&days), "{days} days");
     }

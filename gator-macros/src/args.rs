@@ -86,9 +86,13 @@ impl JobOptions {
             "timeout" => {
                 check_unset(&self.timeout_ms, &key)?;
                 let lit = string_value(meta, &key, "30s")?;
-                let ms = parse_duration_ms(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))?;
+                let ms =
+                    parse_duration_ms(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))?;
                 if ms == 0 {
-                    return Err(syn::Error::new(lit.span(), "a timeout of zero would fail every attempt"));
+                    return Err(syn::Error::new(
+                        lit.span(),
+                        "a timeout of zero would fail every attempt",
+                    ));
                 }
                 self.timeout_ms = Some(ms);
             }
@@ -155,15 +159,24 @@ fn string_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<LitStr> 
 
 /// The value of `retries = N`.
 fn retries_value(meta: &Meta, key: &Ident) -> syn::Result<u32> {
-    let expected = "a whole number, as in `retries = 5` (0 sends a failed job straight to the dead set)";
+    let expected =
+        "a whole number, as in `retries = 5` (0 sends a failed job straight to the dead set)";
     match meta {
         Meta::NameValue(nv) => match &nv.value {
-            Expr::Lit(ExprLit { lit: Lit::Int(int), .. }) => int
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(int), ..
+            }) => int
                 .base10_parse::<u32>()
                 .map_err(|_| syn::Error::new(int.span(), format!("expected {expected}"))),
-            other => Err(syn::Error::new_spanned(other, format!("expected {expected}"))),
+            other => Err(syn::Error::new_spanned(
+                other,
+                format!("expected {expected}"),
+            )),
         },
-        _ => Err(syn::Error::new(key.span(), format!("`{key}` needs {expected}"))),
+        _ => Err(syn::Error::new(
+            key.span(),
+            format!("`{key}` needs {expected}"),
+        )),
     }
 }
 
@@ -172,7 +185,10 @@ fn backoff_value(meta: &Meta, key: &Ident) -> syn::Result<Backoff> {
     let expected = "a list of delays, as in `backoff = [\"1s\", \"30s\", \"5m\"]`, or the path of a \
                     `fn(u32) -> std::time::Duration` that gets the number of failures so far";
     let Meta::NameValue(nv) = meta else {
-        return Err(syn::Error::new(key.span(), format!("`{key}` needs {expected}")));
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{key}` needs {expected}"),
+        ));
     };
     match &nv.value {
         Expr::Path(path) if path.qself.is_none() => Ok(Backoff::Path(path.path.clone())),
@@ -180,31 +196,47 @@ fn backoff_value(meta: &Meta, key: &Ident) -> syn::Result<Backoff> {
             let mut delays = Vec::new();
             for elem in &array.elems {
                 let ms = match elem {
-                    Expr::Lit(ExprLit { lit: Lit::Str(s), .. }) => {
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Str(s), ..
+                    }) => {
                         parse_duration_ms(&s.value()).map_err(|e| syn::Error::new(s.span(), e))?
                     }
-                    Expr::Lit(ExprLit { lit: Lit::Int(i), .. }) => i
+                    Expr::Lit(ExprLit {
+                        lit: Lit::Int(i), ..
+                    }) => i
                         .base10_parse::<u64>()
                         .map_err(|e| syn::Error::new(i.span(), e))?
                         .saturating_mul(1000),
                     other => {
-                        return Err(syn::Error::new_spanned(other, "expected a delay such as \"30s\" or a number of seconds"));
+                        return Err(syn::Error::new_spanned(
+                            other,
+                            "expected a delay such as \"30s\" or a number of seconds",
+                        ));
                     }
                 };
                 delays.push(ms);
             }
             Ok(Backoff::List(delays))
         }
-        other => Err(syn::Error::new_spanned(other, format!("expected {expected}"))),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("expected {expected}"),
+        )),
     }
 }
 
 /// Parses `250ms`, `30s`, `5m`, `2h`, `1d` (one number, one unit) into milliseconds.
 pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let bad = || format!("{text:?} is not a duration: write a number and a unit, as in \"250ms\", \"30s\", \"5m\", \"2h\" or \"1d\"");
+    let bad = || {
+        format!(
+            "{text:?} is not a duration: write a number and a unit, as in \"250ms\", \"30s\", \"5m\", \"2h\" or \"1d\""
+        )
+    };
     let n: u64 = number.parse().map_err(|_| bad())?;
     let scale = match unit.trim() {
         "ms" => 1,
@@ -267,7 +299,11 @@ mod tests {
         assert_eq!(parse_duration_ms("30s"), Ok(30_000));
         assert_eq!(parse_duration_ms("5m"), Ok(300_000));
         assert_eq!(parse_duration_ms("1d"), Ok(86_400_000));
-        assert!(parse_duration_ms("30").is_err() && parse_duration_ms("s").is_err() && parse_duration_ms("3 weeks").is_err());
+        assert!(
+            parse_duration_ms("30").is_err()
+                && parse_duration_ms("s").is_err()
+                && parse_duration_ms("3 weeks").is_err()
+        );
     }
 
     #[test]

@@ -214,7 +214,7 @@ fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStream {
 
             #[doc = #dispatch_at]
             #vis async fn dispatch_at(
-                #time: ::std::time::SystemTime,
+                #time: impl ::core::convert::Into<::gator_core::DueTime>,
                 #(#idents: #types),*
             ) -> ::gator_core::Result<::std::string::String> {
                 Self::call(#(#idents),*).dispatch_at(#time).await

@@ -99,7 +99,7 @@ use quote::quote;
 ///     /// Enqueues now through the default client; returns the jid.
 ///     pub async fn dispatch(to: String, n: u32) -> gator_core::Result<String>;
 ///     /// Schedules it to run at `time`.
-///     pub async fn dispatch_at(time: SystemTime, to: String, n: u32) -> gator_core::Result<String>;
+///     pub async fn dispatch_at(time: impl Into<DueTime>, to: String, n: u32) -> gator_core::Result<String>;
 ///     /// Schedules it to run after `delay`.
 ///     pub async fn dispatch_in(delay: Duration, to: String, n: u32) -> gator_core::Result<String>;
 ///     /// Enqueues one job per item in one round trip. An item is the arguments as a tuple,

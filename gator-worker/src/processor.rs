@@ -2,10 +2,10 @@
 //! A worker runs `--concurrency` of them.
 
 use crate::fetcher::{self, QueueOrder};
-use gator_core::payload::{Payload, new_jid, now_ms};
+use gator_core::payload::{ChainLink, Payload, new_jid, now_ms};
+use gator_core::retry::{DEFAULT_RETRIES, default_backoff};
 use gator_core::store::dead::DeadCap;
 use gator_core::store::{self, queue::Fetched};
-use gator_core::retry::{DEFAULT_RETRIES, default_backoff};
 use gator_core::{Client, Execution, JobError, JobResult, Registry};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,8 +66,8 @@ impl InProgress {
 /// What happens to a job after its attempt.
 #[derive(Debug)]
 enum Outcome {
-    /// It succeeded.
-    Done,
+    /// It succeeded; if it is a chain step, its chain moves on.
+    Done(Option<ChainLink>),
     /// It failed and runs again at `at_ms` (the payload records the failure).
     Retry { payload: Payload, at_ms: u64 },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
@@ -163,25 +163,46 @@ impl Processor {
             let started = Instant::now();
             let started_ms = now_ms();
             let Some(registration) = self.registry.get(&payload.job) else {
-                let reason = format!("no job named {:?} is registered in this worker", payload.job);
-                let policy = Policy { retries: DEFAULT_RETRIES, backoff: default_backoff };
+                let reason = format!(
+                    "no job named {:?} is registered in this worker",
+                    payload.job
+                );
+                let policy = Policy {
+                    retries: DEFAULT_RETRIES,
+                    backoff: default_backoff,
+                };
                 return failed(payload, JobError::new(reason), policy, started, started_ms);
             };
-            let policy = Policy { retries: registration.retries, backoff: registration.backoff };
+            let policy = Policy {
+                retries: registration.retries,
+                backoff: registration.backoff,
+            };
             let execution = match (registration.run)(payload.args.clone()) {
                 Ok(execution) => execution,
                 Err(e) => {
                     let reason = format!("arguments do not fit job {:?}: {e}", payload.job);
                     // Keep the text exactly as it came, for whoever fixes the producer.
-                    payload.extra.insert("raw".to_owned(), serde_json::Value::String(raw.to_owned()));
-                    return failed(payload, JobError::discard(reason), policy, started, started_ms);
+                    payload
+                        .extra
+                        .insert("raw".to_owned(), serde_json::Value::String(raw.to_owned()));
+                    return failed(
+                        payload,
+                        JobError::discard(reason),
+                        policy,
+                        started,
+                        started_ms,
+                    );
                 }
             };
             info!("job started");
             match run(execution, registration.timeout).await {
                 Ok(()) => {
-                    info!(duration_ms = elapsed_ms(started), outcome = "done", "job finished");
-                    Outcome::Done
+                    info!(
+                        duration_ms = elapsed_ms(started),
+                        outcome = "done",
+                        "job finished"
+                    );
+                    Outcome::Done(payload.chain)
                 }
                 Err(e) => failed(payload, e, policy, started, started_ms),
             }
@@ -198,7 +219,10 @@ impl Processor {
             let mut conn = self.client.connection();
             let keys = self.client.keys();
             let written = match &outcome {
-                Outcome::Done => Ok(()),
+                Outcome::Done(None) => Ok(()),
+                Outcome::Done(Some(link)) => {
+                    store::chain::advance(&mut conn, keys, link).await.map(drop)
+                }
                 Outcome::Retry { payload, at_ms } => {
                     store::dead::retry_at(&mut conn, keys, &job.queue, &payload.to_json(), *at_ms)
                         .await
@@ -237,7 +261,13 @@ struct Policy {
 }
 
 /// Records a failure in the payload and decides: another attempt later, or the dead set.
-fn failed(mut payload: Payload, error: JobError, policy: Policy, started: Instant, started_ms: u64) -> Outcome {
+fn failed(
+    mut payload: Payload,
+    error: JobError,
+    policy: Policy,
+    started: Instant,
+    started_ms: u64,
+) -> Outcome {
     let now = now_ms();
     let failures = payload.attempt + 1;
     if payload.attempt > 0 {
@@ -252,9 +282,15 @@ fn failed(mut payload: Payload, error: JobError, policy: Policy, started: Instan
         warn!(duration_ms = elapsed_ms(started), outcome = "retry", error = %error, retry_in_ms = at_ms - now, "job failed; will retry");
         Outcome::Retry { payload, at_ms }
     } else {
-        let why = if error.is_retryable() { "retries exhausted" } else { "not retryable" };
+        let why = if error.is_retryable() {
+            "retries exhausted"
+        } else {
+            "not retryable"
+        };
         error!(duration_ms = elapsed_ms(started), outcome = "dead", error = %error, why, "job failed; moved to the dead set");
-        Outcome::Dead { entry: payload.to_json() }
+        Outcome::Dead {
+            entry: payload.to_json(),
+        }
     }
 }
 
@@ -278,7 +314,10 @@ pub async fn run(execution: Execution, timeout: Option<Duration>) -> JobResult {
     };
     match joined {
         Ok(result) => result,
-        Err(e) if e.is_panic() => Err(JobError::new(format!("job panicked: {}", panic_message(e.into_panic())))),
+        Err(e) if e.is_panic() => Err(JobError::new(format!(
+            "job panicked: {}",
+            panic_message(e.into_panic())
+        ))),
         Err(e) => Err(JobError::new(format!("job was cancelled: {e}"))),
     }
 }

@@ -17,7 +17,10 @@ pub struct DeadCap {
 
 impl Default for DeadCap {
     fn default() -> Self {
-        DeadCap { max_jobs: 10_000, max_age: Duration::from_secs(180 * 24 * 3600) }
+        DeadCap {
+            max_jobs: 10_000,
+            max_age: Duration::from_secs(180 * 24 * 3600),
+        }
     }
 }
 

@@ -79,6 +79,12 @@ impl Keys {
         format!("{}:{{{queue}}}:retry", self.namespace)
     }
 
+    /// LIST of the steps of chain `chain_id` still waiting to run, in order. Lives under the
+    /// hash tag of the chain's first queue.
+    pub fn chain(&self, queue: &str, chain_id: &str) -> String {
+        format!("{}:{{{queue}}}:chain:{chain_id}", self.namespace)
+    }
+
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
         format!("{}:{{{queue}}}:dead", self.namespace)
@@ -113,6 +119,8 @@ mod tests {
         assert_eq!(k.scheduled("high"), "gator:{high}:scheduled");
         assert_eq!(k.retry("high"), "gator:{high}:retry");
         assert_eq!(k.dead("high"), "gator:{high}:dead");
+        assert_eq!(k.chain("high", "c1"), "gator:{high}:chain:c1");
+        assert_eq!(k.chain("high", "c1"), "gator:{high}:chain:c1");
         assert_eq!(k.queues(), "gator:queues");
         assert_eq!(k.processes(), "gator:processes");
         assert_eq!(k.process("h:1:ab"), "gator:process:h:1:ab");

@@ -15,9 +15,14 @@ pub static KILL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("l
 pub static MOVE_TO_QUEUE: LazyLock<Script> =
     LazyLock::new(|| Script::new(include_str!("lua/move_to_queue.lua")));
 
+/// `lua/chain_advance.lua`: enqueue a chain's next step after a success.
+pub static CHAIN_ADVANCE: LazyLock<Script> =
+    LazyLock::new(|| Script::new(include_str!("lua/chain_advance.lua")));
+
 /// Every script file with its text, for the wire-format doc test.
 pub const ALL: &[(&str, &str)] = &[
     ("promote_due.lua", include_str!("lua/promote_due.lua")),
     ("kill.lua", include_str!("lua/kill.lua")),
     ("move_to_queue.lua", include_str!("lua/move_to_queue.lua")),
+    ("chain_advance.lua", include_str!("lua/chain_advance.lua")),
 ];

@@ -1,0 +1,118 @@
+//! Chains: jobs that run one after another, each only after the previous one succeeded.
+//!
+//! ```no_run
+//! # use gator_core::{job, Chain};
+//! # #[job] async fn fetch_page(url: String) {}
+//! # #[job(queue = "parse")] async fn parse(url: String, depth: u32) {}
+//! # async fn demo() -> gator_core::Result<()> {
+//! let chain_id = Chain::new()
+//!     .then(FetchPage::call("https://example.com".into()))
+//!     .then(Parse::call("https://example.com".into(), 2))
+//!     .dispatch()
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! Each step is a [`PendingJob`], so its arguments are type-checked like any dispatch, and it
+//! runs on its own queue. If a step dies, the chain halts there: the rest waits, attached to
+//! the dead job, and retrying that job from the dead set resumes the chain.
+
+use crate::client::{Client, default_client};
+use crate::error::{Error, Result};
+use crate::job::{Job, PendingJob, encode};
+use crate::payload::{ChainLink, Payload, new_jid};
+use std::time::{Duration, SystemTime};
+
+/// A chain being built; nothing is sent until it is dispatched.
+#[derive(Debug, Default)]
+#[must_use = "a Chain does nothing until it is dispatched"]
+pub struct Chain {
+    steps: Vec<Payload>,
+    /// The first step that could not be encoded; reported by dispatch.
+    error: Option<Error>,
+}
+
+impl Chain {
+    /// An empty chain.
+    pub fn new() -> Chain {
+        Chain::default()
+    }
+
+    /// Appends a step: it runs after every step before it has succeeded.
+    pub fn then<J: Job>(mut self, step: PendingJob<J>) -> Chain {
+        match encode(step) {
+            Ok(payload) => self.steps.push(payload),
+            Err(e) => {
+                self.error.get_or_insert(e);
+            }
+        }
+        self
+    }
+
+    /// How many steps the chain has.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether the chain has no step.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// Enqueues the first step now through the default client; returns the chain id.
+    pub async fn dispatch(self) -> Result<String> {
+        default_client().await?.dispatch_chain(self, None).await
+    }
+
+    /// Runs the first step at `time` through the default client; returns the chain id.
+    pub async fn dispatch_at(self, time: SystemTime) -> Result<String> {
+        default_client()
+            .await?
+            .dispatch_chain(self, Some(time))
+            .await
+    }
+
+    /// Runs the first step after `delay` through the default client; returns the chain id.
+    pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
+        let time = crate::client::time_after(delay)?;
+        default_client()
+            .await?
+            .dispatch_chain(self, Some(time))
+            .await
+    }
+
+    /// Enqueues the first step now through `client`; returns the chain id.
+    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
+        client.dispatch_chain(self, None).await
+    }
+
+    /// The steps with their links filled in, and the chain id.
+    pub(crate) fn into_linked_steps(self) -> Result<(String, Vec<Payload>)> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.steps.is_empty() {
+            return Err(Error::EmptyChain);
+        }
+        let id = new_jid();
+        let list_queue = self.steps[0].queue.clone();
+        let mut steps = self.steps;
+        let nexts: Vec<(Option<String>, Option<String>)> = (0..steps.len())
+            .map(|i| {
+                steps
+                    .get(i + 1)
+                    .map(|n| (Some(n.jid.clone()), Some(n.queue.clone())))
+                    .unwrap_or((None, None))
+            })
+            .collect();
+        for (step, (next_jid, next_queue)) in steps.iter_mut().zip(nexts) {
+            step.chain = Some(ChainLink {
+                id: id.clone(),
+                list_queue: list_queue.clone(),
+                next_jid,
+                next_queue,
+            });
+        }
+        Ok((id, steps))
+    }
+}

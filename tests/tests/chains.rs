@@ -1,0 +1,220 @@
+//! Chains: steps run one after another across queues, halt on a dead step, resume when it is
+//! retried, and leave no keys behind.
+
+use gator_core::store::sets::{SetKind, find, move_to_queue};
+use gator_core::{Chain, job};
+use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+static EVENTS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static FRAGILE_BROKEN: AtomicBool = AtomicBool::new(true);
+
+fn events(tag: &str) -> Vec<String> {
+    EVENTS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e.starts_with(tag))
+        .cloned()
+        .collect()
+}
+
+#[job(queue = "c1")]
+async fn step(tag: String, n: u32) {
+    EVENTS.lock().unwrap().push(format!("{tag} start {n}"));
+    tokio::time::sleep(Duration::from_millis(30)).await;
+    EVENTS.lock().unwrap().push(format!("{tag} end {n}"));
+}
+
+#[job(queue = "c2", retries = 0)]
+async fn fragile(tag: String) -> Result<(), String> {
+    if FRAGILE_BROKEN.load(Ordering::SeqCst) {
+        return Err("still broken".into());
+    }
+    EVENTS.lock().unwrap().push(format!("{tag} fragile ok"));
+    Ok(())
+}
+
+fn chain_keys(redis: &RedisServer) -> String {
+    redis.cli(&["KEYS", "gator:*:chain:*"])
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chain_steps_run_in_order_across_queues_and_leave_no_keys() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let worker = TestWorker::start(&redis.url(), Some("c1,c2"), 4);
+    Chain::new()
+        .then(Step::call("a".into(), 1))
+        .then(Step::call("a".into(), 2).queue("c2"))
+        .then(Step::call("a".into(), 3))
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+
+    wait_until("the last step", Duration::from_secs(10), || async {
+        events("a").len() == 6
+    })
+    .await;
+    assert_eq!(
+        events("a"),
+        vec![
+            "a start 1",
+            "a end 1",
+            "a start 2",
+            "a end 2",
+            "a start 3",
+            "a end 3"
+        ]
+    );
+    assert_eq!(
+        chain_keys(&redis),
+        "",
+        "the chain's list is gone once the chain finished"
+    );
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_step_halts_the_chain_and_retrying_it_resumes_the_chain() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let worker = TestWorker::start(&redis.url(), Some("c1,c2"), 4);
+    Chain::new()
+        .then(Step::call("b".into(), 1))
+        .then(Fragile::call("b".into()))
+        .then(Step::call("b".into(), 3))
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+
+    wait_until(
+        "the fragile step to die",
+        Duration::from_secs(10),
+        || async { redis.cli(&["ZCARD", "gator:{c2}:dead"]) == "1" },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        events("b"),
+        vec!["b start 1", "b end 1"],
+        "the step after the dead one must not run"
+    );
+    assert_ne!(chain_keys(&redis), "", "the rest of the chain waits");
+
+    FRAGILE_BROKEN.store(false, Ordering::SeqCst);
+    let keys = client.keys().clone();
+    let mut conn = client.connection();
+    let dead = redis.cli(&["ZRANGE", "gator:{c2}:dead", "0", "0"]);
+    let jid = serde_json::from_str::<serde_json::Value>(&dead).unwrap()["jid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let entry = find(&mut conn, &keys, SetKind::Dead, "c2", &jid)
+        .await
+        .unwrap()
+        .expect("the dead step");
+    assert!(move_to_queue(&mut conn, &keys, &entry).await.unwrap());
+
+    wait_until("the chain to finish", Duration::from_secs(10), || async {
+        events("b").len() == 5
+    })
+    .await;
+    assert_eq!(events("b")[2..], ["b fragile ok", "b start 3", "b end 3"]);
+    assert_eq!(chain_keys(&redis), "");
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_dispatched_later_waits_in_the_scheduled_set_with_its_steps_attached() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let chain = Chain::new()
+        .then(Step::call("c".into(), 1))
+        .then(Step::call("c".into(), 2));
+    client
+        .dispatch_chain(
+            chain,
+            Some(std::time::SystemTime::now() + Duration::from_secs(1)),
+        )
+        .await
+        .unwrap();
+    assert_eq!(redis.cli(&["ZCARD", "gator:{c1}:scheduled"]), "1");
+    assert_eq!(redis.cli(&["LLEN", "gator:{c1}:queue"]), "0");
+    let keys = chain_keys(&redis);
+    assert_eq!(
+        redis.cli(&["LLEN", &keys]),
+        "1",
+        "the second step waits in the chain list"
+    );
+
+    let worker = TestWorker::start(&redis.url(), Some("c1"), 2);
+    wait_until("both steps", Duration::from_secs(10), || async {
+        events("c").len() == 4
+    })
+    .await;
+    assert_eq!(
+        events("c"),
+        vec!["c start 1", "c end 1", "c start 2", "c end 2"]
+    );
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recording_a_steps_success_twice_enqueues_the_next_step_once() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let chain = Chain::new()
+        .then(Step::call("d".into(), 1))
+        .then(Step::call("d".into(), 2))
+        .then(Step::call("d".into(), 3));
+    client.dispatch_chain(chain, None).await.unwrap();
+    let first: gator_core::Payload =
+        serde_json::from_str(&redis.cli(&["LINDEX", "gator:{c1}:queue", "0"])).unwrap();
+    let link = first.chain.expect("a chain step carries its link");
+    let keys = client.keys().clone();
+    let mut conn = client.connection();
+    assert!(
+        gator_core::store::chain::advance(&mut conn, &keys, &link)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !gator_core::store::chain::advance(&mut conn, &keys, &link)
+            .await
+            .unwrap(),
+        "a second advance is a no-op"
+    );
+    assert_eq!(
+        redis.cli(&["LLEN", "gator:{c1}:queue"]),
+        "2",
+        "the first step and the second"
+    );
+    assert_eq!(
+        redis.cli(&["LLEN", &chain_keys(&redis)]),
+        "1",
+        "the third still waits"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_chain_and_a_time_past_the_horizon_are_refused() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let err = Chain::new().dispatch_with(&client).await.unwrap_err();
+    assert!(err.to_string().contains("at least one step"), "{err}");
+    let far = std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 24 * 3600);
+    let err = client
+        .dispatch_at(Step::call("e".into(), 1), far)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than 5 years ahead"), "{err}");
+    let err = client
+        .dispatch_at(Step::call("e".into(), 1), f64::NAN)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("not a finite time"), "{err}");
+    assert_eq!(redis.cli(&["DBSIZE"]), "0", "nothing was written");
+}
