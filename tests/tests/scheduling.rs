@@ -1,0 +1,125 @@
+//! Scheduled jobs: they start close to their due time, and a fleet promotes each exactly once.
+
+use gator_core::job;
+use gator_core::payload::now_ms;
+use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+static LATENESS_MS: Mutex<Vec<i64>> = Mutex::new(Vec::new());
+
+#[job(queue = "timed")]
+async fn on_time(due_ms: u64) {
+    LATENESS_MS
+        .lock()
+        .unwrap()
+        .push(now_ms() as i64 - due_ms as i64);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_due_one_to_three_seconds_ahead_start_within_a_second_of_their_due_time() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    // The default poll interval: the bound documented in the README is about what users get.
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "timed".parse().unwrap();
+    let worker = TestWorker::start_with(config);
+    for delay_ms in [1000u64, 1500, 2000, 2500, 3000] {
+        let due = SystemTime::now() + Duration::from_millis(delay_ms);
+        let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        client.dispatch_at(OnTime::call(due_ms), due).await.unwrap();
+    }
+    wait_until(
+        "all five scheduled jobs",
+        Duration::from_secs(10),
+        || async { LATENESS_MS.lock().unwrap().len() == 5 },
+    )
+    .await;
+    let lateness = LATENESS_MS.lock().unwrap().clone();
+    eprintln!("lateness after the due time, ms: {lateness:?}");
+    for late in &lateness {
+        assert!(
+            (0..1000).contains(late),
+            "a job started {late} ms after its due time: {lateness:?}"
+        );
+    }
+    worker.stop().await;
+}
+
+fn spawn_worker(redis: &RedisServer) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
+        .args([
+            "--redis-url",
+            &redis.url(),
+            "--queues",
+            "fleet",
+            "--concurrency",
+            "10",
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("start a worker process")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_each() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut workers: Vec<Child> = (0..3).map(|_| spawn_worker(&redis)).collect();
+    wait_until(
+        "three registered worker processes",
+        Duration::from_secs(20),
+        || async { redis.cli(&["ZCARD", "gator:processes"]) == "3" },
+    )
+    .await;
+
+    let due = SystemTime::now() + Duration::from_secs(3);
+    let jobs = 5000u64;
+    for id in 0..jobs {
+        // A job whose wire name only the worker binary knows, sent by name like any producer.
+        let payload = serde_json::json!({
+            "jid": format!("fleet-{id}"), "job": "count_run", "args": [id], "queue": "fleet",
+            "created_at": now_ms(), "enqueued_at": now_ms(), "attempt": 0
+        });
+        let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+        redis::pipe()
+            .sadd("gator:queues", "fleet")
+            .zadd("gator:{fleet}:scheduled", payload.to_string(), due_ms)
+            .query_async::<()>(&mut client.connection())
+            .await
+            .unwrap();
+    }
+    assert!(
+        SystemTime::now() < due,
+        "enqueueing took too long for the test to mean anything"
+    );
+
+    wait_until("every job to run", Duration::from_secs(60), || async {
+        redis.cli(&["HLEN", "test:runs"]) == jobs.to_string()
+            && redis.cli(&["LLEN", "gator:{fleet}:queue"]) == "0"
+            && redis.cli(&["ZCARD", "gator:{fleet}:scheduled"]) == "0"
+    })
+    .await;
+    // Let any duplicate that was still in flight land before counting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let counts: Vec<u64> = redis::cmd("HVALS")
+        .arg("test:runs")
+        .query_async(&mut client.connection())
+        .await
+        .unwrap();
+    assert_eq!(counts.len() as u64, jobs);
+    let doubled = counts.iter().filter(|c| **c != 1).count();
+    assert_eq!(doubled, 0, "{doubled} jobs ran more than once");
+    for worker in &mut workers {
+        Command::new("kill")
+            .args(["-TERM", &worker.id().to_string()])
+            .status()
+            .unwrap();
+    }
+    for mut worker in workers {
+        assert!(worker.wait().unwrap().success());
+    }
+}
