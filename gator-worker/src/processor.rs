@@ -69,7 +69,7 @@ enum Outcome {
     /// It succeeded; if it is a chain step, its chain moves on.
     Done(Option<ChainLink>),
     /// It failed and runs again at `at_ms` (the payload records the failure).
-    Retry { payload: Payload, at_ms: u64 },
+    Retry { payload: Box<Payload>, at_ms: u64 },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
     Dead { entry: String },
 }
@@ -280,7 +280,10 @@ fn failed(
         let at_ms = now + (policy.backoff)(failures).as_millis() as u64;
         payload.enqueued_at = at_ms;
         warn!(duration_ms = elapsed_ms(started), outcome = "retry", error = %error, retry_in_ms = at_ms - now, "job failed; will retry");
-        Outcome::Retry { payload, at_ms }
+        Outcome::Retry {
+            payload: Box::new(payload),
+            at_ms,
+        }
     } else {
         let why = if error.is_retryable() {
             "retries exhausted"
