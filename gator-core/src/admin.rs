@@ -146,9 +146,9 @@ impl Client {
     /// Moves every runnable entry of the `kind` set to the tail of its queue, oldest first,
     /// as [`Client::run_now`] does; returns how many were moved.
     ///
-    /// It reads the set a page at a time and moves each entry with the atomic script, so it
-    /// works on sets of any size, and an entry taken meanwhile by a worker or another admin is
-    /// skipped, never enqueued twice. It moves at most as many entries as each set held when
+    /// It reads the set a page at a time and moves each entry with the atomic script (one
+    /// round trip per entry), so it works on sets of any size, and an entry taken meanwhile by
+    /// a worker or another admin is skipped, never enqueued twice. It moves at most as many entries as each set held when
     /// it started: a job that fails again at once returns to the retry set, and is not chased
     /// for as long as it keeps failing.
     pub async fn run_all_now(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {

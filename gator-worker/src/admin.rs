@@ -1,0 +1,467 @@
+//! The admin subcommands, `gator-worker dead|retry|scheduled list|run|delete ...`: inspect and
+//! repair a queue's sets through [`gator_core::admin`] instead of running the worker. Results
+//! go to stdout, errors to stderr with exit code 1.
+
+use clap::{ArgGroup, Args, Subcommand};
+use gator_core::{Client, SetEntry, SetKind};
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::{Duration, UNIX_EPOCH};
+
+/// `list` cuts error messages and unparsed text to this many characters, so that every entry
+/// stays on one line.
+const MAX_TEXT_CHARS: usize = 120;
+
+/// A subcommand that looks into or repairs a set instead of running the worker.
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Jobs that will not run again: list them, retry them, delete them.
+    #[command(
+        long_about = "Jobs that will not run again (retries used up, discarded, or text that is \
+        not a payload): list them, retry them with attempt reset to 0, or delete them.\n\n\
+        Without --queue, every known queue is searched."
+    )]
+    Dead {
+        /// What to do with the dead set.
+        #[command(subcommand)]
+        action: DeadAction,
+    },
+    /// Failed jobs waiting for their next attempt: list them, run them now, delete them.
+    #[command(
+        long_about = "Failed jobs waiting for their next attempt: list them, run them now \
+        (they keep their attempt count), or delete them.\n\n\
+        Without --queue, every known queue is searched."
+    )]
+    Retry {
+        /// What to do with the retry set.
+        #[command(subcommand)]
+        action: SetAction,
+    },
+    /// Jobs dispatched to run later: list them, run them now, delete them.
+    #[command(
+        long_about = "Jobs dispatched to run later (dispatch_at, dispatch_in): list them, run \
+        them now, or delete them.\n\nWithout --queue, every known queue is searched."
+    )]
+    Scheduled {
+        /// What to do with the scheduled set.
+        #[command(subcommand)]
+        action: SetAction,
+    },
+}
+
+/// What `gator-worker dead` does.
+#[derive(Debug, Subcommand)]
+pub enum DeadAction {
+    /// Lists dead jobs, oldest first: time of death, queue, jid, job, attempt, error.
+    List(ListArgs),
+    /// Puts dead jobs back on their queue with attempt reset to 0.
+    ///
+    /// Each job goes to the tail of its queue with every retry available again, and leaves the
+    /// dead set in the same atomic step, so two admins retrying it at once enqueue it once.
+    /// Entries that are not payloads stay in the dead set: no worker could run them.
+    #[command(visible_alias = "run")]
+    Retry(Target),
+    /// Deletes dead jobs for good.
+    Delete(Target),
+}
+
+/// What `gator-worker retry` and `gator-worker scheduled` do.
+#[derive(Debug, Subcommand)]
+pub enum SetAction {
+    /// Lists the jobs, soonest due first: due time, queue, jid, job, attempt, last error.
+    List(ListArgs),
+    /// Moves jobs to their queue now instead of at their due time.
+    ///
+    /// Each job goes to the tail of its queue and keeps its attempt count, so if it fails
+    /// again it goes on along the backoff curve. It leaves the set in the same atomic step, so
+    /// a worker promoting it at the same moment cannot enqueue it twice.
+    Run(Target),
+    /// Deletes jobs for good: they will not run.
+    Delete(Target),
+}
+
+/// The arguments of `list`.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Only this queue's set (default: every known queue).
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+    /// Show at most this many entries, oldest (or soonest due) first.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    pub limit: usize,
+}
+
+/// Which entries `retry`, `run` and `delete` act on: one jid, or `--all`.
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("which").required(true).args(["jid", "all"])))]
+pub struct Target {
+    /// The job's jid, as `list` prints it.
+    pub jid: Option<String>,
+    /// Every entry of the set (of --queue, or of every known queue).
+    #[arg(long)]
+    pub all: bool,
+    /// Only this queue's set (default: every known queue).
+    #[arg(long, value_name = "QUEUE")]
+    pub queue: Option<String>,
+}
+
+/// Why an admin command failed; printed to stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// Redis could not be reached.
+    #[error("cannot connect to redis at {url}: {source}")]
+    Connect {
+        /// The `--redis-url`.
+        url: String,
+        /// What went wrong.
+        source: gator_core::Error,
+    },
+    /// Redis, or a bad queue name.
+    #[error(transparent)]
+    Core(#[from] gator_core::Error),
+    /// No entry with that jid.
+    #[error("no job {jid:?} in the {kind} set of {scope}")]
+    NoSuchJob {
+        /// The set searched.
+        kind: SetKind,
+        /// The jid asked for.
+        jid: String,
+        /// `queue "q"` or `any known queue`.
+        scope: String,
+    },
+    /// The entry exists but no worker could run it.
+    #[error(
+        "job {jid:?} in the {kind} set of queue {queue:?} is not a payload a worker could run, \
+        so it stays; see it with `{kind} list --queue {queue}`, remove it with `{kind} delete {jid}`"
+    )]
+    NotRunnable {
+        /// The set it is in.
+        kind: SetKind,
+        /// Its jid.
+        jid: String,
+        /// Its queue.
+        queue: String,
+    },
+    /// The entry went between the lookup and the action: a worker promoted it, or another
+    /// admin moved or deleted it.
+    #[error(
+        "job {jid:?} left the {kind} set of queue {queue:?} meanwhile (a worker or another admin moved or deleted it)"
+    )]
+    Gone {
+        /// The set it was in.
+        kind: SetKind,
+        /// Its jid.
+        jid: String,
+        /// Its queue.
+        queue: String,
+    },
+    /// Writing to stdout failed.
+    #[error("cannot write the output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+/// Runs `command` against the Redis at `redis_url` under `namespace`: prints the results to
+/// stdout, or the error to stderr, and returns the exit code. Never starts the worker.
+pub fn main(command: AdminCommand, redis_url: &str, namespace: &str) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("gator-worker: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let client = Client::builder(redis_url)
+            .namespace(namespace)
+            .connect()
+            .await
+            .map_err(|e| match e {
+                gator_core::Error::Redis(_) | gator_core::Error::Pool(_) => AdminError::Connect {
+                    url: redis_url.to_owned(),
+                    source: e,
+                },
+                other => AdminError::Core(other),
+            })?;
+        command.run(&client, &mut std::io::stdout()).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("gator-worker: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl AdminCommand {
+    /// Runs the command with `client`, writing what it found or did to `out`.
+    pub async fn run(self, client: &Client, out: &mut impl Write) -> Result<(), AdminError> {
+        let (kind, action) = match self {
+            AdminCommand::Dead { action } => (SetKind::Dead, action.into()),
+            AdminCommand::Retry { action } => (SetKind::Retry, action),
+            AdminCommand::Scheduled { action } => (SetKind::Scheduled, action),
+        };
+        match action {
+            SetAction::List(args) => list(client, kind, args, out).await,
+            SetAction::Run(target) => run(client, kind, target, out).await,
+            SetAction::Delete(target) => delete(client, kind, target, out).await,
+        }
+    }
+}
+
+impl From<DeadAction> for SetAction {
+    /// The dead set's `retry` is the other sets' `run`; `run_entry` resets the attempt.
+    fn from(action: DeadAction) -> SetAction {
+        match action {
+            DeadAction::List(args) => SetAction::List(args),
+            DeadAction::Retry(target) => SetAction::Run(target),
+            DeadAction::Delete(target) => SetAction::Delete(target),
+        }
+    }
+}
+
+async fn list(
+    client: &Client,
+    kind: SetKind,
+    args: ListArgs,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let queue = args.queue.as_deref();
+    let entries = client.list_set(kind, queue, 0, args.limit).await?;
+    let total = client.set_len(kind, queue).await?;
+    for entry in &entries {
+        writeln!(out, "{}", format_entry(entry))?;
+    }
+    let scope = every(queue);
+    if entries.len() >= total {
+        writeln!(
+            out,
+            "{} in the {kind} set of {scope}",
+            count(total, "entry", "entries")
+        )?;
+    } else {
+        let shown = entries.len();
+        writeln!(
+            out,
+            "{shown} of {total} entries in the {kind} set of {scope} shown; raise --limit to see more"
+        )?;
+    }
+    Ok(())
+}
+
+async fn run(
+    client: &Client,
+    kind: SetKind,
+    target: Target,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let queue = target.queue.as_deref();
+    let how = match kind {
+        SetKind::Dead => "attempt reset to 0",
+        SetKind::Retry | SetKind::Scheduled => "attempt count kept",
+    };
+    let Some(jid) = target.jid else {
+        let moved = client.run_all_now(kind, queue).await?;
+        let jobs = count(moved, "job", "jobs");
+        writeln!(
+            out,
+            "moved {jobs} from the {kind} set of {} to their queues ({how})",
+            every(queue)
+        )?;
+        let left = client.set_len(kind, queue).await?;
+        if left > 0 {
+            writeln!(
+                out,
+                "{} still in the {kind} set: entries that are not payloads are never moved \
+                 (see `{kind} list`), and jobs added meanwhile may be left",
+                count(left, "entry", "entries")
+            )?;
+        }
+        return Ok(());
+    };
+    let entry = find(client, kind, queue, &jid).await?;
+    if !entry.is_runnable() {
+        return Err(AdminError::NotRunnable {
+            kind,
+            jid,
+            queue: entry.queue,
+        });
+    }
+    if !client.run_entry(&entry).await? {
+        return Err(AdminError::Gone {
+            kind,
+            jid,
+            queue: entry.queue,
+        });
+    }
+    writeln!(
+        out,
+        "moved job {jid} to the tail of queue {:?} ({how})",
+        entry.queue
+    )?;
+    Ok(())
+}
+
+async fn delete(
+    client: &Client,
+    kind: SetKind,
+    target: Target,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let queue = target.queue.as_deref();
+    let Some(jid) = target.jid else {
+        let deleted = client.clear_set(kind, queue).await?;
+        let entries = count(deleted, "entry", "entries");
+        writeln!(
+            out,
+            "deleted {entries} from the {kind} set of {}",
+            every(queue)
+        )?;
+        return Ok(());
+    };
+    let entry = find(client, kind, queue, &jid).await?;
+    if !client.delete_entry(&entry).await? {
+        return Err(AdminError::Gone {
+            kind,
+            jid,
+            queue: entry.queue,
+        });
+    }
+    writeln!(
+        out,
+        "deleted job {jid} from the {kind} set of queue {:?}",
+        entry.queue
+    )?;
+    Ok(())
+}
+
+async fn find(
+    client: &Client,
+    kind: SetKind,
+    queue: Option<&str>,
+    jid: &str,
+) -> Result<SetEntry, AdminError> {
+    client
+        .find_job(kind, queue, jid)
+        .await?
+        .ok_or_else(|| AdminError::NoSuchJob {
+            kind,
+            jid: jid.to_owned(),
+            scope: scope(queue),
+        })
+}
+
+/// Where a jid was looked for: `queue "mail"` or `any known queue`.
+fn scope(queue: Option<&str>) -> String {
+    match queue {
+        Some(queue) => format!("queue {queue:?}"),
+        None => "any known queue".to_owned(),
+    }
+}
+
+/// What `list` and `--all` covered: `queue "mail"` or `every known queue`.
+fn every(queue: Option<&str>) -> String {
+    match queue {
+        Some(queue) => format!("queue {queue:?}"),
+        None => "every known queue".to_owned(),
+    }
+}
+
+/// One line: time, queue, jid, job, attempt, error, and the text of an entry that is not a
+/// payload.
+fn format_entry(entry: &SetEntry) -> String {
+    const NOT_A_PAYLOAD: &str = "(not a payload)";
+    let time = humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(entry.score_ms));
+    let mut columns = vec![time.to_string(), entry.queue.clone()];
+    match &entry.payload {
+        Some(p) => {
+            let job = if p.job.is_empty() {
+                NOT_A_PAYLOAD
+            } else {
+                &p.job
+            };
+            columns.extend([
+                p.jid.clone(),
+                job.to_owned(),
+                format!("attempt {}", p.attempt),
+            ]);
+        }
+        None => columns.extend(["-", NOT_A_PAYLOAD, "-"].map(String::from)),
+    }
+    if let Some(error) = entry.payload.as_ref().and_then(|p| p.error.as_deref()) {
+        columns.push(format!("error: {}", one_line(error)));
+    }
+    if let Some(raw) = entry.unparsed_text() {
+        columns.push(format!("raw: {}", one_line(raw)));
+    }
+    columns.join("  ")
+}
+
+/// `text` with control characters (line breaks) escaped, cut to [`MAX_TEXT_CHARS`]
+/// characters with a trailing `…`.
+fn one_line(text: &str) -> String {
+    let mut line = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == MAX_TEXT_CHARS {
+            line.push('…');
+            break;
+        }
+        if c.is_control() {
+            line.extend(c.escape_default());
+        } else {
+            line.push(c);
+        }
+    }
+    line
+}
+
+/// `1 entry`, `2 entries`.
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gator_core::Payload;
+
+    fn entry(raw: &str) -> SetEntry {
+        SetEntry {
+            kind: SetKind::Dead,
+            queue: "mail".into(),
+            score_ms: 1_732_300_000_000,
+            raw: raw.into(),
+            payload: Payload::from_json(raw).ok(),
+        }
+    }
+
+    #[test]
+    fn a_job_line_has_time_queue_jid_job_attempt_and_error() {
+        let line = format_entry(&entry(
+            r#"{"jid":"j1","job":"send_email","args":[],"queue":"mail","created_at":1,"enqueued_at":1,"attempt":3,"error":"smtp\ndown"}"#,
+        ));
+        assert_eq!(
+            line,
+            "2024-11-22T18:26:40.000Z  mail  j1  send_email  attempt 3  error: smtp\\ndown"
+        );
+    }
+
+    #[test]
+    fn text_that_is_not_a_payload_is_shown_raw() {
+        let line = format_entry(&entry("{oops"));
+        assert_eq!(
+            line,
+            "2024-11-22T18:26:40.000Z  mail  -  (not a payload)  -  raw: {oops"
+        );
+    }
+
+    #[test]
+    fn long_text_is_cut_on_a_char_boundary() {
+        let cut = one_line(&"é".repeat(300));
+        assert_eq!(cut.chars().count(), MAX_TEXT_CHARS + 1);
+        assert!(cut.ends_with('…'));
+    }
+}
