@@ -29,7 +29,11 @@ pub async fn send_welcome_email(user_id: u64, email: String) -> Result<(), MailE
 #[job(queue = "high")]
 pub async fn charge_card(order_id: u64, cents: u64) {
     tokio::time::sleep(Duration::from_millis(20)).await;
-    println!("  [charge] order {order_id} charged ${}.{:02}", cents / 100, cents % 100);
+    println!(
+        "  [charge] order {order_id} charged ${}.{:02}",
+        cents / 100,
+        cents % 100
+    );
 }
 
 /// Makes a thumbnail: CPU-bound, so a plain (sync) fn; the worker runs it on a blocking thread.

@@ -19,7 +19,9 @@ impl TestWorker {
     pub fn start(redis_url: &str, queues: Option<&str>, concurrency: usize) -> TestWorker {
         let mut config = WorkerConfig::new(redis_url);
         config.queues = match queues {
-            Some(spec) => spec.parse::<QueueSelection>().expect("a valid --queues spec"),
+            Some(spec) => spec
+                .parse::<QueueSelection>()
+                .expect("a valid --queues spec"),
             None => QueueSelection::AllKnown,
         };
         config.concurrency = concurrency;
@@ -37,12 +39,17 @@ impl TestWorker {
     /// Asks the worker to stop (as SIGTERM does) and waits until it has.
     pub async fn stop(self) {
         self.stop.cancel();
-        self.handle.await.expect("the worker task panicked").expect("the worker failed");
+        self.handle
+            .await
+            .expect("the worker task panicked")
+            .expect("the worker failed");
     }
 }
 
 /// A client of the private Redis at `url` (tests never rely on the process-wide default,
 /// which parallel tests would fight over).
 pub async fn client(url: &str) -> Client {
-    Client::connect(url).await.expect("connect to the test redis")
+    Client::connect(url)
+        .await
+        .expect("connect to the test redis")
 }

@@ -9,13 +9,20 @@ use std::time::{Duration, SystemTime};
 static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 fn seen(tag: &str) -> Vec<String> {
-    SEEN.lock().unwrap().iter().filter(|s| s.starts_with(tag)).cloned().collect()
+    SEEN.lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.starts_with(tag))
+        .cloned()
+        .collect()
 }
 
 async fn wait_for_runs(tag: &str, count: usize) {
-    wait_until(&format!("{count} runs of {tag}"), Duration::from_secs(10), || async {
-        seen(tag).len() >= count
-    })
+    wait_until(
+        &format!("{count} runs of {tag}"),
+        Duration::from_secs(10),
+        || async { seen(tag).len() >= count },
+    )
     .await;
 }
 
@@ -27,7 +34,11 @@ struct Order {
 
 #[job]
 fn record_sync(tag: String, n: i64, order: Order) {
-    SEEN.lock().unwrap().push(format!("{tag} sync n={n} order={} items={}", order.id, order.items.join("+")));
+    SEEN.lock().unwrap().push(format!(
+        "{tag} sync n={n} order={} items={}",
+        order.id,
+        order.items.join("+")
+    ));
 }
 
 #[job(queue = "async-q")]
@@ -43,14 +54,26 @@ async fn sync_and_async_jobs_run_with_their_args() {
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("default,async-q"), 4);
 
-    let order = Order { id: 7, items: vec!["tea".into(), "cake".into()] };
-    RecordSync::call("t1".into(), -3, order).dispatch_with(&client).await.unwrap();
-    RecordAsync::call("t1".into(), 42).dispatch_with(&client).await.unwrap();
+    let order = Order {
+        id: 7,
+        items: vec!["tea".into(), "cake".into()],
+    };
+    RecordSync::call("t1".into(), -3, order)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    RecordAsync::call("t1".into(), 42)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
 
     wait_for_runs("t1", 2).await;
     let mut runs = seen("t1");
     runs.sort();
-    assert_eq!(runs, vec!["t1 async n=42", "t1 sync n=-3 order=7 items=tea+cake"]);
+    assert_eq!(
+        runs,
+        vec!["t1 async n=42", "t1 sync n=-3 order=7 items=tea+cake"]
+    );
     worker.stop().await;
 }
 
@@ -58,7 +81,10 @@ async fn sync_and_async_jobs_run_with_their_args() {
 async fn dispatch_returns_a_jid_and_the_payload_lands_on_the_jobs_queue() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = RecordAsync::call("t2".into(), 1).dispatch_with(&client).await.unwrap();
+    let jid = RecordAsync::call("t2".into(), 1)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
 
     let raw: Vec<String> = redis::cmd("LRANGE")
         .arg("gator:{async-q}:queue")
@@ -74,7 +100,10 @@ async fn dispatch_returns_a_jid_and_the_payload_lands_on_the_jobs_queue() {
     assert_eq!(payload["queue"], "async-q");
     assert_eq!(payload["args"], serde_json::json!(["t2", 1]));
     assert_eq!(payload["attempt"], 0);
-    assert!(payload["created_at"].as_u64().unwrap() > 1_700_000_000_000, "created_at is ms since the epoch");
+    assert!(
+        payload["created_at"].as_u64().unwrap() > 1_700_000_000_000,
+        "created_at is ms since the epoch"
+    );
     assert_eq!(redis.cli(&["SMEMBERS", "gator:queues"]), "async-q");
 }
 
@@ -89,9 +118,16 @@ async fn dispatch_many_enqueues_every_job_and_all_of_them_run() {
 
     let worker = TestWorker::start(&redis.url(), Some("async-q"), 10);
     wait_for_runs("t3", 200).await;
-    let mut ns: Vec<i64> = seen("t3").iter().map(|s| s.rsplit('=').next().unwrap().parse().unwrap()).collect();
+    let mut ns: Vec<i64> = seen("t3")
+        .iter()
+        .map(|s| s.rsplit('=').next().unwrap().parse().unwrap())
+        .collect();
     ns.sort();
-    assert_eq!(ns, (0..200).collect::<Vec<_>>(), "each job ran exactly once");
+    assert_eq!(
+        ns,
+        (0..200).collect::<Vec<_>>(),
+        "each job ran exactly once"
+    );
     worker.stop().await;
 }
 
@@ -99,7 +135,11 @@ async fn dispatch_many_enqueues_every_job_and_all_of_them_run() {
 async fn a_dispatch_can_override_the_jobs_queue() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    RecordAsync::call("t4".into(), 9).queue("elsewhere").dispatch_with(&client).await.unwrap();
+    RecordAsync::call("t4".into(), 9)
+        .queue("elsewhere")
+        .dispatch_with(&client)
+        .await
+        .unwrap();
     assert_eq!(client.queue_len("elsewhere").await.unwrap(), 1);
     assert_eq!(client.queue_len("async-q").await.unwrap(), 0);
 
@@ -112,7 +152,11 @@ async fn a_dispatch_can_override_the_jobs_queue() {
 async fn an_invalid_queue_name_is_refused_before_anything_is_sent() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let err = RecordAsync::call("t5".into(), 1).queue("bad{queue}").dispatch_with(&client).await.unwrap_err();
+    let err = RecordAsync::call("t5".into(), 1)
+        .queue("bad{queue}")
+        .dispatch_with(&client)
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("invalid queue name"), "{err}");
     assert_eq!(redis.cli(&["DBSIZE"]), "0");
 }
@@ -123,7 +167,10 @@ async fn a_job_dispatched_in_a_second_waits_in_the_scheduled_set_then_runs() {
     let client: Client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("async-q"), 2);
     let due = SystemTime::now() + Duration::from_secs(1);
-    client.dispatch_at(RecordAsync::call("t6".into(), 5), due).await.unwrap();
+    client
+        .dispatch_at(RecordAsync::call("t6".into(), 5), due)
+        .await
+        .unwrap();
     assert_eq!(redis.cli(&["ZCARD", "gator:{async-q}:scheduled"]), "1");
 
     wait_for_runs("t6", 1).await;
@@ -137,7 +184,10 @@ async fn a_job_scheduled_in_the_past_is_enqueued_at_once() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let past = SystemTime::now() - Duration::from_secs(3600);
-    client.dispatch_at(RecordAsync::call("t7".into(), 5), past).await.unwrap();
+    client
+        .dispatch_at(RecordAsync::call("t7".into(), 5), past)
+        .await
+        .unwrap();
     assert_eq!(client.queue_len("async-q").await.unwrap(), 1);
     assert_eq!(redis.cli(&["ZCARD", "gator:{async-q}:scheduled"]), "0");
 }

@@ -11,7 +11,12 @@ use std::time::Duration;
 async fn fill(redis: &RedisServer, queue: &str, n: usize) {
     let jobs: Vec<String> = (0..n).map(|i| format!("{queue}-{i}")).collect();
     let mut conn = redis.client().await;
-    redis::cmd("RPUSH").arg(format!("gator:{{{queue}}}:queue")).arg(jobs).query_async::<()>(&mut conn).await.unwrap();
+    redis::cmd("RPUSH")
+        .arg(format!("gator:{{{queue}}}:queue"))
+        .arg(jobs)
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
 }
 
 /// Fetches `n` jobs with `spec`'s order; returns the queue of each, in order.
@@ -21,7 +26,10 @@ async fn fetch_many(redis: &RedisServer, spec: &str, n: usize) -> Vec<String> {
     let mut conn = client.dedicated_connection().await.unwrap();
     let mut queues = Vec::with_capacity(n);
     for _ in 0..n {
-        let job = fetch(&mut conn, &client, &order).await.unwrap().expect("a job is waiting");
+        let job = fetch(&mut conn, &client, &order)
+            .await
+            .unwrap()
+            .expect("a job is waiting");
         queues.push(job.queue);
     }
     queues
@@ -38,8 +46,14 @@ async fn weighted_queues_are_served_in_proportion_to_their_weights() {
     let high = queues.iter().filter(|q| *q == "high").count();
     // Both queues stay non-empty, so each fetch takes `high` with probability 3/4:
     // expected 3000, standard deviation about 27; allow more than five of them.
-    assert!((2850..=3150).contains(&high), "high served {high} of {fetches} fetches");
-    assert!(queues.iter().any(|q| q == "default"), "the light queue must not starve");
+    assert!(
+        (2850..=3150).contains(&high),
+        "high served {high} of {fetches} fetches"
+    );
+    assert!(
+        queues.iter().any(|q| q == "default"),
+        "the light queue must not starve"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -63,15 +77,29 @@ async fn note_queue(queue: String) {
 async fn without_queues_a_worker_serves_every_known_queue_even_ones_created_later() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    NoteQueue::call("alpha".into()).queue("alpha").dispatch_with(&client).await.unwrap();
+    NoteQueue::call("alpha".into())
+        .queue("alpha")
+        .dispatch_with(&client)
+        .await
+        .unwrap();
     let worker = TestWorker::start(&redis.url(), None, 3);
     // Created after the worker started: the poller's pass re-reads the known-queues set.
-    NoteQueue::call("beta".into()).queue("beta").dispatch_with(&client).await.unwrap();
-    NoteQueue::call("gamma".into()).queue("gamma").dispatch_with(&client).await.unwrap();
+    NoteQueue::call("beta".into())
+        .queue("beta")
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    NoteQueue::call("gamma".into())
+        .queue("gamma")
+        .dispatch_with(&client)
+        .await
+        .unwrap();
 
-    wait_until("jobs of all three queues to run", Duration::from_secs(15), || async {
-        RAN.lock().unwrap().len() >= 3
-    })
+    wait_until(
+        "jobs of all three queues to run",
+        Duration::from_secs(15),
+        || async { RAN.lock().unwrap().len() >= 3 },
+    )
     .await;
     let mut ran = RAN.lock().unwrap().clone();
     ran.sort();

@@ -13,13 +13,20 @@ static RUNS: Mutex<Option<HashMap<String, Vec<Instant>>>> = Mutex::new(None);
 
 fn record(tag: &str) -> usize {
     let mut runs = RUNS.lock().unwrap();
-    let times = runs.get_or_insert_with(HashMap::new).entry(tag.to_owned()).or_default();
+    let times = runs
+        .get_or_insert_with(HashMap::new)
+        .entry(tag.to_owned())
+        .or_default();
     times.push(Instant::now());
     times.len()
 }
 
 fn runs(tag: &str) -> Vec<Instant> {
-    RUNS.lock().unwrap().as_ref().and_then(|r| r.get(tag).cloned()).unwrap_or_default()
+    RUNS.lock()
+        .unwrap()
+        .as_ref()
+        .and_then(|r| r.get(tag).cloned())
+        .unwrap_or_default()
 }
 
 #[job(queue = "r", retries = 2, backoff = ["300ms", "600ms"])]
@@ -34,7 +41,11 @@ fn tiny_backoff(failures: u32) -> Duration {
 
 #[job(queue = "r", backoff = tiny_backoff)]
 fn fails_twice_then_works(tag: String) -> Result<(), String> {
-    if record(&tag) <= 2 { Err("not yet".into()) } else { Ok(()) }
+    if record(&tag) <= 2 {
+        Err("not yet".into())
+    } else {
+        Ok(())
+    }
 }
 
 #[job(queue = "r", retries = 0)]
@@ -51,17 +62,30 @@ async fn hangs(tag: String) {
 }
 
 async fn dead_entries(redis: &RedisServer) -> Vec<Value> {
-    let raw: Vec<String> =
-        redis::cmd("ZRANGE").arg("gator:{r}:dead").arg(0).arg(-1).query_async(&mut redis.client().await).await.unwrap();
-    raw.iter().map(|r| serde_json::from_str(r).unwrap()).collect()
+    let raw: Vec<String> = redis::cmd("ZRANGE")
+        .arg("gator:{r}:dead")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    raw.iter()
+        .map(|r| serde_json::from_str(r).unwrap())
+        .collect()
 }
 
 async fn wait_dead(redis: &RedisServer, job: &str) -> Value {
-    wait_until(&format!("{job} in the dead set"), Duration::from_secs(15), || async {
-        dead_entries(redis).await.iter().any(|e| e["job"] == job)
-    })
+    wait_until(
+        &format!("{job} in the dead set"),
+        Duration::from_secs(15),
+        || async { dead_entries(redis).await.iter().any(|e| e["job"] == job) },
+    )
     .await;
-    dead_entries(redis).await.into_iter().find(|e| e["job"] == job).unwrap()
+    dead_entries(redis)
+        .await
+        .into_iter()
+        .find(|e| e["job"] == job)
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,13 +93,24 @@ async fn a_failing_job_is_retried_after_its_backoff_and_dies_after_its_last_retr
     let redis = RedisServer::start();
     let client: Client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
-    AlwaysFails::call("a".into()).dispatch_with(&client).await.unwrap();
+    AlwaysFails::call("a".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
 
     let dead = wait_dead(&redis, "always_fails").await;
     let times = runs("a");
     assert_eq!(times.len(), 3, "one attempt and two retries");
-    assert!(times[1] - times[0] >= Duration::from_millis(300), "first retry came after {:?}", times[1] - times[0]);
-    assert!(times[2] - times[1] >= Duration::from_millis(600), "second retry came after {:?}", times[2] - times[1]);
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(300),
+        "first retry came after {:?}",
+        times[1] - times[0]
+    );
+    assert!(
+        times[2] - times[1] >= Duration::from_millis(600),
+        "second retry came after {:?}",
+        times[2] - times[1]
+    );
     assert_eq!(dead["attempt"], 3);
     assert_eq!(dead["error"], "failure number 3");
     assert!(dead["retried_at"].as_u64().is_some() && dead["failed_at"].as_u64().is_some());
@@ -88,11 +123,20 @@ async fn a_job_that_fails_then_works_is_retried_until_it_succeeds() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
-    FailsTwiceThenWorks::call("b".into()).dispatch_with(&client).await.unwrap();
+    FailsTwiceThenWorks::call("b".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
 
-    wait_until("the third run", Duration::from_secs(10), || async { runs("b").len() >= 3 }).await;
+    wait_until("the third run", Duration::from_secs(10), || async {
+        runs("b").len() >= 3
+    })
+    .await;
     let times = runs("b");
-    assert!(times[1] - times[0] >= Duration::from_millis(50) && times[2] - times[1] >= Duration::from_millis(100));
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(50)
+            && times[2] - times[1] >= Duration::from_millis(100)
+    );
     wait_until("the retry set to empty", Duration::from_secs(5), || async {
         redis.cli(&["ZCARD", "gator:{r}:retry"]) == "0"
     })
@@ -107,7 +151,10 @@ async fn retries_zero_sends_a_failure_straight_to_the_dead_set() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
-    FailsOnce::call("c".into()).dispatch_with(&client).await.unwrap();
+    FailsOnce::call("c".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
     let dead = wait_dead(&redis, "fails_once").await;
     assert_eq!(dead["error"], "no second chance");
     assert_eq!(runs("c").len(), 1);
@@ -119,11 +166,17 @@ async fn an_async_job_past_its_timeout_is_cancelled_and_recorded_as_timed_out() 
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
-    Hangs::call("d".into()).dispatch_with(&client).await.unwrap();
+    Hangs::call("d".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
     let dead = wait_dead(&redis, "hangs").await;
     assert_eq!(dead["error"], "job timed out after 200ms");
     worker.stop().await;
-    assert!(runs("d-finished").is_empty(), "the cancelled job went on running");
+    assert!(
+        runs("d-finished").is_empty(),
+        "the cancelled job went on running"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -132,13 +185,26 @@ async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
     let client = client(&redis.url()).await;
     let keys = client.keys().clone();
     let mut conn = client.connection();
-    let cap = DeadCap { max_jobs: 5, max_age: Duration::from_secs(3600) };
+    let cap = DeadCap {
+        max_jobs: 5,
+        max_age: Duration::from_secs(3600),
+    };
     let now = 1_800_000_000_000u64;
     // One entry far older than the age limit, then eight recent ones.
-    kill(&mut conn, &keys, "r", "ancient", now - 7_200_000, cap).await.unwrap();
+    kill(&mut conn, &keys, "r", "ancient", now - 7_200_000, cap)
+        .await
+        .unwrap();
     for i in 0..8u64 {
-        kill(&mut conn, &keys, "r", &format!("job-{i}"), now + i, cap).await.unwrap();
+        kill(&mut conn, &keys, "r", &format!("job-{i}"), now + i, cap)
+            .await
+            .unwrap();
     }
-    let left: Vec<String> = redis::cmd("ZRANGE").arg("gator:{r}:dead").arg(0).arg(-1).query_async(&mut conn).await.unwrap();
+    let left: Vec<String> = redis::cmd("ZRANGE")
+        .arg("gator:{r}:dead")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
     assert_eq!(left, vec!["job-3", "job-4", "job-5", "job-6", "job-7"]);
 }

@@ -26,9 +26,16 @@ async fn shutdown_waits_for_a_running_job_then_returns_and_a_timeout_puts_jobs_b
     // 1. Within the timeout: the running job finishes before the worker returns.
     let worker = TestWorker::start(&redis.url(), Some("slow"), 2);
     Slow::call(800).dispatch_with(&client).await.unwrap();
-    wait_until("the job to start", Duration::from_secs(10), || async { STARTED.load(Ordering::SeqCst) == 1 }).await;
+    wait_until("the job to start", Duration::from_secs(10), || async {
+        STARTED.load(Ordering::SeqCst) == 1
+    })
+    .await;
     worker.stop().await;
-    assert_eq!(FINISHED.load(Ordering::SeqCst), 1, "stop returned before the running job finished");
+    assert_eq!(
+        FINISHED.load(Ordering::SeqCst),
+        1,
+        "stop returned before the running job finished"
+    );
     assert_eq!(client.queue_len("slow").await.unwrap(), 0);
 
     // 2. Past the timeout: the unfinished job is put back at the head of its queue, whole.
@@ -37,11 +44,15 @@ async fn shutdown_waits_for_a_running_job_then_returns_and_a_timeout_puts_jobs_b
     config.shutdown_timeout = Duration::from_millis(200);
     let worker = TestWorker::start_with(config);
     let jid = Slow::call(60_000).dispatch_with(&client).await.unwrap();
-    wait_until("the long job to start", Duration::from_secs(10), || async { STARTED.load(Ordering::SeqCst) == 2 }).await;
+    wait_until("the long job to start", Duration::from_secs(10), || async {
+        STARTED.load(Ordering::SeqCst) == 2
+    })
+    .await;
     worker.stop().await;
     assert_eq!(FINISHED.load(Ordering::SeqCst), 1);
     let back = redis.cli(&["LINDEX", "gator:{slow}:queue", "0"]);
-    let payload: serde_json::Value = serde_json::from_str(&back).expect("the unfinished job is back in the queue");
+    let payload: serde_json::Value =
+        serde_json::from_str(&back).expect("the unfinished job is back in the queue");
     assert_eq!(payload["jid"], jid.as_str());
 }
 
@@ -55,7 +66,14 @@ fn sigterm_lets_the_running_job_finish_and_the_worker_exits_0() {
         r#"{"jid":"s1","job":"mark_after","args":[700],"queue":"default","created_at":1,"enqueued_at":1}"#,
     ]);
     let mut worker = Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
-        .args(["--redis-url", &redis.url(), "--queues", "default", "--concurrency", "2"])
+        .args([
+            "--redis-url",
+            &redis.url(),
+            "--queues",
+            "default",
+            "--concurrency",
+            "2",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
@@ -63,13 +81,26 @@ fn sigterm_lets_the_running_job_finish_and_the_worker_exits_0() {
 
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while redis.cli(&["GET", "test:started"]) != "s1" {
-        assert!(std::time::Instant::now() < deadline, "the job never started");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     let pid = worker.id().to_string();
-    assert!(Command::new("kill").args(["-TERM", &pid]).status().unwrap().success());
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let status = worker.wait().unwrap();
     assert!(status.success(), "worker exited with {status}");
-    assert_eq!(redis.cli(&["GET", "test:finished"]), "s1", "the running job was cut short");
+    assert_eq!(
+        redis.cli(&["GET", "test:finished"]),
+        "s1",
+        "the running job was cut short"
+    );
     assert_eq!(redis.cli(&["LLEN", "gator:{default}:queue"]), "0");
 }

@@ -22,7 +22,10 @@ async fn raw_json_pushed_by_another_language_runs_in_a_rust_worker() {
     redis.cli(&["RPUSH", "gator:{polyglot}:queue", payload]);
 
     let worker = TestWorker::start(&redis.url(), None, 2);
-    wait_until("the raw job to run", Duration::from_secs(10), || async { !GREETED.lock().unwrap().is_empty() }).await;
+    wait_until("the raw job to run", Duration::from_secs(10), || async {
+        !GREETED.lock().unwrap().is_empty()
+    })
+    .await;
     assert_eq!(*GREETED.lock().unwrap(), vec!["Ada x3"]);
     worker.stop().await;
     assert_eq!(redis.cli(&["LLEN", "gator:{polyglot}:queue"]), "0");
