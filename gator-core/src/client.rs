@@ -69,7 +69,11 @@ impl ClientBuilder {
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
         let redis_client = redis::Client::open(self.url.as_str())?;
+        // Few, short reconnect attempts: a caller learns within about two seconds that Redis
+        // is away, instead of waiting out the crate's default of six growing retries.
         let config = ConnectionManagerConfig::new()
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500))
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
         let shared = ConnectionManager::new_with_config(redis_client, config).await?;

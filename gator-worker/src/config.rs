@@ -159,6 +159,14 @@ pub struct Cli {
     #[arg(long, default_value = "1s", value_parser = humantime::parse_duration)]
     pub poll_interval: Duration,
 
+    /// The most jobs each queue's dead set keeps; the oldest are trimmed first.
+    #[arg(long, default_value_t = 10_000)]
+    pub dead_max_jobs: usize,
+
+    /// How long a job stays in the dead set before it is trimmed (e.g. `180days`, `4w`).
+    #[arg(long, default_value = "180days", value_parser = humantime::parse_duration)]
+    pub dead_max_age: Duration,
+
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
     pub command: Option<crate::admin::AdminCommand>,
@@ -174,7 +182,10 @@ impl Cli {
             concurrency: usize::from(self.concurrency),
             shutdown_timeout: self.shutdown_timeout,
             poll_interval: self.poll_interval,
-            dead_cap: gator_core::store::dead::DeadCap::default(),
+            dead_cap: gator_core::store::dead::DeadCap {
+                max_jobs: self.dead_max_jobs,
+                max_age: self.dead_max_age,
+            },
         }
     }
 }
@@ -232,6 +243,8 @@ mod tests {
             "--namespace",
             "--shutdown-timeout",
             "--poll-interval",
+            "--dead-max-jobs",
+            "--dead-max-age",
         ] {
             assert!(
                 help.contains(flag),

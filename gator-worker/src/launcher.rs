@@ -111,12 +111,15 @@ impl Worker {
 async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Client> {
     let mut delay = Duration::from_millis(500);
     loop {
-        let attempt = Client::builder(config.redis_url.as_str())
+        let connecting = Client::builder(config.redis_url.as_str())
             .namespace(config.namespace.as_str())
             // One dedicated connection per processor, and a spare.
             .max_blocking_connections(config.concurrency + 1)
-            .connect()
-            .await;
+            .connect();
+        let attempt = tokio::select! {
+            attempt = connecting => attempt,
+            _ = stop.cancelled() => return None,
+        };
         match attempt {
             Ok(client) => return Some(client),
             Err(e) => {
