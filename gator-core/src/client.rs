@@ -4,7 +4,7 @@
 use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
-use crate::payload::{self, Payload};
+use crate::payload;
 use crate::store::{self, keys::Keys};
 use redis::AsyncConnectionConfig;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
@@ -218,17 +218,6 @@ impl Client {
         }
         store::chain::create(&mut self.connection(), self.keys(), &steps, due).await?;
         Ok(id)
-    }
-
-    /// Enqueues a payload built elsewhere (another tool, a retry), as is.
-    pub async fn enqueue_payload(&self, payload: &Payload) -> Result<()> {
-        store::keys::validate_queue(&payload.queue)?;
-        store::queue::enqueue(
-            &mut self.connection(),
-            self.keys(),
-            std::slice::from_ref(payload),
-        )
-        .await
     }
 
     /// How many jobs wait in `queue`.

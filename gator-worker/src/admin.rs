@@ -163,15 +163,8 @@ pub enum AdminError {
 /// Runs `command` against the Redis at `redis_url` under `namespace`: prints the results to
 /// stdout, or the error to stderr, and returns the exit code. Never starts the worker.
 pub fn main(command: AdminCommand, redis_url: &str, namespace: &str) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("gator-worker: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = crate::start_runtime(tokio::runtime::Builder::new_current_thread()) else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
         let client = Client::builder(redis_url)

@@ -33,6 +33,7 @@
 //! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
 //!
 //! Worker-level: `worker started` (info: `queues`, `concurrency`, `namespace`, `jobs`),
+//! `registered` (info: `process`, the id under `gator:processes`),
 //! `stopping: waiting for running jobs to finish` and `worker stopped cleanly` (info),
 //! `cannot reach redis; retrying` (error: `redis_url`, `error`, `retry_in_s`),
 //! `fetch failed` / `cannot record a job's outcome; trying again` (warn: `error`),
@@ -70,15 +71,8 @@ pub fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("gator-worker: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(runtime) = start_runtime(tokio::runtime::Builder::new_multi_thread()) else {
+        return ExitCode::FAILURE;
     };
     let result = runtime.block_on(Worker::new(cli.into_config()).run());
     // Sync jobs abandoned at the shutdown timeout may still occupy blocking threads; their
@@ -89,6 +83,20 @@ pub fn main() -> ExitCode {
         Err(e) => {
             eprintln!("gator-worker: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Builds the async runtime both the worker and the admin commands run on, or says on stderr
+/// why it cannot.
+pub(crate) fn start_runtime(
+    mut builder: tokio::runtime::Builder,
+) -> Option<tokio::runtime::Runtime> {
+    match builder.enable_all().build() {
+        Ok(runtime) => Some(runtime),
+        Err(e) => {
+            eprintln!("gator-worker: cannot start the async runtime: {e}");
+            None
         }
     }
 }

@@ -2,7 +2,7 @@
 //! A worker runs `--concurrency` of them.
 
 use crate::fetcher::{self, QueueOrder};
-use gator_core::payload::{ChainLink, Payload, new_jid, now_ms};
+use gator_core::payload::{ChainLink, Payload, now_ms};
 use gator_core::retry::{DEFAULT_RETRIES, default_backoff};
 use gator_core::store::dead::DeadCap;
 use gator_core::store::{self, queue::Fetched};
@@ -340,7 +340,6 @@ fn panic_message(panic: Box<dyn std::any::Any + Send>) -> String {
 fn malformed_entry(job: &Fetched, reason: &str) -> String {
     let now = now_ms();
     let mut entry = Payload::new("", &job.queue, serde_json::Value::Array(Vec::new()));
-    entry.jid = new_jid();
     entry.error = Some(format!("malformed payload: {reason}"));
     entry.failed_at = Some(now);
     entry

@@ -190,6 +190,28 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.url()))
     }
 
+    /// Every member of the sorted set `key`, lowest score first, parsed as JSON: how tests
+    /// read Gator's scheduled, retry and dead sets.
+    ///
+    /// # Panics
+    /// If Redis cannot be reached or a member is not JSON.
+    pub async fn zset_json(&self, key: &str) -> Vec<serde_json::Value> {
+        let members: Vec<String> = redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(0)
+            .arg(-1)
+            .query_async(&mut self.client().await)
+            .await
+            .unwrap_or_else(|e| panic!("ZRANGE {key}: {e}"));
+        members
+            .iter()
+            .map(|m| {
+                serde_json::from_str(m)
+                    .unwrap_or_else(|e| panic!("a member of {key} is not JSON ({e}): {m}"))
+            })
+            .collect()
+    }
+
     /// Runs `redis-cli -p PORT <args>` and returns its trimmed stdout
     /// (nil prints as an empty string).
     ///

@@ -30,16 +30,7 @@ async fn still_alive() {
 }
 
 async fn set_entries(redis: &RedisServer, set: &str) -> Vec<Value> {
-    let raw: Vec<String> = redis::cmd("ZRANGE")
-        .arg(format!("gator:{{f}}:{set}"))
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut redis.client().await)
-        .await
-        .unwrap();
-    raw.iter()
-        .map(|r| serde_json::from_str(r).expect("every entry is a JSON document"))
-        .collect()
+    redis.zset_json(&format!("gator:{{f}}:{set}")).await
 }
 
 async fn wait_for_entries(redis: &RedisServer, set: &str, n: usize) -> Vec<Value> {

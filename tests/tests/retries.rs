@@ -62,16 +62,7 @@ async fn hangs(tag: String) {
 }
 
 async fn dead_entries(redis: &RedisServer) -> Vec<Value> {
-    let raw: Vec<String> = redis::cmd("ZRANGE")
-        .arg("gator:{r}:dead")
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut redis.client().await)
-        .await
-        .unwrap();
-    raw.iter()
-        .map(|r| serde_json::from_str(r).unwrap())
-        .collect()
+    redis.zset_json("gator:{r}:dead").await
 }
 
 async fn wait_dead(redis: &RedisServer, job: &str) -> Value {

@@ -59,18 +59,3 @@ pub async fn advance(
         .await?;
     Ok(moved == 1)
 }
-
-/// The steps of a chain still waiting, in order.
-pub async fn waiting(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    list_queue: &str,
-    chain_id: &str,
-) -> Result<Vec<String>> {
-    Ok(redis::cmd("LRANGE")
-        .arg(keys.chain(list_queue, chain_id))
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?)
-}

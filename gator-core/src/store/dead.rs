@@ -61,31 +61,3 @@ pub async fn kill(
         .invoke_async(conn)
         .await?)
 }
-
-/// The payload texts in `queue`'s dead set, oldest first.
-pub async fn dead_jobs(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-) -> Result<Vec<String>> {
-    Ok(redis::cmd("ZRANGE")
-        .arg(keys.dead(queue))
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?)
-}
-
-/// The payload texts in `queue`'s retry set, soonest first.
-pub async fn retry_jobs(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-) -> Result<Vec<String>> {
-    Ok(redis::cmd("ZRANGE")
-        .arg(keys.retry(queue))
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?)
-}

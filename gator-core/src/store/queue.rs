@@ -42,23 +42,6 @@ pub async fn enqueue(
     Ok(())
 }
 
-/// Pushes one already-encoded payload to the tail of `queue` and records the queue.
-pub async fn enqueue_raw(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    raw: &str,
-) -> Result<()> {
-    redis::pipe()
-        .sadd(keys.queues(), queue)
-        .ignore()
-        .rpush(keys.queue(queue), raw)
-        .ignore()
-        .query_async::<()>(conn)
-        .await?;
-    Ok(())
-}
-
 /// Waits up to `timeout` for a job on the first non-empty queue of `queues`, in that order.
 ///
 /// Blocking (BLPOP) rather than polling: an idle worker costs Redis nothing and a new job is

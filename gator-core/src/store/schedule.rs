@@ -65,15 +65,3 @@ pub async fn promote_due(
     }
     Ok(promoted)
 }
-
-/// How many jobs of `queue` wait in its scheduled set.
-pub async fn scheduled_len(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-) -> Result<usize> {
-    Ok(redis::cmd("ZCARD")
-        .arg(keys.scheduled(queue))
-        .query_async(conn)
-        .await?)
-}
