@@ -1,19 +1,23 @@
 //! Picks the next job: orders the queues for each fetch (strict, weighted shuffle, or every
-//! known queue) and takes the first job waiting in that order.
+//! known queue) and moves the first job waiting in that order into this process's in-flight
+//! list.
 
 use crate::config::QueueSelection;
 use gator_core::Client;
-use gator_core::store::{self, queue::Fetched};
+use gator_core::store::inflight::{self, Fetched};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use redis::aio::ConnectionLike;
+use std::sync::Arc;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// How long one fetch blocks in Redis when every queue is empty. Short enough that a
-/// shutdown is noticed promptly (a blocking fetch is never cancelled mid-flight: the server
-/// would pop a job whose reply nobody reads), long enough that an idle worker is nearly free.
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long an idle processor blocks in Redis on one queue before looking at all of them
+/// again. Bounds how late a job on a queue no idle processor watches is seen, and how long
+/// shutdown waits for a blocked fetch (a blocking fetch is never cancelled mid-flight: the
+/// server would move a job whose reply nobody reads).
+pub const FETCH_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The queues a worker serves and the order to try them in.
 #[derive(Debug)]
@@ -84,22 +88,87 @@ pub fn weighted_shuffle(queues: &[(String, u32)], rng: &mut impl rand::Rng) -> V
     keyed.into_iter().map(|(_, name)| name.to_owned()).collect()
 }
 
-/// Takes the next job for one processor, blocking up to [`FETCH_TIMEOUT`] when all are empty.
-/// `conn` must be the processor's dedicated connection (see `store::queue::fetch`).
-pub async fn fetch(
-    conn: &mut impl ConnectionLike,
-    client: &Client,
-    order: &QueueOrder,
-) -> gator_core::Result<Option<Fetched>> {
-    let queues = order.next_order();
-    if queues.is_empty() {
-        // No queue known yet: nothing to block on. Wait as long as a blocking fetch would,
-        // then look again (the poller refreshes the known-queues set meanwhile).
-        tokio::time::sleep(FETCH_TIMEOUT).await;
-        return Ok(None);
+/// Takes jobs for the processors of one worker process, always into that process's in-flight
+/// lists (see `store::inflight`), so a job a process dies holding is recovered, never lost.
+#[derive(Debug)]
+pub struct Fetcher {
+    client: Client,
+    order: Arc<QueueOrder>,
+    process: String,
+    /// Spreads idle processors' blocking waits over the queues, round robin.
+    next_watch: AtomicUsize,
+    /// Fetches in flight; shutdown waits for zero before putting in-flight jobs back.
+    fetching: AtomicUsize,
+}
+
+impl Fetcher {
+    /// A fetcher for process `process` serving `order`.
+    pub fn new(client: Client, order: Arc<QueueOrder>, process: String) -> Fetcher {
+        Fetcher {
+            client,
+            order,
+            process,
+            next_watch: AtomicUsize::new(0),
+            fetching: AtomicUsize::new(0),
+        }
     }
-    let names: Vec<&str> = queues.iter().map(String::as_str).collect();
-    store::queue::fetch(conn, client.keys(), &names, FETCH_TIMEOUT).await
+
+    /// The id of the process whose in-flight lists this fetcher fills.
+    pub fn process(&self) -> &str {
+        &self.process
+    }
+
+    /// The next job, or `None` after up to [`FETCH_TIMEOUT`] with nothing to do.
+    ///
+    /// 1. One non-blocking LMOVE per queue, in this fetch's order (weighted, strict or
+    ///    shuffled), on the shared connection: while there is work, the order decides.
+    /// 2. Every queue empty: block (BLMOVE) on one queue on `dedicated`, the processor's own
+    ///    connection. Idle processors take the queues in turn, so with at least as many idle
+    ///    processors as queues every queue is watched and a new job starts at once; otherwise
+    ///    a job on an unwatched queue waits at most `FETCH_TIMEOUT`.
+    pub async fn fetch(
+        &self,
+        dedicated: &mut impl ConnectionLike,
+    ) -> gator_core::Result<Option<Fetched>> {
+        let _in_flight = FetchGuard::new(&self.fetching);
+        let queues = self.order.next_order();
+        if queues.is_empty() {
+            // No queue known yet: nothing to block on. Wait as long as a blocking fetch would,
+            // then look again (the poller refreshes the known-queues set meanwhile).
+            tokio::time::sleep(FETCH_TIMEOUT).await;
+            return Ok(None);
+        }
+        let keys = self.client.keys();
+        let mut shared = self.client.connection();
+        for queue in &queues {
+            if let Some(job) = inflight::fetch(&mut shared, keys, queue, &self.process).await? {
+                return Ok(Some(job));
+            }
+        }
+        let watched = &queues[self.next_watch.fetch_add(1, Ordering::Relaxed) % queues.len()];
+        inflight::fetch_blocking(dedicated, keys, watched, &self.process, FETCH_TIMEOUT).await
+    }
+
+    /// How many fetches are under way.
+    pub fn fetches_in_flight(&self) -> usize {
+        self.fetching.load(Ordering::SeqCst)
+    }
+}
+
+/// Counts one fetch in flight until dropped.
+struct FetchGuard<'a>(&'a AtomicUsize);
+
+impl<'a> FetchGuard<'a> {
+    fn new(counter: &'a AtomicUsize) -> FetchGuard<'a> {
+        counter.fetch_add(1, Ordering::SeqCst);
+        FetchGuard(counter)
+    }
+}
+
+impl Drop for FetchGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 #[cfg(test)]

@@ -2,18 +2,23 @@
 //!
 //! Shutdown, in order:
 //! 1. the stop token is cancelled (SIGINT/SIGTERM, or the embedding program);
-//! 2. processors stop fetching; a job fetched at that moment is put back at the head of its
-//!    queue; the poller stops;
-//! 3. running jobs get up to `shutdown_timeout` to finish and record their outcome;
-//! 4. jobs still running then are put back at the head of their queues (they will run again:
-//!    at-least-once), and `run_until` returns.
+//! 2. processors stop fetching (a job fetched at that moment stays in flight); the poller and
+//!    the recovery loop stop;
+//! 3. running jobs get up to `shutdown_timeout` to finish and settle;
+//! 4. once no fetch is in flight, every job left in this process's in-flight lists (still
+//!    running, or fetched as shutdown began) goes back to the head of its queue; it will run
+//!    again (at least once);
+//! 5. the process deregisters and `run_until` returns.
 
 use crate::config::WorkerConfig;
+use crate::fetcher::Fetcher;
 use crate::fetcher::{FETCH_TIMEOUT, QueueOrder};
 use crate::heartbeat::Heartbeat;
 use crate::poller::Poller;
-use crate::processor::{InProgress, Processor};
-use gator_core::{Client, Registry, store};
+use crate::processor::Processor;
+use crate::recovery::Recovery;
+use gator_core::store::inflight;
+use gator_core::{Client, Registry};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -62,30 +67,42 @@ impl Worker {
             jobs = ?registry.names(), "worker started"
         );
 
-        let in_progress = Arc::new(InProgress::default());
         let tracker = TaskTracker::new();
         let heartbeat = Heartbeat::new(client.clone(), &config);
         if let Err(e) = heartbeat.tick().await {
             warn!(error = %e, "first heartbeat failed");
         }
         info!(process = %heartbeat.id, "registered");
+        // Recover before fetching: a restart after a crash puts its predecessor's jobs back first.
+        let recovery = Recovery {
+            client: client.clone(),
+            own_id: heartbeat.id.clone(),
+        };
+        if let Err(e) = recovery.tick().await {
+            warn!(error = %e, "could not look for dead worker processes at start");
+        }
+        let fetcher = Arc::new(Fetcher::new(
+            client.clone(),
+            order.clone(),
+            heartbeat.id.clone(),
+        ));
         // The heartbeat outlives the processors: it deregisters only after they have settled.
         let heartbeat_stop = CancellationToken::new();
         let heartbeat_task = tokio::spawn(heartbeat.run(heartbeat_stop.clone()));
+        tracker.spawn(recovery.run(stop.clone()));
         for id in 0..config.concurrency {
             let processor = Processor {
                 id,
                 client: client.clone(),
                 registry: registry.clone(),
-                order: order.clone(),
-                in_progress: in_progress.clone(),
+                fetcher: fetcher.clone(),
                 dead_cap: config.dead_cap,
             };
             tracker.spawn(processor.run(stop.clone()));
         }
         let poller = Poller {
             client: client.clone(),
-            order,
+            order: order.clone(),
             interval: config.poll_interval,
         };
         tracker.spawn(poller.run(stop.clone()));
@@ -93,14 +110,10 @@ impl Worker {
 
         stop.cancelled().await;
         info!(timeout = ?config.shutdown_timeout, "stopping: waiting for running jobs to finish");
-        if tokio::time::timeout(config.shutdown_timeout, tracker.wait())
+        let finished = tokio::time::timeout(config.shutdown_timeout, tracker.wait())
             .await
-            .is_ok()
-        {
-            info!("worker stopped cleanly");
-        } else {
-            put_back_unfinished(&client, &in_progress).await;
-        }
+            .is_ok();
+        put_back_in_flight(&client, &fetcher, &order, finished).await;
         heartbeat_stop.cancel();
         let _ = heartbeat_task.await;
         Ok(())
@@ -133,22 +146,43 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
     }
 }
 
-async fn put_back_unfinished(client: &Client, in_progress: &InProgress) {
-    // Idle processors still block in a fetch for up to FETCH_TIMEOUT; one of them could pop a
-    // job put back now and die with this process. Let those fetches end first.
+/// Puts every job still in this process's in-flight lists back at the head of its queue:
+/// jobs still running after the shutdown timeout (they will run again: at least once), and any
+/// fetched as shutdown began. A cleanly stopped process leaves no in-flight job behind.
+async fn put_back_in_flight(
+    client: &Client,
+    fetcher: &Fetcher,
+    order: &QueueOrder,
+    finished: bool,
+) {
+    // A blocked fetch could still move a job in after the lists were emptied; let those end.
     let deadline = tokio::time::Instant::now() + FETCH_TIMEOUT + Duration::from_secs(3);
-    while in_progress.fetches_in_flight() > 0 && tokio::time::Instant::now() < deadline {
+    while fetcher.fetches_in_flight() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let unfinished = in_progress.drain();
-    warn!(
-        jobs = unfinished.len(),
-        "shutdown timeout reached: putting unfinished jobs back in their queues"
-    );
-    for job in unfinished {
-        if let Err(e) = store::queue::requeue(&mut client.connection(), client.keys(), &job).await {
-            error!(queue = %job.queue, error = %e, payload = %job.raw, "could not put an unfinished job back");
+    let mut put_back = 0;
+    for queue in order.all() {
+        match inflight::recover(
+            &mut client.connection(),
+            client.keys(),
+            &queue,
+            fetcher.process(),
+        )
+        .await
+        {
+            Ok(n) => put_back += n,
+            Err(e) => {
+                error!(queue = %queue, error = %e, "could not put in-flight jobs back; another worker will recover them")
+            }
         }
+    }
+    if finished && put_back == 0 {
+        info!("worker stopped cleanly");
+    } else {
+        warn!(
+            jobs = put_back,
+            "put unfinished jobs back at the head of their queues"
+        );
     }
 }
 

@@ -19,7 +19,8 @@
 //! - [`fetcher`]: orders the queues (strict, weighted shuffle, all known) and takes the next job;
 //! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them;
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
-//! - [`heartbeat`]: registers this process so the fleet can be counted and dead processes spotted.
+//! - [`heartbeat`]: registers this process so the fleet can be counted and dead processes spotted;
+//! - [`recovery`]: puts the in-flight jobs of dead processes back in their queues.
 //!
 //! # Tracing events
 //! Every job runs in a span `job` with the fields `jid`, `job` (wire name), `queue` and
@@ -48,6 +49,7 @@ pub mod heartbeat;
 pub mod launcher;
 pub mod poller;
 pub mod processor;
+pub mod recovery;
 
 pub use config::{Cli, QueueSelection, WorkerConfig};
 pub use launcher::Worker;

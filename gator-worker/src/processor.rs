@@ -1,67 +1,20 @@
 //! One processor: a loop that runs one job at a time, `fetch → decode → run → ack | retry | kill`.
 //! A worker runs `--concurrency` of them.
+//!
+//! The job is in this process's in-flight list from the fetch on, and each outcome is one
+//! script that takes it out and records the outcome together: if the process dies anywhere
+//! in between, the job is still in flight and recovery puts it back in its queue.
 
-use crate::fetcher::{self, QueueOrder};
+use crate::fetcher::Fetcher;
 use gator_core::payload::{ChainLink, Payload, now_ms};
 use gator_core::retry::{DEFAULT_RETRIES, default_backoff};
 use gator_core::store::dead::DeadCap;
-use gator_core::store::{self, queue::Fetched};
+use gator_core::store::inflight::{self, Fetched};
 use gator_core::{Client, Execution, JobError, JobResult, Registry};
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
-
-/// Jobs fetched and not yet settled, by processor: what graceful shutdown puts back in its
-/// queue when the shutdown timeout runs out. It also counts fetches in flight: a job put back
-/// while another processor still blocks in a fetch could be popped by it and then lost with
-/// the exiting process, so the launcher waits for that count to reach zero first.
-#[derive(Debug, Default)]
-pub struct InProgress {
-    jobs: Mutex<HashMap<usize, Fetched>>,
-    fetching: AtomicUsize,
-}
-
-/// Counts one fetch in flight until dropped.
-struct FetchGuard<'a>(&'a AtomicUsize);
-
-impl Drop for FetchGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-impl InProgress {
-    fn fetch_started(&self) -> FetchGuard<'_> {
-        self.fetching.fetch_add(1, Ordering::SeqCst);
-        FetchGuard(&self.fetching)
-    }
-
-    /// How many processors are fetching (or putting back what they fetched as shutdown began).
-    pub fn fetches_in_flight(&self) -> usize {
-        self.fetching.load(Ordering::SeqCst)
-    }
-
-    fn start(&self, processor: usize, job: &Fetched) {
-        self.lock().insert(processor, job.clone());
-    }
-
-    fn finish(&self, processor: usize) {
-        self.lock().remove(&processor);
-    }
-
-    /// Takes every unsettled job out of the record.
-    pub fn drain(&self) -> Vec<Fetched> {
-        self.lock().drain().map(|(_, job)| job).collect()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<usize, Fetched>> {
-        // A poisoned lock only means a panic during an insert or remove of a whole entry.
-        self.jobs.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
 
 /// What happens to a job after its attempt.
 #[derive(Debug)]
@@ -76,28 +29,26 @@ enum Outcome {
 
 /// One of the worker's fixed pool of job runners.
 pub struct Processor {
-    /// Index in the pool, for logs and the in-progress record.
+    /// Index in the pool, for logs.
     pub id: usize,
-    /// Where jobs come from and outcomes go.
+    /// Where outcomes go.
     pub client: Client,
     /// The jobs this binary can run.
     pub registry: Arc<Registry>,
-    /// The queues and their order.
-    pub order: Arc<QueueOrder>,
-    /// The shared record of unsettled jobs.
-    pub in_progress: Arc<InProgress>,
+    /// Where jobs come from (shared by the pool).
+    pub fetcher: Arc<Fetcher>,
     /// How much of each dead set to keep.
     pub dead_cap: DeadCap,
 }
 
 impl Processor {
-    /// Runs jobs until `stop` is cancelled; a job already fetched is always settled first.
+    /// Runs jobs until `stop` is cancelled; a job already started is always settled first.
     pub async fn run(self, stop: CancellationToken) {
         let mut conn = None;
         let mut failures = 0u32;
         while !stop.is_cancelled() {
-            // 1. A dedicated connection, held across fetches: a blocking pop must not share a
-            //    socket with other commands, and each pool checkout costs a round trip.
+            // 1. A dedicated connection for blocking waits, held across fetches: a blocking
+            //    command must not share a socket with others, and each checkout costs a round trip.
             let dedicated = match conn.as_mut() {
                 Some(c) => c,
                 None => match self.client.dedicated_connection().await {
@@ -115,9 +66,8 @@ impl Processor {
                     }
                 },
             };
-            // 2. Fetch. Never cancelled mid-flight; the short block timeout bounds shutdown.
-            let fetching = self.in_progress.fetch_started();
-            let job = match fetcher::fetch(dedicated, &self.client, &self.order).await {
+            // 2. Fetch into the in-flight list. Never cancelled mid-flight.
+            let job = match self.fetcher.fetch(dedicated).await {
                 Ok(Some(job)) => job,
                 Ok(None) => continue,
                 Err(e) => {
@@ -129,16 +79,11 @@ impl Processor {
             };
             failures = 0;
             if stop.is_cancelled() {
-                // Fetched as shutdown began: hand it back rather than start it now.
-                self.put_back(&job).await;
+                // Fetched as shutdown began: leave it in flight; the launcher puts this
+                // process's in-flight jobs back at the head of their queues before it exits.
                 break;
             }
-            // 3. Recorded as in progress before the fetch counts as done, so that shutdown
-            //    always finds it in one place or the other.
-            self.in_progress.start(self.id, &job);
-            drop(fetching);
             self.process_one(&job).await;
-            self.in_progress.finish(self.id);
         }
         debug!(processor = self.id, "processor stopped");
     }
@@ -211,44 +156,36 @@ impl Processor {
         .await
     }
 
-    /// Writes the outcome, retrying with capped backoff while Redis is unreachable: a job that
-    /// ran must not be forgotten because Redis blinked.
+    /// Settles the job with its outcome, retrying with capped backoff while Redis is
+    /// unreachable: a job that ran must not be forgotten because Redis blinked.
     async fn write_outcome(&self, job: &Fetched, outcome: Outcome) {
         let mut delay = Duration::from_millis(100);
         loop {
             let mut conn = self.client.connection();
             let keys = self.client.keys();
-            let written = match &outcome {
-                Outcome::Done(None) => Ok(()),
-                Outcome::Done(Some(link)) => {
-                    store::chain::advance(&mut conn, keys, link).await.map(drop)
-                }
+            let settled = match &outcome {
+                Outcome::Done(link) => inflight::ack(&mut conn, keys, job, link.as_ref()).await,
                 Outcome::Retry { payload, at_ms } => {
-                    store::dead::retry_at(&mut conn, keys, &job.queue, &payload.to_json(), *at_ms)
-                        .await
+                    inflight::retry(&mut conn, keys, job, &payload.to_json(), *at_ms).await
                 }
                 Outcome::Dead { entry } => {
-                    store::dead::kill(&mut conn, keys, &job.queue, entry, now_ms(), self.dead_cap)
-                        .await
-                        .map(drop)
+                    inflight::kill(&mut conn, keys, job, entry, now_ms(), self.dead_cap).await
                 }
             };
-            match written {
-                Ok(()) => return,
+            match settled {
+                Ok(true) => return,
+                Ok(false) => {
+                    // Recovered as an orphan meanwhile (this process looked dead): the job is
+                    // queued again and that copy will settle it. At least once, never lost.
+                    warn!(queue = %job.queue, "job was no longer in flight (recovered meanwhile); its outcome is dropped and it will run again");
+                    return;
+                }
                 Err(e) => {
                     warn!(queue = %job.queue, error = %e, "cannot record a job's outcome; trying again");
                     tokio::time::sleep(delay).await;
                     delay = (delay * 2).min(Duration::from_secs(5));
                 }
             }
-        }
-    }
-
-    async fn put_back(&self, job: &Fetched) {
-        if let Err(e) =
-            store::queue::requeue(&mut self.client.connection(), self.client.keys(), job).await
-        {
-            error!(queue = %job.queue, error = %e, payload = %job.raw, "could not put a fetched job back");
         }
     }
 }

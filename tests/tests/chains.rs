@@ -163,7 +163,7 @@ async fn a_chain_dispatched_later_waits_in_the_scheduled_set_with_its_steps_atta
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn recording_a_steps_success_twice_enqueues_the_next_step_once() {
+async fn acking_a_step_twice_enqueues_the_next_step_once() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let chain = Chain::new()
@@ -171,26 +171,24 @@ async fn recording_a_steps_success_twice_enqueues_the_next_step_once() {
         .then(Step::call("d".into(), 2))
         .then(Step::call("d".into(), 3));
     client.dispatch_chain(chain, None).await.unwrap();
-    let first: gator_core::Payload =
-        serde_json::from_str(&redis.cli(&["LINDEX", "gator:{c1}:queue", "0"])).unwrap();
-    let link = first.chain.expect("a chain step carries its link");
     let keys = client.keys().clone();
     let mut conn = client.connection();
+    let job = gator_core::store::inflight::fetch(&mut conn, &keys, "c1", "p")
+        .await
+        .unwrap()
+        .expect("the first step");
+    let first: gator_core::Payload = serde_json::from_str(&job.raw).unwrap();
+    let link = first.chain.expect("a chain step carries its link");
+    let ack = gator_core::store::inflight::ack;
+    assert!(ack(&mut conn, &keys, &job, Some(&link)).await.unwrap());
     assert!(
-        gator_core::store::chain::advance(&mut conn, &keys, &link)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !gator_core::store::chain::advance(&mut conn, &keys, &link)
-            .await
-            .unwrap(),
-        "a second advance is a no-op"
+        !ack(&mut conn, &keys, &job, Some(&link)).await.unwrap(),
+        "a second ack is a no-op"
     );
     assert_eq!(
         redis.cli(&["LLEN", "gator:{c1}:queue"]),
-        "2",
-        "the first step and the second"
+        "1",
+        "the second step, once"
     );
     assert_eq!(
         redis.cli(&["LLEN", &chain_keys(&redis)]),

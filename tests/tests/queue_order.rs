@@ -4,7 +4,8 @@
 use gator_core::job;
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use gator_worker::QueueSelection;
-use gator_worker::fetcher::{QueueOrder, fetch};
+use gator_worker::fetcher::{Fetcher, QueueOrder};
+use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -23,10 +24,12 @@ async fn fill(redis: &RedisServer, queue: &str, n: usize) {
 async fn fetch_many(redis: &RedisServer, spec: &str, n: usize) -> Vec<String> {
     let client = client(&redis.url()).await;
     let order = QueueOrder::new(spec.parse::<QueueSelection>().unwrap());
+    let fetcher = Fetcher::new(client.clone(), Arc::new(order), "test-process".into());
     let mut conn = client.dedicated_connection().await.unwrap();
     let mut queues = Vec::with_capacity(n);
     for _ in 0..n {
-        let job = fetch(&mut conn, &client, &order)
+        let job = fetcher
+            .fetch(&mut conn)
             .await
             .unwrap()
             .expect("a job is waiting");

@@ -1,6 +1,7 @@
 //! Retries: per-job counts and backoff, death after the last attempt, timeouts, the dead cap.
 
-use gator_core::store::dead::{DeadCap, kill};
+use gator_core::store::dead::DeadCap;
+use gator_core::store::inflight::{Fetched, kill};
 use gator_core::{Client, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use serde_json::Value;
@@ -181,14 +182,30 @@ async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
         max_age: Duration::from_secs(3600),
     };
     let now = 1_800_000_000_000u64;
-    // One entry far older than the age limit, then eight recent ones.
-    kill(&mut conn, &keys, "r", "ancient", now - 7_200_000, cap)
-        .await
-        .unwrap();
-    for i in 0..8u64 {
-        kill(&mut conn, &keys, "r", &format!("job-{i}"), now + i, cap)
+    // One entry far older than the age limit, then eight recent ones, each settled out of
+    // an in-flight list as the worker does.
+    let in_flight = |raw: &str| Fetched {
+        queue: "r".into(),
+        process: "p".into(),
+        raw: raw.into(),
+    };
+    let push = |raw: String| {
+        redis.cli(&["RPUSH", "gator:{r}:inflight:p", &raw]);
+        in_flight(&raw)
+    };
+    let ancient = push("ancient".into());
+    assert!(
+        kill(&mut conn, &keys, &ancient, "ancient", now - 7_200_000, cap)
             .await
-            .unwrap();
+            .unwrap()
+    );
+    for i in 0..8u64 {
+        let job = push(format!("job-{i}"));
+        assert!(
+            kill(&mut conn, &keys, &job, &job.raw, now + i, cap)
+                .await
+                .unwrap()
+        );
     }
     let left: Vec<String> = redis::cmd("ZRANGE")
         .arg("gator:{r}:dead")

@@ -1,10 +1,9 @@
-//! Chains in Redis: the first step on its queue, the rest in the chain's list, and moving the
-//! next step to its queue when one succeeds.
+//! Chains in Redis: the first step on its queue, the rest in the chain's list. (A step's
+//! success moves the next one to its queue in `ack.lua`, see `store::inflight::ack`.)
 
 use crate::error::Result;
-use crate::payload::{ChainLink, Payload};
+use crate::payload::Payload;
 use crate::store::keys::Keys;
-use crate::store::scripts;
 use redis::aio::ConnectionLike;
 
 /// Stores a chain whose steps already carry their links: the queues go in the known set, the
@@ -39,23 +38,4 @@ pub async fn create(
     };
     pipe.query_async::<()>(conn).await?;
     Ok(())
-}
-
-/// After the step holding `link` succeeded: enqueues the next step (`chain_advance.lua`).
-/// Returns false if there was none to move (last step, or already moved).
-pub async fn advance(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    link: &ChainLink,
-) -> Result<bool> {
-    let (Some(next_jid), Some(next_queue)) = (&link.next_jid, &link.next_queue) else {
-        return Ok(false);
-    };
-    let moved: i64 = scripts::CHAIN_ADVANCE
-        .key(keys.chain(&link.list_queue, &link.id))
-        .key(keys.queue(next_queue))
-        .arg(next_jid)
-        .invoke_async(conn)
-        .await?;
-    Ok(moved == 1)
 }

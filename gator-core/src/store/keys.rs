@@ -69,6 +69,13 @@ impl Keys {
         format!("{}:{{{queue}}}:queue", self.namespace)
     }
 
+    /// LIST of the payloads of `queue` that worker process `process` has fetched and not yet
+    /// settled: a fetch moves a job here and its outcome takes it out, atomically, so a job is
+    /// never only in a dying process's memory.
+    pub fn inflight(&self, queue: &str, process: &str) -> String {
+        format!("{}:{{{queue}}}:inflight:{process}", self.namespace)
+    }
+
     /// ZSET of payloads of `queue` to run later, scored by due time in ms since the epoch.
     pub fn scheduled(&self, queue: &str) -> String {
         format!("{}:{{{queue}}}:scheduled", self.namespace)
@@ -120,7 +127,9 @@ mod tests {
         assert_eq!(k.retry("high"), "gator:{high}:retry");
         assert_eq!(k.dead("high"), "gator:{high}:dead");
         assert_eq!(k.chain("high", "c1"), "gator:{high}:chain:c1");
+        assert_eq!(k.inflight("high", "h:1:ab"), "gator:{high}:inflight:h:1:ab");
         assert_eq!(k.chain("high", "c1"), "gator:{high}:chain:c1");
+        assert_eq!(k.inflight("high", "h:1:ab"), "gator:{high}:inflight:h:1:ab");
         assert_eq!(k.queues(), "gator:queues");
         assert_eq!(k.processes(), "gator:processes");
         assert_eq!(k.process("h:1:ab"), "gator:process:h:1:ab");

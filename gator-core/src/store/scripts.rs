@@ -4,25 +4,28 @@
 use redis::Script;
 use std::sync::LazyLock;
 
-/// `lua/promote_due.lua`: move due jobs from a scheduled or retry set to the queue.
-pub static PROMOTE_DUE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/promote_due.lua")));
+macro_rules! scripts {
+    ($($(#[$doc:meta])* $name:ident => $file:literal;)*) => {
+        $(
+            $(#[$doc])*
+            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!(concat!("lua/", $file))));
+        )*
+        /// Every script file with its text, for the wire-format doc test.
+        pub const ALL: &[(&str, &str)] = &[$(($file, include_str!(concat!("lua/", $file)))),*];
+    };
+}
 
-/// `lua/kill.lua`: add a job to the dead set and trim it.
-pub static KILL: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!("lua/kill.lua")));
-
-/// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
-pub static MOVE_TO_QUEUE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/move_to_queue.lua")));
-
-/// `lua/chain_advance.lua`: enqueue a chain's next step after a success.
-pub static CHAIN_ADVANCE: LazyLock<Script> =
-    LazyLock::new(|| Script::new(include_str!("lua/chain_advance.lua")));
-
-/// Every script file with its text, for the wire-format doc test.
-pub const ALL: &[(&str, &str)] = &[
-    ("promote_due.lua", include_str!("lua/promote_due.lua")),
-    ("kill.lua", include_str!("lua/kill.lua")),
-    ("move_to_queue.lua", include_str!("lua/move_to_queue.lua")),
-    ("chain_advance.lua", include_str!("lua/chain_advance.lua")),
-];
+scripts! {
+    /// `lua/promote_due.lua`: move due jobs from a scheduled or retry set to the queue.
+    PROMOTE_DUE => "promote_due.lua";
+    /// `lua/ack.lua`: settle a success (and move a chain's next step to its queue).
+    ACK => "ack.lua";
+    /// `lua/retry.lua`: settle a failure that runs again later.
+    RETRY => "retry.lua";
+    /// `lua/kill.lua`: settle a job into the dead set and trim it.
+    KILL => "kill.lua";
+    /// `lua/recover.lua`: put a process's in-flight jobs back at the head of their queue.
+    RECOVER => "recover.lua";
+    /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
+    MOVE_TO_QUEUE => "move_to_queue.lua";
+}
