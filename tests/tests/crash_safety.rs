@@ -182,3 +182,21 @@ async fn a_worker_carries_on_after_redis_is_killed_and_restarted() {
     .await;
     worker.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_before_redis_keeps_trying_and_then_runs_jobs() {
+    let mut redis = RedisServer::start();
+    redis.stop();
+    let worker = TestWorker::start(&redis.url(), Some("safe"), 2);
+    tokio::time::sleep(Duration::from_secs(2)).await; // several failed connection attempts
+    redis.restart();
+    let client = client(&redis.url()).await;
+    NoteRun::call(501).dispatch_with(&client).await.unwrap();
+    wait_until(
+        "the job once Redis is up",
+        Duration::from_secs(20),
+        || async { ran(501) },
+    )
+    .await;
+    worker.stop().await;
+}
