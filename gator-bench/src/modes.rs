@@ -1,0 +1,294 @@
+//! The benchmark modes. Each prints one `RESULT` line (see `measure::report`).
+
+use crate::measure::{now_us, peak_rss_mib, percentile_ms, report};
+use anyhow::{Context, bail};
+use gator_core::{Client, job};
+use gator_worker::{QueueSelection, Worker, WorkerConfig};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+const QUEUE: &str = "bench";
+const BATCH: usize = 1000;
+const CONCURRENCY: usize = 10;
+
+static DONE: AtomicUsize = AtomicUsize::new(0);
+static TARGET: AtomicUsize = AtomicUsize::new(usize::MAX);
+static MEASURE_LATENCY: AtomicBool = AtomicBool::new(false);
+static LATENCIES_US: Mutex<Vec<i64>> = Mutex::new(Vec::new());
+static FINISHED: Notify = Notify::const_new();
+static END: Mutex<Option<Instant>> = Mutex::new(None);
+static CLIENT: OnceLock<Client> = OnceLock::new();
+
+/// The no-op job every peer runs: one integer argument (in latency mode, its enqueue time).
+#[job(queue = "bench")]
+async fn noop(arg: i64) {
+    if MEASURE_LATENCY.load(Ordering::Relaxed) {
+        let latency = now_us() - arg;
+        LATENCIES_US
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(latency);
+    }
+    if DONE.fetch_add(1, Ordering::AcqRel) + 1 == TARGET.load(Ordering::Acquire) {
+        *END.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
+        FINISHED.notify_one();
+    }
+}
+
+fn redis_url() -> String {
+    std::env::var("REDIS_URL").unwrap_or_else(|_| gator_core::client::DEFAULT_REDIS_URL.to_owned())
+}
+
+async fn client() -> anyhow::Result<&'static Client> {
+    if let Some(client) = CLIENT.get() {
+        return Ok(client);
+    }
+    let client = Client::connect(&redis_url())
+        .await
+        .with_context(|| format!("connecting to {}", redis_url()))?;
+    Ok(CLIENT.get_or_init(|| client))
+}
+
+/// Runs `mode` with `n` jobs.
+pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
+    match mode {
+        "single" => enqueue_rate(mode, n, single(n)).await,
+        "bulk" => enqueue_rate(mode, n, bulk(n, true)).await,
+        "concurrent" => enqueue_rate(mode, n, concurrent(n)).await,
+        "latency-enqueue" => enqueue_rate(mode, n, latency_enqueue(n)).await,
+        "process" => process(n).await,
+        "latency-worker" => latency_worker(n).await,
+        "backlog" => backlog(n).await,
+        other => bail!("unknown mode {other:?}"),
+    }
+}
+
+fn progress(n: usize, what: &str) -> ProgressBar {
+    // indicatif draws only on a terminal, so logs and run-all's captures stay clean.
+    let bar = ProgressBar::new(n as u64).with_message(what.to_owned());
+    if let Ok(style) = ProgressStyle::with_template("{msg:>12} {wide_bar} {pos}/{len} {per_sec}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+async fn enqueue_rate(
+    mode: &str,
+    n: usize,
+    work: impl Future<Output = anyhow::Result<()>>,
+) -> anyhow::Result<()> {
+    client().await?;
+    let t0 = Instant::now();
+    work.await?;
+    let secs = t0.elapsed().as_secs_f64();
+    let rate = n as f64 / secs;
+    report(
+        format!(r#"{{"phase":"{mode}","n":{n},"secs":{secs:.4},"rate":{rate:.1}}}"#),
+        format!("{mode}: {n} jobs in {secs:.3} s = {rate:.0} jobs/s"),
+    );
+    Ok(())
+}
+
+async fn single(n: usize) -> anyhow::Result<()> {
+    let client = client().await?;
+    let bar = progress(n, "single");
+    for i in 0..n {
+        Noop::call(i as i64).dispatch_with(client).await?;
+        if i % BATCH == 0 {
+            bar.set_position(i as u64);
+        }
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+async fn bulk(n: usize, show: bool) -> anyhow::Result<()> {
+    let client = client().await?;
+    let bar = if show {
+        progress(n, "bulk")
+    } else {
+        ProgressBar::hidden()
+    };
+    let mut start = 0;
+    while start < n {
+        let end = (start + BATCH).min(n);
+        client
+            .dispatch_many((start..end).map(|i| Noop::call(i as i64)))
+            .await?;
+        bar.set_position(end as u64);
+        start = end;
+    }
+    bar.finish_and_clear();
+    Ok(())
+}
+
+/// N dispatches from 10 tasks at once: what pipelining over one multiplexed connection gives.
+async fn concurrent(n: usize) -> anyhow::Result<()> {
+    let client = client().await?;
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|t| {
+            let client = client.clone();
+            let share = n / CONCURRENCY + usize::from(t < n % CONCURRENCY);
+            tokio::spawn(async move {
+                for i in 0..share {
+                    Noop::call(i as i64).dispatch_with(&client).await?;
+                }
+                anyhow::Ok(())
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    Ok(())
+}
+
+async fn latency_enqueue(n: usize) -> anyhow::Result<()> {
+    let client = client().await?;
+    for _ in 0..n {
+        Noop::call(now_us()).dispatch_with(client).await?;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    Ok(())
+}
+
+fn start_worker() -> CancellationToken {
+    let mut config = WorkerConfig::new(redis_url());
+    config.queues = QueueSelection::Strict(vec![QUEUE.to_owned()]);
+    config.concurrency = CONCURRENCY;
+    let stop = CancellationToken::new();
+    let worker = Worker::new(config).run_until(stop.clone());
+    tokio::spawn(async move {
+        if let Err(e) = worker.await {
+            eprintln!("gator-bench: worker failed: {e}");
+            std::process::exit(3);
+        }
+    });
+    stop
+}
+
+/// Waits until `n` job bodies ran since the counters were reset; returns when the last one ran.
+async fn wait_for_jobs(n: usize, what: &str) -> Instant {
+    let bar = progress(n, what);
+    loop {
+        let done = DONE.load(Ordering::Acquire);
+        bar.set_position(done as u64);
+        if done >= n {
+            break;
+        }
+        let _ = tokio::time::timeout(Duration::from_millis(100), FINISHED.notified()).await;
+    }
+    bar.finish_and_clear();
+    END.lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(Instant::now)
+}
+
+fn reset_counters(target: usize) {
+    DONE.store(0, Ordering::Release);
+    *END.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    TARGET.store(target, Ordering::Release);
+}
+
+async fn process(n: usize) -> anyhow::Result<()> {
+    bulk(n, true).await?; // untimed: the backlog the worker starts on
+    reset_counters(n);
+    let t0 = Instant::now();
+    let stop = start_worker();
+    let end = wait_for_jobs(n, "process").await;
+    let secs = end.duration_since(t0).as_secs_f64();
+    let (rate, rss) = (n as f64 / secs, peak_rss_mib());
+    report(
+        format!(
+            r#"{{"phase":"process","n":{n},"secs":{secs:.4},"rate":{rate:.1},"rss_mib":{rss:.1}}}"#
+        ),
+        format!(
+            "process: {n} jobs in {secs:.3} s = {rate:.0} jobs/s at concurrency {CONCURRENCY}; peak RSS {rss:.1} MiB"
+        ),
+    );
+    stop.cancel();
+    Ok(())
+}
+
+async fn latency_worker(n: usize) -> anyhow::Result<()> {
+    MEASURE_LATENCY.store(true, Ordering::Release);
+    reset_counters(n);
+    let _stop = start_worker();
+    // Ready once this worker has registered and its processors had time to block in a fetch.
+    let client = client().await?;
+    let started = Instant::now();
+    while gator_core::store::processes::all(&mut client.connection(), client.keys())
+        .await?
+        .is_empty()
+    {
+        if started.elapsed() > Duration::from_secs(10) {
+            bail!("the worker did not register within 10 s");
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    if let Ok(file) = std::env::var("READY_FILE") {
+        std::fs::write(&file, "ready").with_context(|| format!("writing READY_FILE {file}"))?;
+    }
+    wait_for_jobs(n, "latency").await;
+    let mut latencies = LATENCIES_US
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone();
+    latencies.sort_unstable();
+    let (p50, p99, rss) = (
+        percentile_ms(&latencies, 50.0),
+        percentile_ms(&latencies, 99.0),
+        peak_rss_mib(),
+    );
+    report(
+        format!(
+            r#"{{"phase":"latency","n":{n},"p50_ms":{p50:.3},"p99_ms":{p99:.3},"rss_mib":{rss:.1}}}"#
+        ),
+        format!("latency: {n} jobs, p50 {p50:.3} ms, p99 {p99:.3} ms; peak RSS {rss:.1} MiB"),
+    );
+    Ok(())
+}
+
+/// Process rate with 5k, 50k, 500k and 5M jobs queued (or `GATOR_BACKLOGS`, comma-separated):
+/// the worker processes `n` of them (all of a smaller backlog) each time.
+async fn backlog(n: usize) -> anyhow::Result<()> {
+    let sizes =
+        std::env::var("GATOR_BACKLOGS").unwrap_or_else(|_| "5000,50000,500000,5000000".into());
+    let client = client().await?;
+    for size in sizes.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let size: usize = size
+            .parse()
+            .with_context(|| format!("backlog size {size:?}"))?;
+        redis::cmd("DEL")
+            .arg(client.keys().queue(QUEUE))
+            .query_async::<()>(&mut client.connection())
+            .await?;
+        bulk(size, true).await?;
+        let count = n.min(size);
+        reset_counters(count);
+        let t0 = Instant::now();
+        let stop = start_worker();
+        let end = wait_for_jobs(count, "backlog").await;
+        stop.cancel();
+        let secs = end.duration_since(t0).as_secs_f64();
+        let rate = count as f64 / secs;
+        report(
+            format!(
+                r#"{{"phase":"backlog","backlog":{size},"n":{count},"secs":{secs:.4},"rate":{rate:.1}}}"#
+            ),
+            format!("backlog {size}: {count} jobs in {secs:.3} s = {rate:.0} jobs/s"),
+        );
+        // Let the stopped worker put its in-flight jobs back before the queue is cleared.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+    }
+    redis::cmd("DEL")
+        .arg(client.keys().queue(QUEUE))
+        .query_async::<()>(&mut client.connection())
+        .await?;
+    Ok(())
+}
