@@ -76,6 +76,35 @@ impl Payload {
     }
 }
 
+/// The fields a worker needs to run a job, borrowed from the stored text: `args` stays JSON
+/// text until the job's own types decode it, so running a job copies nothing it does not use.
+/// (A failure rewrites the payload, and parses the whole [`Payload`] then.)
+#[derive(Debug, Deserialize)]
+pub struct PayloadView<'a> {
+    /// The job id.
+    #[serde(borrow)]
+    pub jid: std::borrow::Cow<'a, str>,
+    /// The wire name.
+    #[serde(borrow)]
+    pub job: std::borrow::Cow<'a, str>,
+    /// The arguments, as JSON text.
+    #[serde(borrow)]
+    pub args: &'a serde_json::value::RawValue,
+    /// Failed attempts so far.
+    #[serde(default)]
+    pub attempt: u32,
+    /// The chain link of a chain step.
+    #[serde(default)]
+    pub chain: Option<ChainLink>,
+}
+
+impl<'a> PayloadView<'a> {
+    /// Reads the fields a worker needs from `raw`.
+    pub fn parse(raw: &'a str) -> serde_json::Result<PayloadView<'a>> {
+        serde_json::from_str(raw)
+    }
+}
+
 /// What a chain step knows of its chain: enough to enqueue the next step when it succeeds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainLink {

@@ -15,8 +15,8 @@ pub struct JobRegistration {
     pub queue: &'static str,
     /// Where the job fn is defined (`module::fn at file:line`), for error messages.
     pub defined_at: &'static str,
-    /// Decodes the payload's `args` and returns the work to run.
-    pub run: fn(serde_json::Value) -> serde_json::Result<Execution>,
+    /// Decodes the payload's `args` (their JSON text) and returns the work to run.
+    pub run: fn(&str) -> serde_json::Result<Execution>,
     /// Retries after the first attempt.
     pub retries: u32,
     /// How long one attempt may run.
@@ -42,8 +42,8 @@ impl JobRegistration {
     }
 }
 
-fn run_job<J: Job>(args: serde_json::Value) -> serde_json::Result<Execution> {
-    let args: J::Args = serde_json::from_value(args)?;
+fn run_job<J: Job>(args: &str) -> serde_json::Result<Execution> {
+    let args: J::Args = serde_json::from_str(args)?;
     Ok(J::execute(args))
 }
 
@@ -114,7 +114,7 @@ fn sorted(a: &str, b: &str) -> (String, String) {
 mod tests {
     use super::*;
 
-    fn never(_: serde_json::Value) -> serde_json::Result<Execution> {
+    fn never(_: &str) -> serde_json::Result<Execution> {
         Ok(Execution::Blocking(Box::new(|| Ok(()))))
     }
 

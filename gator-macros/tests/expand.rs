@@ -148,10 +148,12 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
 fn the_registration_decodes_a_json_array_and_runs_the_job() {
     let registry = Registry::from_inventory().unwrap();
     let execution =
-        (registry.get("send_sync").unwrap().run)(json!(["t4", 5, { "id": 11 }])).unwrap();
+        (registry.get("send_sync").unwrap().run)(&json!(["t4", 5, { "id": 11 }]).to_string())
+            .unwrap();
     run(execution).unwrap();
     assert_eq!(runs("t4"), ["t4 sync n=5 order=11"]);
-    let wrong = (registry.get("send_sync").unwrap().run)(json!(["t4", "five", { "id": 11 }]));
+    let wrong =
+        (registry.get("send_sync").unwrap().run)(&json!(["t4", "five", { "id": 11 }]).to_string());
     assert!(wrong.is_err());
 }
 

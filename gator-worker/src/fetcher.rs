@@ -8,9 +8,10 @@ use gator_core::store::inflight::{self, Fetched};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use redis::aio::ConnectionLike;
+use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::RwLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, RwLock};
 use std::time::Duration;
 
 /// How long an idle processor blocks in Redis on one queue before looking at all of them
@@ -95,6 +96,10 @@ pub struct Fetcher {
     client: Client,
     order: Arc<QueueOrder>,
     process: String,
+    /// The most jobs one fetch call moves into flight (the worker's concurrency).
+    batch: usize,
+    /// Jobs already in flight that no processor has taken yet.
+    fetched: Mutex<VecDeque<Fetched>>,
     /// Spreads idle processors' blocking waits over the queues, round robin.
     next_watch: AtomicUsize,
     /// Fetches in flight; shutdown waits for zero before putting in-flight jobs back.
@@ -102,12 +107,14 @@ pub struct Fetcher {
 }
 
 impl Fetcher {
-    /// A fetcher for process `process` serving `order`.
-    pub fn new(client: Client, order: Arc<QueueOrder>, process: String) -> Fetcher {
+    /// A fetcher for process `process` serving `order`, moving up to `batch` jobs per call.
+    pub fn new(client: Client, order: Arc<QueueOrder>, process: String, batch: usize) -> Fetcher {
         Fetcher {
             client,
             order,
             process,
+            batch: batch.max(1),
+            fetched: Mutex::new(VecDeque::new()),
             next_watch: AtomicUsize::new(0),
             fetching: AtomicUsize::new(0),
         }
@@ -120,9 +127,11 @@ impl Fetcher {
 
     /// The next job, or `None` after up to [`FETCH_TIMEOUT`] with nothing to do.
     ///
-    /// 1. One non-blocking LMOVE per queue, in this fetch's order (weighted, strict or
-    ///    shuffled), on the shared connection: while there is work, the order decides.
-    /// 2. Every queue empty: block (BLMOVE) on one queue on `dedicated`, the processor's own
+    /// 1. A job another fetch already moved into flight, if one is waiting here.
+    /// 2. `fetch.lua` on each queue in this fetch's order (weighted, strict or shuffled), on
+    ///    the shared connection: up to a batch of jobs in one round trip from the first
+    ///    non-empty queue; the rest wait here for the next processors.
+    /// 3. Every queue empty: block (BLMOVE) on one queue on `dedicated`, the processor's own
     ///    connection. Idle processors take the queues in turn, so with at least as many idle
     ///    processors as queues every queue is watched and a new job starts at once; otherwise
     ///    a job on an unwatched queue waits at most `FETCH_TIMEOUT`.
@@ -130,6 +139,9 @@ impl Fetcher {
         &self,
         dedicated: &mut impl ConnectionLike,
     ) -> gator_core::Result<Option<Fetched>> {
+        if let Some(job) = self.take_fetched() {
+            return Ok(Some(job));
+        }
         let _in_flight = FetchGuard::new(&self.fetching);
         let queues = self.order.next_order();
         if queues.is_empty() {
@@ -141,12 +153,26 @@ impl Fetcher {
         let keys = self.client.keys();
         let mut shared = self.client.connection();
         for queue in &queues {
-            if let Some(job) = inflight::fetch(&mut shared, keys, queue, &self.process).await? {
-                return Ok(Some(job));
+            let mut jobs =
+                inflight::fetch_batch(&mut shared, keys, queue, &self.process, self.batch)
+                    .await?
+                    .into_iter();
+            if let Some(first) = jobs.next() {
+                self.lock_fetched().extend(jobs);
+                return Ok(Some(first));
             }
         }
         let watched = &queues[self.next_watch.fetch_add(1, Ordering::Relaxed) % queues.len()];
         inflight::fetch_blocking(dedicated, keys, watched, &self.process, FETCH_TIMEOUT).await
+    }
+
+    fn take_fetched(&self) -> Option<Fetched> {
+        self.lock_fetched().pop_front()
+    }
+
+    fn lock_fetched(&self) -> std::sync::MutexGuard<'_, VecDeque<Fetched>> {
+        // A poisoned lock only means a panic between two whole-element operations.
+        self.fetched.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// How many fetches are under way.

@@ -85,6 +85,7 @@ impl Worker {
             client.clone(),
             order.clone(),
             heartbeat.id.clone(),
+            config.concurrency,
         ));
         // The heartbeat outlives the processors: it deregisters only after they have settled.
         let heartbeat_stop = CancellationToken::new();

@@ -6,7 +6,7 @@
 //! in between, the job is still in flight and recovery puts it back in its queue.
 
 use crate::fetcher::Fetcher;
-use gator_core::payload::{ChainLink, Payload, now_ms};
+use gator_core::payload::{ChainLink, Payload, PayloadView, now_ms};
 use gator_core::retry::{DEFAULT_RETRIES, default_backoff};
 use gator_core::store::dead::DeadCap;
 use gator_core::store::inflight::{self, Fetched};
@@ -90,52 +90,48 @@ impl Processor {
 
     /// decode → run → ack | retry | kill, then writes the outcome (retrying while Redis is away).
     async fn process_one(&self, job: &Fetched) {
-        let outcome = match Payload::from_json(&job.raw) {
-            Ok(payload) => self.run_payload(payload, &job.raw).await,
-            Err(e) => {
-                error!(queue = %job.queue, error = %e, "malformed payload: moved to the dead set verbatim");
-                Outcome::Dead {
-                    entry: malformed_entry(job, &e.to_string()),
-                }
-            }
+        let outcome = match PayloadView::parse(&job.raw) {
+            Ok(view) => self.run_job(view, job).await,
+            Err(e) => malformed(job, &e),
         };
         self.write_outcome(job, outcome).await;
     }
 
-    async fn run_payload(&self, mut payload: Payload, raw: &str) -> Outcome {
-        let span = info_span!("job", jid = %payload.jid, job = %payload.job, queue = %payload.queue, attempt = payload.attempt + 1);
+    /// decode → run → the outcome. Reads only the fields running needs, borrowed; the whole
+    /// payload is parsed only to record a failure.
+    async fn run_job(&self, view: PayloadView<'_>, job: &Fetched) -> Outcome {
+        let span = info_span!("job", jid = %view.jid, job = %view.job, queue = %job.queue, attempt = view.attempt + 1);
         async move {
             let started = Instant::now();
-            let started_ms = now_ms();
-            let Some(registration) = self.registry.get(&payload.job) else {
-                let reason = format!(
-                    "no job named {:?} is registered in this worker",
-                    payload.job
-                );
+            let attempt = Attempt {
+                started,
+                started_ms: now_ms(),
+                keep_raw: false,
+            };
+            let Some(registration) = self.registry.get(&view.job) else {
+                let reason = format!("no job named {:?} is registered in this worker", view.job);
                 let policy = Policy {
                     retries: DEFAULT_RETRIES,
                     backoff: default_backoff,
                 };
-                return failed(payload, JobError::new(reason), policy, started, started_ms);
+                return fail(job, JobError::new(reason), policy, attempt);
             };
             let policy = Policy {
                 retries: registration.retries,
                 backoff: registration.backoff,
             };
-            let execution = match (registration.run)(payload.args.clone()) {
+            let execution = match (registration.run)(view.args.get()) {
                 Ok(execution) => execution,
                 Err(e) => {
-                    let reason = format!("arguments do not fit job {:?}: {e}", payload.job);
-                    // Keep the text exactly as it came, for whoever fixes the producer.
-                    payload
-                        .extra
-                        .insert("raw".to_owned(), serde_json::Value::String(raw.to_owned()));
-                    return failed(
-                        payload,
+                    let reason = format!("arguments do not fit job {:?}: {e}", view.job);
+                    return fail(
+                        job,
                         JobError::discard(reason),
                         policy,
-                        started,
-                        started_ms,
+                        Attempt {
+                            keep_raw: true,
+                            ..attempt
+                        },
                     );
                 }
             };
@@ -147,9 +143,9 @@ impl Processor {
                         outcome = "done",
                         "job finished"
                     );
-                    Outcome::Done(payload.chain)
+                    Outcome::Done(view.chain)
                 }
-                Err(e) => failed(payload, e, policy, started, started_ms),
+                Err(e) => fail(job, e, policy, attempt),
             }
         }
         .instrument(span)
@@ -197,6 +193,38 @@ struct Policy {
     backoff: fn(u32) -> Duration,
 }
 
+/// When an attempt started, and whether its failure keeps the payload text verbatim.
+#[derive(Clone, Copy)]
+struct Attempt {
+    started: Instant,
+    started_ms: u64,
+    keep_raw: bool,
+}
+
+/// A failure of `job`: parses its whole payload to record it (see [`failed`]). A payload whose
+/// arguments did not fit keeps its text verbatim in `raw`, for whoever fixes the producer.
+fn fail(job: &Fetched, error: JobError, policy: Policy, attempt: Attempt) -> Outcome {
+    match Payload::from_json(&job.raw) {
+        Ok(mut payload) => {
+            if attempt.keep_raw {
+                payload
+                    .extra
+                    .insert("raw".to_owned(), serde_json::Value::String(job.raw.clone()));
+            }
+            failed(payload, error, policy, attempt.started, attempt.started_ms)
+        }
+        Err(e) => malformed(job, &e),
+    }
+}
+
+/// Text that is not a payload: to the dead set, verbatim.
+fn malformed(job: &Fetched, e: &serde_json::Error) -> Outcome {
+    error!(queue = %job.queue, error = %e, "malformed payload: moved to the dead set verbatim");
+    Outcome::Dead {
+        entry: malformed_entry(job, &e.to_string()),
+    }
+}
+
 /// Records a failure in the payload and decides: another attempt later, or the dead set.
 fn failed(
     mut payload: Payload,
@@ -238,27 +266,62 @@ fn failed(
 /// turning a panic into a failure so the processor carries on. Past `timeout` an async job is
 /// cancelled; a sync job's thread cannot be stopped, so it runs on with its result ignored.
 pub async fn run(execution: Execution, timeout: Option<Duration>) -> JobResult {
-    let mut handle = match execution {
-        Execution::Blocking(body) => tokio::task::spawn_blocking(body),
-        Execution::Async(body) => tokio::spawn(body),
-    };
-    let joined = match timeout {
-        None => handle.await,
-        Some(limit) => match tokio::time::timeout(limit, &mut handle).await {
-            Ok(joined) => joined,
-            Err(_) => {
-                handle.abort();
-                return Err(JobError::new(format!("job timed out after {limit:?}")));
-            }
+    let outcome = match execution {
+        Execution::Blocking(body) => {
+            let handle = tokio::task::spawn_blocking(body);
+            let joined = match timeout {
+                None => handle.await,
+                Some(limit) => match tokio::time::timeout(limit, handle).await {
+                    Ok(joined) => joined,
+                    Err(_) => return Err(timed_out(limit)),
+                },
+            };
+            joined.map_err(|e| {
+                if e.is_panic() {
+                    e.into_panic()
+                } else {
+                    Box::new(e.to_string())
+                }
+            })
+        }
+        // Run in place, not as a task of its own: no spawn and no cross-task wake-up per job.
+        Execution::Async(body) => match timeout {
+            None => CatchUnwind(body).await,
+            Some(limit) => match tokio::time::timeout(limit, CatchUnwind(body)).await {
+                Ok(outcome) => outcome,
+                Err(_) => return Err(timed_out(limit)), // dropping the future cancels the job
+            },
         },
     };
-    match joined {
-        Ok(result) => result,
-        Err(e) if e.is_panic() => Err(JobError::new(format!(
+    outcome.unwrap_or_else(|panic| {
+        Err(JobError::new(format!(
             "job panicked: {}",
-            panic_message(e.into_panic())
-        ))),
-        Err(e) => Err(JobError::new(format!("job was cancelled: {e}"))),
+            panic_message(panic)
+        )))
+    })
+}
+
+fn timed_out(limit: Duration) -> JobError {
+    JobError::new(format!("job timed out after {limit:?}"))
+}
+
+/// Polls a job's future, turning a panic into an `Err` with the panic's payload, so one job's
+/// panic is its own failure and not the processor's.
+struct CatchUnwind(std::pin::Pin<Box<dyn Future<Output = JobResult> + Send>>);
+
+impl Future for CatchUnwind {
+    type Output = Result<JobResult, Box<dyn std::any::Any + Send>>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let body = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body.poll(cx))) {
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Ok(std::task::Poll::Ready(result)) => std::task::Poll::Ready(Ok(result)),
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
     }
 }
 

@@ -24,7 +24,7 @@ async fn fill(redis: &RedisServer, queue: &str, n: usize) {
 async fn fetch_many(redis: &RedisServer, spec: &str, n: usize) -> Vec<String> {
     let client = client(&redis.url()).await;
     let order = QueueOrder::new(spec.parse::<QueueSelection>().unwrap());
-    let fetcher = Fetcher::new(client.clone(), Arc::new(order), "test-process".into());
+    let fetcher = Fetcher::new(client.clone(), Arc::new(order), "test-process".into(), 1);
     let mut conn = client.dedicated_connection().await.unwrap();
     let mut queues = Vec::with_capacity(n);
     for _ in 0..n {

@@ -43,6 +43,31 @@ pub async fn fetch(
     }))
 }
 
+/// Takes up to `max` jobs of `queue` into `process`'s in-flight list in one call
+/// (`fetch.lua`), oldest first. Never blocks.
+pub async fn fetch_batch(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    process: &str,
+    max: usize,
+) -> Result<Vec<Fetched>> {
+    let raws: Vec<String> = scripts::FETCH
+        .key(keys.queue(queue))
+        .key(keys.inflight(queue, process))
+        .arg(max.max(1))
+        .invoke_async(conn)
+        .await?;
+    Ok(raws
+        .into_iter()
+        .map(|raw| Fetched {
+            queue: queue.to_owned(),
+            process: process.to_owned(),
+            raw,
+        })
+        .collect())
+}
+
 /// Waits up to `timeout` for a job of `queue` and takes it into `process`'s in-flight list
 /// (BLMOVE). `conn` must be a dedicated connection whose response timeout exceeds `timeout`:
 /// a client that gives up early would leave the server to move a job nobody handles (it would

@@ -18,6 +18,8 @@ macro_rules! scripts {
 scripts! {
     /// `lua/promote_due.lua`: move due jobs from a scheduled or retry set to the queue.
     PROMOTE_DUE => "promote_due.lua";
+    /// `lua/fetch.lua`: move a batch of jobs from a queue into a process's in-flight list.
+    FETCH => "fetch.lua";
     /// `lua/ack.lua`: settle a success (and move a chain's next step to its queue).
     ACK => "ack.lua";
     /// `lua/retry.lua`: settle a failure that runs again later.
