@@ -39,7 +39,9 @@
 //! `cannot reach redis; retrying` (error: `redis_url`, `error`, `retry_in_s`),
 //! `fetch failed` / `cannot record a job's outcome; trying again` (warn: `error`),
 //! `malformed payload: moved to the dead set verbatim` (error: `queue`, `error`),
-//! `shutdown timeout reached: putting unfinished jobs back in their queues` (warn: `jobs`).
+//! `job was no longer in flight (recovered meanwhile); …` (warn: `queue`),
+//! `recovered the in-flight jobs of a dead worker process` (warn: `process`, `jobs`),
+//! `put unfinished jobs back at the head of their queues` (warn: `jobs`).
 //! `RUST_LOG` filters them (default `info`).
 
 pub mod admin;
