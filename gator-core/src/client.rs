@@ -4,12 +4,13 @@
 use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
-use crate::payload;
+use crate::payload::{self, Payload};
 use crate::store::{self, keys::Keys};
 use redis::AsyncConnectionConfig;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use std::sync::{Arc, RwLock};
-use std::time::{Duration, SystemTime};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Where the process-wide default client connects unless `GATOR_REDIS_URL` says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
@@ -33,7 +34,13 @@ struct Inner {
     shared: ConnectionManager,
     /// Dedicated connections for blocking commands, with no response timeout.
     blocking: deadpool_redis::Pool,
+    /// When this client last recorded each queue in the known-queues set.
+    registered: Mutex<HashMap<String, Instant>>,
 }
+
+/// How often a client re-records a queue it dispatches to in the known-queues set: once per
+/// queue would miss a set emptied by hand; every dispatch costs a command each time.
+const REGISTER_EVERY: Duration = Duration::from_secs(60);
 
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -92,6 +99,7 @@ impl ClientBuilder {
                 keys,
                 shared,
                 blocking,
+                registered: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -147,12 +155,7 @@ impl Client {
     /// Enqueues `job` now; returns its jid.
     pub async fn dispatch<J: Job>(&self, job: PendingJob<J>) -> Result<String> {
         let payload = encode(job)?;
-        store::queue::enqueue(
-            &mut self.connection(),
-            self.keys(),
-            std::slice::from_ref(&payload),
-        )
-        .await?;
+        self.enqueue(std::slice::from_ref(&payload)).await?;
         Ok(payload.jid)
     }
 
@@ -165,7 +168,7 @@ impl Client {
         if payloads.is_empty() {
             return Ok(Vec::new());
         }
-        store::queue::enqueue(&mut self.connection(), self.keys(), &payloads).await?;
+        self.enqueue(&payloads).await?;
         Ok(payloads.into_iter().map(|p| p.jid).collect())
     }
 
@@ -179,12 +182,7 @@ impl Client {
         let due = time.into().to_ms()?;
         let mut payload = encode(job)?;
         if due <= payload::now_ms() {
-            store::queue::enqueue(
-                &mut self.connection(),
-                self.keys(),
-                std::slice::from_ref(&payload),
-            )
-            .await?;
+            self.enqueue(std::slice::from_ref(&payload)).await?;
             return Ok(payload.jid);
         }
         // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
@@ -218,6 +216,39 @@ impl Client {
         }
         store::chain::create(&mut self.connection(), self.keys(), &steps, due).await?;
         Ok(id)
+    }
+
+    /// Pushes payloads to their queues, recording the queues in the known-queues set when this
+    /// client has not done so in the last [`REGISTER_EVERY`].
+    async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
+        let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
+        let pushed =
+            store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await;
+        if register && pushed.is_ok() {
+            let now = Instant::now();
+            let mut registered = self
+                .inner
+                .registered
+                .lock()
+                .unwrap_or_else(|e| e.into_inner());
+            for p in payloads {
+                registered.insert(p.queue.clone(), now);
+            }
+        }
+        pushed
+    }
+
+    fn due_for_registering<'a>(&self, mut queues: impl Iterator<Item = &'a str>) -> bool {
+        let registered = self
+            .inner
+            .registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        queues.any(|q| {
+            registered
+                .get(q)
+                .is_none_or(|at| at.elapsed() >= REGISTER_EVERY)
+        })
     }
 
     /// How many jobs wait in `queue`.

@@ -17,7 +17,7 @@ use crate::heartbeat::Heartbeat;
 use crate::poller::Poller;
 use crate::processor::Processor;
 use crate::recovery::Recovery;
-use gator_core::store::inflight;
+use gator_core::store::{self, inflight};
 use gator_core::{Client, Registry};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,6 +62,12 @@ impl Worker {
         if let Err(e) = order.refresh(&client).await {
             warn!(error = %e, "could not read the known queues yet");
         }
+        // The queues it serves are known from now on, even if no client has dispatched to them.
+        if let Err(e) =
+            store::queue::register(&mut client.connection(), client.keys(), &order.all()).await
+        {
+            warn!(error = %e, "could not record the served queues as known");
+        }
         info!(
             queues = %config.queues, concurrency = config.concurrency, namespace = %config.namespace,
             jobs = ?registry.names(), "worker started"
@@ -77,6 +83,7 @@ impl Worker {
         let recovery = Recovery {
             client: client.clone(),
             own_id: heartbeat.id.clone(),
+            served: order.clone(),
         };
         if let Err(e) = recovery.tick().await {
             warn!(error = %e, "could not look for dead worker processes at start");

@@ -6,11 +6,13 @@
 //! predecessor's jobs without waiting for the TTL). Each queue's in-flight list is recovered by
 //! one atomic script, so two workers recovering the same process move each job once.
 
+use crate::fetcher::QueueOrder;
 use crate::heartbeat::{PROCESS_TTL, hostname};
 use gator_core::Client;
 use gator_core::payload::now_ms;
 use gator_core::store::{inflight, processes};
 use rand::RngExt;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -25,6 +27,8 @@ pub struct Recovery {
     pub client: Client,
     /// This process's id, never recovered by itself while it runs.
     pub own_id: String,
+    /// The queues this worker serves: searched for orphans as well as the known-queues set.
+    pub served: Arc<QueueOrder>,
 }
 
 impl Recovery {
@@ -56,7 +60,12 @@ impl Recovery {
         if dead.is_empty() {
             return Ok(0);
         }
-        let queues = self.client.known_queues().await?;
+        let mut queues = self.client.known_queues().await?;
+        for queue in self.served.all() {
+            if !queues.contains(&queue) {
+                queues.push(queue);
+            }
+        }
         let mut total = 0;
         for id in dead {
             let mut recovered = 0;

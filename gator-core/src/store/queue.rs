@@ -7,15 +7,18 @@ use crate::store::keys::Keys;
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 
-/// Pushes `payloads` to the tails of their queues' lists in one round trip.
+/// Pushes `payloads` to the tails of their queues' lists in one round trip; with `register`,
+/// first records each queue in the known-queues set, in the same pipeline.
 ///
-/// The queue goes into the known-queues set first, in the same pipeline: the set is a global
-/// key and is never written inside a per-queue script (Redis Cluster), and the order means a
-/// failure between the two can leave an empty queue listed, never a job nobody looks for.
+/// The set is a global key, so it is never written inside a per-queue script (Redis Cluster),
+/// and SADD comes first: a failure between the two can leave an empty queue listed, never a
+/// job nobody looks for. A client registers a queue on its first dispatch and then about once
+/// a minute ([`crate::client::Client`] remembers), so most dispatches are a single RPUSH.
 pub async fn enqueue(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     payloads: &[Payload],
+    register: bool,
 ) -> Result<()> {
     let mut by_queue: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in payloads {
@@ -26,10 +29,29 @@ pub async fn enqueue(
     }
     let mut pipe = redis::pipe();
     for (queue, jobs) in &by_queue {
-        pipe.sadd(keys.queues(), *queue).ignore();
+        if register {
+            pipe.sadd(keys.queues(), *queue).ignore();
+        }
         pipe.rpush(keys.queue(queue), jobs).ignore();
     }
     pipe.query_async::<()>(conn).await?;
+    Ok(())
+}
+
+/// Records `queues` in the known-queues set (a worker does this for the queues it serves).
+pub async fn register(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queues: &[String],
+) -> Result<()> {
+    if queues.is_empty() {
+        return Ok(());
+    }
+    redis::cmd("SADD")
+        .arg(keys.queues())
+        .arg(queues)
+        .query_async::<()>(conn)
+        .await?;
     Ok(())
 }
 
