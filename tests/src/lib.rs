@@ -34,9 +34,12 @@ const LOG_TAIL_LINES: usize = 60;
 /// Options for [`RedisServer::start_with`].
 #[derive(Debug, Clone, Default)]
 pub struct ServerOptions {
-    /// Turn on the append-only file (`appendfsync everysec`) so data survives
-    /// [`RedisServer::restart`].
+    /// Turn on the append-only file (`appendfsync everysec`, or `always` with
+    /// `fsync_always`) so data survives [`RedisServer::restart`].
     pub appendonly: bool,
+    /// With `appendonly`, fsync the AOF before every reply (`appendfsync always`), so even a
+    /// SIGKILL of the server ([`RedisServer::kill`]) loses no acknowledged write.
+    pub fsync_always: bool,
 }
 
 /// A `redis-server` child process owned by one test; killed on drop.
@@ -323,7 +326,12 @@ fn launch(dir: &Path, port: u16, opts: &ServerOptions) -> Launch {
         .arg(log_path(dir));
     cmd.args(["--appendonly", if opts.appendonly { "yes" } else { "no" }]);
     if opts.appendonly {
-        cmd.args(["--appendfsync", "everysec"]);
+        let fsync = if opts.fsync_always {
+            "always"
+        } else {
+            "everysec"
+        };
+        cmd.args(["--appendfsync", fsync]);
     }
     let mut child = match cmd
         .stdin(Stdio::null())
@@ -433,7 +441,10 @@ mod tests {
 
     #[tokio::test]
     async fn restart_with_aof_keeps_data() {
-        let mut server = RedisServer::start_with(ServerOptions { appendonly: true });
+        let mut server = RedisServer::start_with(ServerOptions {
+            appendonly: true,
+            ..ServerOptions::default()
+        });
         let (port, old_pid) = (server.port(), server.pid());
         assert_eq!(server.cli(&["SET", "survivor", "yes"]), "OK");
         server.restart();

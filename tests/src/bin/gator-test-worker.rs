@@ -1,5 +1,6 @@
-//! A worker binary for the tests that need a real process (signals, kills), with one job.
+//! A worker binary for the tests that need a real process (signals, kills), with their jobs.
 use gator_core::job;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Sets `test:started` to "s1", sleeps `millis`, then sets `test:finished` to "s1".
 #[job]
@@ -31,6 +32,86 @@ async fn count_run(id: u64) -> gator_core::Result<()> {
         .query_async::<()>(&mut client.connection())
         .await?;
     Ok(())
+}
+
+// The chaos suite's jobs (`tests/tests/chaos.rs`). Each records its runs in Redis, so the
+// test can tell a lost job (no run) from a duplicate (two runs). A failed Redis write during
+// an outage is an `Err`: the job is retried, and records its run on a later attempt. The
+// short backoff keeps those retries (and the flaky jobs' planned one) inside the test's time.
+
+/// Chaos suite: counts a run of job `id` in the hash `chaos:runs`, between two short random
+/// sleeps, so that a killed worker dies holding jobs both before and after they recorded.
+#[job(queue = "chaos-default", backoff = ["200ms"])]
+async fn chaos_plain(id: u64) -> Result<(), String> {
+    chaos_nap(id).await;
+    chaos_record(id).await?;
+    chaos_nap(id).await;
+    Ok(())
+}
+
+/// Chaos suite: fails its first attempt on purpose (counted in `chaos:attempts`), then on
+/// later attempts counts its run like [`chaos_plain`].
+#[job(queue = "chaos-default", backoff = ["200ms"])]
+async fn chaos_flaky(id: u64) -> Result<(), String> {
+    let attempts: u64 = redis::cmd("HINCRBY")
+        .arg("chaos:attempts")
+        .arg(id)
+        .arg(1)
+        .query_async(&mut chaos_connection().await?)
+        .await
+        .map_err(|e| e.to_string())?;
+    if attempts == 1 {
+        return Err("the first attempt of a flaky job fails on purpose".to_owned());
+    }
+    chaos_plain(id).await
+}
+
+/// Chaos suite: step `step` of chain `chain`: appends `step` to the list `chaos:chain:<chain>`
+/// and counts its run under `id`, in one transaction so the list and the count agree.
+#[job(queue = "chaos-default", backoff = ["200ms"])]
+async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
+    chaos_nap(id).await;
+    redis::pipe()
+        .atomic()
+        .rpush(format!("chaos:chain:{chain}"), step)
+        .ignore()
+        .hincr("chaos:runs", id, 1)
+        .ignore()
+        .query_async::<()>(&mut chaos_connection().await?)
+        .await
+        .map_err(|e| e.to_string())?;
+    chaos_nap(id).await;
+    Ok(())
+}
+
+/// The worker's own Redis connection (the worker makes its client the default).
+async fn chaos_connection() -> Result<redis::aio::ConnectionManager, String> {
+    let client = gator_core::default_client()
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(client.connection())
+}
+
+/// `HINCRBY chaos:runs <id> 1`.
+async fn chaos_record(id: u64) -> Result<(), String> {
+    redis::cmd("HINCRBY")
+        .arg("chaos:runs")
+        .arg(id)
+        .arg(1)
+        .query_async::<()>(&mut chaos_connection().await?)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Sleeps 0–29 ms, varying with the job and the clock (no RNG crate needed for this). Two
+/// naps a run cap 30 processors at about 1,000 jobs/s however fast the machine, so the chaos
+/// test's events strike while jobs are still waiting.
+async fn chaos_nap(id: u64) {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()));
+    let mix = (id ^ nanos).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    tokio::time::sleep(Duration::from_millis(mix % 30)).await;
 }
 
 fn main() -> std::process::ExitCode {

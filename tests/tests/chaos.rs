@@ -1,0 +1,655 @@
+//! Chaos: 20,000 jobs all reach their outcome while worker processes are SIGKILLed and Redis
+//! is frozen and killed. Ignored by default (about 40 s on 2 cores); CI runs it with
+//! `cargo test -p gator-tests --test chaos -- --ignored --nocapture`.
+//!
+//! 1. A private redis-server with AOF and `appendfsync always` (see [`redis_server`]).
+//! 2. Three `gator-test-worker` processes on `chaos-high:3,chaos-default:2,chaos-low:1`.
+//! 3. 20,000 jobs: plain, flaky (the first attempt fails), scheduled 2–5 s ahead, and 300
+//!    chains of three steps across the queues. Every job counts its runs in `chaos:runs`.
+//! 4. Seven events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
+//!    respawned at once; Redis frozen with SIGSTOP for 10 s; Redis SIGKILLed and restarted.
+//! 5. Waits until every queue, scheduled set, retry set, in-flight list and chain list is
+//!    empty, then checks: every job ran, none died, chains ran in order, and duplicates stay
+//!    within what the kills and outages can explain (at least once, not "at most once").
+//!
+//! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
+
+use gator_core::{Chain, Client, job};
+use gator_tests::{RedisServer, ServerOptions, client, wait_until};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tempfile::TempDir;
+use tokio::task::JoinSet;
+
+const JOBS: u64 = 20_000;
+const CHAINS: u64 = 300;
+const STEPS: u64 = 3;
+const QUEUES: [&str; 3] = ["chaos-high", "chaos-default", "chaos-low"];
+const QUEUE_SPEC: &str = "chaos-high:3,chaos-default:2,chaos-low:1";
+const WORKERS: usize = 3;
+const CONCURRENCY: usize = 10;
+const WORKER_KILLS: usize = 5;
+const REDIS_PAUSE: Duration = Duration::from_secs(10);
+/// Long enough that workers meet refused connections and back off, not just one failed call.
+const REDIS_DOWN: Duration = Duration::from_secs(2);
+const DRAIN_DEADLINE: Duration = Duration::from_secs(180);
+/// Each Redis outage can cut off at most one Redis call per processor, and such a call may have
+/// been applied without its reply arriving (a job's run recorded, then failed and retried).
+const OUTAGE_DUPLICATES: u64 = 2 * (WORKERS * CONCURRENCY) as u64;
+
+// The worker binary runs these jobs; here they only give typed calls with the same wire
+// names and argument types. Their bodies never run in this process.
+#[job(queue = "chaos-default")]
+async fn chaos_plain(_id: u64) {}
+
+#[job(queue = "chaos-default")]
+async fn chaos_flaky(_id: u64) {}
+
+#[job(queue = "chaos-default")]
+async fn chaos_step(_chain: u64, _step: u32, _id: u64) {}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "chaos suite: run with cargo test -p gator-tests --test chaos -- --ignored --nocapture"]
+async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() {
+    let (mut rng, seed) = Rng::seeded();
+    eprintln!("chaos: seed {seed} (CHAOS_SEED={seed} replays the events)");
+    let mut redis = redis_server();
+    let mut fleet = Fleet::start(&redis.url());
+    wait_until(
+        "three registered workers",
+        Duration::from_secs(20),
+        || async { redis.cli(&["ZCARD", "gator:processes"]) == WORKERS.to_string() },
+    )
+    .await;
+
+    let started = Instant::now();
+    let plan = enqueue(&client(&redis.url()).await, &mut rng).await;
+    let chaos = unleash(&mut redis, &mut fleet, &mut rng).await;
+    let recoveries_ms: Vec<u128> = chaos.recoveries.iter().map(Duration::as_millis).collect();
+    eprintln!(
+        "chaos: events (jobs not yet run): {:?}; recovery after each respawn, ms: {recoveries_ms:?}",
+        chaos.timeline
+    );
+    let leftovers = drain(&redis).await;
+    let took = started.elapsed();
+    let live = (
+        fleet.pids(),
+        redis.cli(&["ZRANGE", "gator:processes", "0", "-1"]),
+    );
+    let statuses = fleet.stop();
+    let errors = fleet.log_lines("ERROR");
+
+    let runs: HashMap<u64, u64> = query(&redis, redis::cmd("HGETALL").arg("chaos:runs")).await;
+    let missing: Vec<u64> = (0..JOBS).filter(|id| !runs.contains_key(id)).collect();
+    assert!(
+        leftovers.is_empty() && missing.is_empty(),
+        "not drained {DRAIN_DEADLINE:?} after the chaos: {leftovers:#?}\n{} jobs never ran, first 20: {:?}\n\
+         worker pids and registered processes at the deadline: {live:?}",
+        missing.len(),
+        &missing[..missing.len().min(20)]
+    );
+    assert_no_dead_jobs(&redis).await;
+    assert_flaky_jobs_failed_first(&redis, &plan.flaky).await;
+    let chain_duplicates = assert_chains_ran_in_order(&redis).await;
+    assert!(
+        statuses.iter().all(|s| s.success()),
+        "workers did not stop cleanly after the chaos: {statuses:?}"
+    );
+    assert_eq!(
+        redis.cli(&["ZCARD", "gator:processes"]),
+        "0",
+        "stopped and killed workers are all deregistered"
+    );
+
+    let (in_killed, other) = duplicates(&runs, &chaos.in_flight_ids);
+    let (last_event, backlog) = chaos.timeline.last().copied().expect("seven events");
+    assert!(
+        backlog > 0,
+        "every job had run before the last event ({last_event:?}): the chaos hit an idle system"
+    );
+    report(
+        &plan,
+        &chaos,
+        seed,
+        (in_killed, other, chain_duplicates),
+        took,
+    );
+    eprintln!(
+        "chaos: {} error lines in the worker logs{}",
+        errors.len(),
+        errors
+            .iter()
+            .take(5)
+            .map(|e| format!("\n  {e}"))
+            .collect::<String>()
+    );
+    assert!(
+        other <= OUTAGE_DUPLICATES,
+        "{other} duplicate runs of jobs that were in no killed worker's in-flight list; \
+         the two Redis outages explain at most {OUTAGE_DUPLICATES}"
+    );
+    assert!(
+        in_killed + other <= chaos.in_flight_total + OUTAGE_DUPLICATES,
+        "{} duplicate runs; the kills ({} jobs in flight) and outages explain at most {}",
+        in_killed + other,
+        chaos.in_flight_total,
+        chaos.in_flight_total + OUTAGE_DUPLICATES
+    );
+}
+
+/// Redis with AOF and `appendfsync always`: Redis fsyncs before it replies, so its SIGKILL
+/// loses no write a worker saw succeed. With `everysec` the last second of fetches and acks
+/// could vanish, and a job could run twice or an acked chain step lose its successor for a
+/// reason that is Redis's durability, not Gator's (README, "Never lose a job").
+fn redis_server() -> RedisServer {
+    RedisServer::start_with(ServerOptions {
+        appendonly: true,
+        fsync_always: true,
+    })
+}
+
+/// What was enqueued, for the checks and the report.
+struct Plan {
+    plain: usize,
+    flaky: Vec<u64>,
+    scheduled: usize,
+}
+
+/// Enqueues [`JOBS`] jobs with ids `0..JOBS`: the chains' steps first (id = chain × 3 + step
+/// − 1), then plain, flaky (about 10%) and scheduled (about 10%) jobs on random queues.
+async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
+    let mut pending = JoinSet::new();
+    for c in 0..CHAINS {
+        let step = |s: u64| {
+            let queue = QUEUES[((c + s) % 3) as usize];
+            ChaosStep::call(c, s as u32, c * STEPS + s - 1).queue(queue)
+        };
+        let chain = Chain::new().then(step(1)).then(step(2)).then(step(3));
+        let client = client.clone();
+        pending.spawn(async move { chain.dispatch_with(&client).await });
+    }
+    let (mut plain, mut flaky, mut flaky_ids, mut scheduled) = (vec![], vec![], vec![], 0);
+    for id in CHAINS * STEPS..JOBS {
+        let queue = QUEUES[rng.below(3) as usize];
+        match rng.below(10) {
+            0 => {
+                flaky.push(ChaosFlaky::call(id).queue(queue));
+                flaky_ids.push(id);
+            }
+            1 => {
+                let due = SystemTime::now() + rng.millis(2000, 5000);
+                let client = client.clone();
+                let job = ChaosPlain::call(id).queue(queue);
+                pending.spawn(async move { client.dispatch_at(job, due).await });
+                scheduled += 1;
+            }
+            _ => plain.push(ChaosPlain::call(id).queue(queue)),
+        }
+    }
+    let plain_count = plain.len();
+    client
+        .dispatch_many(plain)
+        .await
+        .expect("enqueue plain jobs");
+    client
+        .dispatch_many(flaky)
+        .await
+        .expect("enqueue flaky jobs");
+    while let Some(done) = pending.join_next().await {
+        done.expect("a dispatch task")
+            .expect("a chain or scheduled dispatch");
+    }
+    Plan {
+        plain: plain_count,
+        flaky: flaky_ids,
+        scheduled,
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    KillWorker,
+    PauseRedis,
+    KillRedis,
+}
+
+/// What the chaos did, for the checks and the report.
+#[derive(Default)]
+struct ChaosLog {
+    /// Ids in a killed worker's in-flight lists when it died: the only jobs a kill can run twice.
+    in_flight_ids: HashSet<u64>,
+    /// The same, counted once per kill (a job can be in flight in two killed workers in turn).
+    in_flight_total: u64,
+    /// From each respawn until the killed process's in-flight jobs were back in their queues.
+    recoveries: Vec<Duration>,
+    /// Each event, and how many jobs had not run yet when it struck.
+    timeline: Vec<(Event, u64)>,
+}
+
+/// Runs the seven events in a random order, a random 0.3–1.5 s apart.
+async fn unleash(redis: &mut RedisServer, fleet: &mut Fleet, rng: &mut Rng) -> ChaosLog {
+    let mut events = vec![Event::KillWorker; WORKER_KILLS];
+    events.extend([Event::PauseRedis, Event::KillRedis]);
+    for i in (1..events.len()).rev() {
+        events.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut log = ChaosLog::default();
+    for event in events {
+        tokio::time::sleep(rng.millis(300, 1500)).await;
+        let ran: u64 = query(redis, redis::cmd("HLEN").arg("chaos:runs")).await;
+        log.timeline.push((event, JOBS.saturating_sub(ran)));
+        match event {
+            Event::KillWorker => {
+                let slot = rng.below(WORKERS as u64) as usize;
+                kill_worker(redis, fleet, slot, &mut log).await;
+            }
+            Event::PauseRedis => {
+                redis.pause();
+                tokio::time::sleep(REDIS_PAUSE).await;
+                redis.resume();
+            }
+            Event::KillRedis => {
+                redis.kill();
+                tokio::time::sleep(REDIS_DOWN).await;
+                tokio::task::block_in_place(|| redis.restart());
+            }
+        }
+    }
+    log
+}
+
+/// SIGKILLs the worker in `slot`, notes the jobs it died holding, respawns it, and waits until
+/// those jobs are recovered (the successor, on the same host, sees the pid is gone at start).
+async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &mut ChaosLog) {
+    // Frozen first, so its in-flight lists can be read exactly as they are when it dies: a
+    // stopped process sends nothing, and 50 ms lets Redis apply what it had already sent.
+    let pid = fleet.freeze(slot);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let orphans = in_flight_of(redis, pid).await;
+    fleet.kill(slot);
+    log.in_flight_total += orphans.len() as u64;
+    log.in_flight_ids.extend(orphans);
+    fleet.respawn(slot);
+    let respawned = Instant::now();
+    wait_until(
+        "the killed worker's in-flight jobs to be recovered",
+        Duration::from_secs(30),
+        || async {
+            in_flight_of(redis, pid).await.is_empty()
+                && !redis
+                    .cli(&["ZRANGE", "gator:processes", "0", "-1"])
+                    .contains(&format!(":{pid}:"))
+        },
+    )
+    .await;
+    log.recoveries.push(respawned.elapsed());
+}
+
+/// The ids of the jobs in the in-flight lists of the worker process with `pid`.
+async fn in_flight_of(redis: &RedisServer, pid: u32) -> Vec<u64> {
+    let pattern = format!("gator:*:inflight:*:{pid}:*");
+    let keys: Vec<String> = query(redis, redis::cmd("KEYS").arg(pattern)).await;
+    let mut ids = Vec::new();
+    for key in keys {
+        let jobs: Vec<String> = query(redis, redis::cmd("LRANGE").arg(key).arg(0).arg(-1)).await;
+        ids.extend(jobs.iter().map(|job| job_id(job)));
+    }
+    ids
+}
+
+/// The test's id of a job from its payload: the last argument of a chain step, else the only one.
+fn job_id(payload: &str) -> u64 {
+    let payload: Value = serde_json::from_str(payload).expect("an in-flight payload is JSON");
+    let args = payload["args"].as_array().expect("a payload has args");
+    args.last()
+        .and_then(Value::as_u64)
+        .expect("a chaos job's id")
+}
+
+/// Waits until nothing is left to run, or [`DRAIN_DEADLINE`] passes; returns what was left.
+async fn drain(redis: &RedisServer) -> Vec<String> {
+    let deadline = Instant::now() + DRAIN_DEADLINE;
+    loop {
+        let left = leftovers(redis).await;
+        if left.is_empty() || Instant::now() >= deadline {
+            return left;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Every key still holding work, with its size, and how many jobs have not run yet.
+async fn leftovers(redis: &RedisServer) -> Vec<String> {
+    let mut keys = Vec::new();
+    for queue in QUEUES {
+        keys.push((format!("gator:{{{queue}}}:queue"), "LLEN"));
+        keys.push((format!("gator:{{{queue}}}:scheduled"), "ZCARD"));
+        keys.push((format!("gator:{{{queue}}}:retry"), "ZCARD"));
+    }
+    for pattern in ["gator:*:inflight:*", "gator:*:chain:*"] {
+        let found: Vec<String> = query(redis, redis::cmd("KEYS").arg(pattern)).await;
+        keys.extend(found.into_iter().map(|key| (key, "LLEN")));
+    }
+    let mut left = Vec::new();
+    for (key, len) in keys {
+        let n: u64 = query(redis, redis::cmd(len).arg(&key)).await;
+        if n > 0 {
+            left.push(format!("{key}: {n}"));
+        }
+    }
+    let ran: u64 = query(redis, redis::cmd("HLEN").arg("chaos:runs")).await;
+    if ran < JOBS {
+        left.push(format!("{} jobs not run yet", JOBS - ran));
+    }
+    left
+}
+
+async fn assert_no_dead_jobs(redis: &RedisServer) {
+    for queue in QUEUES {
+        let dead = redis.zset_json(&format!("gator:{{{queue}}}:dead")).await;
+        let errors: Vec<&Value> = dead.iter().map(|entry| &entry["error"]).take(10).collect();
+        assert!(
+            dead.is_empty(),
+            "{} jobs died on {queue}; errors of the first 10: {errors:?}",
+            dead.len()
+        );
+    }
+}
+
+/// Every flaky job failed its first attempt on purpose, so it ran at least twice.
+async fn assert_flaky_jobs_failed_first(redis: &RedisServer, flaky: &[u64]) {
+    let attempts: HashMap<u64, u64> =
+        query(redis, redis::cmd("HGETALL").arg("chaos:attempts")).await;
+    let short: Vec<u64> = flaky
+        .iter()
+        .copied()
+        .filter(|id| attempts.get(id).copied().unwrap_or(0) < 2)
+        .collect();
+    assert!(
+        short.is_empty(),
+        "{} flaky jobs were attempted fewer than twice, first 20: {:?}",
+        short.len(),
+        &short[..short.len().min(20)]
+    );
+}
+
+/// Checks every chain's list of step runs; returns how many step runs were duplicates.
+async fn assert_chains_ran_in_order(redis: &RedisServer) -> u64 {
+    let mut pipe = redis::pipe();
+    for c in 0..CHAINS {
+        pipe.lrange(format!("chaos:chain:{c}"), 0, -1);
+    }
+    let lists: Vec<Vec<u32>> = pipe
+        .query_async(&mut redis.client().await)
+        .await
+        .expect("read the chains' lists");
+    let mut duplicates = 0;
+    for (c, steps) in lists.iter().enumerate() {
+        match chain_order(steps) {
+            Ok(extra) => duplicates += extra,
+            Err(e) => panic!("chain {c} ran out of order: {e}"),
+        }
+    }
+    duplicates
+}
+
+/// For the step numbers in the order they ran: every step ran, each first ran after the step
+/// before it first ran, and nothing else is there. Returns how many runs were duplicates.
+fn chain_order(steps: &[u32]) -> Result<u64, String> {
+    if let Some(bad) = steps.iter().find(|s| !(1..=STEPS as u32).contains(s)) {
+        return Err(format!("no step {bad} in a chain of {STEPS}: {steps:?}"));
+    }
+    let mut previous = None;
+    for step in 1..=STEPS as u32 {
+        let Some(first) = steps.iter().position(|s| *s == step) else {
+            return Err(format!("step {step} never ran: {steps:?}"));
+        };
+        if previous.is_some_and(|p| first < p) {
+            return Err(format!(
+                "step {step} ran before step {}: {steps:?}",
+                step - 1
+            ));
+        }
+        previous = Some(first);
+    }
+    Ok(steps.len() as u64 - STEPS)
+}
+
+/// Extra runs, split into jobs that were in flight in a killed worker and the rest.
+fn duplicates(runs: &HashMap<u64, u64>, in_flight: &HashSet<u64>) -> (u64, u64) {
+    let (mut in_killed, mut other) = (0, 0);
+    for (id, n) in runs {
+        let extra = n.saturating_sub(1);
+        if in_flight.contains(id) {
+            in_killed += extra;
+        } else {
+            other += extra;
+        }
+    }
+    (in_killed, other)
+}
+
+fn report(
+    plan: &Plan,
+    chaos: &ChaosLog,
+    seed: u64,
+    (in_killed, other, chain_duplicates): (u64, u64, u64),
+    took: Duration,
+) {
+    let recoveries_ms: Vec<u128> = chaos.recoveries.iter().map(Duration::as_millis).collect();
+    let duplicates = in_killed + other;
+    eprintln!(
+        "chaos: {JOBS} jobs ({} plain, {} flaky, {} scheduled, {CHAINS} chains of {STEPS}), \
+         {WORKER_KILLS} worker kills ({} jobs in flight), redis paused {}s and restarted; \
+         duplicates: {duplicates} ({in_killed} in killed workers, {other} around redis outages, \
+         {chain_duplicates} of them chain steps); took {:.1} s",
+        plan.plain,
+        plan.flaky.len(),
+        plan.scheduled,
+        chaos.in_flight_total,
+        REDIS_PAUSE.as_secs(),
+        took.as_secs_f64()
+    );
+    let result = serde_json::json!({
+        "seed": seed,
+        "jobs": JOBS,
+        "worker_kills": WORKER_KILLS,
+        "in_flight_at_kills": chaos.in_flight_total,
+        "max_recovery_ms": recoveries_ms.iter().max(),
+        "duplicates": duplicates,
+        "duplicates_in_killed_workers": in_killed,
+        "duplicates_around_redis_outages": other,
+        "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
+    });
+    println!("RESULT chaos {result}");
+}
+
+/// Runs `cmd` on a fresh connection (Redis may have restarted since the last one).
+async fn query<T: redis::FromRedisValue>(redis: &RedisServer, cmd: &mut redis::Cmd) -> T {
+    cmd.query_async(&mut redis.client().await)
+        .await
+        .unwrap_or_else(|e| panic!("{cmd:?}: {e}"))
+}
+
+/// The worker processes, one per slot; each slot's stderr goes to a log file, appended to
+/// across respawns, printed when the test fails.
+struct Fleet {
+    url: String,
+    children: Vec<Child>,
+    // Declared last so the logs outlive the processes writing them.
+    dir: TempDir,
+}
+
+impl Fleet {
+    fn start(url: &str) -> Fleet {
+        let dir = tempfile::Builder::new()
+            .prefix("gator-chaos-")
+            .tempdir()
+            .expect("a temp dir for the worker logs");
+        let mut fleet = Fleet {
+            url: url.to_owned(),
+            children: Vec::new(),
+            dir,
+        };
+        fleet.children = (0..WORKERS).map(|slot| fleet.spawn(slot)).collect();
+        fleet
+    }
+
+    fn log(&self, slot: usize) -> PathBuf {
+        self.dir.path().join(format!("worker-{slot}.log"))
+    }
+
+    /// Every line of every worker's log that contains `needle`.
+    fn log_lines(&self, needle: &str) -> Vec<String> {
+        (0..WORKERS)
+            .flat_map(|slot| {
+                let log = std::fs::read_to_string(self.log(slot)).unwrap_or_default();
+                let found: Vec<String> = log
+                    .lines()
+                    .filter(|line| line.contains(needle))
+                    .map(str::to_owned)
+                    .collect();
+                found
+            })
+            .collect()
+    }
+
+    fn spawn(&self, slot: usize) -> Child {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log(slot))
+            .expect("open a worker log");
+        Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
+            .args(["--redis-url", &self.url, "--queues", QUEUE_SPEC])
+            .args(["--concurrency", &CONCURRENCY.to_string()])
+            .args(["--shutdown-timeout", "5s"])
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start a worker process")
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.children.iter().map(Child::id).collect()
+    }
+
+    /// SIGSTOPs the worker in `slot`; returns its pid.
+    ///
+    /// # Panics
+    /// If the worker exited by itself: a worker must survive everything but a SIGKILL.
+    fn freeze(&mut self, slot: usize) -> u32 {
+        let child = &mut self.children[slot];
+        let exited = child.try_wait().expect("poll a worker");
+        assert!(
+            exited.is_none(),
+            "worker {slot} exited by itself: {exited:?}"
+        );
+        let pid = child.id();
+        signal("-STOP", pid);
+        pid
+    }
+
+    /// SIGKILLs the worker in `slot`: no code of its own runs, as in a crash.
+    fn kill(&mut self, slot: usize) {
+        let child = &mut self.children[slot];
+        child.kill().expect("SIGKILL a worker");
+        child.wait().expect("reap a killed worker");
+    }
+
+    fn respawn(&mut self, slot: usize) {
+        self.children[slot] = self.spawn(slot);
+    }
+
+    /// SIGTERMs every worker and waits for them to exit.
+    fn stop(&mut self) -> Vec<std::process::ExitStatus> {
+        for child in &self.children {
+            signal("-TERM", child.id());
+        }
+        let children = &mut self.children;
+        children
+            .iter_mut()
+            .map(|c| c.wait().expect("wait for a worker"))
+            .collect()
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            for slot in 0..self.children.len() {
+                let log = std::fs::read_to_string(self.log(slot)).unwrap_or_default();
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+                eprintln!("---- worker {slot} log (last 40 lines) ----\n{tail}");
+            }
+            self.dir.disable_cleanup(true);
+            eprintln!(
+                "---- worker logs kept in {} ----",
+                self.dir.path().display()
+            );
+        }
+        for child in &mut self.children {
+            let _ = child.kill(); // Err only means it already exited.
+            let _ = child.wait();
+        }
+    }
+}
+
+fn signal(sig: &str, pid: u32) {
+    Command::new("kill")
+        .args([sig, &pid.to_string()])
+        .status()
+        .expect("run kill");
+}
+
+/// xorshift64*: enough randomness to pick victims and gaps, and replayable from its seed.
+struct Rng(u64);
+
+impl Rng {
+    /// From `CHAOS_SEED`, else from the clock; returns the seed too, to be printed.
+    fn seeded() -> (Rng, u64) {
+        let seed = std::env::var("CHAOS_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| {
+                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+                now.as_nanos() as u64
+            });
+        (Rng(seed | 1), seed)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+
+    fn millis(&mut self, low: u64, high: u64) -> Duration {
+        Duration::from_millis(low + self.below(high - low + 1))
+    }
+}
+
+#[test]
+fn chain_order_allows_duplicate_runs_but_no_step_before_its_predecessor() {
+    assert_eq!(chain_order(&[1, 2, 3]), Ok(0));
+    assert_eq!(chain_order(&[1, 1, 2, 2, 3]), Ok(2));
+    assert_eq!(
+        chain_order(&[1, 2, 1, 3]),
+        Ok(1),
+        "a rerun of step 1 after step 2 started"
+    );
+    assert!(chain_order(&[2, 1, 3]).is_err());
+    assert!(chain_order(&[1, 3, 2]).is_err());
+    assert!(chain_order(&[1, 2]).is_err());
+    assert!(chain_order(&[1, 2, 3, 4]).is_err());
+}
