@@ -103,6 +103,8 @@ pub struct WorkerConfig {
     pub poll_interval: Duration,
     /// How much of each queue's dead set to keep.
     pub dead_cap: gator_core::store::dead::DeadCap,
+    /// The average time between passes that look for dead processes and stranded jobs.
+    pub recovery_interval: Duration,
 }
 
 impl WorkerConfig {
@@ -116,6 +118,7 @@ impl WorkerConfig {
             shutdown_timeout: Duration::from_secs(25),
             poll_interval: Duration::from_secs(1),
             dead_cap: gator_core::store::dead::DeadCap::default(),
+            recovery_interval: crate::recovery::RECOVERY_INTERVAL,
         }
     }
 }
@@ -186,6 +189,7 @@ impl Cli {
                 max_jobs: self.dead_max_jobs,
                 max_age: self.dead_max_age,
             },
+            recovery_interval: crate::recovery::RECOVERY_INTERVAL,
         }
     }
 }

@@ -8,7 +8,7 @@ use gator_core::store::inflight::{self, Fetched};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use redis::aio::ConnectionLike;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, RwLock};
@@ -100,6 +100,9 @@ pub struct Fetcher {
     batch: usize,
     /// Jobs already in flight that no processor has taken yet.
     fetched: Mutex<VecDeque<Fetched>>,
+    /// Every job this process received from a fetch and has not settled, by payload text (with
+    /// a count, should one text be in flight twice). An in-flight job missing here is stranded.
+    held: Mutex<HashMap<String, usize>>,
     /// Spreads idle processors' blocking waits over the queues, round robin.
     next_watch: AtomicUsize,
     /// Fetches in flight; shutdown waits for zero before putting in-flight jobs back.
@@ -115,6 +118,7 @@ impl Fetcher {
             process,
             batch: batch.max(1),
             fetched: Mutex::new(VecDeque::new()),
+            held: Mutex::new(HashMap::new()),
             next_watch: AtomicUsize::new(0),
             fetching: AtomicUsize::new(0),
         }
@@ -153,17 +157,53 @@ impl Fetcher {
         let keys = self.client.keys();
         let mut shared = self.client.connection();
         for queue in &queues {
-            let mut jobs =
-                inflight::fetch_batch(&mut shared, keys, queue, &self.process, self.batch)
-                    .await?
-                    .into_iter();
+            let batch =
+                inflight::fetch_batch(&mut shared, keys, queue, &self.process, self.batch).await?;
+            self.hold(&batch);
+            let mut jobs = batch.into_iter();
             if let Some(first) = jobs.next() {
                 self.lock_fetched().extend(jobs);
                 return Ok(Some(first));
             }
         }
         let watched = &queues[self.next_watch.fetch_add(1, Ordering::Relaxed) % queues.len()];
-        inflight::fetch_blocking(dedicated, keys, watched, &self.process, FETCH_TIMEOUT).await
+        let job = inflight::fetch_blocking(dedicated, keys, watched, &self.process, FETCH_TIMEOUT)
+            .await?;
+        self.hold(job.as_slice());
+        Ok(job)
+    }
+
+    fn hold(&self, jobs: &[Fetched]) {
+        let mut held = self.lock_held();
+        for job in jobs {
+            *held.entry(job.raw.clone()).or_default() += 1;
+        }
+    }
+
+    /// Records that `job` was settled (or handed back): it is no longer this process's to hold.
+    pub fn settled(&self, job: &Fetched) {
+        let mut held = self.lock_held();
+        if let Some(count) = held.get_mut(&job.raw) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&job.raw);
+            }
+        }
+    }
+
+    /// Whether this process received the in-flight payload `raw` and has not settled it.
+    pub fn holds(&self, raw: &str) -> bool {
+        self.lock_held().contains_key(raw)
+    }
+
+    /// The queues this fetcher serves.
+    pub fn order(&self) -> &QueueOrder {
+        &self.order
+    }
+
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
+        // A poisoned lock only means a panic between two whole-entry operations.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn take_fetched(&self) -> Option<Fetched> {

@@ -79,21 +79,17 @@ impl Worker {
             warn!(error = %e, "first heartbeat failed");
         }
         info!(process = %heartbeat.id, "registered");
-        // Recover before fetching: a restart after a crash puts its predecessor's jobs back first.
-        let recovery = Recovery {
-            client: client.clone(),
-            own_id: heartbeat.id.clone(),
-            served: order.clone(),
-        };
-        if let Err(e) = recovery.tick().await {
-            warn!(error = %e, "could not look for dead worker processes at start");
-        }
         let fetcher = Arc::new(Fetcher::new(
             client.clone(),
             order.clone(),
             heartbeat.id.clone(),
             config.concurrency,
         ));
+        // Recover before fetching: a restart after a crash puts its predecessor's jobs back first.
+        let recovery = Recovery::new(client.clone(), fetcher.clone(), config.recovery_interval);
+        if let Err(e) = recovery.tick().await {
+            warn!(error = %e, "could not look for dead worker processes at start");
+        }
         // The heartbeat outlives the processors: it deregisters only after they have settled.
         let heartbeat_stop = CancellationToken::new();
         let heartbeat_task = tokio::spawn(heartbeat.run(heartbeat_stop.clone()));

@@ -84,6 +84,7 @@ impl Processor {
                 break;
             }
             self.process_one(&job).await;
+            self.fetcher.settled(&job);
         }
         debug!(processor = self.id, "processor stopped");
     }
@@ -171,9 +172,10 @@ impl Processor {
             match settled {
                 Ok(true) => return,
                 Ok(false) => {
-                    // Recovered as an orphan meanwhile (this process looked dead): the job is
-                    // queued again and that copy will settle it. At least once, never lost.
-                    warn!(queue = %job.queue, "job was no longer in flight (recovered meanwhile); its outcome is dropped and it will run again");
+                    // Either an earlier attempt whose reply was lost did record the outcome, or
+                    // the job was recovered as an orphan meanwhile (this process looked dead) and
+                    // its queued copy will settle it. At least once, never lost, either way.
+                    warn!(queue = %job.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
                     return;
                 }
                 Err(e) => {

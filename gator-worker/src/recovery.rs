@@ -6,13 +6,16 @@
 //! predecessor's jobs without waiting for the TTL). Each queue's in-flight list is recovered by
 //! one atomic script, so two workers recovering the same process move each job once.
 
-use crate::fetcher::QueueOrder;
+use crate::fetcher::Fetcher;
 use crate::heartbeat::{PROCESS_TTL, hostname};
 use gator_core::Client;
 use gator_core::payload::now_ms;
+use gator_core::store::inflight::Fetched;
 use gator_core::store::{inflight, processes};
 use rand::RngExt;
+use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::Mutex;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -20,22 +23,24 @@ use tracing::warn;
 /// How often, on average, a worker looks for dead processes.
 pub const RECOVERY_INTERVAL: Duration = Duration::from_secs(10);
 
-/// Looks for dead processes and recovers their jobs.
-#[derive(Debug, Clone)]
+/// Looks for dead processes and recovers their jobs, and for this process's stranded ones.
+#[derive(Debug)]
 pub struct Recovery {
     /// Where the registry and the lists live.
     pub client: Client,
-    /// This process's id, never recovered by itself while it runs.
-    pub own_id: String,
-    /// The queues this worker serves: searched for orphans as well as the known-queues set.
-    pub served: Arc<QueueOrder>,
+    /// This process's fetcher: its id, the queues it serves, the jobs it holds.
+    pub fetcher: Arc<Fetcher>,
+    /// Own in-flight jobs no processor held at the last pass, by queue and payload text.
+    pub unheld: Mutex<HashSet<(String, String)>>,
+    /// The average time between passes.
+    pub interval: Duration,
 }
 
 impl Recovery {
-    /// Recovers every [`RECOVERY_INTERVAL`] (jittered) until `stop`.
+    /// Recovers every `interval` (jittered) until `stop`.
     pub async fn run(self, stop: CancellationToken) {
         loop {
-            let pause = RECOVERY_INTERVAL.mul_f64(rand::rng().random_range(0.5..1.5));
+            let pause = self.interval.mul_f64(rand::rng().random_range(0.5..1.5));
             tokio::select! {
                 _ = tokio::time::sleep(pause) => {}
                 _ = stop.cancelled() => return,
@@ -56,17 +61,18 @@ impl Recovery {
                 dead.push(id);
             }
         }
-        dead.retain(|id| *id != self.own_id);
+        let own_id = self.fetcher.process();
+        dead.retain(|id| id != own_id);
+        let mut total = self.release_stranded().await?;
         if dead.is_empty() {
-            return Ok(0);
+            return Ok(total);
         }
         let mut queues = self.client.known_queues().await?;
-        for queue in self.served.all() {
+        for queue in self.fetcher.order().all() {
             if !queues.contains(&queue) {
                 queues.push(queue);
             }
         }
-        let mut total = 0;
         for id in dead {
             let mut recovered = 0;
             for queue in &queues {
@@ -79,6 +85,58 @@ impl Recovery {
             total += recovered;
         }
         Ok(total)
+    }
+}
+
+impl Recovery {
+    /// A recovery loop for the process whose fetcher is `fetcher`, passing every `interval`
+    /// on average.
+    pub fn new(client: Client, fetcher: Arc<Fetcher>, interval: Duration) -> Recovery {
+        Recovery {
+            client,
+            fetcher,
+            unheld: Mutex::new(HashSet::new()),
+            interval,
+        }
+    }
+
+    /// Puts back this process's in-flight jobs that no processor has held on two passes in a
+    /// row: their fetch ran in Redis but its reply was lost (a timeout, a Redis crash), so
+    /// nothing here would ever settle them. One pass is not enough: a fetch whose reply is still
+    /// on its way looks the same for a moment.
+    async fn release_stranded(&self) -> gator_core::Result<usize> {
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
+        let process = self.fetcher.process();
+        let before = std::mem::take(&mut *self.unheld.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut now_unheld = HashSet::new();
+        let mut released = 0;
+        for queue in self.fetcher.order().all() {
+            for raw in inflight::list(&mut conn, keys, &queue, process).await? {
+                if self.fetcher.holds(&raw) {
+                    continue;
+                }
+                let key = (queue.clone(), raw);
+                if before.contains(&key) {
+                    let job = Fetched {
+                        queue: key.0,
+                        process: process.to_owned(),
+                        raw: key.1,
+                    };
+                    released += usize::from(inflight::release(&mut conn, keys, &job).await?);
+                } else {
+                    now_unheld.insert(key);
+                }
+            }
+        }
+        *self.unheld.lock().unwrap_or_else(|e| e.into_inner()) = now_unheld;
+        if released > 0 {
+            warn!(
+                jobs = released,
+                "put back in-flight jobs whose fetch reply was lost"
+            );
+        }
+        Ok(released)
     }
 }
 

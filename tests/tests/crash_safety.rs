@@ -200,3 +200,36 @@ async fn a_worker_started_before_redis_keeps_trying_and_then_runs_jobs() {
     .await;
     worker.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_whose_fetch_reply_was_lost_is_put_back_and_runs() {
+    let redis = RedisServer::start();
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "safe".parse().unwrap();
+    config.recovery_interval = Duration::from_millis(200);
+    let worker = TestWorker::start_with(config);
+    wait_until(
+        "the worker to register",
+        Duration::from_secs(10),
+        || async { redis.cli(&["ZCARD", "gator:processes"]) == "1" },
+    )
+    .await;
+    // What a fetch whose reply was lost leaves behind: a job in this live process's in-flight
+    // list that none of its processors received.
+    let process = redis.cli(&["ZRANGE", "gator:processes", "0", "0"]);
+    let payload = r#"{"jid":"lost1","job":"note_run","args":[601],"queue":"safe","created_at":1,"enqueued_at":1}"#;
+    redis.cli(&[
+        "RPUSH",
+        &format!("gator:{{safe}}:inflight:{process}"),
+        payload,
+    ]);
+
+    wait_until(
+        "the stranded job to run",
+        Duration::from_secs(10),
+        || async { ran(601) },
+    )
+    .await;
+    worker.stop().await;
+    assert_eq!(in_flight_keys(&redis), "");
+}

@@ -179,6 +179,18 @@ pub async fn recover(
         .await?)
 }
 
+/// Puts `job` back at the head of its queue if it is still in its process's in-flight list
+/// (`release.lua`); returns whether it was.
+pub async fn release(conn: &mut impl ConnectionLike, keys: &Keys, job: &Fetched) -> Result<bool> {
+    let released: i64 = scripts::RELEASE
+        .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.queue(&job.queue))
+        .arg(&job.raw)
+        .invoke_async(conn)
+        .await?;
+    Ok(released == 1)
+}
+
 /// The payloads `process` holds in flight for `queue`, oldest fetch first.
 pub async fn list(
     conn: &mut impl ConnectionLike,

@@ -28,6 +28,8 @@ scripts! {
     KILL => "kill.lua";
     /// `lua/recover.lua`: put a process's in-flight jobs back at the head of their queue.
     RECOVER => "recover.lua";
+    /// `lua/release.lua`: put one stranded in-flight job back at the head of its queue.
+    RELEASE => "release.lua";
     /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
     MOVE_TO_QUEUE => "move_to_queue.lua";
 }

@@ -1,0 +1,15 @@
+#!lua
+-- release.lua: put one job of a live process's in-flight list back at the head of its queue,
+-- atomically and only if it is still there. For a job the process fetched but never received
+-- (the fetch's reply was lost: a timeout, or Redis killed after running it), which nothing in
+-- the process would ever settle.
+--
+-- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- KEYS[2]  LIST  gator:{<queue>}:queue
+-- ARGV[1]  the payload exactly as in the in-flight list
+-- Returns  1 if the job was put back, 0 if it was no longer in flight
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+  return 0
+end
+redis.call('LPUSH', KEYS[2], ARGV[1])
+return 1
