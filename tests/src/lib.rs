@@ -14,7 +14,7 @@
 //! run cannot silently pass without exercising Redis.
 
 mod worker;
-pub use worker::{TestWorker, client};
+pub use worker::{TestWorker, client, spawn_worker_process, terminate};
 
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};

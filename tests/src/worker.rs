@@ -2,6 +2,7 @@
 
 use gator_core::Client;
 use gator_worker::{QueueSelection, Worker, WorkerConfig};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -52,4 +53,40 @@ pub async fn client(url: &str) -> Client {
     Client::connect(url)
         .await
         .expect("connect to the test redis")
+}
+
+/// Starts a worker binary as its own process (tests pass `env!("CARGO_BIN_EXE_gator-test-worker")`,
+/// which only integration tests can name) on `redis_url`, serving `queues` with `concurrency`
+/// processors, its warnings on the test's stderr.
+pub fn spawn_worker_process(
+    binary: &str,
+    redis_url: &str,
+    queues: &str,
+    concurrency: u16,
+) -> Child {
+    Command::new(binary)
+        .args([
+            "--redis-url",
+            redis_url,
+            "--queues",
+            queues,
+            "--concurrency",
+            &concurrency.to_string(),
+        ])
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting the worker binary {binary}: {e}"))
+}
+
+/// Sends SIGTERM to a worker process (as an init system would) and waits for it to exit.
+pub fn terminate(child: &mut Child) -> ExitStatus {
+    let pid = child.id().to_string();
+    let sent = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("run kill");
+    assert!(sent.success(), "could not send SIGTERM to {pid}");
+    child.wait().expect("wait for the worker process")
 }

@@ -3,8 +3,9 @@
 
 use gator_core::job;
 use gator_core::payload::now_ms;
-use gator_tests::{RedisServer, ServerOptions, TestWorker, client, wait_until};
-use std::process::{Child, Command, Stdio};
+use gator_tests::{
+    RedisServer, ServerOptions, TestWorker, client, spawn_worker_process, terminate, wait_until,
+};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -23,23 +24,6 @@ fn in_flight_keys(redis: &RedisServer) -> String {
     redis.cli(&["KEYS", "gator:*:inflight:*"])
 }
 
-fn spawn_worker(redis: &RedisServer) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
-        .args([
-            "--redis-url",
-            &redis.url(),
-            "--queues",
-            "default",
-            "--concurrency",
-            "2",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the test worker binary")
-}
-
 #[test]
 fn a_job_in_flight_in_a_killed_worker_runs_again_when_the_worker_restarts() {
     let redis = RedisServer::start();
@@ -49,7 +33,12 @@ fn a_job_in_flight_in_a_killed_worker_runs_again_when_the_worker_restarts() {
         "gator:{default}:queue",
         r#"{"jid":"s1","job":"mark_after","args":[1500],"queue":"default","created_at":1,"enqueued_at":1}"#,
     ]);
-    let mut worker = spawn_worker(&redis);
+    let mut worker = spawn_worker_process(
+        env!("CARGO_BIN_EXE_gator-test-worker"),
+        &redis.url(),
+        "default",
+        2,
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while redis.cli(&["GET", "test:started"]) != "s1" {
         assert!(Instant::now() < deadline, "the job never started");
@@ -66,7 +55,12 @@ fn a_job_in_flight_in_a_killed_worker_runs_again_when_the_worker_restarts() {
     assert_eq!(redis.cli(&["LLEN", "gator:{default}:queue"]), "0");
 
     // The restarted worker recovers its dead predecessor's job at once and runs it to the end.
-    let mut restarted = spawn_worker(&redis);
+    let mut restarted = spawn_worker_process(
+        env!("CARGO_BIN_EXE_gator-test-worker"),
+        &redis.url(),
+        "default",
+        2,
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while redis.cli(&["GET", "test:finished"]) != "s1" {
         assert!(
@@ -75,11 +69,7 @@ fn a_job_in_flight_in_a_killed_worker_runs_again_when_the_worker_restarts() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    Command::new("kill")
-        .args(["-TERM", &restarted.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(restarted.wait().unwrap().success());
+    assert!(terminate(&mut restarted).success());
     assert_eq!(in_flight_keys(&redis), "", "nothing left in flight");
 }
 

@@ -2,8 +2,8 @@
 
 use gator_core::job;
 use gator_core::payload::now_ms;
-use gator_tests::{RedisServer, TestWorker, client, wait_until};
-use std::process::{Child, Command, Stdio};
+use gator_tests::{RedisServer, TestWorker, client, spawn_worker_process, terminate, wait_until};
+use std::process::Child;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -47,28 +47,20 @@ async fn jobs_due_one_to_three_seconds_ahead_start_within_a_second_of_their_due_
     worker.stop().await;
 }
 
-fn spawn_worker(redis: &RedisServer) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
-        .args([
-            "--redis-url",
-            &redis.url(),
-            "--queues",
-            "fleet",
-            "--concurrency",
-            "10",
-        ])
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start a worker process")
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_each() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let mut workers: Vec<Child> = (0..3).map(|_| spawn_worker(&redis)).collect();
+    let mut workers: Vec<Child> = (0..3)
+        .map(|_| {
+            spawn_worker_process(
+                env!("CARGO_BIN_EXE_gator-test-worker"),
+                &redis.url(),
+                "fleet",
+                10,
+            )
+        })
+        .collect();
     wait_until(
         "three registered worker processes",
         Duration::from_secs(20),
@@ -114,12 +106,6 @@ async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_ea
     let doubled = counts.iter().filter(|c| **c != 1).count();
     assert_eq!(doubled, 0, "{doubled} jobs ran more than once");
     for worker in &mut workers {
-        Command::new("kill")
-            .args(["-TERM", &worker.id().to_string()])
-            .status()
-            .unwrap();
-    }
-    for mut worker in workers {
-        assert!(worker.wait().unwrap().success());
+        assert!(terminate(worker).success());
     }
 }

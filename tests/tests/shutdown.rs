@@ -1,9 +1,8 @@
 //! Graceful shutdown: running jobs finish; past the timeout they go back to their queue.
 
 use gator_core::job;
-use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use gator_tests::{RedisServer, TestWorker, client, spawn_worker_process, terminate, wait_until};
 use gator_worker::{QueueSelection, WorkerConfig};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -65,19 +64,12 @@ fn sigterm_lets_the_running_job_finish_and_the_worker_exits_0() {
         "gator:{default}:queue",
         r#"{"jid":"s1","job":"mark_after","args":[700],"queue":"default","created_at":1,"enqueued_at":1}"#,
     ]);
-    let mut worker = Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
-        .args([
-            "--redis-url",
-            &redis.url(),
-            "--queues",
-            "default",
-            "--concurrency",
-            "2",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the test worker binary");
+    let mut worker = spawn_worker_process(
+        env!("CARGO_BIN_EXE_gator-test-worker"),
+        &redis.url(),
+        "default",
+        2,
+    );
 
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
     while redis.cli(&["GET", "test:started"]) != "s1" {
@@ -87,15 +79,7 @@ fn sigterm_lets_the_running_job_finish_and_the_worker_exits_0() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = worker.id().to_string();
-    assert!(
-        Command::new("kill")
-            .args(["-TERM", &pid])
-            .status()
-            .unwrap()
-            .success()
-    );
-    let status = worker.wait().unwrap();
+    let status = terminate(&mut worker);
     assert!(status.success(), "worker exited with {status}");
     assert_eq!(
         redis.cli(&["GET", "test:finished"]),
