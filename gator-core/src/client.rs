@@ -1,13 +1,15 @@
-//! The client that dispatches jobs: one shared multiplexed connection for short commands, and
-//! a deadpool pool that lends dedicated connections for blocking commands.
+//! The client that dispatches jobs: a few direct connections for awaited single dispatches,
+//! one shared multiplexed connection for everything else that is short, and dedicated
+//! connections for blocking commands.
 
 use crate::chain::Chain;
+use crate::direct::{DirectConnection, DirectPool};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::{self, Payload};
 use crate::store::{self, keys::Keys};
-use redis::AsyncConnectionConfig;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{AsyncConnectionConfig, IntoConnectionInfo};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -18,6 +20,11 @@ pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 /// How long a short command may take before the caller gets an error instead of waiting on.
 const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many direct connections a client keeps for awaited single dispatches. A caller that
+/// awaits each dispatch in turn needs one; more concurrent callers than this share the
+/// multiplexed connection, where their commands go out together.
+const DIRECT_CONNECTIONS: usize = 4;
 
 /// A handle to Gator's data in one Redis under one namespace. Cheap to clone: clones share
 /// the connections.
@@ -32,6 +39,9 @@ struct Inner {
     /// Multiplexed: every clone pipelines onto one socket, so concurrent dispatches need no
     /// pool round trip. Never used for blocking commands, which would stall it.
     shared: ConnectionManager,
+    /// For awaited single dispatches: the request goes out and the reply comes back on the
+    /// caller's task, with no hand-off to the multiplexed connection's driver task.
+    direct: DirectPool,
     /// Dedicated connections for blocking commands, with no response timeout.
     blocking: deadpool_redis::Pool,
     /// When this client last recorded each queue in the known-queues set.
@@ -75,7 +85,8 @@ impl ClientBuilder {
     /// Connects. Fails if Redis cannot be reached within a few seconds.
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
-        let redis_client = redis::Client::open(self.url.as_str())?;
+        let info = self.url.as_str().into_connection_info()?;
+        let redis_client = redis::Client::open(info.clone())?;
         // Few, short reconnect attempts: a caller learns within about two seconds that Redis
         // is away, instead of waiting out the crate's default of six growing retries.
         let config = ConnectionManagerConfig::new()
@@ -98,6 +109,12 @@ impl ClientBuilder {
                 url: self.url,
                 keys,
                 shared,
+                direct: DirectPool::new(
+                    info,
+                    DIRECT_CONNECTIONS,
+                    CONNECT_TIMEOUT,
+                    Some(RESPONSE_TIMEOUT),
+                ),
                 blocking,
                 registered: Mutex::new(HashMap::new()),
             }),
@@ -150,6 +167,14 @@ impl Client {
     /// fetch. Hold it for as long as the loop that uses it: each checkout costs a round trip.
     pub async fn dedicated_connection(&self) -> Result<deadpool_redis::Connection> {
         Ok(self.inner.blocking.get().await?)
+    }
+
+    /// A connection of its own with no response timeout, used one request at a time on the
+    /// caller's task: the shortest path for a blocking fetch, whose reply wakes the caller
+    /// directly. Drop it once [`DirectConnection::is_broken`] says a request did not finish.
+    pub async fn blocking_connection(&self) -> Result<DirectConnection> {
+        let info = self.inner.url.as_str().into_connection_info()?;
+        Ok(DirectConnection::connect(&info, CONNECT_TIMEOUT, None).await?)
     }
 
     /// Enqueues `job` now; returns its jid.
@@ -222,8 +247,21 @@ impl Client {
     /// client has not done so in the last [`REGISTER_EVERY`].
     async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
         let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
-        let pushed =
-            store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await;
+        // One job: a direct connection if one is free. Several: one pipeline on the shared
+        // connection. A direct connection that cannot be opened is no reason to fail: the
+        // shared one reconnects on its own and reports Redis being away in its own time.
+        let direct = match payloads {
+            [_] => self.inner.direct.get().await.ok().flatten(),
+            _ => None,
+        };
+        let pushed = match direct {
+            Some(mut conn) => {
+                store::queue::enqueue(&mut *conn, self.keys(), payloads, register).await
+            }
+            None => {
+                store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await
+            }
+        };
         if register && pushed.is_ok() {
             let now = Instant::now();
             let mut registered = self

@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod chain;
 pub mod client;
+pub mod direct;
 pub mod error;
 pub mod job;
 pub mod payload;

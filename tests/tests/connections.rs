@@ -1,0 +1,98 @@
+//! The client's connections: an awaited dispatch takes a direct connection of its own, and
+//! these tests check what a user relies on whichever path a dispatch takes: credentials and
+//! the database in the URL are honoured, a restarted Redis is used again, and a burst of
+//! concurrent dispatches (more than there are direct connections) all land.
+
+use gator_core::{Client, job};
+use gator_tests::{RedisServer, ServerOptions};
+use std::collections::HashSet;
+use std::time::Duration;
+
+#[job(queue = "conn")]
+fn ping(n: i64) {
+    let _ = n;
+}
+
+const QUEUE_KEY: &str = "gator:{conn}:queue";
+
+async fn queue_len(url: &str) -> usize {
+    let mut conn = redis::Client::open(url)
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap();
+    redis::cmd("LLEN")
+        .arg(QUEUE_KEY)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn dispatch_uses_the_user_password_and_database_in_the_url() {
+    let server = RedisServer::start();
+    server.cli(&[
+        "ACL", "SETUSER", "shop", "on", ">s3cret", "~*", "&*", "+@all",
+    ]);
+    server.cli(&["CONFIG", "SET", "requirepass", "adminpw"]);
+    let url = format!("redis://shop:s3cret@127.0.0.1:{}/3", server.port());
+    let client = Client::connect(&url).await.unwrap();
+
+    client.dispatch(Ping::call(1)).await.unwrap();
+    client.dispatch_many((2..5).map(Ping::call)).await.unwrap();
+
+    assert_eq!(queue_len(&url).await, 4, "every job is in database 3");
+    let db0 = format!("redis://shop:s3cret@127.0.0.1:{}/0", server.port());
+    assert_eq!(queue_len(&db0).await, 0, "nothing went to database 0");
+}
+
+#[tokio::test]
+async fn a_wrong_password_is_an_error_not_a_lost_job() {
+    let server = RedisServer::start();
+    server.cli(&["CONFIG", "SET", "requirepass", "right"]);
+    let url = format!("redis://:wrong@127.0.0.1:{}/", server.port());
+    let err = Client::connect(&url).await.unwrap_err();
+    assert!(
+        err.to_string().to_lowercase().contains("pass")
+            || err.to_string().to_lowercase().contains("auth"),
+        "the error says what is wrong: {err}"
+    );
+}
+
+// A multi-thread runtime, as applications run: its I/O driver sees Redis close the idle
+// connections while the server restarts, so the next dispatch opens fresh ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dispatch_works_again_once_a_restarted_redis_is_back() {
+    let mut server = RedisServer::start_with(ServerOptions {
+        appendonly: true,
+        fsync_always: true,
+    });
+    let client = Client::connect(&server.url()).await.unwrap();
+    client.dispatch(Ping::call(1)).await.unwrap();
+
+    server.restart();
+    // Give the runtime a moment to see the old connections closed.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    client.dispatch(Ping::call(2)).await.unwrap();
+    assert_eq!(queue_len(&server.url()).await, 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_burst_of_concurrent_dispatches_all_land_once() {
+    let server = RedisServer::start();
+    let client = Client::connect(&server.url()).await.unwrap();
+
+    let mut tasks = tokio::task::JoinSet::new();
+    for n in 0..200 {
+        let client = client.clone();
+        tasks.spawn(async move { client.dispatch(Ping::call(n)).await.unwrap() });
+    }
+    let mut jids = HashSet::new();
+    while let Some(jid) = tasks.join_next().await {
+        assert!(jids.insert(jid.unwrap()), "jids are unique");
+    }
+
+    assert_eq!(jids.len(), 200);
+    assert_eq!(queue_len(&server.url()).await, 200);
+}
