@@ -7,6 +7,12 @@
 //! two processes); `backlog` (process rate with 5k, 50k, 500k and 5M jobs queued).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
+//!
+//! Each mode runs as a task on the runtime's worker threads, where an application's
+//! dispatches run (a web handler, a job that dispatches another). `GATOR_BENCH_ON_MAIN=1` runs
+//! it on the main thread instead, inside `block_on` as a `#[tokio::main]` body does: there
+//! every reply must also wake that thread, two context switches per awaited dispatch
+//! instead of one (`perf stat -e context-switches`).
 
 mod measure;
 mod modes;
@@ -34,7 +40,17 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(modes::run(mode, n)) {
+    let mode = mode.clone();
+    let outcome = if std::env::var_os("GATOR_BENCH_ON_MAIN").is_some() {
+        runtime.block_on(modes::run(&mode, n))
+    } else {
+        runtime.block_on(async move {
+            tokio::spawn(async move { modes::run(&mode, n).await })
+                .await
+                .unwrap_or_else(|e| Err(anyhow::anyhow!("the benchmark task failed: {e}")))
+        })
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("gator-bench: {e:#}");
