@@ -57,6 +57,14 @@ async fn client() -> anyhow::Result<&'static Client> {
 pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
     match mode {
         "single" => enqueue_rate(mode, n, single(n)).await,
+        "single-floor" => {
+            let client = client().await?;
+            let dispatch = |i| async move {
+                Noop::call(i).dispatch_with(client).await?;
+                Ok(())
+            };
+            crate::floor::single_floor(client, QUEUE, n, dispatch).await
+        }
         "bulk" => enqueue_rate(mode, n, bulk(n, true)).await,
         "concurrent" => enqueue_rate(mode, n, concurrent(n)).await,
         "latency-enqueue" => enqueue_rate(mode, n, latency_enqueue(n)).await,
