@@ -3,7 +3,7 @@
 //! connections for blocking commands.
 
 use crate::chain::Chain;
-use crate::direct::{DirectConnection, DirectPool};
+use crate::direct::DirectPool;
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::{self, Payload};
@@ -113,7 +113,7 @@ impl ClientBuilder {
                     info,
                     DIRECT_CONNECTIONS,
                     CONNECT_TIMEOUT,
-                    Some(RESPONSE_TIMEOUT),
+                    RESPONSE_TIMEOUT,
                 ),
                 blocking,
                 registered: Mutex::new(HashMap::new()),
@@ -167,14 +167,6 @@ impl Client {
     /// fetch. Hold it for as long as the loop that uses it: each checkout costs a round trip.
     pub async fn dedicated_connection(&self) -> Result<deadpool_redis::Connection> {
         Ok(self.inner.blocking.get().await?)
-    }
-
-    /// A connection of its own with no response timeout, used one request at a time on the
-    /// caller's task: the shortest path for a blocking fetch, whose reply wakes the caller
-    /// directly. Drop it once [`DirectConnection::is_broken`] says a request did not finish.
-    pub async fn blocking_connection(&self) -> Result<DirectConnection> {
-        let info = self.inner.url.as_str().into_connection_info()?;
-        Ok(DirectConnection::connect(&info, CONNECT_TIMEOUT, None).await?)
     }
 
     /// Enqueues `job` now; returns its jid.

@@ -28,7 +28,7 @@
 pub mod admin;
 pub mod chain;
 pub mod client;
-pub mod direct;
+mod direct;
 pub mod error;
 pub mod job;
 pub mod payload;

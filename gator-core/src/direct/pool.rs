@@ -16,7 +16,7 @@ use std::time::Duration;
 pub struct DirectPool {
     info: ConnectionInfo,
     connect_timeout: Duration,
-    response_timeout: Option<Duration>,
+    response_timeout: Duration,
     max: usize,
     idle: Mutex<Vec<DirectConnection>>,
     /// Connections open, idle or lent.
@@ -29,7 +29,7 @@ impl DirectPool {
         info: ConnectionInfo,
         max: usize,
         connect_timeout: Duration,
-        response_timeout: Option<Duration>,
+        response_timeout: Duration,
     ) -> DirectPool {
         DirectPool {
             info,
@@ -70,11 +70,6 @@ impl DirectPool {
                 Err(e)
             }
         }
-    }
-
-    /// How many connections are open, idle or lent.
-    pub fn open_connections(&self) -> usize {
-        self.open.load(Ordering::SeqCst)
     }
 
     fn lend(&self, conn: DirectConnection) -> PooledConnection<'_> {
