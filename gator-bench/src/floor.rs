@@ -10,7 +10,7 @@
 use crate::measure::report;
 use anyhow::{Context, bail};
 use gator_core::Client;
-use redis::{ConnectionAddr, IntoConnectionInfo};
+use redis::{ConnectionAddr, ConnectionInfo};
 use std::io::{Read, Write};
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -47,7 +47,7 @@ where
     F: Fn(i64) -> Fut,
     Fut: Future<Output = anyhow::Result<()>>,
 {
-    let addr = tcp_addr(client.url())?;
+    let addr = tcp_addr(client.connection_info())?;
     let per_round = (n / ROUNDS).max(1);
     let mut samples = Samples::default();
     let mut tokio_socket = tokio::net::TcpStream::connect(&addr).await?;
@@ -128,8 +128,7 @@ where
     Ok(())
 }
 
-fn tcp_addr(url: &str) -> anyhow::Result<String> {
-    let info = url.into_connection_info()?;
+fn tcp_addr(info: &ConnectionInfo) -> anyhow::Result<String> {
     if info.redis_settings().password().is_some() {
         bail!("single-floor's bare sockets do not authenticate: use a Redis without a password");
     }

@@ -9,7 +9,7 @@ use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::{self, Payload};
 use crate::store::{self, keys::Keys};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{AsyncConnectionConfig, IntoConnectionInfo};
+use redis::{AsyncConnectionConfig, ConnectionInfo, IntoConnectionInfo};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -34,14 +34,16 @@ pub struct Client {
 }
 
 struct Inner {
-    url: String,
+    /// Parsed once from the URL; its `Debug` hides the password.
+    info: ConnectionInfo,
     keys: Keys,
     /// Multiplexed: every clone pipelines onto one socket, so concurrent dispatches need no
     /// pool round trip. Never used for blocking commands, which would stall it.
     shared: ConnectionManager,
     /// For awaited single dispatches: the request goes out and the reply comes back on the
-    /// caller's task, with no hand-off to the multiplexed connection's driver task.
-    direct: DirectPool,
+    /// caller's task, with no hand-off to the multiplexed connection's driver task. `None` for
+    /// an address direct connections cannot open (TLS): then `shared` serves those too.
+    direct: Option<DirectPool>,
     /// Dedicated connections for blocking commands, with no response timeout.
     blocking: deadpool_redis::Pool,
     /// When this client last recorded each queue in the known-queues set.
@@ -55,18 +57,30 @@ const REGISTER_EVERY: Duration = Duration::from_secs(60);
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("url", &self.inner.url)
+            .field("addr", self.inner.info.addr())
+            .field("db", &self.inner.info.redis_settings().db())
             .field("namespace", &self.inner.keys.namespace())
             .finish()
     }
 }
 
-/// Builds a [`Client`] with a namespace other than `gator`.
-#[derive(Debug, Clone)]
+/// Builds a [`Client`] with a namespace other than `gator`, or another bound on its blocking
+/// connections.
+#[derive(Clone)]
 pub struct ClientBuilder {
     url: String,
     namespace: String,
     max_blocking_connections: usize,
+}
+
+impl std::fmt::Debug for ClientBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Not the URL: it may carry a password.
+        f.debug_struct("ClientBuilder")
+            .field("namespace", &self.namespace)
+            .field("max_blocking_connections", &self.max_blocking_connections)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ClientBuilder {
@@ -98,7 +112,7 @@ impl ClientBuilder {
         let blocking_config = AsyncConnectionConfig::new()
             .set_response_timeout(None)
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let manager = deadpool_redis::Manager::new_with_config(self.url.as_str(), blocking_config)?;
+        let manager = deadpool_redis::Manager::new_with_config(info.clone(), blocking_config)?;
         let blocking = deadpool_redis::Pool::builder(manager)
             .max_size(self.max_blocking_connections)
             .runtime(deadpool_redis::Runtime::Tokio1)
@@ -106,15 +120,15 @@ impl ClientBuilder {
             .map_err(|e| Error::Pool(e.to_string()))?;
         Ok(Client {
             inner: Arc::new(Inner {
-                url: self.url,
-                keys,
-                shared,
                 direct: DirectPool::new(
-                    info,
+                    info.clone(),
                     DIRECT_CONNECTIONS,
                     CONNECT_TIMEOUT,
                     RESPONSE_TIMEOUT,
                 ),
+                info,
+                keys,
+                shared,
                 blocking,
                 registered: Mutex::new(HashMap::new()),
             }),
@@ -148,9 +162,9 @@ impl Client {
         builder.connect().await
     }
 
-    /// The Redis URL this client connects to.
-    pub fn url(&self) -> &str {
-        &self.inner.url
+    /// Where this client connects: address, database and credentials, parsed from its URL.
+    pub fn connection_info(&self) -> &ConnectionInfo {
+        &self.inner.info
     }
 
     /// The key names under this client's namespace.
@@ -243,7 +257,10 @@ impl Client {
         // connection. A direct connection that cannot be opened is no reason to fail: the
         // shared one reconnects on its own and reports Redis being away in its own time.
         let direct = match payloads {
-            [_] => self.inner.direct.get().await.ok().flatten(),
+            [_] => match &self.inner.direct {
+                Some(direct) => direct.get().await.ok().flatten(),
+                None => None,
+            },
             _ => None,
         };
         let pushed = match direct {
@@ -286,7 +303,7 @@ impl Client {
         store::queue::len(&mut self.connection(), self.keys(), queue).await
     }
 
-    /// Every queue a job was ever dispatched to.
+    /// The known-queues set, sorted: the queues clients dispatched to and workers serve.
     pub async fn known_queues(&self) -> Result<Vec<String>> {
         store::queue::known(&mut self.connection(), self.keys()).await
     }

@@ -149,6 +149,16 @@ impl DirectConnection {
     }
 }
 
+/// Whether a direct connection can open `addr`: TCP or a Unix socket, not TLS.
+fn supports(addr: &ConnectionAddr) -> bool {
+    match addr {
+        ConnectionAddr::Tcp(..) => true,
+        #[cfg(unix)]
+        ConnectionAddr::Unix(_) => true,
+        _ => false,
+    }
+}
+
 async fn open(addr: &ConnectionAddr) -> RedisResult<Stream> {
     match addr {
         ConnectionAddr::Tcp(host, port) => {

@@ -24,21 +24,22 @@ pub struct DirectPool {
 }
 
 impl DirectPool {
-    /// A pool of up to `max` connections as `info` says; none is opened until asked for.
+    /// A pool of up to `max` connections as `info` says, none opened until asked for; `None`
+    /// when direct connections cannot reach that address (TLS), so callers know once.
     pub fn new(
         info: ConnectionInfo,
         max: usize,
         connect_timeout: Duration,
         response_timeout: Duration,
-    ) -> DirectPool {
-        DirectPool {
+    ) -> Option<DirectPool> {
+        super::supports(info.addr()).then(|| DirectPool {
             info,
             connect_timeout,
             response_timeout,
             max,
             idle: Mutex::new(Vec::new()),
             open: AtomicUsize::new(0),
-        }
+        })
     }
 
     /// An idle connection that Redis has not closed, or a new one while fewer than `max` are
