@@ -56,9 +56,10 @@ impl SetEntry {
         self.payload.as_ref().is_some_and(|p| !p.job.is_empty())
     }
 
-    /// For an entry that is not a payload, the text that was stored: the entry itself if it
-    /// does not parse, or the `raw` field of the dead entry a worker wrote for such text.
-    /// `None` for a job.
+    /// The text a worker could not use, as it was stored: the entry itself if it does not
+    /// parse as a payload, or else the payload's `raw` field, which a worker fills for text
+    /// that did not parse and for arguments that did not fit the job. `None` for a payload
+    /// without `raw`.
     pub fn unparsed_text(&self) -> Option<&str> {
         match &self.payload {
             None => Some(&self.raw),

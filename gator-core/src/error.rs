@@ -29,12 +29,6 @@ pub enum Error {
         /// The namespace as given.
         name: String,
     },
-    /// A job name that this process has no `#[job]` for.
-    #[error("no job named {name:?} is registered in this process")]
-    UnknownJob {
-        /// The wire name found in the payload.
-        name: String,
-    },
     /// Two `#[job]`s in one binary claim the same wire name.
     #[error(
         "two jobs are registered with the wire name {name:?}: {first} and {second}; give one of them `#[job(name = \"...\")]`"

@@ -1,6 +1,6 @@
 //! The options inside `#[job(...)]`, parsed into [`JobOptions`].
 //!
-//! Each option is a `key = value` pair. To add one (`retries = 5`, `timeout = "30s"`), give
+//! Each option is a `key = value` pair. To add one (say `unique_for = "1h"`), give
 //! `JobOptions` a field, add the key to [`OPTIONS`], and add an arm to `JobOptions::set` that
 //! reads and checks the value. A bad option is reported and skipped, so one attribute reports
 //! every mistake at once.

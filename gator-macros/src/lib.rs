@@ -55,9 +55,12 @@ use quote::quote;
 /// |---|---|---|
 /// | `queue = "high"` | `"default"` | The queue a dispatch goes to unless the call picks another with `.queue(..)`. 1 to 128 characters from `A-Z a-z 0-9 _ - .`, checked at compile time. |
 /// | `name = "images.resize"` | the fn name, e.g. `"resize_image"` | The wire name stored in each job and used by the worker to find the fn. Set it to rename or move the fn without breaking jobs already waiting in Redis. Must be unique in the worker binary. |
+/// | `retries = 5` | 25 | Retries after the first attempt; `0` sends a failure straight to the dead set. |
+/// | `backoff = ["10s", "1m"]` or `backoff = my_fn` | Sidekiq's curve | The delays before each retry (the last one repeats), or a `fn(u32) -> Duration` given the failures so far. |
+/// | `timeout = "30s"` | none | How long one attempt may run before it fails. An async job is cancelled; a sync job's thread runs on with its result ignored. |
 ///
 /// Options are separated by commas, in any order, each at most once:
-/// `#[job(queue = "mail", name = "mail.welcome")]`.
+/// `#[job(queue = "mail", name = "mail.welcome", retries = 3, timeout = "30s")]`.
 ///
 /// # The fn
 ///
@@ -89,6 +92,8 @@ use quote::quote;
 ///     type Args = (String, u32); // `(T,)` for one parameter, `[(); 0]` for none: always a JSON array
 ///     const NAME: &'static str = "send_email";
 ///     const QUEUE: &'static str = "mail";
+///     // Only for the options given: `RETRIES`, `TIMEOUT` and `fn backoff(..)` override the
+///     // trait's defaults (25, none, Sidekiq's curve).
 ///     fn execute(args: Self::Args) -> gator_core::Execution { /* calls send_email(to, n) */ }
 /// }
 /// // ...and a registration of `SendEmail` with `inventory`, which the worker reads.

@@ -63,7 +63,7 @@ pub async fn len(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) -> Re
         .await?)
 }
 
-/// Every queue a job was ever dispatched to, sorted.
+/// The known-queues set, sorted: the queues clients dispatched to and workers serve.
 pub async fn known(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<String>> {
     let mut queues: Vec<String> = redis::cmd("SMEMBERS")
         .arg(keys.queues())
