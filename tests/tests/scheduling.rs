@@ -69,21 +69,23 @@ async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_ea
     .await;
 
     let due = SystemTime::now() + Duration::from_secs(3);
+    let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     let jobs = 5000u64;
+    // One MULTI: the workers see every job at once, all due at the same instant.
+    let mut pipe = redis::pipe();
+    pipe.atomic().sadd("gator:queues", "fleet").ignore();
     for id in 0..jobs {
         // A job whose wire name only the worker binary knows, sent by name like any producer.
         let payload = serde_json::json!({
             "jid": format!("fleet-{id}"), "job": "count_run", "args": [id], "queue": "fleet",
             "created_at": now_ms(), "enqueued_at": now_ms(), "attempt": 0
         });
-        let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-        redis::pipe()
-            .sadd("gator:queues", "fleet")
-            .zadd("gator:{fleet}:scheduled", payload.to_string(), due_ms)
-            .query_async::<()>(&mut client.connection())
-            .await
-            .unwrap();
+        pipe.zadd("gator:{fleet}:scheduled", payload.to_string(), due_ms)
+            .ignore();
     }
+    pipe.query_async::<()>(&mut client.connection())
+        .await
+        .unwrap();
     assert!(
         SystemTime::now() < due,
         "enqueueing took too long for the test to mean anything"
