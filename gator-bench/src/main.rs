@@ -43,7 +43,7 @@ fn main() -> ExitCode {
         }
     };
     let mode = mode.clone();
-    let outcome = if std::env::var_os("GATOR_BENCH_ON_MAIN").is_some() {
+    let outcome = if std::env::var("GATOR_BENCH_ON_MAIN").is_ok_and(|v| v == "1") {
         runtime.block_on(modes::run(&mode, n))
     } else {
         runtime.block_on(async move {

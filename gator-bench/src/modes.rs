@@ -65,7 +65,7 @@ pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
             };
             crate::floor::single_floor(client, QUEUE, n, dispatch).await
         }
-        "bulk" => enqueue_rate(mode, n, bulk(n, true)).await,
+        "bulk" => enqueue_rate(mode, n, bulk(n)).await,
         "concurrent" => enqueue_rate(mode, n, concurrent(n)).await,
         "latency-enqueue" => enqueue_rate(mode, n, latency_enqueue(n)).await,
         "process" => process(n).await,
@@ -114,13 +114,9 @@ async fn single(n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn bulk(n: usize, show: bool) -> anyhow::Result<()> {
+async fn bulk(n: usize) -> anyhow::Result<()> {
     let client = client().await?;
-    let bar = if show {
-        progress(n, "bulk")
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = progress(n, "bulk");
     let mut start = 0;
     while start < n {
         let end = (start + BATCH).min(n);
@@ -164,19 +160,33 @@ async fn latency_enqueue(n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn start_worker() -> CancellationToken {
+/// A worker running in this process on the bench queue.
+struct RunningWorker {
+    stop: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl RunningWorker {
+    /// Shuts the worker down and waits until it has: its in-flight jobs are back in the queue.
+    async fn stop(self) -> anyhow::Result<()> {
+        self.stop.cancel();
+        Ok(self.task.await?)
+    }
+}
+
+fn start_worker() -> RunningWorker {
     let mut config = WorkerConfig::new(redis_url());
     config.queues = QueueSelection::Strict(vec![QUEUE.to_owned()]);
     config.concurrency = CONCURRENCY;
     let stop = CancellationToken::new();
     let worker = Worker::new(config).run_until(stop.clone());
-    tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         if let Err(e) = worker.await {
             eprintln!("gator-bench: worker failed: {e}");
             std::process::exit(3);
         }
     });
-    stop
+    RunningWorker { stop, task }
 }
 
 /// Waits until `n` job bodies ran since the counters were reset; returns when the last one ran.
@@ -203,10 +213,10 @@ fn reset_counters(target: usize) {
 }
 
 async fn process(n: usize) -> anyhow::Result<()> {
-    bulk(n, true).await?; // untimed: the backlog the worker starts on
+    bulk(n).await?; // untimed: the backlog the worker starts on
     reset_counters(n);
     let t0 = Instant::now();
-    let stop = start_worker();
+    let worker = start_worker();
     let end = wait_for_jobs(n, "process").await;
     let secs = end.duration_since(t0).as_secs_f64();
     let (rate, rss) = (n as f64 / secs, peak_rss_mib());
@@ -218,14 +228,13 @@ async fn process(n: usize) -> anyhow::Result<()> {
             "process: {n} jobs in {secs:.3} s = {rate:.0} jobs/s at concurrency {CONCURRENCY}; peak RSS {rss:.1} MiB"
         ),
     );
-    stop.cancel();
-    Ok(())
+    worker.stop().await
 }
 
 async fn latency_worker(n: usize) -> anyhow::Result<()> {
     MEASURE_LATENCY.store(true, Ordering::Release);
     reset_counters(n);
-    let _stop = start_worker();
+    let _worker = start_worker();
     // Ready once this worker has registered and its processors had time to block in a fetch.
     let client = client().await?;
     let started = Instant::now();
@@ -276,13 +285,12 @@ async fn backlog(n: usize) -> anyhow::Result<()> {
             .arg(client.keys().queue(QUEUE))
             .query_async::<()>(&mut client.connection())
             .await?;
-        bulk(size, true).await?;
+        bulk(size).await?;
         let count = n.min(size);
         reset_counters(count);
         let t0 = Instant::now();
-        let stop = start_worker();
+        let worker = start_worker();
         let end = wait_for_jobs(count, "backlog").await;
-        stop.cancel();
         let secs = end.duration_since(t0).as_secs_f64();
         let rate = count as f64 / secs;
         report(
@@ -291,8 +299,8 @@ async fn backlog(n: usize) -> anyhow::Result<()> {
             ),
             format!("backlog {size}: {count} jobs in {secs:.3} s = {rate:.0} jobs/s"),
         );
-        // Let the stopped worker put its in-flight jobs back before the queue is cleared.
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        // Its in-flight jobs go back to the queue before the next backlog clears it.
+        worker.stop().await?;
     }
     redis::cmd("DEL")
         .arg(client.keys().queue(QUEUE))
