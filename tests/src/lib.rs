@@ -107,11 +107,6 @@ impl RedisServer {
         self.port
     }
 
-    /// The server's working directory (AOF files and `redis.log`).
-    pub fn dir(&self) -> &Path {
-        self.dir.path()
-    }
-
     /// Process id of the current (or most recent) server process.
     pub fn pid(&self) -> u32 {
         self.pid
@@ -294,13 +289,15 @@ fn log_tail(dir: &Path) -> String {
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
 }
 
-fn signal(sig: &str, pid: u32) {
-    // Failure means the process is already gone, which callers tolerate.
-    let _ = Command::new("kill")
+/// Sends `sig` (e.g. `"-TERM"`) to process `pid` with `kill`; whether it was delivered. Not
+/// delivered means the process is already gone, which most callers tolerate.
+pub fn signal(sig: &str, pid: u32) -> bool {
+    Command::new("kill")
         .arg(sig)
         .arg(pid.to_string())
         .stderr(Stdio::null())
-        .status();
+        .status()
+        .is_ok_and(|status| status.success())
 }
 
 /// Spawns redis-server on `port` and waits until *it* (not some other process

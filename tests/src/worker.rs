@@ -82,11 +82,10 @@ pub fn spawn_worker_process(
 
 /// Sends SIGTERM to a worker process (as an init system would) and waits for it to exit.
 pub fn terminate(child: &mut Child) -> ExitStatus {
-    let pid = child.id().to_string();
-    let sent = Command::new("kill")
-        .args(["-TERM", &pid])
-        .status()
-        .expect("run kill");
-    assert!(sent.success(), "could not send SIGTERM to {pid}");
+    let pid = child.id();
+    assert!(
+        crate::signal("-TERM", pid),
+        "could not send SIGTERM to {pid}"
+    );
     child.wait().expect("wait for the worker process")
 }

@@ -15,7 +15,7 @@
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
 use gator_core::{Chain, Client, job};
-use gator_tests::{RedisServer, ServerOptions, client, wait_until};
+use gator_tests::{RedisServer, ServerOptions, client, signal, wait_until};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
@@ -598,13 +598,6 @@ impl Drop for Fleet {
             let _ = child.wait();
         }
     }
-}
-
-fn signal(sig: &str, pid: u32) {
-    Command::new("kill")
-        .args([sig, &pid.to_string()])
-        .status()
-        .expect("run kill");
 }
 
 /// xorshift64*: enough randomness to pick victims and gaps, and replayable from its seed.
