@@ -173,9 +173,10 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
     client.dispatch_chain(chain, None).await.unwrap();
     let keys = client.keys().clone();
     let mut conn = client.connection();
-    let job = gator_core::store::inflight::fetch(&mut conn, &keys, "c1", "p")
+    let job = gator_core::store::inflight::fetch_batch(&mut conn, &keys, "c1", "p", 1)
         .await
         .unwrap()
+        .pop()
         .expect("the first step");
     let first: gator_core::Payload = serde_json::from_str(&job.raw).unwrap();
     let link = first.chain.expect("a chain step carries its link");

@@ -21,28 +21,6 @@ pub struct Fetched {
     pub raw: String,
 }
 
-/// Takes the next job of `queue` into `process`'s in-flight list (LMOVE), if there is one.
-/// Never blocks, so it may share a multiplexed connection.
-pub async fn fetch(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    process: &str,
-) -> Result<Option<Fetched>> {
-    let raw: Option<String> = redis::cmd("LMOVE")
-        .arg(keys.queue(queue))
-        .arg(keys.inflight(queue, process))
-        .arg("LEFT")
-        .arg("RIGHT")
-        .query_async(conn)
-        .await?;
-    Ok(raw.map(|raw| Fetched {
-        queue: queue.to_owned(),
-        process: process.to_owned(),
-        raw,
-    }))
-}
-
 /// Takes up to `max` jobs of `queue` into `process`'s in-flight list in one call
 /// (`fetch.lua`), oldest first. Never blocks.
 pub async fn fetch_batch(
