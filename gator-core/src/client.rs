@@ -6,7 +6,7 @@ use crate::chain::Chain;
 use crate::direct::DirectPool;
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
-use crate::payload::{self, Payload};
+use crate::payload::Payload;
 use crate::store::{self, keys::Keys};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{AsyncConnectionConfig, ConnectionInfo, IntoConnectionInfo};
@@ -210,12 +210,12 @@ impl Client {
         job: PendingJob<J>,
         time: impl Into<DueTime>,
     ) -> Result<String> {
-        let due = time.into().to_ms()?;
+        let due = time.into().future_ms()?;
         let mut payload = encode(job)?;
-        if due <= payload::now_ms() {
+        let Some(due) = due else {
             self.enqueue(std::slice::from_ref(&payload)).await?;
             return Ok(payload.jid);
-        }
+        };
         // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
         // the payload without rewriting it.
         payload.enqueued_at = due;
@@ -238,7 +238,7 @@ impl Client {
     /// in the chain's list. Returns the chain id.
     pub async fn dispatch_chain(&self, chain: Chain, at: Option<SystemTime>) -> Result<String> {
         let due = match at {
-            Some(time) => Some(DueTime::from(time).to_ms()?).filter(|due| *due > payload::now_ms()),
+            Some(time) => DueTime::from(time).future_ms()?,
             None => None,
         };
         let (id, mut steps) = chain.into_linked_steps()?;
