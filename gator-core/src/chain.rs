@@ -72,13 +72,10 @@ impl Chain {
             .await
     }
 
-    /// Runs the first step after `delay` through the default client; returns the chain id.
+    /// Runs the first step after `delay` (on Redis's clock) through the default client; returns
+    /// the chain id.
     pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
-        let time = crate::client::time_after(delay)?;
-        default_client()
-            .await?
-            .dispatch_chain(self, Some(time))
-            .await
+        default_client().await?.dispatch_chain_in(self, delay).await
     }
 
     /// Enqueues the first step now through `client`; returns the chain id.

@@ -1,14 +1,17 @@
 //! The client that dispatches jobs: a few direct connections for awaited single dispatches,
 //! one shared multiplexed connection for everything else that is short, and dedicated
-//! connections for blocking commands.
+//! connections for blocking commands. Every one of them has a response timeout and TCP
+//! keepalive, so a connection that went silent is noticed and replaced.
 
 use crate::chain::Chain;
+use crate::connection::{self, Connection, Shared};
 use crate::direct::DirectPool;
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::Payload;
+use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::aio::ConnectionManagerConfig;
 use redis::{AsyncConnectionConfig, ConnectionInfo, IntoConnectionInfo};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -17,9 +20,18 @@ use std::time::{Duration, Instant, SystemTime};
 /// Where the process-wide default client connects unless `GATOR_REDIS_URL` says otherwise.
 pub const DEFAULT_REDIS_URL: &str = "redis://127.0.0.1:6379";
 
-/// How long a short command may take before the caller gets an error instead of waiting on.
-const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a short command may take before the caller gets an error instead of waiting on
+/// (and the shared connection is replaced: it may have gone silent).
+pub const RESPONSE_TIMEOUT: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a command on a [dedicated connection](Client::dedicated_connection) may take:
+/// block for at most [`MAX_BLOCK`], and the margin covers the round trip. A client that gave up
+/// while the server still blocks would leave it to move a job whose reply nobody reads.
+pub const DEDICATED_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The longest a blocking command on a dedicated connection may ask Redis to block.
+pub const MAX_BLOCK: Duration = Duration::from_secs(1);
 
 /// How many direct connections a client keeps for awaited single dispatches. A caller that
 /// awaits each dispatch in turn needs one; more concurrent callers than this share the
@@ -39,12 +51,13 @@ struct Inner {
     keys: Keys,
     /// Multiplexed: every clone pipelines onto one socket, so concurrent dispatches need no
     /// pool round trip. Never used for blocking commands, which would stall it.
-    shared: ConnectionManager,
+    shared: Arc<Shared>,
     /// For awaited single dispatches: the request goes out and the reply comes back on the
     /// caller's task, with no hand-off to the multiplexed connection's driver task. `None` for
     /// an address direct connections cannot open (TLS): then `shared` serves those too.
     direct: Option<DirectPool>,
-    /// Dedicated connections for blocking commands, with no response timeout.
+    /// Dedicated connections for blocking commands, with a response timeout longer than any
+    /// block they are asked for.
     blocking: deadpool_redis::Pool,
     /// When this client last recorded each queue in the known-queues set.
     registered: Mutex<HashMap<String, Instant>>,
@@ -99,7 +112,11 @@ impl ClientBuilder {
     /// Connects. Fails if Redis cannot be reached within a few seconds.
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
-        let info = self.url.as_str().into_connection_info()?;
+        let info = self
+            .url
+            .as_str()
+            .into_connection_info()?
+            .set_tcp_settings(connection::tcp_settings());
         let redis_client = redis::Client::open(info.clone())?;
         // Few, short reconnect attempts: a caller learns within about two seconds that Redis
         // is away, instead of waiting out the crate's default of six growing retries.
@@ -108,9 +125,9 @@ impl ClientBuilder {
             .set_max_delay(Duration::from_millis(500))
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let shared = ConnectionManager::new_with_config(redis_client, config).await?;
+        let shared = Shared::connect(redis_client, config).await?;
         let blocking_config = AsyncConnectionConfig::new()
-            .set_response_timeout(None)
+            .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
         let manager = deadpool_redis::Manager::new_with_config(info.clone(), blocking_config)?;
         let blocking = deadpool_redis::Pool::builder(manager)
@@ -172,15 +189,28 @@ impl Client {
         &self.inner.keys
     }
 
-    /// The shared multiplexed connection for short commands (never for blocking ones).
-    pub fn connection(&self) -> ConnectionManager {
-        self.inner.shared.clone()
+    /// The shared multiplexed connection for short commands (never for blocking ones). A
+    /// command that takes longer than [`RESPONSE_TIMEOUT`] fails, and the connection is
+    /// replaced for every handle.
+    pub fn connection(&self) -> Connection {
+        self.inner.shared.handle()
     }
 
-    /// A dedicated connection without a response timeout, for a blocking command such as a
-    /// fetch. Hold it for as long as the loop that uses it: each checkout costs a round trip.
+    /// A dedicated connection for a blocking command such as a fetch; its commands time out
+    /// after [`DEDICATED_RESPONSE_TIMEOUT`], so block for at most [`MAX_BLOCK`]. Hold it for as
+    /// long as the loop that uses it: each checkout costs a round trip. After an error, detach
+    /// it ([`deadpool_redis::Connection::take`]) so that it is closed instead of reused.
     pub async fn dedicated_connection(&self) -> Result<deadpool_redis::Connection> {
         Ok(self.inner.blocking.get().await?)
+    }
+
+    /// Redis's clock, ms since the Unix epoch (`TIME`): the clock every due time, lease and
+    /// dead-set age is measured on.
+    pub async fn redis_time(&self) -> Result<u64> {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME")
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(secs * 1000 + micros / 1000)
     }
 
     /// Enqueues `job` now; returns its jid.
@@ -204,49 +234,78 @@ impl Client {
     }
 
     /// Schedules `job` to run at `time` (a `SystemTime`, or Unix seconds as `f64`); at once if
-    /// `time` has passed. Refuses a non-finite time or one more than [`SCHEDULE_HORIZON`] ahead.
+    /// `time` has passed on Redis's clock. Refuses a non-finite time or one more than
+    /// [`SCHEDULE_HORIZON`] ahead.
     pub async fn dispatch_at<J: Job>(
         &self,
         job: PendingJob<J>,
         time: impl Into<DueTime>,
     ) -> Result<String> {
-        let due = time.into().future_ms()?;
-        let mut payload = encode(job)?;
-        let Some(due) = due else {
-            self.enqueue(std::slice::from_ref(&payload)).await?;
-            return Ok(payload.jid);
-        };
+        let due = time.into().to_ms()?;
+        self.schedule(encode(job)?, When::At(due), due).await
+    }
+
+    /// Schedules `job` to run after `delay`, counted on Redis's clock (so a producer whose own
+    /// clock is off still gets the delay it asked for); returns its jid.
+    pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
+        let estimate = crate::payload::to_ms(time_after(delay)?);
+        self.schedule(encode(job)?, When::In(delay), estimate).await
+    }
+
+    /// Stores `payload` to run `when` (`enqueued_at_ms` is what its payload records as the
+    /// time it becomes due); returns its jid.
+    async fn schedule(
+        &self,
+        mut payload: Payload,
+        when: When,
+        enqueued_at_ms: u64,
+    ) -> Result<String> {
         // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
         // the payload without rewriting it.
-        payload.enqueued_at = due;
-        store::schedule::schedule(
-            &mut self.connection(),
-            self.keys(),
-            std::slice::from_ref(&payload),
-            due,
-        )
-        .await?;
+        payload.enqueued_at = enqueued_at_ms.max(payload.enqueued_at);
+        self.register_if_due(std::slice::from_ref(&payload)).await?;
+        store::schedule::schedule(&mut self.connection(), self.keys(), &payload, when, None)
+            .await?;
         Ok(payload.jid)
     }
 
-    /// Schedules `job` to run after `delay`; returns its jid.
-    pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
-        self.dispatch_at(job, time_after(delay)?).await
+    /// Stores `chain`: its first step on its queue now (or scheduled at `at`, on Redis's
+    /// clock), the rest waiting in the chain's list. Returns the chain id.
+    pub async fn dispatch_chain(&self, chain: Chain, at: Option<SystemTime>) -> Result<String> {
+        let when = match at {
+            Some(time) => When::At(DueTime::from(time).to_ms()?),
+            None => When::In(Duration::ZERO),
+        };
+        self.store_chain(chain, when).await
     }
 
-    /// Stores `chain`: its first step on its queue now (or scheduled at `at`), the rest waiting
-    /// in the chain's list. Returns the chain id.
-    pub async fn dispatch_chain(&self, chain: Chain, at: Option<SystemTime>) -> Result<String> {
-        let due = match at {
-            Some(time) => DueTime::from(time).future_ms()?,
-            None => None,
-        };
+    /// Stores `chain` with its first step due after `delay`, counted on Redis's clock. Returns
+    /// the chain id.
+    pub async fn dispatch_chain_in(&self, chain: Chain, delay: Duration) -> Result<String> {
+        time_after(delay)?; // refuses a delay past the end of time, as dispatch_in does
+        self.store_chain(chain, When::In(delay)).await
+    }
+
+    async fn store_chain(&self, chain: Chain, when: When) -> Result<String> {
         let (id, mut steps) = chain.into_linked_steps()?;
-        if let Some(due) = due {
-            steps[0].enqueued_at = due;
+        match when {
+            When::At(due) => steps[0].enqueued_at = due.max(steps[0].enqueued_at),
+            When::In(delay) => steps[0].enqueued_at += crate::store::lease::millis(delay),
         }
-        store::chain::create(&mut self.connection(), self.keys(), &steps, due).await?;
+        store::chain::create(&mut self.connection(), self.keys(), &steps, when).await?;
         Ok(id)
+    }
+
+    /// Records the queues of `payloads` in the known-queues set if this client has not done so
+    /// in the last [`REGISTER_EVERY`], as a command of its own (a global key).
+    async fn register_if_due(&self, payloads: &[Payload]) -> Result<()> {
+        if !self.due_for_registering(payloads.iter().map(|p| p.queue.as_str())) {
+            return Ok(());
+        }
+        let queues: Vec<String> = payloads.iter().map(|p| p.queue.clone()).collect();
+        store::queue::register(&mut self.connection(), self.keys(), &queues).await?;
+        self.note_registered(payloads);
+        Ok(())
     }
 
     /// Pushes payloads to their queues, recording the queues in the known-queues set when this
@@ -272,17 +331,21 @@ impl Client {
             }
         };
         if register && pushed.is_ok() {
-            let now = Instant::now();
-            let mut registered = self
-                .inner
-                .registered
-                .lock()
-                .unwrap_or_else(|e| e.into_inner());
-            for p in payloads {
-                registered.insert(p.queue.clone(), now);
-            }
+            self.note_registered(payloads);
         }
         pushed
+    }
+
+    fn note_registered(&self, payloads: &[Payload]) {
+        let now = Instant::now();
+        let mut registered = self
+            .inner
+            .registered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        for p in payloads {
+            registered.insert(p.queue.clone(), now);
+        }
     }
 
     fn due_for_registering<'a>(&self, mut queues: impl Iterator<Item = &'a str>) -> bool {
@@ -304,6 +367,8 @@ impl Client {
     }
 
     /// The known-queues set, sorted: the queues clients dispatched to and workers serve.
+    /// Names that are not valid queue names (written by hand or by another tool) are left out:
+    /// their keys would carry no hash tag.
     pub async fn known_queues(&self) -> Result<Vec<String>> {
         store::queue::known(&mut self.connection(), self.keys()).await
     }

@@ -233,12 +233,6 @@ impl DueTime {
         }
         Ok(ms)
     }
-    /// The due time in ms if it is still ahead, `None` if it has passed (the job is due now);
-    /// refuses what [`DueTime::to_ms`] refuses.
-    pub fn future_ms(self) -> Result<Option<u64>> {
-        let due = self.to_ms()?;
-        Ok((due > payload::now_ms()).then_some(due))
-    }
 }
 
 /// A job's payload, ready to send.

@@ -28,6 +28,7 @@
 pub mod admin;
 pub mod chain;
 pub mod client;
+pub mod connection;
 mod direct;
 pub mod error;
 pub mod job;
@@ -38,6 +39,7 @@ pub mod store;
 
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
+pub use connection::Connection;
 pub use error::{Error, Result};
 pub use gator_macros::job;
 pub use job::{

@@ -105,6 +105,14 @@ pub struct WorkerConfig {
     pub dead_cap: gator_core::store::dead::DeadCap,
     /// The average time between passes that look for dead processes and stranded jobs.
     pub recovery_interval: Duration,
+    /// How long this process's lease on each queue lasts unless renewed (it is renewed every
+    /// quarter of that). Once it has expired, other workers put its in-flight jobs back in
+    /// their queues: the longest a crashed worker's jobs wait before they run again.
+    pub lease: Duration,
+    /// A name for this worker that is unique among live workers and stays the same across
+    /// restarts (a pod or container name). A worker started under a name takes over the jobs
+    /// of every earlier process of that name at once, instead of waiting for their leases.
+    pub worker_id: Option<String>,
 }
 
 impl WorkerConfig {
@@ -119,8 +127,39 @@ impl WorkerConfig {
             poll_interval: Duration::from_secs(1),
             dead_cap: gator_core::store::dead::DeadCap::default(),
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
+            lease: crate::leases::DEFAULT_LEASE,
+            worker_id: None,
         }
     }
+}
+
+/// Checks a `--worker-id`: it becomes part of the process id `<worker id>:<nonce>`, so no
+/// colons (a takeover matches ids by it), and no braces or spaces.
+pub fn parse_worker_id(id: &str) -> Result<String, String> {
+    let ok = !id.is_empty()
+        && id.len() <= 100
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
+    if ok {
+        Ok(id.to_owned())
+    } else {
+        Err(format!(
+            "invalid worker id {id:?}: use 1 to 100 characters from A-Z a-z 0-9 _ - . (no colons)"
+        ))
+    }
+}
+
+/// Parses a `--lease`: a duration of at least [`crate::leases::MIN_LEASE`].
+pub fn parse_lease(text: &str) -> Result<Duration, String> {
+    let lease = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if lease < crate::leases::MIN_LEASE {
+        return Err(format!(
+            "a lease of {text} is too short: at least {:?}, so a renewal every quarter of it can outlast a slow round trip",
+            crate::leases::MIN_LEASE
+        ));
+    }
+    Ok(lease)
 }
 
 /// `gator-worker`: runs the jobs linked into this binary.
@@ -170,6 +209,17 @@ pub struct Cli {
     #[arg(long, default_value = "180days", value_parser = humantime::parse_duration)]
     pub dead_max_age: Duration,
 
+    /// How long this process's lease on its queues lasts unless renewed (every quarter of it).
+    /// When a worker dies, its in-flight jobs run again once its lease has expired.
+    #[arg(long, env = "GATOR_LEASE", default_value = "20s", value_parser = parse_lease)]
+    pub lease: Duration,
+
+    /// A name unique among live workers that stays the same across restarts (a pod or
+    /// container name): a worker restarted under it puts its predecessor's jobs back at once
+    /// instead of waiting for the lease. Two live workers must never share one.
+    #[arg(long, env = "GATOR_WORKER_ID", value_parser = parse_worker_id)]
+    pub worker_id: Option<String>,
+
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
     pub command: Option<crate::admin::AdminCommand>,
@@ -190,6 +240,8 @@ impl Cli {
                 max_age: self.dead_max_age,
             },
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
+            lease: self.lease,
+            worker_id: self.worker_id,
         }
     }
 }
@@ -237,6 +289,16 @@ mod tests {
     }
 
     #[test]
+    fn worker_ids_with_colons_and_leases_too_short_are_refused() {
+        assert_eq!(parse_worker_id("pod-7.a_b"), Ok("pod-7.a_b".to_owned()));
+        assert!(parse_worker_id("host:1").is_err());
+        assert!(parse_worker_id("").is_err());
+        assert_eq!(parse_lease("30s"), Ok(Duration::from_secs(30)));
+        assert!(parse_lease("3s").is_err());
+        assert!(parse_lease("soon").is_err());
+    }
+
+    #[test]
     fn cli_help_explains_every_flag() {
         use clap::CommandFactory;
         let help = Cli::command().render_long_help().to_string();
@@ -249,6 +311,8 @@ mod tests {
             "--poll-interval",
             "--dead-max-jobs",
             "--dead-max-age",
+            "--lease",
+            "--worker-id",
         ] {
             assert!(
                 help.contains(flag),

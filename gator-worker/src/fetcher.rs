@@ -1,126 +1,107 @@
-//! Picks the next job: orders the queues for each fetch (strict, weighted shuffle, or every
-//! known queue) and moves the first job waiting in that order into this process's in-flight
-//! list.
+//! Takes jobs for the processors of one worker process, always into that process's in-flight
+//! lists (see `store::inflight`), so a job a process dies holding is recovered, never lost.
+//!
+//! **Slots.** A process holds at most `--concurrency` jobs: a job takes a slot when it is
+//! fetched and gives it back once its outcome is written (a sync job abandoned at its timeout
+//! keeps it until its thread ends, so no more than `--concurrency` job bodies ever run). A
+//! fetch asks for one job per free slot, so batches are sized to the idle processors and a
+//! process never sits on jobs another worker could be running.
+//!
+//! **An idle processor**, in [`Fetcher::next`]:
+//! 1. takes a job another processor's fetch left for it;
+//! 2. with a free slot, calls `fetch.lua` on each queue in this fetch's order, for up to one
+//!    job per free slot, keeps the first and leaves the rest for the processors it wakes;
+//! 3. every queue empty: blocks (BLMOVE) on the least-watched queue, if fewer processors block
+//!    than there are queues, so with enough idle processors every queue is watched;
+//! 4. otherwise waits until it is woken: a blocker got a job (there may be more), jobs were
+//!    left for it, or a slot came free.
 
-use crate::config::QueueSelection;
+use crate::leases::Leases;
+use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
-use gator_core::store::inflight::{self, Fetched};
-use rand::RngExt;
-use rand::seq::SliceRandom;
-use redis::aio::ConnectionLike;
+use gator_core::client::MAX_BLOCK;
+use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH};
 use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 /// How long an idle processor blocks in Redis on one queue before looking at all of them
-/// again. Bounds how late a job on a queue no idle processor watches is seen, and how long
-/// shutdown waits for a blocked fetch (a blocking fetch is never cancelled mid-flight: the
-/// server would move a job whose reply nobody reads).
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(1);
+/// again. Bounds how late a job on a queue nobody watches is seen, and how long shutdown waits
+/// for a blocked fetch (a blocking fetch is never cancelled mid-flight: the server would move
+/// a job whose reply nobody reads).
+pub const FETCH_TIMEOUT: Duration = MAX_BLOCK;
 
-/// The queues a worker serves and the order to try them in.
+/// How long a lease must still hold for a processor to block: the server moves a job at most
+/// [`FETCH_TIMEOUT`] after it received the BLMOVE, and the margin covers the trip there.
+pub const BLOCK_LEASE_MARGIN: Duration = Duration::from_secs(2);
+
+/// How long a processor that neither blocks nor has work waits before looking again without
+/// being woken: a safety net, since every event that brings work wakes one.
+const IDLE_RECHECK: Duration = Duration::from_secs(5);
+
+/// A fetched job and the slot it holds until its outcome is written.
 #[derive(Debug)]
-pub struct QueueOrder {
-    selection: QueueSelection,
-    /// For [`QueueSelection::AllKnown`]: the known-queues set as last read.
-    known: RwLock<Vec<String>>,
+pub struct Job {
+    /// The job as fetched.
+    pub fetched: Fetched,
+    /// Its slot; clone it into whatever must hold the slot longer (a sync job's thread).
+    pub slot: Slot,
 }
 
-impl QueueOrder {
-    /// The order for `selection`; with `AllKnown` it is empty until [`QueueOrder::refresh`].
-    pub fn new(selection: QueueSelection) -> QueueOrder {
-        QueueOrder {
-            selection,
-            known: RwLock::new(Vec::new()),
-        }
-    }
+/// One of the `--concurrency` slots, given back when the last clone is dropped.
+#[derive(Clone)]
+pub struct Slot(#[allow(dead_code)] Arc<OwnedSemaphorePermit>);
 
-    /// Re-reads the known-queues set (only used when no `--queues` was given).
-    pub async fn refresh(&self, client: &Client) -> gator_core::Result<()> {
-        if self.selection == QueueSelection::AllKnown {
-            let known = client.known_queues().await?;
-            *self.known.write().unwrap_or_else(|e| e.into_inner()) = known;
-        }
-        Ok(())
-    }
-
-    /// Every queue served, in no particular order (the poller promotes due jobs into these).
-    pub fn all(&self) -> Vec<String> {
-        match &self.selection {
-            QueueSelection::Strict(q) => q.clone(),
-            QueueSelection::Weighted(q) => q.iter().map(|(name, _)| name.clone()).collect(),
-            QueueSelection::AllKnown => {
-                self.known.read().unwrap_or_else(|e| e.into_inner()).clone()
-            }
-        }
-    }
-
-    /// The order to try the queues in for one fetch.
-    pub fn next_order(&self) -> Vec<String> {
-        let mut rng = rand::rng();
-        match &self.selection {
-            QueueSelection::Strict(q) => q.clone(),
-            QueueSelection::Weighted(q) => weighted_shuffle(q, &mut rng),
-            QueueSelection::AllKnown => {
-                let mut queues = self.all();
-                queues.shuffle(&mut rng);
-                queues
-            }
-        }
-    }
-}
-
-/// Orders `queues` by weighted random sampling without replacement (Efraimidis–Spirakis:
-/// sort by `u^(1/w)`): a queue comes first with probability weight / total weight, and each
-/// later place likewise among the rest, so a heavy queue is favoured and a light one never starves.
-pub fn weighted_shuffle(queues: &[(String, u32)], rng: &mut impl rand::Rng) -> Vec<String> {
-    let mut keyed: Vec<(f64, &str)> = queues
-        .iter()
-        .map(|(name, weight)| {
-            (
-                rng.random::<f64>().powf(1.0 / f64::from(*weight)),
-                name.as_str(),
-            )
-        })
-        .collect();
-    keyed.sort_by(|a, b| b.0.total_cmp(&a.0));
-    keyed.into_iter().map(|(_, name)| name.to_owned()).collect()
-}
-
-/// Takes jobs for the processors of one worker process, always into that process's in-flight
-/// lists (see `store::inflight`), so a job a process dies holding is recovered, never lost.
-#[derive(Debug)]
+/// The fetcher of one worker process, shared by its processors.
 pub struct Fetcher {
     client: Client,
     order: Arc<QueueOrder>,
+    leases: Arc<Leases>,
     process: String,
-    /// The most jobs one fetch call moves into flight (the worker's concurrency).
-    batch: usize,
-    /// Jobs already in flight that no processor has taken yet.
-    fetched: Mutex<VecDeque<Fetched>>,
-    /// Every job this process received from a fetch and has not settled, by payload text (with
-    /// a count, should one text be in flight twice). An in-flight job missing here is stranded.
-    held: Mutex<HashMap<String, usize>>,
-    /// Spreads idle processors' blocking waits over the queues, round robin.
-    next_watch: AtomicUsize,
-    /// Fetches in flight; shutdown waits for zero before putting in-flight jobs back.
+    slots: Arc<Semaphore>,
+    /// Jobs fetched (with their slots) that no processor has taken yet.
+    buffered: Mutex<VecDeque<Job>>,
+    /// Every job this process received from a fetch and has not settled, by payload bytes
+    /// (with a count, should one payload be in flight twice). An in-flight job missing here
+    /// is stranded: its fetch's reply was lost.
+    held: Mutex<HashMap<Vec<u8>, usize>>,
+    /// Which queue each blocked processor watches.
+    watchers: Watchers,
+    /// Processors blocked in Redis right now.
+    blockers: AtomicUsize,
+    /// Wakes one idle processor: work was buffered, a blocker returned, a slot came free.
+    wake: Notify,
+    /// Fetches under way; shutdown waits for none before putting jobs back.
     fetching: AtomicUsize,
+    /// Dedicated connections not blocking right now: reused without the pool's PING.
+    idle_connections: Mutex<Vec<deadpool_redis::Connection>>,
 }
 
 impl Fetcher {
-    /// A fetcher for process `process` serving `order`, moving up to `batch` jobs per call.
-    pub fn new(client: Client, order: Arc<QueueOrder>, process: String, batch: usize) -> Fetcher {
+    /// The fetcher of process `process`, holding at most `concurrency` jobs.
+    pub fn new(
+        client: Client,
+        order: Arc<QueueOrder>,
+        leases: Arc<Leases>,
+        process: String,
+        concurrency: usize,
+    ) -> Fetcher {
         Fetcher {
             client,
             order,
+            leases,
             process,
-            batch: batch.max(1),
-            fetched: Mutex::new(VecDeque::new()),
+            slots: Arc::new(Semaphore::new(concurrency.max(1))),
+            buffered: Mutex::new(VecDeque::new()),
             held: Mutex::new(HashMap::new()),
-            next_watch: AtomicUsize::new(0),
+            watchers: Watchers::default(),
+            blockers: AtomicUsize::new(0),
+            wake: Notify::new(),
             fetching: AtomicUsize::new(0),
+            idle_connections: Mutex::new(Vec::new()),
         }
     }
 
@@ -129,48 +110,187 @@ impl Fetcher {
         &self.process
     }
 
-    /// The next job, or `None` after up to [`FETCH_TIMEOUT`] with nothing to do.
-    ///
-    /// 1. A job another fetch already moved into flight, if one is waiting here.
-    /// 2. `fetch.lua` on each queue in this fetch's order (weighted, strict or shuffled), on
-    ///    the shared connection: up to a batch of jobs in one round trip from the first
-    ///    non-empty queue; the rest wait here for the next processors.
-    /// 3. Every queue empty: block (BLMOVE) on one queue on `dedicated`, the processor's own
-    ///    connection. Idle processors take the queues in turn, so with at least as many idle
-    ///    processors as queues every queue is watched and a new job starts at once; otherwise
-    ///    a job on an unwatched queue waits at most `FETCH_TIMEOUT`.
-    pub async fn fetch(
-        &self,
-        dedicated: &mut impl ConnectionLike,
-    ) -> gator_core::Result<Option<Fetched>> {
-        if let Some(job) = self.take_fetched() {
-            return Ok(Some(job));
-        }
-        let _in_flight = FetchGuard::new(&self.fetching);
-        let queues = self.order.next_order();
-        if queues.is_empty() {
-            // No queue known yet: nothing to block on. Wait as long as a blocking fetch would,
-            // then look again (the poller refreshes the known-queues set meanwhile).
-            tokio::time::sleep(FETCH_TIMEOUT).await;
-            return Ok(None);
-        }
-        let keys = self.client.keys();
-        let mut shared = self.client.connection();
-        for queue in &queues {
-            let batch =
-                inflight::fetch_batch(&mut shared, keys, queue, &self.process, self.batch).await?;
-            self.hold(&batch);
-            let mut jobs = batch.into_iter();
-            if let Some(first) = jobs.next() {
-                self.lock_fetched().extend(jobs);
-                return Ok(Some(first));
+    /// The queues this fetcher serves.
+    pub fn order(&self) -> &QueueOrder {
+        &self.order
+    }
+
+    /// The next job for an idle processor (see the module docs), or `None` once `stop` is
+    /// cancelled. A job fetched as `stop` comes is left in flight, for shutdown to put back.
+    pub async fn next(&self, stop: &CancellationToken) -> gator_core::Result<Option<Job>> {
+        loop {
+            if stop.is_cancelled() {
+                return Ok(None);
+            }
+            // Registered before looking, so a wake-up between the look and the wait is kept.
+            let woken = self.wake.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if let Some(job) = self.take_buffered() {
+                return Ok(Some(job));
+            }
+            let slots = match self.slots.clone().try_acquire_owned() {
+                Ok(slot) => slot,
+                // Every slot is taken: wait for a buffered job or a free slot.
+                Err(_) => tokio::select! {
+                    _ = &mut woken => continue,
+                    slot = self.slots.clone().acquire_owned() => match slot {
+                        Ok(slot) => slot,
+                        Err(_) => return Ok(None), // closed: the worker is going away
+                    },
+                    _ = stop.cancelled() => return Ok(None),
+                },
+            };
+            let _fetching = FetchGuard::new(&self.fetching);
+            let slot = match self.fetch_pass(slots).await? {
+                Found::Job(job) => return Ok(Some(job)),
+                Found::Nothing(slot) => slot,
+            };
+            let queues = self.order.next_order();
+            if self.blockers.fetch_add(1, Ordering::SeqCst) < queues.len() {
+                let blocked = self.block(slot, &queues).await;
+                self.blockers.fetch_sub(1, Ordering::SeqCst);
+                if let Some(job) = blocked? {
+                    // The queue may hold more, and it is unwatched until someone blocks again.
+                    self.wake.notify_one();
+                    return Ok(Some(job));
+                }
+                continue;
+            }
+            self.blockers.fetch_sub(1, Ordering::SeqCst);
+            drop(slot);
+            drop(_fetching);
+            tokio::select! {
+                _ = &mut woken => {}
+                _ = tokio::time::sleep(IDLE_RECHECK) => {}
+                _ = stop.cancelled() => return Ok(None),
             }
         }
-        let watched = &queues[self.next_watch.fetch_add(1, Ordering::Relaxed) % queues.len()];
-        let job = inflight::fetch_blocking(dedicated, keys, watched, &self.process, FETCH_TIMEOUT)
-            .await?;
-        self.hold(job.as_slice());
-        Ok(job)
+    }
+
+    /// Step 2: `fetch.lua` on each queue in this fetch's order, for one job per slot in
+    /// `slots`, from the first queue that has any.
+    async fn fetch_pass(&self, mut slots: OwnedSemaphorePermit) -> gator_core::Result<Found> {
+        let free = self.slots.available_permits().min(MAX_BATCH - 1);
+        if free > 0
+            && let Ok(more) = self.slots.clone().try_acquire_many_owned(free as u32)
+        {
+            slots.merge(more);
+        }
+        let queues = self.order.next_order();
+        if queues.is_empty() {
+            // No queue known yet: nothing to fetch or block on. Wait as long as a blocking
+            // fetch would, then look again (the poller refreshes the known-queues set).
+            tokio::time::sleep(FETCH_TIMEOUT).await;
+        }
+        for queue in &queues {
+            let jobs = self.fetch_from(queue, slots.num_permits()).await?;
+            if jobs.is_empty() {
+                continue;
+            }
+            self.hold(&jobs);
+            let mut jobs = jobs.into_iter().map(|fetched| {
+                // There is a slot per job: the fetch asked for no more than `slots` holds.
+                let slot = slots.split(1).map(|p| Slot(Arc::new(p)));
+                (fetched, slot)
+            });
+            let (first, first_slot) = jobs.next().expect("a non-empty batch has a first job");
+            let mut left = 0;
+            {
+                let mut buffered = self.lock_buffered();
+                for (fetched, slot) in jobs {
+                    if let Some(slot) = slot {
+                        buffered.push_back(Job { fetched, slot });
+                        left += 1;
+                    }
+                }
+            }
+            for _ in 0..left {
+                self.wake.notify_one();
+            }
+            let slot = match first_slot {
+                Some(slot) => slot,
+                None => Slot(Arc::new(slots)),
+            };
+            return Ok(Found::Job(Job {
+                fetched: first,
+                slot,
+            }));
+        }
+        // Keep one slot for a blocking wait; give the rest back.
+        if let Some(one) = slots.split(1) {
+            drop(slots);
+            slots = one;
+        }
+        Ok(Found::Nothing(slots))
+    }
+
+    /// One `fetch.lua` call on `queue`, taking the lease first if this process holds none.
+    async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
+        if !self.leases.valid_for(queue, Duration::ZERO) {
+            self.leases.acquire(queue).await?;
+        }
+        let keys = self.client.keys();
+        let mut conn = self.client.connection();
+        match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
+            Batch::Jobs(jobs) => Ok(jobs),
+            Batch::NoLease => {
+                // Expired on Redis's clock before our own count ran out (a slow renewal): take
+                // it again and retry once.
+                self.leases.acquire(queue).await?;
+                match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
+                    Batch::Jobs(jobs) => Ok(jobs),
+                    Batch::NoLease => Ok(Vec::new()),
+                }
+            }
+        }
+    }
+
+    /// Step 3: BLMOVE on the least-watched queue for up to [`FETCH_TIMEOUT`], holding `slot`.
+    async fn block(
+        &self,
+        slot: OwnedSemaphorePermit,
+        queues: &[String],
+    ) -> gator_core::Result<Option<Job>> {
+        let Some(queue) = self.watchers.watch(queues) else {
+            return Ok(None);
+        };
+        let blocked = self.block_on(&queue).await;
+        self.watchers.unwatch(&queue);
+        Ok(blocked?.map(|fetched| Job {
+            fetched,
+            slot: Slot(Arc::new(slot)),
+        }))
+    }
+
+    async fn block_on(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
+        // BLMOVE cannot check a lease, so the lease must outlast the wait: a process that
+        // could not renew stops here before its lease runs out.
+        if !self.leases.valid_for(queue, BLOCK_LEASE_MARGIN) {
+            self.leases.acquire(queue).await?;
+            if !self.leases.valid_for(queue, BLOCK_LEASE_MARGIN) {
+                tokio::time::sleep(FETCH_TIMEOUT).await;
+                return Ok(None);
+            }
+        }
+        let mut conn = match self.take_connection() {
+            Some(conn) => conn,
+            None => self.client.dedicated_connection().await?,
+        };
+        let keys = self.client.keys();
+        match inflight::fetch_blocking(&mut conn, keys, queue, &self.process, FETCH_TIMEOUT).await {
+            Ok(job) => {
+                self.hold(job.as_slice());
+                self.lock_connections().push(conn);
+                Ok(job)
+            }
+            Err(e) => {
+                // It may be silent for good: close it rather than lend it again. A job the
+                // server moved meanwhile is in flight, unheld, and released by recovery.
+                drop(deadpool_redis::Connection::take(conn));
+                Err(e)
+            }
+        }
     }
 
     fn hold(&self, jobs: &[Fetched]) {
@@ -180,7 +300,8 @@ impl Fetcher {
         }
     }
 
-    /// Records that `job` was settled (or handed back): it is no longer this process's to hold.
+    /// Records that `job` was settled (or left for recovery): it is no longer this process's
+    /// to hold.
     pub fn settled(&self, job: &Fetched) {
         let mut held = self.lock_held();
         if let Some(count) = held.get_mut(&job.raw) {
@@ -192,33 +313,78 @@ impl Fetcher {
     }
 
     /// Whether this process received the in-flight payload `raw` and has not settled it.
-    pub fn holds(&self, raw: &str) -> bool {
+    pub fn holds(&self, raw: &[u8]) -> bool {
         self.lock_held().contains_key(raw)
     }
 
-    /// The queues this fetcher serves.
-    pub fn order(&self) -> &QueueOrder {
-        &self.order
-    }
-
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-        // A poisoned lock only means a panic between two whole-entry operations.
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn take_fetched(&self) -> Option<Fetched> {
-        self.lock_fetched().pop_front()
-    }
-
-    fn lock_fetched(&self) -> std::sync::MutexGuard<'_, VecDeque<Fetched>> {
-        // A poisoned lock only means a panic between two whole-element operations.
-        self.fetched.lock().unwrap_or_else(|e| e.into_inner())
+    /// Drops the buffered jobs of `queues` unstarted: their lease was lost, so other workers
+    /// may run them already. Those still in flight are released by recovery.
+    pub fn drop_buffered(&self, queues: &[String]) {
+        if queues.is_empty() {
+            return;
+        }
+        let dropped: Vec<Job> = {
+            let mut buffered = self.lock_buffered();
+            let (drop, keep): (Vec<Job>, Vec<Job>) = buffered
+                .drain(..)
+                .partition(|job| queues.contains(&job.fetched.queue));
+            *buffered = keep.into();
+            drop
+        };
+        for job in &dropped {
+            self.settled(&job.fetched);
+        }
     }
 
     /// How many fetches are under way.
     pub fn fetches_in_flight(&self) -> usize {
         self.fetching.load(Ordering::SeqCst)
     }
+
+    fn take_buffered(&self) -> Option<Job> {
+        self.lock_buffered().pop_front()
+    }
+
+    fn take_connection(&self) -> Option<deadpool_redis::Connection> {
+        self.lock_connections().pop()
+    }
+
+    fn lock_buffered(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
+        // A poisoned lock only means a panic between two whole-element operations.
+        self.buffered.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, usize>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<deadpool_redis::Connection>> {
+        self.idle_connections
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("process", &self.process)
+            .field("free_slots", &self.slots.available_permits())
+            .field("blockers", &self.blockers.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Slot")
+    }
+}
+
+/// What a fetch pass found: a job, or nothing (with the one slot kept for blocking).
+enum Found {
+    Job(Job),
+    Nothing(OwnedSemaphorePermit),
 }
 
 /// Counts one fetch in flight until dropped.
@@ -234,49 +400,5 @@ impl<'a> FetchGuard<'a> {
 impl Drop for FetchGuard<'_> {
     fn drop(&mut self) {
         self.0.fetch_sub(1, Ordering::SeqCst);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn weighted_shuffle_puts_a_queue_first_in_proportion_to_its_weight() {
-        let queues = vec![("high".to_owned(), 3), ("default".to_owned(), 1)];
-        let mut rng = rand::rng();
-        let draws = 40_000;
-        let high_first = (0..draws)
-            .filter(|_| weighted_shuffle(&queues, &mut rng)[0] == "high")
-            .count();
-        let share = high_first as f64 / draws as f64;
-        // Expected 0.75; the standard deviation over 40k draws is about 0.002.
-        assert!(
-            (share - 0.75).abs() < 0.015,
-            "high came first {share:.3} of the time"
-        );
-    }
-
-    #[test]
-    fn weighted_shuffle_keeps_every_queue_once() {
-        let queues = vec![
-            ("a".to_owned(), 5),
-            ("b".to_owned(), 1),
-            ("c".to_owned(), 2),
-        ];
-        let mut order = weighted_shuffle(&queues, &mut rand::rng());
-        order.sort();
-        assert_eq!(order, vec!["a", "b", "c"]);
-    }
-
-    #[test]
-    fn strict_order_is_always_the_given_order() {
-        let order = QueueOrder::new(QueueSelection::Strict(vec![
-            "critical".into(),
-            "default".into(),
-        ]));
-        for _ in 0..100 {
-            assert_eq!(order.next_order(), vec!["critical", "default"]);
-        }
     }
 }

@@ -1,60 +1,130 @@
-//! The heartbeat: tells Redis this process is alive, so other workers can count the fleet
-//! (the poller spreads its passes over it) and notice processes that died.
+//! The heartbeat: every quarter of the lease it renews this process's leases on its queues
+//! (what keeps other workers from recovering its in-flight jobs), registers it in the fleet
+//! (counted by the poller, shown to operators), learns Redis's clock, and checks that Redis
+//! will not evict jobs.
 
+use crate::clock::RedisClock;
 use crate::config::WorkerConfig;
+use crate::fetcher::Fetcher;
+use crate::leases::Leases;
+use crate::memory::{self, Eviction};
 use gator_core::Client;
-use gator_core::payload::now_ms;
 use gator_core::store;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
-/// How often a process renews its registration.
-pub const BEAT_INTERVAL: Duration = Duration::from_secs(5);
-/// A process not heard from for this long is presumed dead: four missed beats, so a
-/// stalled event loop or a Redis blip does not declare a live worker dead.
-pub const PROCESS_TTL: Duration = Duration::from_secs(20);
-
-/// This worker process's registration.
-#[derive(Debug, Clone)]
+/// This worker process's registration and leases.
+#[derive(Debug)]
 pub struct Heartbeat {
     /// Where to beat.
     pub client: Client,
-    /// `<host>:<pid>:<random>`: unique per run of a process.
+    /// `<host>:<pid>:<nonce>`, or `<worker id>:<nonce>`: unique per run of a process.
     pub id: String,
     /// The JSON stored under the process key.
     pub info: String,
+    /// The leases to renew.
+    pub leases: Arc<Leases>,
+    /// Told which queues' leases were lost, so it drops the jobs it holds for them unstarted.
+    pub fetcher: Arc<Fetcher>,
+    /// Learns Redis's clock from each beat.
+    pub clock: Arc<RedisClock>,
+    /// The live processes of the fleet, this one included, as of the last beat.
+    pub fleet: Arc<AtomicUsize>,
+    eviction: Mutex<Option<Eviction>>,
+    /// Whether the last beat reached Redis; the first one after a failure re-checks eviction.
+    reached: AtomicBool,
 }
 
 impl Heartbeat {
-    /// The registration of this process for `config`.
-    pub fn new(client: Client, config: &WorkerConfig) -> Heartbeat {
-        let host = hostname();
-        let pid = std::process::id();
-        let id = format!("{host}:{pid}:{:06x}", rand::random::<u32>() & 0xff_ffff);
+    /// The heartbeat of process `id` for `config`.
+    pub fn new(
+        client: Client,
+        config: &WorkerConfig,
+        id: String,
+        leases: Arc<Leases>,
+        fetcher: Arc<Fetcher>,
+        clock: Arc<RedisClock>,
+    ) -> Heartbeat {
         let info = serde_json::json!({
             "id": id,
-            "host": host,
-            "pid": pid,
+            "host": hostname(),
+            "pid": std::process::id(),
+            "worker_id": config.worker_id,
             "queues": config.queues.to_string(),
             "concurrency": config.concurrency,
-            "started_at": now_ms(),
+            "lease_ms": config.lease.as_millis() as u64,
+            "started_at": clock.now_ms(),
         })
         .to_string();
-        Heartbeat { client, id, info }
+        Heartbeat {
+            client,
+            id,
+            info,
+            leases,
+            fetcher,
+            clock,
+            fleet: Arc::new(AtomicUsize::new(1)),
+            eviction: Mutex::new(None),
+            reached: AtomicBool::new(false),
+        }
     }
 
-    /// Beats every [`BEAT_INTERVAL`] until `stop`, then deregisters.
-    pub async fn run(self, stop: CancellationToken) {
+    /// Beats every quarter of the lease until `stop`. Deregistering is the launcher's call:
+    /// only a process that put back everything it held may.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         loop {
+            tokio::select! {
+                _ = tokio::time::sleep(self.leases.renew_every()) => {}
+                _ = stop.cancelled() => return,
+            }
             if let Err(e) = self.tick().await {
                 warn!(error = %e, "heartbeat failed; trying again");
             }
-            tokio::select! {
-                _ = tokio::time::sleep(BEAT_INTERVAL) => {}
-                _ = stop.cancelled() => break,
-            }
         }
+    }
+
+    /// One beat: leases first (they guard the jobs), then the registry and the eviction check.
+    pub async fn tick(&self) -> gator_core::Result<()> {
+        let lost = self.leases.renew_all().await;
+        self.fetcher.drop_buffered(&lost);
+        let beat = store::processes::beat(
+            &mut self.client.connection(),
+            self.client.keys(),
+            &self.id,
+            &self.info,
+            self.leases.ttl(),
+        )
+        .await;
+        let beat = match beat {
+            Ok(beat) => beat,
+            Err(e) => {
+                self.reached.store(false, Ordering::Relaxed);
+                return Err(e);
+            }
+        };
+        self.fleet.store(beat.live, Ordering::Relaxed);
+        self.clock.observe(beat.now_ms);
+        let reconnected = !self.reached.swap(true, Ordering::Relaxed);
+        self.check_eviction(reconnected).await;
+        Ok(())
+    }
+
+    /// Reads the eviction policy; reports it at start, after a reconnect, and when it changed.
+    async fn check_eviction(&self, reconnected: bool) {
+        let Ok(Some(now)) = memory::read(&self.client).await else {
+            return; // a failed read is the next beat's business
+        };
+        let mut last = self.eviction.lock().unwrap_or_else(|e| e.into_inner());
+        if reconnected || last.as_ref() != Some(&now) {
+            memory::report(&now);
+        }
+        *last = Some(now);
+    }
+
+    /// Removes this process from the registry (a clean exit that put back everything it held).
+    pub async fn deregister(&self) {
         if let Err(e) =
             store::processes::remove(&mut self.client.connection(), self.client.keys(), &self.id)
                 .await
@@ -62,18 +132,15 @@ impl Heartbeat {
             warn!(error = %e, "could not deregister this process; its registration expires by itself");
         }
     }
+}
 
-    /// One beat.
-    pub async fn tick(&self) -> gator_core::Result<()> {
-        store::processes::beat(
-            &mut self.client.connection(),
-            self.client.keys(),
-            &self.id,
-            &self.info,
-            now_ms(),
-            PROCESS_TTL,
-        )
-        .await
+/// A new process id: `<worker id>:<nonce>` with a `--worker-id`, else `<host>:<pid>:<nonce>`.
+/// The nonce makes each run unique: two containers may share a host name and a pid.
+pub fn process_id(worker_id: Option<&str>) -> String {
+    let nonce = rand::random::<u32>() & 0xff_ffff;
+    match worker_id {
+        Some(name) => format!("{name}:{nonce:06x}"),
+        None => format!("{}:{}:{nonce:06x}", hostname(), std::process::id()),
     }
 }
 

@@ -1,23 +1,37 @@
 //! The launcher: starts the pieces of a worker and stops them in order.
 //!
+//! Start, in order:
+//! 1. connect (retrying while Redis is unreachable), and record the served queues as known;
+//! 2. take a lease on each served queue and beat once (queues found later are leased before
+//!    their first fetch);
+//! 3. recover the in-flight jobs of dead processes (and, with `--worker-id`, of this worker's
+//!    earlier processes) before fetching anything;
+//! 4. start the heartbeat, the recovery loop, the processors and the poller.
+//!
 //! Shutdown, in order:
 //! 1. the stop token is cancelled (SIGINT/SIGTERM, or the embedding program);
 //! 2. processors stop fetching (a job fetched at that moment stays in flight); the poller and
 //!    the recovery loop stop;
 //! 3. running jobs get up to `shutdown_timeout` to finish and settle;
-//! 4. once no fetch is in flight, every job left in this process's in-flight lists (still
-//!    running, or fetched as shutdown began) goes back to the head of its queue; it will run
-//!    again (at least once);
-//! 5. the process deregisters and `run_until` returns.
+//! 4. once no fetch can still land a job, every job left in this process's in-flight lists
+//!    (still running, or fetched as shutdown began) goes back to the head of its queue, and
+//!    the lease on each emptied queue is given up in the same step; it will run again (at
+//!    least once). What could not be put back stays leased: the heartbeat stops, the lease
+//!    expires, and the fleet recovers it;
+//! 5. the heartbeat stops; the process deregisters only if everything was put back, and
+//!    `run_until` returns.
 
+use crate::clock::RedisClock;
 use crate::config::WorkerConfig;
-use crate::fetcher::Fetcher;
-use crate::fetcher::{FETCH_TIMEOUT, QueueOrder};
-use crate::heartbeat::Heartbeat;
+use crate::fetcher::{FETCH_TIMEOUT, Fetcher};
+use crate::heartbeat::{Heartbeat, process_id};
+use crate::leases::Leases;
 use crate::poller::Poller;
 use crate::processor::Processor;
+use crate::queues::QueueOrder;
 use crate::recovery::Recovery;
-use gator_core::store::{self, inflight};
+use gator_core::client::DEDICATED_RESPONSE_TIMEOUT;
+use gator_core::store;
 use gator_core::{Client, Registry};
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,27 +87,54 @@ impl Worker {
             jobs = ?registry.names(), "worker started"
         );
 
-        let tracker = TaskTracker::new();
-        let heartbeat = Heartbeat::new(client.clone(), &config);
-        if let Err(e) = heartbeat.tick().await {
-            warn!(error = %e, "first heartbeat failed");
-        }
-        info!(process = %heartbeat.id, "registered");
+        let id = process_id(config.worker_id.as_deref());
+        let clock = Arc::new(RedisClock::default());
+        let leases = Arc::new(Leases::new(
+            client.clone(),
+            id.clone(),
+            config.lease,
+            clock.clone(),
+        ));
         let fetcher = Arc::new(Fetcher::new(
             client.clone(),
             order.clone(),
-            heartbeat.id.clone(),
+            leases.clone(),
+            id.clone(),
             config.concurrency,
         ));
-        // Recover before fetching: a restart after a crash puts its predecessor's jobs back first.
-        let recovery = Recovery::new(client.clone(), fetcher.clone(), config.recovery_interval);
-        if let Err(e) = recovery.tick().await {
-            warn!(error = %e, "could not look for dead worker processes at start");
+        let heartbeat = Arc::new(Heartbeat::new(
+            client.clone(),
+            &config,
+            id,
+            leases.clone(),
+            fetcher.clone(),
+            clock.clone(),
+        ));
+        for queue in order.all() {
+            if let Err(e) = leases.acquire(&queue).await {
+                warn!(queue = %queue, error = %e, "could not take a lease on the queue yet; the first fetch takes it");
+            }
         }
-        // The heartbeat outlives the processors: it deregisters only after they have settled.
+        if let Err(e) = heartbeat.tick().await {
+            warn!(error = %e, "first heartbeat failed");
+        }
+        info!(process = %heartbeat.id, lease_ms = config.lease.as_millis() as u64, "registered");
+        // Recover before fetching: a restart under the same --worker-id puts its predecessor's
+        // jobs back first, and any dead process's jobs go back at the head of their queues.
+        let recovery = Arc::new(Recovery::new(
+            client.clone(),
+            fetcher.clone(),
+            leases.clone(),
+            config.worker_id.clone(),
+            config.recovery_interval,
+        ));
+        let first_pass = recovery.tick(true).await;
+
+        let tracker = TaskTracker::new();
+        // The heartbeat outlives the processors: their jobs stay leased until put back.
         let heartbeat_stop = CancellationToken::new();
-        let heartbeat_task = tokio::spawn(heartbeat.run(heartbeat_stop.clone()));
-        tracker.spawn(recovery.run(stop.clone()));
+        let heartbeat_task = tokio::spawn(heartbeat.clone().run(heartbeat_stop.clone()));
+        tracker.spawn(recovery.clone().run(stop.clone(), first_pass));
         for id in 0..config.concurrency {
             let processor = Processor {
                 id,
@@ -101,6 +142,7 @@ impl Worker {
                 registry: registry.clone(),
                 fetcher: fetcher.clone(),
                 dead_cap: config.dead_cap,
+                clock: clock.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }
@@ -108,6 +150,7 @@ impl Worker {
             client: client.clone(),
             order: order.clone(),
             interval: config.poll_interval,
+            fleet: heartbeat.fleet.clone(),
         };
         tracker.spawn(poller.run(stop.clone()));
         tracker.close();
@@ -117,11 +160,35 @@ impl Worker {
         let finished = tokio::time::timeout(config.shutdown_timeout, tracker.wait())
             .await
             .is_ok();
-        put_back_in_flight(&client, &fetcher, &order, finished).await;
+        let fetches_done = wait_for_fetches(&fetcher).await;
+        let complete = recovery.put_back_own(fetches_done, finished).await;
         heartbeat_stop.cancel();
         let _ = heartbeat_task.await;
+        if complete {
+            heartbeat.deregister().await;
+        }
         Ok(())
     }
+}
+
+/// Waits until no fetch is under way, so none can land a job after the lists were emptied;
+/// false if one still is at the deadline (a blocked fetch ends by then unless its connection
+/// hangs, and that one times out soon after).
+async fn wait_for_fetches(fetcher: &Fetcher) -> bool {
+    let deadline = tokio::time::Instant::now()
+        + FETCH_TIMEOUT
+        + DEDICATED_RESPONSE_TIMEOUT
+        + Duration::from_secs(1);
+    while fetcher.fetches_in_flight() > 0 {
+        if tokio::time::Instant::now() >= deadline {
+            warn!(
+                "a fetch is still under way: this process's leases are left to expire, and the fleet recovers whatever it lands"
+            );
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    true
 }
 
 /// Connects, retrying with capped backoff and saying clearly why while Redis is unreachable.
@@ -130,7 +197,8 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
     loop {
         let connecting = Client::builder(config.redis_url.as_str())
             .namespace(config.namespace.as_str())
-            // One dedicated connection per processor, and a spare.
+            // Blocking fetchers: at most one per served queue (and a spare), never more than
+            // the processors.
             .max_blocking_connections(config.concurrency + 1)
             .connect();
         let attempt = tokio::select! {
@@ -147,46 +215,6 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
             _ = tokio::time::sleep(delay) => delay = (delay * 2).min(Duration::from_secs(10)),
             _ = stop.cancelled() => return None,
         }
-    }
-}
-
-/// Puts every job still in this process's in-flight lists back at the head of its queue:
-/// jobs still running after the shutdown timeout (they will run again: at least once), and any
-/// fetched as shutdown began. A cleanly stopped process leaves no in-flight job behind.
-async fn put_back_in_flight(
-    client: &Client,
-    fetcher: &Fetcher,
-    order: &QueueOrder,
-    finished: bool,
-) {
-    // A blocked fetch could still move a job in after the lists were emptied; let those end.
-    let deadline = tokio::time::Instant::now() + FETCH_TIMEOUT + Duration::from_secs(3);
-    while fetcher.fetches_in_flight() > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    let mut put_back = 0;
-    for queue in order.all() {
-        match inflight::recover(
-            &mut client.connection(),
-            client.keys(),
-            &queue,
-            fetcher.process(),
-        )
-        .await
-        {
-            Ok(n) => put_back += n,
-            Err(e) => {
-                error!(queue = %queue, error = %e, "could not put in-flight jobs back; another worker will recover them")
-            }
-        }
-    }
-    if finished && put_back == 0 {
-        info!("worker stopped cleanly");
-    } else {
-        warn!(
-            jobs = put_back,
-            "put unfinished jobs back at the head of their queues"
-        );
     }
 }
 

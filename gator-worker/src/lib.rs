@@ -16,11 +16,16 @@
 //!
 //! # Pieces
 //! - [`launcher`]: starts the pieces and stops them in order;
-//! - [`fetcher`]: orders the queues (strict, weighted shuffle, all known) and takes the next job;
-//! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them;
+//! - [`queues`]: which queues, in which order (strict, weighted shuffle, all known), and which
+//!   one each idle processor watches;
+//! - [`fetcher`]: takes the next jobs into this process's in-flight lists, one per free slot;
+//! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them, with
+//!   [`run`] (job bodies), [`outcome`] (what a failure records) and [`settle`] (the write);
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
-//! - [`heartbeat`]: registers this process so the fleet can be counted and dead processes spotted;
-//! - [`recovery`]: puts the in-flight jobs of dead processes back in their queues.
+//! - [`leases`]: this process's lease on each queue, on Redis's clock;
+//! - [`heartbeat`]: renews the leases, registers the process, checks eviction ([`memory`]) and
+//!   learns Redis's clock ([`clock`]);
+//! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown.
 //!
 //! # Tracing events
 //! Every job runs in a span `job` with the fields `jid`, `job` (wire name), `queue` and
@@ -45,13 +50,20 @@
 //! `RUST_LOG` filters them (default `info`).
 
 pub mod admin;
+pub mod clock;
 pub mod config;
 pub mod fetcher;
 pub mod heartbeat;
 pub mod launcher;
+pub mod leases;
+pub mod memory;
+pub mod outcome;
 pub mod poller;
 pub mod processor;
+pub mod queues;
 pub mod recovery;
+pub mod run;
+pub mod settle;
 
 pub use config::{Cli, QueueSelection, WorkerConfig};
 pub use launcher::Worker;

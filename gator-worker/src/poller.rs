@@ -4,14 +4,16 @@
 //! process sleeps a random 0.5–1.5 × (interval × live processes), as Sidekiq does. It never
 //! sleeps past the earliest due time the last pass saw, so an idle worker starts a scheduled
 //! job within milliseconds of its due time instead of up to a whole interval late.
+//!
+//! Redis's clock decides what is due (`promote_due.lua` reads `TIME`), and the script says how
+//! long until the next job is due: this host's clock only decides how long to sleep.
 
-use crate::fetcher::QueueOrder;
-use crate::heartbeat::PROCESS_TTL;
+use crate::queues::QueueOrder;
 use gator_core::Client;
-use gator_core::payload::now_ms;
 use gator_core::store;
 use rand::RngExt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, warn};
@@ -24,6 +26,8 @@ pub struct Poller {
     pub order: Arc<QueueOrder>,
     /// The fleet-wide average time between passes.
     pub interval: Duration,
+    /// The live processes of the fleet, as the heartbeat last counted them.
+    pub fleet: Arc<AtomicUsize>,
 }
 
 /// What one pass found.
@@ -31,8 +35,8 @@ pub struct Poller {
 pub struct Pass {
     /// Jobs moved to their queues.
     pub moved: usize,
-    /// When the earliest job still waiting is due (ms), over all queues served.
-    pub next_due_ms: Option<u64>,
+    /// How long until the earliest job still waiting is due, over all queues served.
+    pub next_due_in: Option<Duration>,
     /// Live worker processes, this one included.
     pub processes: usize,
 }
@@ -55,20 +59,26 @@ impl Poller {
         }
     }
 
-    /// One pass: refresh the queue list, then promote what is due in each queue.
+    /// One pass: refresh the queue list, then promote what is due in each queue. A queue that
+    /// fails (a key of the wrong type) is logged and skipped; the others are still promoted.
     pub async fn tick(&self) -> gator_core::Result<Pass> {
         self.order.refresh(&self.client).await?;
         let mut conn = self.client.connection();
         let keys = self.client.keys();
-        let now = now_ms();
         let mut pass = Pass {
-            processes: store::processes::live_count(&mut conn, keys, now, PROCESS_TTL).await?,
+            processes: self.fleet.load(Ordering::Relaxed).max(1),
             ..Pass::default()
         };
         for queue in self.order.all() {
-            let promoted = store::schedule::promote_due(&mut conn, keys, &queue, now).await?;
+            let promoted = match store::schedule::promote_due(&mut conn, keys, &queue).await {
+                Ok(promoted) => promoted,
+                Err(e) => {
+                    warn!(queue = %queue, error = %e, "could not promote the queue's due jobs; trying again next pass");
+                    continue;
+                }
+            };
             pass.moved += promoted.moved;
-            pass.next_due_ms = match (pass.next_due_ms, promoted.next_due_ms) {
+            pass.next_due_in = match (pass.next_due_in, promoted.next_due_in) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
@@ -83,14 +93,9 @@ impl Poller {
     pub fn pause_after(&self, pass: Pass) -> Duration {
         let fleet_interval = self.interval.mul_f64(pass.processes as f64);
         let pause = fleet_interval.mul_f64(rand::rng().random_range(0.5..1.5));
-        match pass.next_due_ms {
+        match pass.next_due_in {
             // A few ms of jitter so a fleet waking for the same job does not arrive at once.
-            Some(due) => {
-                let until_due = Duration::from_millis(
-                    due.saturating_sub(now_ms()) + rand::rng().random_range(0..20),
-                );
-                pause.min(until_due)
-            }
+            Some(wait) => pause.min(wait + Duration::from_millis(rand::rng().random_range(0..20))),
             None => pause,
         }
     }

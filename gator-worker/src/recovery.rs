@@ -1,176 +1,233 @@
-//! Recovery: puts the in-flight jobs of worker processes that died back at the head of their
-//! queues.
+//! Every put-back: the in-flight jobs of processes whose lease expired, this process's own jobs
+//! whose fetch reply was lost, and this process's jobs at shutdown. Each goes back to the head
+//! of its queue in one atomic script.
 //!
-//! A process is dead when its heartbeat is older than [`PROCESS_TTL`], or at once when it ran
-//! on this host and its pid no longer exists (so a worker restarted after a crash recovers its
-//! predecessor's jobs without waiting for the TTL). Each queue's in-flight list is recovered by
-//! one atomic script, so two workers recovering the same process move each job once.
+//! A process is dead when Redis says its lease expired: `recover.lua` checks each lease on
+//! Redis's clock and moves that process's jobs in the same step, one queue at a time, so a
+//! live process is never recovered and no host's clock is compared with another's. The
+//! queue's lease set is its in-flight index, so nothing here needs the process registry, a
+//! host name or a pid.
 
 use crate::fetcher::Fetcher;
-use crate::heartbeat::{PROCESS_TTL, hostname};
+use crate::leases::{FORGET_AFTER, Leases};
 use gator_core::Client;
-use gator_core::payload::now_ms;
-use gator_core::store::inflight::Fetched;
-use gator_core::store::{inflight, processes};
+use gator_core::store::inflight::{self, Fetched};
+use gator_core::store::lease;
 use rand::RngExt;
 use std::collections::HashSet;
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
+use tracing::{error, info, warn};
 
-/// How often, on average, a worker looks for dead processes.
-pub const RECOVERY_INTERVAL: Duration = Duration::from_secs(10);
+/// How often, at most, a worker looks for dead processes and stranded jobs; it looks sooner
+/// when a lease it saw is about to expire.
+pub const RECOVERY_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Looks for dead processes and recovers their jobs, and for this process's stranded ones.
 #[derive(Debug)]
 pub struct Recovery {
-    /// Where the registry and the lists live.
+    /// Where the leases and the lists live.
     pub client: Client,
     /// This process's fetcher: its id, the queues it serves, the jobs it holds.
     pub fetcher: Arc<Fetcher>,
-    /// Own in-flight jobs no processor held at the last pass, by queue and payload text.
-    pub unheld: Mutex<HashSet<(String, String)>>,
-    /// The average time between passes.
+    /// This process's leases (what it must put back at shutdown).
+    pub leases: Arc<Leases>,
+    /// `--worker-id`: at start, earlier processes of this id are recovered at once.
+    pub worker_id: Option<String>,
+    /// Own in-flight jobs no processor held at the last pass, by queue and payload.
+    pub unheld: Mutex<HashSet<(String, Vec<u8>)>>,
+    /// The longest time between passes.
     pub interval: Duration,
 }
 
-impl Recovery {
-    /// Recovers every `interval` (jittered) until `stop`.
-    pub async fn run(self, stop: CancellationToken) {
-        loop {
-            let pause = self.interval.mul_f64(rand::rng().random_range(0.5..1.5));
-            tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
-                _ = stop.cancelled() => return,
-            }
-            if let Err(e) = self.tick().await {
-                warn!(error = %e, "could not look for dead worker processes; trying again later");
-            }
-        }
-    }
-
-    /// One pass; returns how many jobs were put back.
-    pub async fn tick(&self) -> gator_core::Result<usize> {
-        let mut conn = self.client.connection();
-        let keys = self.client.keys();
-        let mut dead = processes::expired(&mut conn, keys, now_ms(), PROCESS_TTL).await?;
-        for id in processes::all(&mut conn, keys).await? {
-            if !dead.contains(&id) && died_on_this_host(&id) {
-                dead.push(id);
-            }
-        }
-        let own_id = self.fetcher.process();
-        dead.retain(|id| id != own_id);
-        let mut total = self.release_stranded().await?;
-        if dead.is_empty() {
-            return Ok(total);
-        }
-        let mut queues = self.client.known_queues().await?;
-        for queue in self.fetcher.order().all() {
-            if !queues.contains(&queue) {
-                queues.push(queue);
-            }
-        }
-        for id in dead {
-            let mut recovered = 0;
-            for queue in &queues {
-                recovered += inflight::recover(&mut conn, keys, queue, &id).await?;
-            }
-            processes::remove(&mut conn, keys, &id).await?;
-            if recovered > 0 {
-                warn!(process = %id, jobs = recovered, "recovered the in-flight jobs of a dead worker process");
-            }
-            total += recovered;
-        }
-        Ok(total)
-    }
+/// What one pass did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Pass {
+    /// Jobs put back in their queues.
+    pub recovered: usize,
+    /// How long until the earliest lease of another process it saw expires.
+    pub next_expiry_in: Option<Duration>,
 }
 
 impl Recovery {
-    /// A recovery loop for the process whose fetcher is `fetcher`, passing every `interval`
-    /// on average.
-    pub fn new(client: Client, fetcher: Arc<Fetcher>, interval: Duration) -> Recovery {
+    /// A recovery loop for the process whose fetcher is `fetcher`.
+    pub fn new(
+        client: Client,
+        fetcher: Arc<Fetcher>,
+        leases: Arc<Leases>,
+        worker_id: Option<String>,
+        interval: Duration,
+    ) -> Recovery {
         Recovery {
             client,
             fetcher,
+            leases,
+            worker_id,
             unheld: Mutex::new(HashSet::new()),
             interval,
         }
     }
 
+    /// Passes until `stop`: every `interval` (jittered), or just after the earliest lease the
+    /// last pass saw expires, whichever is sooner, so a dead worker's jobs run again within
+    /// milliseconds of its lease running out.
+    pub async fn run(self: Arc<Self>, stop: CancellationToken, mut last: Pass) {
+        loop {
+            let mut pause = self.interval.mul_f64(rand::rng().random_range(0.5..1.0));
+            if let Some(expiry) = last.next_expiry_in {
+                pause = pause.min(expiry + Duration::from_millis(rand::rng().random_range(1..50)));
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = stop.cancelled() => return,
+            }
+            last = self.tick(false).await;
+        }
+    }
+
+    /// One pass over every known and served queue. With `take_over`, also recovers the earlier
+    /// processes of this `--worker-id` (done once, at start). A queue that fails (a key of the
+    /// wrong type, Redis away) is logged and skipped; the others are still recovered.
+    pub async fn tick(&self, take_over: bool) -> Pass {
+        let mut pass = Pass {
+            recovered: self.release_stranded().await,
+            ..Pass::default()
+        };
+        let mut queues = match self.client.known_queues().await {
+            Ok(queues) => queues,
+            Err(e) => {
+                warn!(error = %e, "could not read the known queues; recovering the served ones only");
+                Vec::new()
+            }
+        };
+        for queue in self.fetcher.order().all() {
+            if !queues.contains(&queue) {
+                queues.push(queue);
+            }
+        }
+        let take_over = self.worker_id.as_deref().filter(|_| take_over);
+        let own = self.fetcher.process();
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
+        for queue in &queues {
+            let recovered = match lease::recover(
+                &mut conn,
+                keys,
+                queue,
+                own,
+                FORGET_AFTER,
+                take_over,
+            )
+            .await
+            {
+                Ok(recovered) => recovered,
+                Err(e) => {
+                    warn!(queue = %queue, error = %e, "could not recover the queue's in-flight jobs of dead processes; trying again next pass");
+                    continue;
+                }
+            };
+            for (process, jobs) in &recovered.processes {
+                warn!(queue = %queue, process = %process, jobs, "recovered the in-flight jobs of a dead worker process");
+            }
+            pass.recovered += recovered.jobs();
+            if let Some(expiry) = recovered.next_expiry_ms {
+                let wait = Duration::from_millis(expiry.saturating_sub(recovered.now_ms));
+                pass.next_expiry_in = Some(pass.next_expiry_in.map_or(wait, |w| w.min(wait)));
+            }
+        }
+        pass
+    }
+
     /// Puts back this process's in-flight jobs that no processor has held on two passes in a
-    /// row: their fetch ran in Redis but its reply was lost (a timeout, a Redis crash), so
-    /// nothing here would ever settle them. One pass is not enough: a fetch whose reply is still
-    /// on its way looks the same for a moment.
-    async fn release_stranded(&self) -> gator_core::Result<usize> {
+    /// row: their fetch ran in Redis but its reply was lost (a timeout, a Redis crash), or
+    /// their outcome could not be written, so nothing here would ever settle them. One pass is
+    /// not enough: a fetch whose reply is still on its way looks the same for a moment.
+    async fn release_stranded(&self) -> usize {
         let mut conn = self.client.connection();
         let keys = self.client.keys();
         let process = self.fetcher.process();
-        let before = std::mem::take(&mut *self.unheld.lock().unwrap_or_else(|e| e.into_inner()));
+        let before = std::mem::take(&mut *self.lock_unheld());
         let mut now_unheld = HashSet::new();
         let mut released = 0;
-        for queue in self.fetcher.order().all() {
-            for raw in inflight::list(&mut conn, keys, &queue, process).await? {
+        for queue in self.leases.queues() {
+            let listed = match inflight::list(&mut conn, keys, &queue, process).await {
+                Ok(listed) => listed,
+                Err(e) => {
+                    warn!(queue = %queue, error = %e, "could not look for stranded in-flight jobs");
+                    continue;
+                }
+            };
+            for raw in listed {
                 if self.fetcher.holds(&raw) {
                     continue;
                 }
                 let key = (queue.clone(), raw);
-                if before.contains(&key) {
-                    let job = Fetched {
-                        queue: key.0,
-                        process: process.to_owned(),
-                        raw: key.1,
-                    };
-                    released += usize::from(inflight::release(&mut conn, keys, &job).await?);
-                } else {
+                if !before.contains(&key) {
                     now_unheld.insert(key);
+                    continue;
+                }
+                let job = Fetched {
+                    queue: key.0,
+                    process: process.to_owned(),
+                    raw: key.1,
+                };
+                match inflight::release(&mut conn, keys, &job).await {
+                    Ok(put_back) => released += usize::from(put_back),
+                    Err(e) => {
+                        warn!(queue = %job.queue, error = %e, "could not put back a stranded in-flight job; trying again next pass");
+                        now_unheld.insert((job.queue, job.raw));
+                    }
                 }
             }
         }
-        *self.unheld.lock().unwrap_or_else(|e| e.into_inner()) = now_unheld;
+        *self.lock_unheld() = now_unheld;
         if released > 0 {
             warn!(
                 jobs = released,
-                "put back in-flight jobs whose fetch reply was lost"
+                "put back in-flight jobs whose fetch reply was lost or whose outcome could not be written"
             );
         }
-        Ok(released)
+        released
     }
-}
 
-/// Whether process id `host:pid:nonce` ran on this host and its pid is gone.
-fn died_on_this_host(id: &str) -> bool {
-    let mut parts = id.rsplitn(3, ':');
-    let (Some(_nonce), Some(pid), Some(host)) = (parts.next(), parts.next(), parts.next()) else {
-        return false;
-    };
-    host == hostname()
-        && pid.parse::<u32>().is_ok_and(|pid| {
-            pid != std::process::id() && !std::path::Path::new(&format!("/proc/{pid}")).exists()
-        })
-}
+    /// At shutdown: puts every job left in this process's in-flight lists back at the head of
+    /// its queue (still running after the shutdown timeout, or fetched as shutdown began), and
+    /// gives up the lease on each queue emptied, in the same step. `fetches_done` says that no
+    /// fetch can still land a job; if one might, the leases are kept, to expire, so the fleet
+    /// recovers whatever lands. Returns whether everything was put back and every lease given up.
+    pub async fn put_back_own(&self, fetches_done: bool, finished: bool) -> bool {
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
+        let process = self.fetcher.process();
+        let (mut put_back, mut complete) = (0, fetches_done);
+        for queue in self.leases.queues() {
+            match lease::put_back(&mut conn, keys, &queue, process, fetches_done).await {
+                Ok(n) => {
+                    put_back += n;
+                    if fetches_done {
+                        self.leases.forget(&queue);
+                    }
+                }
+                Err(e) => {
+                    complete = false;
+                    error!(queue = %queue, error = %e, "could not put this process's in-flight jobs back: its lease is left to expire, and another worker recovers them then");
+                }
+            }
+        }
+        if finished && complete && put_back == 0 {
+            info!("worker stopped cleanly");
+        } else if put_back > 0 {
+            warn!(
+                jobs = put_back,
+                "put unfinished jobs back at the head of their queues"
+            );
+        }
+        complete
+    }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_a_vanished_pid_on_this_host_counts_as_dead_at_once() {
-        let me = std::process::id();
-        assert!(
-            !died_on_this_host(&format!("{}:{me}:abc", hostname())),
-            "this process is alive"
-        );
-        assert!(
-            died_on_this_host(&format!("{}:4000000000:abc", hostname())),
-            "no such pid"
-        );
-        assert!(
-            !died_on_this_host("some-other-host:4000000000:abc"),
-            "another host's pids are not ours to judge"
-        );
-        assert!(!died_on_this_host("garbage"));
+    fn lock_unheld(&self) -> std::sync::MutexGuard<'_, HashSet<(String, Vec<u8>)>> {
+        // A poisoned lock only means a panic between two whole-set operations.
+        self.unheld.lock().unwrap_or_else(|e| e.into_inner())
     }
 }

@@ -14,7 +14,9 @@
 //! run cannot silently pass without exercising Redis.
 
 mod worker;
-pub use worker::{TestWorker, client, spawn_worker_process, terminate};
+pub use worker::{
+    TestWorker, WorkerProcess, client, spawn_worker_process, spawn_worker_process_with, terminate,
+};
 
 use std::future::Future;
 use std::io::{ErrorKind, Read, Write};

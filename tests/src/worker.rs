@@ -55,6 +55,30 @@ pub async fn client(url: &str) -> Client {
         .expect("connect to the test redis")
 }
 
+/// A worker process that is SIGKILLed when dropped, so a failing test leaves none behind.
+#[derive(Debug)]
+pub struct WorkerProcess(pub Child);
+
+impl std::ops::Deref for WorkerProcess {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for WorkerProcess {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for WorkerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill(); // Err only means it already exited.
+        let _ = self.0.wait();
+    }
+}
+
 /// Starts a worker binary as its own process (tests pass `env!("CARGO_BIN_EXE_gator-test-worker")`,
 /// which only integration tests can name) on `redis_url`, serving `queues` with `concurrency`
 /// processors, its warnings on the test's stderr.
@@ -63,8 +87,19 @@ pub fn spawn_worker_process(
     redis_url: &str,
     queues: &str,
     concurrency: u16,
-) -> Child {
-    Command::new(binary)
+) -> WorkerProcess {
+    spawn_worker_process_with(binary, redis_url, queues, concurrency, &[])
+}
+
+/// [`spawn_worker_process`] with more command-line arguments (`--lease`, `--worker-id`, ...).
+pub fn spawn_worker_process_with(
+    binary: &str,
+    redis_url: &str,
+    queues: &str,
+    concurrency: u16,
+    extra: &[&str],
+) -> WorkerProcess {
+    let child = Command::new(binary)
         .args([
             "--redis-url",
             redis_url,
@@ -73,11 +108,13 @@ pub fn spawn_worker_process(
             "--concurrency",
             &concurrency.to_string(),
         ])
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null())
         .stderr(Stdio::inherit())
         .spawn()
-        .unwrap_or_else(|e| panic!("starting the worker binary {binary}: {e}"))
+        .unwrap_or_else(|e| panic!("starting the worker binary {binary}: {e}"));
+    WorkerProcess(child)
 }
 
 /// Sends SIGTERM to a worker process (as an init system would) and waits for it to exit.

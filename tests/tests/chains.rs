@@ -1,6 +1,7 @@
 //! Chains: steps run one after another across queues, halt on a dead step, resume when it is
 //! retried, and leave no keys behind.
 
+use gator_core::store::inflight::Batch;
 use gator_core::store::sets::{SetKind, find, move_to_queue};
 use gator_core::{Chain, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
@@ -173,12 +174,18 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
     client.dispatch_chain(chain, None).await.unwrap();
     let keys = client.keys().clone();
     let mut conn = client.connection();
-    let job = gator_core::store::inflight::fetch_batch(&mut conn, &keys, "c1", "p", 1)
+    gator_core::store::lease::renew(&mut conn, &keys, "c1", "p", Duration::from_secs(60))
         .await
-        .unwrap()
-        .pop()
-        .expect("the first step");
-    let first: gator_core::Payload = serde_json::from_str(&job.raw).unwrap();
+        .unwrap();
+    let Batch::Jobs(mut jobs) =
+        gator_core::store::inflight::fetch_batch(&mut conn, &keys, "c1", "p", 1)
+            .await
+            .unwrap()
+    else {
+        panic!("process p holds a lease on c1");
+    };
+    let job = jobs.pop().expect("the first step");
+    let first: gator_core::Payload = serde_json::from_slice(&job.raw).unwrap();
     let link = first.chain.expect("a chain step carries its link");
     let ack = gator_core::store::inflight::ack;
     assert!(ack(&mut conn, &keys, &job, Some(&link)).await.unwrap());

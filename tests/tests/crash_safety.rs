@@ -2,9 +2,9 @@
 //! flight, and Redis going away is survived by workers and reported promptly to clients.
 
 use gator_core::job;
-use gator_core::payload::now_ms;
 use gator_tests::{
-    RedisServer, ServerOptions, TestWorker, client, spawn_worker_process, terminate, wait_until,
+    RedisServer, ServerOptions, TestWorker, client, spawn_worker_process,
+    spawn_worker_process_with, terminate, wait_until,
 };
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,20 +24,21 @@ fn in_flight_keys(redis: &RedisServer) -> String {
     redis.cli(&["KEYS", "gator:*:inflight:*"])
 }
 
-#[test]
-fn a_job_in_flight_in_a_killed_worker_runs_again_when_the_worker_restarts() {
-    let redis = RedisServer::start();
+/// Starts a worker process on `default` with `extra` arguments, waits until its `mark_after`
+/// job started, SIGKILLs it, and checks that the job is still recorded in flight.
+fn kill_a_worker_mid_job(redis: &RedisServer, extra: &[&str]) {
     redis.cli(&["SADD", "gator:queues", "default"]);
     redis.cli(&[
         "RPUSH",
         "gator:{default}:queue",
         r#"{"jid":"s1","job":"mark_after","args":[1500],"queue":"default","created_at":1,"enqueued_at":1}"#,
     ]);
-    let mut worker = spawn_worker_process(
+    let mut worker = spawn_worker_process_with(
         env!("CARGO_BIN_EXE_gator-test-worker"),
         &redis.url(),
         "default",
         2,
+        extra,
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     while redis.cli(&["GET", "test:started"]) != "s1" {
@@ -46,67 +47,126 @@ fn a_job_in_flight_in_a_killed_worker_runs_again_when_the_worker_restarts() {
     }
     worker.kill().unwrap(); // SIGKILL: no shutdown code runs
     worker.wait().unwrap();
-    let key = in_flight_keys(&redis);
+    let key = in_flight_keys(redis);
     assert_ne!(
         key, "",
         "the killed worker's job must still be recorded in flight"
     );
     assert_eq!(redis.cli(&["LLEN", &key]), "1");
     assert_eq!(redis.cli(&["LLEN", "gator:{default}:queue"]), "0");
+}
 
-    // The restarted worker recovers its dead predecessor's job at once and runs it to the end.
-    let mut restarted = spawn_worker_process(
+/// Waits until the `mark_after` job finished (again).
+fn wait_for_finish(redis: &RedisServer, deadline: Duration, what: &str) {
+    let until = Instant::now() + deadline;
+    while redis.cli(&["GET", "test:finished"]) != "s1" {
+        assert!(Instant::now() < until, "{what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_job_in_flight_in_a_killed_worker_runs_again_once_its_lease_expires() {
+    let redis = RedisServer::start();
+    kill_a_worker_mid_job(&redis, &["--lease", "4s"]);
+    // A new worker on the same host, with another pid or the same one (a container's pid 1):
+    // it cannot tell its predecessor is dead until the lease says so, and then it recovers.
+    let mut other = spawn_worker_process(
         env!("CARGO_BIN_EXE_gator-test-worker"),
         &redis.url(),
         "default",
         2,
     );
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while redis.cli(&["GET", "test:finished"]) != "s1" {
-        assert!(
-            Instant::now() < deadline,
-            "the recovered job never finished"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_finish(
+        &redis,
+        Duration::from_secs(20),
+        "the recovered job never finished",
+    );
+    assert!(terminate(&mut other).success());
+    assert_eq!(in_flight_keys(&redis), "", "nothing left in flight");
+}
+
+#[test]
+fn a_worker_restarted_under_its_worker_id_recovers_its_predecessor_at_once() {
+    let redis = RedisServer::start();
+    // A lease far longer than the test may wait: only the takeover can bring the job back.
+    let args = ["--lease", "120s", "--worker-id", "pod-7"];
+    kill_a_worker_mid_job(&redis, &args);
+    let mut restarted = spawn_worker_process_with(
+        env!("CARGO_BIN_EXE_gator-test-worker"),
+        &redis.url(),
+        "default",
+        2,
+        &args,
+    );
+    wait_for_finish(
+        &redis,
+        Duration::from_secs(20),
+        "the restarted worker did not take over its predecessor's job",
+    );
     assert!(terminate(&mut restarted).success());
     assert_eq!(in_flight_keys(&redis), "", "nothing left in flight");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_in_flight_jobs_of_a_process_whose_heartbeat_expired_are_recovered_and_run() {
-    let redis = RedisServer::start();
-    // A process on another host that died a minute ago holding two jobs.
-    let ghost = "elsewhere:4242:abcdef";
+/// A process that never registered anywhere but in `queue`'s lease set, holding `ids` in flight,
+/// its lease expiring `expires_in_ms` from now on Redis's clock (negative: already expired).
+async fn ghost(redis: &RedisServer, queue: &str, id: &str, expires_in_ms: i64, ids: &[u64]) {
+    let client = client(&redis.url()).await;
+    let now = client.redis_time().await.unwrap() as i64;
     redis.cli(&[
         "ZADD",
-        "gator:processes",
-        &(now_ms() - 60_000).to_string(),
-        ghost,
+        &format!("gator:{{{queue}}}:leases"),
+        &(now + expires_in_ms).to_string(),
+        id,
     ]);
-    redis.cli(&["SADD", "gator:queues", "safe"]);
-    for id in [101, 102] {
+    redis.cli(&["SADD", "gator:queues", queue]);
+    for n in ids {
         let payload = format!(
-            r#"{{"jid":"g{id}","job":"note_run","args":[{id}],"queue":"safe","created_at":1,"enqueued_at":1}}"#
+            r#"{{"jid":"g{n}","job":"note_run","args":[{n}],"queue":"{queue}","created_at":1,"enqueued_at":1}}"#
         );
         redis.cli(&[
             "RPUSH",
-            &format!("gator:{{safe}}:inflight:{ghost}"),
+            &format!("gator:{{{queue}}}:inflight:{id}"),
             &payload,
         ]);
     }
-    let worker = TestWorker::start(&redis.url(), Some("safe"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_flight_jobs_of_a_process_whose_lease_expired_are_recovered_and_a_live_lease_is_left_alone()
+ {
+    let redis = RedisServer::start();
+    // Two processes on another host, neither in the process registry: one whose lease ran out
+    // a minute ago, one whose lease holds for another minute (it is alive, just quiet).
+    ghost(
+        &redis,
+        "safe",
+        "elsewhere:4242:abcdef",
+        -60_000,
+        &[101, 102],
+    )
+    .await;
+    ghost(&redis, "safe", "elsewhere:4243:fedcba", 60_000, &[103]).await;
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "safe".parse().unwrap();
+    config.recovery_interval = Duration::from_millis(200);
+    let worker = TestWorker::start_with(config);
     wait_until("both orphans to run", Duration::from_secs(10), || async {
         ran(101) && ran(102)
     })
     .await;
+    // Many recovery passes later, the live process's job is still its own.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(!ran(103), "a job of a process with a live lease ran");
     assert_eq!(
-        redis.cli(&["ZSCORE", "gator:processes", ghost]),
-        "",
-        "the dead process is forgotten"
+        redis.cli(&["LLEN", "gator:{safe}:inflight:elsewhere:4243:fedcba"]),
+        "1"
+    );
+    assert_eq!(
+        redis.cli(&["LLEN", "gator:{safe}:inflight:elsewhere:4242:abcdef"]),
+        "0"
     );
     worker.stop().await;
-    assert_eq!(in_flight_keys(&redis), "");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -123,9 +183,15 @@ async fn a_cleanly_stopped_worker_leaves_nothing_in_flight_and_deregisters() {
     })
     .await;
     assert_eq!(redis.cli(&["ZCARD", "gator:processes"]), "1");
+    assert_eq!(redis.cli(&["ZCARD", "gator:{safe}:leases"]), "1");
     worker.stop().await;
     assert_eq!(in_flight_keys(&redis), "");
     assert_eq!(redis.cli(&["ZCARD", "gator:processes"]), "0");
+    assert_eq!(
+        redis.cli(&["ZCARD", "gator:{safe}:leases"]),
+        "0",
+        "a clean stop gives up its leases"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

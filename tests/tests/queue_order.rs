@@ -4,10 +4,14 @@
 use gator_core::job;
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use gator_worker::QueueSelection;
-use gator_worker::fetcher::{Fetcher, QueueOrder};
+use gator_worker::clock::RedisClock;
+use gator_worker::fetcher::Fetcher;
+use gator_worker::leases::Leases;
+use gator_worker::queues::QueueOrder;
 use std::sync::Arc;
 use std::sync::Mutex;
 use std::time::Duration;
+use tokio_util::sync::CancellationToken;
 
 async fn fill(redis: &RedisServer, queue: &str, n: usize) {
     let jobs: Vec<String> = (0..n).map(|i| format!("{queue}-{i}")).collect();
@@ -24,16 +28,30 @@ async fn fill(redis: &RedisServer, queue: &str, n: usize) {
 async fn fetch_many(redis: &RedisServer, spec: &str, n: usize) -> Vec<String> {
     let client = client(&redis.url()).await;
     let order = QueueOrder::new(spec.parse::<QueueSelection>().unwrap());
-    let fetcher = Fetcher::new(client.clone(), Arc::new(order), "test-process".into(), 1);
-    let mut conn = client.dedicated_connection().await.unwrap();
+    let process = "test-process".to_owned();
+    let leases = Leases::new(
+        client.clone(),
+        process.clone(),
+        Duration::from_secs(60),
+        Arc::new(RedisClock::default()),
+    );
+    let fetcher = Fetcher::new(
+        client.clone(),
+        Arc::new(order),
+        Arc::new(leases),
+        process,
+        1,
+    );
+    let running = CancellationToken::new();
     let mut queues = Vec::with_capacity(n);
     for _ in 0..n {
         let job = fetcher
-            .fetch(&mut conn)
+            .next(&running)
             .await
             .unwrap()
             .expect("a job is waiting");
-        queues.push(job.queue);
+        fetcher.settled(&job.fetched);
+        queues.push(job.fetched.queue);
     }
     queues
 }

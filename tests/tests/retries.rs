@@ -181,31 +181,28 @@ async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
         max_jobs: 5,
         max_age: Duration::from_secs(3600),
     };
-    let now = 1_800_000_000_000u64;
-    // One entry far older than the age limit, then eight recent ones, each settled out of
-    // an in-flight list as the worker does.
+    // One entry that died two hours ago by Redis's clock, then eight recent ones, each
+    // settled out of an in-flight list as the worker does.
+    let two_hours_ago = client.redis_time().await.unwrap() - 7_200_000;
+    redis.cli(&[
+        "ZADD",
+        "gator:{r}:dead",
+        &two_hours_ago.to_string(),
+        "ancient",
+    ]);
     let in_flight = |raw: &str| Fetched {
         queue: "r".into(),
         process: "p".into(),
         raw: raw.into(),
     };
-    let push = |raw: String| {
-        redis.cli(&["RPUSH", "gator:{r}:inflight:p", &raw]);
-        in_flight(&raw)
-    };
-    let ancient = push("ancient".into());
-    assert!(
-        kill(&mut conn, &keys, &ancient, "ancient", now - 7_200_000, cap)
-            .await
-            .unwrap()
-    );
     for i in 0..8u64 {
-        let job = push(format!("job-{i}"));
-        assert!(
-            kill(&mut conn, &keys, &job, &job.raw, now + i, cap)
-                .await
-                .unwrap()
-        );
+        let raw = format!("job-{i}");
+        redis.cli(&["RPUSH", "gator:{r}:inflight:p", &raw]);
+        let job = in_flight(&raw);
+        let killed = kill(&mut conn, &keys, &job, &raw, cap).await.unwrap();
+        assert!(killed.settled);
+        // Entries die 1 ms apart at least, so the order of the survivors is the order of death.
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
     let left: Vec<String> = redis::cmd("ZRANGE")
         .arg("gator:{r}:dead")

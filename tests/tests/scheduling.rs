@@ -2,8 +2,9 @@
 
 use gator_core::job;
 use gator_core::payload::now_ms;
-use gator_tests::{RedisServer, TestWorker, client, spawn_worker_process, terminate, wait_until};
-use std::process::Child;
+use gator_tests::{
+    RedisServer, TestWorker, WorkerProcess, client, spawn_worker_process, terminate, wait_until,
+};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -51,7 +52,7 @@ async fn jobs_due_one_to_three_seconds_ahead_start_within_a_second_of_their_due_
 async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_each() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let mut workers: Vec<Child> = (0..3)
+    let mut workers: Vec<WorkerProcess> = (0..3)
         .map(|_| {
             spawn_worker_process(
                 env!("CARGO_BIN_EXE_gator-test-worker"),

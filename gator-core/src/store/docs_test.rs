@@ -14,6 +14,8 @@ fn every_key_is_documented_in_the_wire_format() {
         k.processes(),
         k.process("<id>"),
         k.queue(q),
+        k.inflight(q, "<process id>"),
+        k.leases(q),
         k.scheduled(q),
         k.retry(q),
         k.dead(q),

@@ -1,11 +1,15 @@
 //! Crash-safe fetch and settle: every fetch moves a job into its process's in-flight list, and
 //! every outcome takes it out in the same atomic step that records the outcome. A job is always
 //! in exactly one of: its queue, an in-flight list, the scheduled/retry/dead sets, a chain list.
+//!
+//! Payloads travel as bytes, exactly as stored: text that is not UTF-8 is a payload a worker
+//! cannot read, not a reason for a fetch to fail after it moved a batch into flight.
 
 use crate::error::Result;
 use crate::payload::ChainLink;
 use crate::store::dead::DeadCap;
 use crate::store::keys::Keys;
+use crate::store::lease::millis;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
@@ -17,39 +21,62 @@ pub struct Fetched {
     pub queue: String,
     /// The process whose in-flight list holds it.
     pub process: String,
-    /// The payload as stored (possibly not valid JSON: decoding is the caller's step).
-    pub raw: String,
+    /// The payload as stored: possibly not UTF-8, possibly not JSON (decoding is the caller's
+    /// step, and a failure there is the job's outcome, not the fetch's).
+    pub raw: Vec<u8>,
 }
 
+/// What one `fetch.lua` call found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Batch {
+    /// The jobs moved into flight, oldest first (none if the queue was empty).
+    Jobs(Vec<Fetched>),
+    /// The process holds no live lease on the queue: take one ([`super::lease::renew`]) and
+    /// fetch again. Nothing was moved.
+    NoLease,
+}
+
+/// The most jobs one `fetch.lua` call moves: the script pushes in chunks of 1,000 anyway, and a
+/// bounded reply keeps one call short for Redis and for this process.
+pub const MAX_BATCH: usize = 1000;
+
 /// Takes up to `max` jobs of `queue` into `process`'s in-flight list in one call
-/// (`fetch.lua`), oldest first. Never blocks.
+/// (`fetch.lua`), oldest first, if `process` holds a live lease on the queue. Never blocks.
 pub async fn fetch_batch(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     process: &str,
     max: usize,
-) -> Result<Vec<Fetched>> {
-    let raws: Vec<String> = scripts::FETCH
+) -> Result<Batch> {
+    let reply: redis::Value = scripts::FETCH
         .key(keys.queue(queue))
         .key(keys.inflight(queue, process))
-        .arg(max.max(1))
+        .key(keys.leases(queue))
+        .arg(max.clamp(1, MAX_BATCH))
+        .arg(process)
         .invoke_async(conn)
         .await?;
-    Ok(raws
-        .into_iter()
-        .map(|raw| Fetched {
-            queue: queue.to_owned(),
-            process: process.to_owned(),
-            raw,
-        })
-        .collect())
+    if let redis::Value::Int(_) = reply {
+        return Ok(Batch::NoLease);
+    }
+    let raws: Vec<Vec<u8>> = redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
+    Ok(Batch::Jobs(
+        raws.into_iter()
+            .map(|raw| Fetched {
+                queue: queue.to_owned(),
+                process: process.to_owned(),
+                raw,
+            })
+            .collect(),
+    ))
 }
 
 /// Waits up to `timeout` for a job of `queue` and takes it into `process`'s in-flight list
 /// (BLMOVE). `conn` must be a dedicated connection whose response timeout exceeds `timeout`:
-/// a client that gives up early would leave the server to move a job nobody handles (it would
-/// stay in flight until recovered).
+/// a client that gives up early would leave the server to move a job nobody handles (it stays
+/// in flight until the process releases it). The caller must hold a lease on `queue` that
+/// outlasts the wait, since BLMOVE cannot check one.
 pub async fn fetch_blocking(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -57,7 +84,7 @@ pub async fn fetch_blocking(
     process: &str,
     timeout: Duration,
 ) -> Result<Option<Fetched>> {
-    let raw: Option<String> = redis::cmd("BLMOVE")
+    let raw: Option<Vec<u8>> = redis::cmd("BLMOVE")
         .arg(keys.queue(queue))
         .arg(keys.inflight(queue, process))
         .arg("LEFT")
@@ -98,63 +125,71 @@ pub async fn ack(
     Ok(settled > 0)
 }
 
-/// Settles a failure that runs again at `at_ms` with the updated payload (`retry.lua`).
-/// Returns false if the job was no longer in flight.
+/// Settles a failure that runs again `delay` from now on Redis's clock, with the updated
+/// payload (`retry.lua`). Returns the due time (ms, Redis time), or `None` if the job was no
+/// longer in flight.
 pub async fn retry(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
     updated: &str,
-    at_ms: u64,
-) -> Result<bool> {
-    let settled: i64 = scripts::RETRY
+    delay: Duration,
+) -> Result<Option<u64>> {
+    let due: u64 = scripts::RETRY
         .key(keys.inflight(&job.queue, &job.process))
         .key(keys.retry(&job.queue))
         .arg(&job.raw)
         .arg(updated)
-        .arg(at_ms)
+        .arg(millis(delay))
         .invoke_async(conn)
         .await?;
-    Ok(settled == 1)
+    Ok((due > 0).then_some(due))
 }
 
-/// Settles a job into its queue's dead set as `entry`, trimming the set to `cap` (`kill.lua`).
-/// Returns false if the job was no longer in flight.
+/// What settling a job into the dead set did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Killed {
+    /// Whether the job was still in flight (and is now in the dead set).
+    pub settled: bool,
+    /// Chains whose waiting steps were left without a dead step to resume them, because the
+    /// cap trimmed it: `(list queue, chain id)`. Delete their lists with
+    /// [`super::chain::forget`].
+    pub orphaned_chains: Vec<(String, String)>,
+}
+
+/// Settles a job into its queue's dead set as `entry`, trimming the set to `cap` by Redis time
+/// (`kill.lua`).
 pub async fn kill(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
     entry: &str,
-    now_ms: u64,
     cap: DeadCap,
-) -> Result<bool> {
-    let oldest = now_ms.saturating_sub(cap.max_age.as_millis() as u64);
-    let left: i64 = scripts::KILL
+) -> Result<Killed> {
+    let reply: Vec<redis::Value> = scripts::KILL
         .key(keys.dead(&job.queue))
         .key(keys.inflight(&job.queue, &job.process))
-        .arg(now_ms)
         .arg(entry)
         .arg(cap.max_jobs)
-        .arg(oldest)
+        .arg(millis(cap.max_age))
         .arg(&job.raw)
         .invoke_async(conn)
         .await?;
-    Ok(left >= 0)
-}
-
-/// Puts every job in `process`'s in-flight list for `queue` back at the head of the queue
-/// (`recover.lua`); returns how many.
-pub async fn recover(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    process: &str,
-) -> Result<usize> {
-    Ok(scripts::RECOVER
-        .key(keys.inflight(queue, process))
-        .key(keys.queue(queue))
-        .invoke_async(conn)
-        .await?)
+    let mut values = reply.into_iter();
+    let left: i64 = match values.next() {
+        Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
+        None => -1,
+    };
+    let mut orphaned_chains = Vec::new();
+    while let (Some(queue), Some(id)) = (values.next(), values.next()) {
+        let queue: String = redis::from_redis_value(queue).map_err(redis::RedisError::from)?;
+        let id: String = redis::from_redis_value(id).map_err(redis::RedisError::from)?;
+        orphaned_chains.push((queue, id));
+    }
+    Ok(Killed {
+        settled: left >= 0,
+        orphaned_chains,
+    })
 }
 
 /// Puts `job` back at the head of its queue if it is still in its process's in-flight list
@@ -169,13 +204,13 @@ pub async fn release(conn: &mut impl ConnectionLike, keys: &Keys, job: &Fetched)
     Ok(released == 1)
 }
 
-/// The payloads `process` holds in flight for `queue`, oldest fetch first.
+/// The payloads `process` holds in flight for `queue`, oldest fetch first, as bytes.
 pub async fn list(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     process: &str,
-) -> Result<Vec<String>> {
+) -> Result<Vec<Vec<u8>>> {
     Ok(redis::cmd("LRANGE")
         .arg(keys.inflight(queue, process))
         .arg(0)

@@ -53,7 +53,8 @@ impl Keys {
         format!("{}:queues", self.namespace)
     }
 
-    /// ZSET of worker process ids, scored by their last heartbeat in ms (global).
+    /// ZSET of live worker process ids, scored by when their registration expires (ms, Redis
+    /// time); expired members are pruned by every heartbeat (global).
     pub fn processes(&self) -> String {
         format!("{}:processes", self.namespace)
     }
@@ -73,7 +74,20 @@ impl Keys {
     /// settled: a fetch moves a job here and its outcome takes it out, atomically, so a job is
     /// never only in a dying process's memory.
     pub fn inflight(&self, queue: &str, process: &str) -> String {
-        format!("{}:{{{queue}}}:inflight:{process}", self.namespace)
+        format!("{}{process}", self.inflight_prefix(queue))
+    }
+
+    /// The in-flight key of `queue` without its process id: `recover.lua` appends the ids it
+    /// finds in [`Keys::leases`] (same hash tag, so the same slot).
+    pub fn inflight_prefix(&self, queue: &str) -> String {
+        format!("{}:{{{queue}}}:inflight:", self.namespace)
+    }
+
+    /// ZSET of the worker processes that may hold in-flight jobs of `queue`, scored by when
+    /// their lease expires (ms, Redis time): the in-flight index of the queue. A process is
+    /// added before its first fetch and removed only once its in-flight list is empty.
+    pub fn leases(&self, queue: &str) -> String {
+        format!("{}:{{{queue}}}:leases", self.namespace)
     }
 
     /// ZSET of payloads of `queue` to run later, scored by due time in ms since the epoch.
@@ -128,8 +142,7 @@ mod tests {
         assert_eq!(k.dead("high"), "gator:{high}:dead");
         assert_eq!(k.chain("high", "c1"), "gator:{high}:chain:c1");
         assert_eq!(k.inflight("high", "h:1:ab"), "gator:{high}:inflight:h:1:ab");
-        assert_eq!(k.chain("high", "c1"), "gator:{high}:chain:c1");
-        assert_eq!(k.inflight("high", "h:1:ab"), "gator:{high}:inflight:h:1:ab");
+        assert_eq!(k.leases("high"), "gator:{high}:leases");
         assert_eq!(k.queues(), "gator:queues");
         assert_eq!(k.processes(), "gator:processes");
         assert_eq!(k.process("h:1:ab"), "gator:process:h:1:ab");

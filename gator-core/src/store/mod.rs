@@ -5,6 +5,7 @@ pub mod chain;
 pub mod dead;
 pub mod inflight;
 pub mod keys;
+pub mod lease;
 pub mod processes;
 pub mod queue;
 pub mod schedule;

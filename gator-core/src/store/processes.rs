@@ -1,70 +1,54 @@
-//! The registry of live worker processes: each one heartbeats, so others can count them (to
-//! spread polling) and spot the ones that died.
+//! The registry of live worker processes, for counting the fleet (the poller spreads its
+//! passes over it) and showing it. Liveness for recovery is not decided here: each process
+//! holds a lease per queue (`store::lease`), in the queue's own hash tag.
 
 use crate::error::Result;
 use crate::store::keys::Keys;
+use crate::store::lease::millis;
+use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
-/// Records that process `id` (described by `info`, JSON) is alive now; its description expires
-/// after `ttl` unless renewed. Global keys only, so one pipeline, not a per-queue script.
+/// What one heartbeat learned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Beat {
+    /// Live worker processes, the caller included.
+    pub live: usize,
+    /// Redis's clock (ms since the epoch).
+    pub now_ms: u64,
+}
+
+/// Records that process `id` (described by `info`, JSON) is alive, on Redis time, until `ttl`
+/// from now unless renewed; prunes expired processes and counts the live ones
+/// (`heartbeat.lua`). The description is a separate `SET … PX`, since global keys are written
+/// by their own commands.
 pub async fn beat(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     id: &str,
     info: &str,
-    now_ms: u64,
     ttl: Duration,
-) -> Result<()> {
-    redis::pipe()
-        .cmd("SET")
+) -> Result<Beat> {
+    let (live, now_ms): (usize, u64) = scripts::HEARTBEAT
+        .key(keys.processes())
+        .arg(id)
+        .arg(millis(ttl))
+        .invoke_async(conn)
+        .await?;
+    redis::cmd("SET")
         .arg(keys.process(id))
         .arg(info)
         .arg("PX")
-        .arg(ttl.as_millis() as u64)
-        .ignore()
-        .zadd(keys.processes(), id, now_ms)
-        .ignore()
+        .arg(millis(ttl).max(1))
         .query_async::<()>(conn)
         .await?;
-    Ok(())
+    Ok(Beat {
+        live: live.max(1),
+        now_ms,
+    })
 }
 
-/// How many processes have beaten within `ttl` of `now_ms` (at least 1: the caller).
-pub async fn live_count(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    now_ms: u64,
-    ttl: Duration,
-) -> Result<usize> {
-    let since = now_ms.saturating_sub(ttl.as_millis() as u64);
-    let n: usize = redis::cmd("ZCOUNT")
-        .arg(keys.processes())
-        .arg(since)
-        .arg("+inf")
-        .query_async(conn)
-        .await?;
-    Ok(n.max(1))
-}
-
-/// The ids of processes whose last heartbeat is older than `ttl`.
-pub async fn expired(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    now_ms: u64,
-    ttl: Duration,
-) -> Result<Vec<String>> {
-    let before = now_ms.saturating_sub(ttl.as_millis() as u64);
-    Ok(redis::cmd("ZRANGE")
-        .arg(keys.processes())
-        .arg("-inf")
-        .arg(format!("({before}"))
-        .arg("BYSCORE")
-        .query_async(conn)
-        .await?)
-}
-
-/// Every registered process id, live or not.
+/// Every registered process id whose registration has not expired yet (as of its last prune).
 pub async fn all(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<String>> {
     Ok(redis::cmd("ZRANGE")
         .arg(keys.processes())
@@ -74,7 +58,7 @@ pub async fn all(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<Stri
         .await?)
 }
 
-/// Forgets process `id` (a clean exit, or once its orphans are recovered).
+/// Forgets process `id` (a clean exit that put back everything it held).
 pub async fn remove(conn: &mut impl ConnectionLike, keys: &Keys, id: &str) -> Result<()> {
     redis::pipe()
         .cmd("DEL")

@@ -63,12 +63,26 @@ pub async fn len(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) -> Re
         .await?)
 }
 
-/// The known-queues set, sorted: the queues clients dispatched to and workers serve.
+/// The known-queues set, sorted: the queues clients dispatched to and workers serve. Members
+/// that are not valid queue names (the set is written by other tools too) are left out, and
+/// named in a warning: a name such as `""` would give keys without a hash tag.
 pub async fn known(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<String>> {
-    let mut queues: Vec<String> = redis::cmd("SMEMBERS")
+    let members: Vec<Vec<u8>> = redis::cmd("SMEMBERS")
         .arg(keys.queues())
         .query_async(conn)
         .await?;
+    let mut queues = Vec::with_capacity(members.len());
+    for member in members {
+        match String::from_utf8(member) {
+            Ok(name) if super::keys::validate_queue(&name).is_ok() => queues.push(name),
+            Ok(name) => {
+                tracing::warn!(queue = ?name, set = %keys.queues(), "ignoring an invalid queue name in the known-queues set");
+            }
+            Err(e) => {
+                tracing::warn!(queue = %String::from_utf8_lossy(e.as_bytes()), set = %keys.queues(), "ignoring an invalid queue name in the known-queues set");
+            }
+        }
+    }
     queues.sort();
     Ok(queues)
 }

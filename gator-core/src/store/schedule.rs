@@ -1,30 +1,55 @@
-//! The scheduled and retry sets: jobs that run later, and promoting them when due.
+//! The scheduled and retry sets: jobs that run later, and promoting them when due. Redis's
+//! clock decides what is due, inside the scripts.
 
 use crate::error::Result;
 use crate::payload::Payload;
 use crate::store::keys::Keys;
+use crate::store::lease::millis;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
+use std::time::Duration;
 
 /// At most this many jobs move per script call, so one call never blocks Redis for long.
 pub const PROMOTE_BATCH: usize = 1000;
 
-/// Adds `payloads` to their queues' scheduled sets, due at `due_ms`, in one round trip.
-/// The queue is recorded as known first, for the same reason as in [`super::queue::enqueue`].
+/// When a job should run: at a time, or after a delay counted on Redis's clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum When {
+    /// At this time, ms since the Unix epoch (compared with Redis's clock).
+    At(u64),
+    /// This long from now, on Redis's clock.
+    In(Duration),
+}
+
+/// Enqueues `payload` to run `when`: straight to its queue if that is already due by Redis's
+/// clock, else into its scheduled set; a chain's `waiting` steps go into its list
+/// `chain_list` in the same atomic step (`schedule.lua`). Returns the due time (ms, Redis
+/// time) if the job was scheduled, `None` if it went to its queue.
+///
+/// The queue must be in the known-queues set already (a global key, written by its own
+/// command: see [`super::queue::register`]).
 pub async fn schedule(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    payloads: &[Payload],
-    due_ms: u64,
-) -> Result<()> {
-    let mut pipe = redis::pipe();
-    for p in payloads {
-        pipe.sadd(keys.queues(), &p.queue).ignore();
-        pipe.zadd(keys.scheduled(&p.queue), p.to_json(), due_ms)
-            .ignore();
+    payload: &Payload,
+    when: When,
+    chain_list: Option<(&str, &[Payload])>,
+) -> Result<Option<u64>> {
+    let mut invocation = scripts::SCHEDULE.key(keys.scheduled(&payload.queue));
+    invocation.key(keys.queue(&payload.queue));
+    match when {
+        When::At(ms) => invocation.arg("at").arg(ms),
+        When::In(delay) => invocation.arg("in").arg(millis(delay)),
+    };
+    invocation.arg(payload.to_json());
+    if let Some((key, waiting)) = chain_list {
+        invocation.key(key);
+        for step in waiting {
+            invocation.arg(step.to_json());
+        }
     }
-    pipe.query_async::<()>(conn).await?;
-    Ok(())
+    let due: u64 = invocation.invoke_async(conn).await?;
+    Ok((due > 0).then_some(due))
 }
 
 /// What one promotion pass over a queue found.
@@ -32,32 +57,33 @@ pub async fn schedule(
 pub struct Promoted {
     /// How many jobs moved to the queue.
     pub moved: usize,
-    /// When the earliest job still waiting in the queue's scheduled or retry set is due (ms).
-    pub next_due_ms: Option<u64>,
+    /// How long until the earliest job still waiting in the queue's scheduled or retry set is
+    /// due, on Redis's clock (`None`: nothing waits).
+    pub next_due_in: Option<Duration>,
 }
 
-/// Moves every job of `queue` due by `now_ms` from the scheduled and retry sets to the queue,
-/// and says when the next one is due. Each batch is one atomic script call (`promote_due.lua`).
+/// Moves every job of `queue` due by Redis's clock from the scheduled and retry sets to the
+/// queue, and says how long until the next one is due. Each batch is one atomic script call
+/// (`promote_due.lua`).
 pub async fn promote_due(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
-    now_ms: u64,
 ) -> Result<Promoted> {
     let mut promoted = Promoted::default();
     for set in [keys.scheduled(queue), keys.retry(queue)] {
         loop {
-            let (moved, next_due): (usize, i64) = scripts::PROMOTE_DUE
+            let (moved, next_due, now): (usize, i64, u64) = scripts::PROMOTE_DUE
                 .key(&set)
                 .key(keys.queue(queue))
-                .arg(now_ms)
                 .arg(PROMOTE_BATCH)
                 .invoke_async(conn)
                 .await?;
             promoted.moved += moved;
             if moved < PROMOTE_BATCH {
                 if let Ok(due) = u64::try_from(next_due) {
-                    promoted.next_due_ms = Some(promoted.next_due_ms.map_or(due, |d| d.min(due)));
+                    let wait = Duration::from_millis(due.saturating_sub(now));
+                    promoted.next_due_in = Some(promoted.next_due_in.map_or(wait, |w| w.min(wait)));
                 }
                 break;
             }

@@ -16,8 +16,12 @@ macro_rules! scripts {
 }
 
 scripts! {
+    /// `lua/schedule.lua`: enqueue a job (and a chain's waiting steps) now or later, on Redis time.
+    SCHEDULE => "schedule.lua";
     /// `lua/promote_due.lua`: move due jobs from a scheduled or retry set to the queue.
     PROMOTE_DUE => "promote_due.lua";
+    /// `lua/lease.lua`: take or renew a process's lease on a queue.
+    LEASE => "lease.lua";
     /// `lua/fetch.lua`: move a batch of jobs from a queue into a process's in-flight list.
     FETCH => "fetch.lua";
     /// `lua/ack.lua`: settle a success (and move a chain's next step to its queue).
@@ -26,10 +30,14 @@ scripts! {
     RETRY => "retry.lua";
     /// `lua/kill.lua`: settle a job into the dead set and trim it.
     KILL => "kill.lua";
-    /// `lua/recover.lua`: put a process's in-flight jobs back at the head of their queue.
+    /// `lua/recover.lua`: put the in-flight jobs of processes whose lease expired back in the queue.
     RECOVER => "recover.lua";
+    /// `lua/put_back.lua`: put a process's own in-flight jobs back and give up its lease.
+    PUT_BACK => "put_back.lua";
     /// `lua/release.lua`: put one stranded in-flight job back at the head of its queue.
     RELEASE => "release.lua";
     /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
     MOVE_TO_QUEUE => "move_to_queue.lua";
+    /// `lua/heartbeat.lua`: register a live process and count the fleet, on Redis time.
+    HEARTBEAT => "heartbeat.lua";
 }

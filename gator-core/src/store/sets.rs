@@ -186,17 +186,25 @@ pub async fn move_to_queue(
     Ok(moved == 1)
 }
 
-/// Removes `entry` from its set. Returns false if it was already gone.
+/// Removes `entry` from its set. Returns false if it was already gone. A dead chain step
+/// takes its chain's waiting steps with it: nothing could resume them any more.
 pub async fn delete(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
     let removed: i64 = redis::cmd("ZREM")
         .arg(entry.kind.key(keys, &entry.queue))
         .arg(&entry.raw)
         .query_async(conn)
         .await?;
+    if removed == 1 {
+        super::chain::forget(conn, keys, &orphaned_chains(std::slice::from_ref(entry))).await?;
+    }
     Ok(removed == 1)
 }
 
-/// Empties `kind` for `queue`; returns how many entries it held.
+/// How many entries [`clear`] removes per round trip.
+const CLEAR_PAGE: usize = 500;
+
+/// Empties `kind` for `queue`; returns how many entries it removed. Page by page, so that the
+/// waiting lists of dead chain steps can be deleted with them.
 pub async fn clear(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -204,16 +212,32 @@ pub async fn clear(
     queue: &str,
 ) -> Result<usize> {
     let key = kind.key(keys, queue);
-    let (count,): (usize,) = redis::pipe()
-        .atomic()
-        .cmd("ZCARD")
-        .arg(&key)
-        .cmd("DEL")
-        .arg(&key)
-        .ignore()
-        .query_async(conn)
-        .await?;
-    Ok(count)
+    let mut cleared = 0;
+    loop {
+        let page = list(conn, keys, kind, queue, 0, CLEAR_PAGE).await?;
+        if page.is_empty() {
+            return Ok(cleared);
+        }
+        let members: Vec<&str> = page.iter().map(|entry| entry.raw.as_str()).collect();
+        let removed: usize = redis::cmd("ZREM")
+            .arg(&key)
+            .arg(&members)
+            .query_async(conn)
+            .await?;
+        cleared += removed;
+        super::chain::forget(conn, keys, &orphaned_chains(&page)).await?;
+    }
+}
+
+/// The chains whose waiting lists hang on these dead entries: chain steps with a next step.
+fn orphaned_chains(entries: &[SetEntry]) -> Vec<(String, String)> {
+    entries
+        .iter()
+        .filter(|entry| entry.kind == SetKind::Dead)
+        .filter_map(|entry| entry.payload.as_ref()?.chain.as_ref())
+        .filter(|link| link.next_jid.is_some())
+        .map(|link| (link.list_queue.clone(), link.id.clone()))
+        .collect()
 }
 
 fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {

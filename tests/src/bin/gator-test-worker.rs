@@ -85,7 +85,7 @@ async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
 }
 
 /// The worker's own Redis connection (the worker makes its client the default).
-async fn chaos_connection() -> Result<redis::aio::ConnectionManager, String> {
+async fn chaos_connection() -> Result<gator_core::Connection, String> {
     let client = gator_core::default_client()
         .await
         .map_err(|e| e.to_string())?;

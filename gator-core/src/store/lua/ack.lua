@@ -1,8 +1,9 @@
-#!lua
+#!lua flags=allow-oom
 -- ack.lua: record that a job succeeded: take it out of its process's in-flight list and, for a
 -- chain step, move the chain's next step to its queue, all in one atomic step. Nothing is
 -- written if the job was no longer in flight (it was recovered as an orphan and is queued
 -- again, so that other copy settles it): a job leaves the in-flight record exactly once.
+-- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:chain:<chain id>      (only for a chain step with a next step)

@@ -1,21 +1,52 @@
-#!lua
+#!lua flags=allow-oom
 -- kill.lua: record that a job will not run again: take it out of its process's in-flight
 -- list, add it to its queue's dead set, and trim the set by age and size, in one atomic step,
 -- so the cap holds however many workers kill jobs at once. Nothing is written if the job was
--- no longer in flight (recovered as an orphan and queued again).
+-- no longer in flight (recovered as an orphan and queued again). Redis time scores the entry
+-- and decides its age, so a worker whose clock runs ahead cannot trim the set empty.
+--
+-- Trimmed entries that are chain steps with a step after them are returned, so the caller
+-- deletes their chains' waiting lists (which may live under another queue's hash tag).
+-- allow-oom: it only moves a job and removes old ones.
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:dead (score = time of death, ms)
 -- KEYS[2]  LIST  gator:{<queue>}:inflight:<process id>
--- ARGV[1]  now, ms since the Unix epoch
--- ARGV[2]  the dead-set entry (the payload with its error, or a wrapper around unreadable text)
--- ARGV[3]  the most entries to keep; the oldest go first
--- ARGV[4]  entries that died before this time (ms) are removed
--- ARGV[5]  the payload exactly as fetched
--- Returns  the number of entries left in the dead set, or -1 if the job was not in flight
-if redis.call('LREM', KEYS[2], 1, ARGV[5]) == 0 then
-  return -1
+-- ARGV[1]  the dead-set entry (the payload with its error, or a wrapper around unreadable text)
+-- ARGV[2]  the most entries to keep; the oldest go first
+-- ARGV[3]  the most age (ms) an entry may reach; older ones are removed
+-- ARGV[4]  the payload exactly as fetched
+-- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
+--            trimmed chain step with a next step, its chain's list queue and chain id }
+if redis.call('LREM', KEYS[2], 1, ARGV[4]) == 0 then
+  return { -1 }
 end
-redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', '(' .. ARGV[4])
-redis.call('ZREMRANGEBYRANK', KEYS[1], 0, -(tonumber(ARGV[3]) + 1))
-return redis.call('ZCARD', KEYS[1])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZADD', KEYS[1], now, ARGV[1])
+local oldest = '(' .. (now - tonumber(ARGV[3]))
+local keep = tonumber(ARGV[2])
+local result = { 0 }
+local function note_chains(entries)
+  for _, entry in ipairs(entries) do
+    if string.find(entry, '"next_jid"', 1, true) then
+      local ok, doc = pcall(cjson.decode, entry)
+      if ok and type(doc) == 'table' and type(doc['chain']) == 'table' then
+        local link = doc['chain']
+        if type(link['list_queue']) == 'string' and type(link['id']) == 'string'
+            and link['next_jid'] then
+          result[#result + 1] = link['list_queue']
+          result[#result + 1] = link['id']
+        end
+      end
+    end
+  end
+end
+note_chains(redis.call('ZRANGE', KEYS[1], '-inf', oldest, 'BYSCORE'))
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', oldest)
+local excess = redis.call('ZCARD', KEYS[1]) - keep
+if excess > 0 then
+  note_chains(redis.call('ZRANGE', KEYS[1], 0, excess - 1))
+  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, excess - 1)
+end
+result[1] = redis.call('ZCARD', KEYS[1])
+return result

@@ -1,8 +1,9 @@
-#!lua
+#!lua flags=allow-oom
 -- move_to_queue.lua: take one entry out of a queue's scheduled, retry or dead set and push a
 -- (possibly rewritten) payload to the queue, in one atomic step: run now, or retry from dead.
 -- The push happens only if the entry was still there, so two admins clicking "retry" at
 -- once enqueue the job once.
+-- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
 -- KEYS[2]  LIST  gator:{<queue>}:queue

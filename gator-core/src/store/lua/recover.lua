@@ -1,15 +1,74 @@
-#!lua
--- recover.lua: put every job in one process's in-flight list for a queue back at the head of
--- the queue, oldest fetched first, in one atomic step. Used for the in-flight records of a
--- process whose heartbeat expired (it died mid-job), and by a process shutting down for its
--- own. Two workers recovering the same process at once move each job once.
+#!lua flags=allow-oom
+-- recover.lua: for one queue, put the in-flight jobs of every process whose lease expired (on
+-- Redis time) back at the head of the queue, oldest fetch first. Checking the lease and moving
+-- the jobs are one atomic step, so a live process is never recovered, and two workers
+-- recovering at once move each job once.
 --
--- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- An expired entry stays in the lease set until it has been expired for ARGV[2] ms, so a list
+-- a paused process fills after its lease ran out (a blocking fetch that lands late) is still
+-- found by a later pass; then, its list being empty, it is forgotten.
+--
+-- With ARGV[4], the other processes of that worker id (ids `<worker id>:<nonce>`) are
+-- recovered whatever their lease: a worker restarted under the id an operator gave it knows
+-- its predecessor is gone.
+--
+-- The in-flight keys are the prefix ARGV[1] followed by a process id from the lease set: the
+-- same hash tag as KEYS, so the same slot.
+-- allow-oom: it only moves jobs.
+--
+-- KEYS[1]  ZSET  gator:{<queue>}:leases
 -- KEYS[2]  LIST  gator:{<queue>}:queue
--- ARGV     none
--- Returns  the number of jobs put back
-local moved = 0
-while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do
-  moved = moved + 1
+-- ARGV[1]  the in-flight key prefix, gator:{<queue>}:inflight:
+-- ARGV[2]  how long (ms) an expired entry is kept before it is forgotten
+-- ARGV[3]  the calling process's id, never recovered
+-- ARGV[4]  a worker id whose other processes to take over, or '' for none
+-- Returns  { next, now, id1, n1, id2, n2, ... }: next is when the earliest live lease of another
+--          process expires (ms, -1 if none), now is Redis time (ms), then each process whose
+--          jobs were put back with how many
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local forget_before = now - tonumber(ARGV[2])
+local result = { -1, now }
+
+local function put_back(id)
+  local key = ARGV[1] .. id
+  local moved = 0
+  while redis.call('LMOVE', key, KEYS[2], 'RIGHT', 'LEFT') do
+    moved = moved + 1
+  end
+  if moved > 0 then
+    result[#result + 1] = id
+    result[#result + 1] = moved
+  end
 end
-return moved
+
+local expired = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'WITHSCORES')
+for i = 1, #expired, 2 do
+  local id = expired[i]
+  if id ~= ARGV[3] then
+    put_back(id)
+    if tonumber(expired[i + 1]) < forget_before then
+      redis.call('ZREM', KEYS[1], id)
+    end
+  end
+end
+
+if ARGV[4] ~= '' then
+  local prefix = ARGV[4] .. ':'
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
+    if id ~= ARGV[3] and string.sub(id, 1, #prefix) == prefix
+        and not string.find(id, ':', #prefix + 1, true) then
+      put_back(id)
+      redis.call('ZREM', KEYS[1], id)
+    end
+  end
+end
+
+local live = redis.call('ZRANGE', KEYS[1], '(' .. now, '+inf', 'BYSCORE', 'WITHSCORES', 'LIMIT', 0, 2)
+for i = 1, #live, 2 do
+  if live[i] ~= ARGV[3] then
+    result[1] = tonumber(live[i + 1])
+    break
+  end
+end
+return result

@@ -1,8 +1,9 @@
-#!lua
+#!lua flags=allow-oom
 -- release.lua: put one job of a live process's in-flight list back at the head of its queue,
 -- atomically and only if it is still there. For a job the process fetched but never received
 -- (the fetch's reply was lost: a timeout, or Redis killed after running it), which nothing in
 -- the process would ever settle.
+-- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:queue

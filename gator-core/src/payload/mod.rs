@@ -4,6 +4,11 @@
 //! RPUSHes this JSON to `gator:{<queue>}:queue` and SADDs the queue to `gator:queues` gets its
 //! job run by a Rust worker.
 
+mod document;
+mod lenient;
+
+pub use document::{DocumentError, PayloadDocument};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -20,21 +25,32 @@ pub struct Payload {
     pub args: Value,
     /// The queue the job belongs to.
     pub queue: String,
-    /// When the job was first dispatched, in ms since the Unix epoch.
+    /// When the job was first dispatched, in ms since the Unix epoch. Read as an integer or a
+    /// float (what `time.time() * 1000` gives in Python).
+    #[serde(deserialize_with = "lenient::ms")]
     pub created_at: u64,
     /// When the job was last put on its queue's list, in ms since the Unix epoch.
+    #[serde(deserialize_with = "lenient::ms")]
     pub enqueued_at: u64,
     /// How many attempts have failed so far (0 for a fresh job); the running attempt is this + 1.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "lenient::count")]
     pub attempt: u32,
     /// The reason of the last failure, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// When the last failure happened, in ms since the Unix epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::optional_ms"
+    )]
     pub failed_at: Option<u64>,
     /// When the last failed retry (an attempt after the first) started, in ms since the epoch.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::optional_ms"
+    )]
     pub retried_at: Option<u64>,
     /// For a step of a chain: where the rest of the chain waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -73,35 +89,6 @@ impl Payload {
     pub fn to_json(&self) -> String {
         // Serializing a struct of strings, numbers and `Value`s into a String cannot fail.
         serde_json::to_string(self).expect("a Payload always serializes")
-    }
-}
-
-/// The fields a worker needs to run a job, borrowed from the stored text: `args` stays JSON
-/// text until the job's own types decode it, so running a job copies nothing it does not use.
-/// (A failure rewrites the payload, and parses the whole [`Payload`] then.)
-#[derive(Debug, Deserialize)]
-pub struct PayloadView<'a> {
-    /// The job id.
-    #[serde(borrow)]
-    pub jid: std::borrow::Cow<'a, str>,
-    /// The wire name.
-    #[serde(borrow)]
-    pub job: std::borrow::Cow<'a, str>,
-    /// The arguments, as JSON text.
-    #[serde(borrow)]
-    pub args: &'a serde_json::value::RawValue,
-    /// Failed attempts so far.
-    #[serde(default)]
-    pub attempt: u32,
-    /// The chain link of a chain step.
-    #[serde(default)]
-    pub chain: Option<ChainLink>,
-}
-
-impl<'a> PayloadView<'a> {
-    /// Reads the fields a worker needs from `raw`.
-    pub fn parse(raw: &'a str) -> serde_json::Result<PayloadView<'a>> {
-        serde_json::from_str(raw)
     }
 }
 
@@ -157,6 +144,17 @@ mod tests {
     fn attempt_defaults_to_zero_for_hand_written_payloads() {
         let raw = r#"{"jid":"j","job":"x","args":[],"queue":"q","created_at":1,"enqueued_at":1}"#;
         assert_eq!(Payload::from_json(raw).expect("valid").attempt, 0);
+    }
+
+    #[test]
+    fn timestamps_and_attempts_may_be_floats_as_other_languages_write_them() {
+        let raw = r#"{"jid":"j","job":"x","args":[],"queue":"q","created_at":1732300000000.25,
+            "enqueued_at":1.7323e12,"attempt":2.0,"failed_at":5.5}"#;
+        let p = Payload::from_json(raw).expect("floats are read");
+        assert_eq!(p.created_at, 1_732_300_000_000);
+        assert_eq!(p.enqueued_at, 1_732_300_000_000);
+        assert_eq!(p.attempt, 2);
+        assert_eq!(p.failed_at, Some(5));
     }
 
     #[test]

@@ -1,0 +1,30 @@
+#!lua
+-- schedule.lua: enqueue a job to run at a time, deciding on Redis time whether it is already
+-- due: due now, it goes to the tail of its queue; later, into the queue's scheduled set. A
+-- chain's waiting steps go into its list in the same step, so a chain is stored whole or not
+-- at all. A delay ('in') counts from Redis's clock, so a producer whose clock is off still
+-- schedules the job that long from now.
+--
+-- KEYS[1]  ZSET  gator:{<queue>}:scheduled
+-- KEYS[2]  LIST  gator:{<queue>}:queue
+-- KEYS[3]  LIST  gator:{<queue>}:chain:<chain id>   (only for a chain with more than one step)
+-- ARGV[1]  'at' (ARGV[2] is a time, ms since the Unix epoch) or 'in' (ARGV[2] is a delay, ms)
+-- ARGV[2]  the time or the delay
+-- ARGV[3]  the payload
+-- ARGV[4..]  the chain's waiting steps, in order (payloads)
+-- Returns  the due time (ms) if the job was scheduled, 0 if it was due and went to its queue
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local due = tonumber(ARGV[2])
+if ARGV[1] == 'in' then
+  due = now + due
+end
+for i = 4, #ARGV, 1000 do
+  redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+if due <= now then
+  redis.call('RPUSH', KEYS[2], ARGV[3])
+  return 0
+end
+redis.call('ZADD', KEYS[1], due, ARGV[3])
+return due

@@ -1,0 +1,144 @@
+//! This process's leases: one per queue it fetches from, taken before the first fetch from the
+//! queue, renewed by the heartbeat every quarter of their length, given up at a clean stop.
+//!
+//! A lease lives in the queue's own hash tag (`gator:{<queue>}:leases`) and expires on Redis's
+//! clock. While it holds, no other worker touches this process's in-flight jobs of the queue;
+//! once it has expired, any worker's recovery puts them back in the queue. So a process that
+//! cannot renew (Redis unreachable, a frozen connection) must stop fetching before its leases
+//! run out: [`Leases::valid_for`] says whether one surely still holds, measured on this host's
+//! monotonic clock from the moment the renewal was sent, which is never later than the moment
+//! Redis started counting.
+
+use crate::clock::RedisClock;
+use gator_core::Client;
+use gator_core::store::lease::{self, LeaseState};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+/// The lease length unless `--lease` says otherwise: four renewals (every 5 s), so a stalled
+/// event loop or a Redis blip does not get a live worker's jobs run twice, while a crashed
+/// worker's jobs wait at most this long (plus a few ms) before they run again.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(20);
+
+/// The shortest lease `--lease` accepts: renewed every quarter of it, it must always hold for
+/// longer than a blocking fetch needs ([`crate::fetcher::BLOCK_LEASE_MARGIN`]).
+pub const MIN_LEASE: Duration = Duration::from_secs(4);
+
+/// How long an expired lease's entry stays in a queue's lease set, with its list emptied at
+/// every recovery pass, before it is forgotten: long past anything a paused process could
+/// still land in its list after its lease ran out.
+pub const FORGET_AFTER: Duration = Duration::from_secs(600);
+
+/// The leases one worker process holds.
+#[derive(Debug)]
+pub struct Leases {
+    client: Client,
+    process: String,
+    ttl: Duration,
+    clock: Arc<RedisClock>,
+    /// Each leased queue, with the instant (this host's monotonic clock) until which its lease
+    /// surely holds.
+    held: Mutex<HashMap<String, Instant>>,
+    /// Whether the last renewal pass failed, so that the log says when it works again.
+    failing: AtomicBool,
+}
+
+impl Leases {
+    /// The leases of `process`, each lasting `ttl` unless renewed.
+    pub fn new(client: Client, process: String, ttl: Duration, clock: Arc<RedisClock>) -> Leases {
+        Leases {
+            client,
+            process,
+            ttl,
+            clock,
+            held: Mutex::new(HashMap::new()),
+            failing: AtomicBool::new(false),
+        }
+    }
+
+    /// How long each lease lasts unless renewed.
+    pub fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
+    /// How often the heartbeat renews them: four times per lease.
+    pub fn renew_every(&self) -> Duration {
+        self.ttl / 4
+    }
+
+    /// Takes (or renews) the lease on `queue`. Returns true if this process had held it and it
+    /// had been lost meanwhile: its in-flight jobs of the queue may have been put back.
+    pub async fn acquire(&self, queue: &str) -> gator_core::Result<bool> {
+        let sent = Instant::now();
+        let (state, now) = lease::renew(
+            &mut self.client.connection(),
+            self.client.keys(),
+            queue,
+            &self.process,
+            self.ttl,
+        )
+        .await?;
+        self.clock.observe(now);
+        let had = self
+            .lock()
+            .insert(queue.to_owned(), sent + self.ttl)
+            .is_some();
+        let lost = state == LeaseState::Expired || (had && state == LeaseState::New);
+        if lost {
+            warn!(queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
+        }
+        Ok(lost)
+    }
+
+    /// Renews every lease held; returns the queues whose lease had been lost meanwhile. A
+    /// queue whose renewal fails keeps its old deadline; past it, [`Leases::valid_for`] is
+    /// false and the fetcher stops fetching from it.
+    pub async fn renew_all(&self) -> Vec<String> {
+        let queues: Vec<String> = self.lock().keys().cloned().collect();
+        let mut lost = Vec::new();
+        let mut failed = None;
+        for queue in queues {
+            match self.acquire(&queue).await {
+                Ok(true) => lost.push(queue),
+                Ok(false) => {}
+                Err(e) => failed = Some(e),
+            }
+        }
+        match failed {
+            Some(e) if !self.failing.swap(true, Ordering::Relaxed) => {
+                error!(error = %e, lease_ms = self.ttl.as_millis() as u64, "cannot renew this process's leases: fetching stops before they expire, and resumes once redis answers again");
+            }
+            Some(_) => {}
+            None if self.failing.swap(false, Ordering::Relaxed) => {
+                info!("leases renewed again: fetching resumes");
+            }
+            None => {}
+        }
+        lost
+    }
+
+    /// Whether the lease on `queue` surely holds for at least `margin` more.
+    pub fn valid_for(&self, queue: &str, margin: Duration) -> bool {
+        self.lock()
+            .get(queue)
+            .is_some_and(|until| Instant::now() + margin < *until)
+    }
+
+    /// Stops renewing the lease on `queue` (it was given up, or must be left to expire).
+    pub fn forget(&self, queue: &str) {
+        self.lock().remove(queue);
+    }
+
+    /// The queues leased.
+    pub fn queues(&self) -> Vec<String> {
+        self.lock().keys().cloned().collect()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        // A poisoned lock only means a panic between two whole-entry operations.
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,192 @@
+//! What happens to a job after its attempt: done, another attempt later, or the dead set. A
+//! failure is recorded in the payload as it came ([`PayloadDocument::rewrite`]), and text
+//! that is not a payload at all is kept verbatim in a dead-set entry of its own.
+
+use crate::clock::RedisClock;
+use base64::Engine;
+use gator_core::JobError;
+use gator_core::client::SCHEDULE_HORIZON;
+use gator_core::payload::{ChainLink, DocumentError, Payload, PayloadDocument};
+use gator_core::store::inflight::Fetched;
+use std::time::{Duration, Instant};
+use tracing::{error, warn};
+
+/// What happens to a job after its attempt.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It succeeded; if it is a chain step, its chain moves on.
+    Done(Option<ChainLink>),
+    /// It failed and runs again `delay` from now (on Redis's clock); the payload records the
+    /// failure.
+    Retry {
+        /// The payload with the failure recorded.
+        payload: String,
+        /// How long until the next attempt.
+        delay: Duration,
+    },
+    /// It will not run again: exhausted retries, bad input, or an unreadable payload.
+    Dead {
+        /// The dead-set entry.
+        entry: String,
+    },
+}
+
+/// A job's retry policy, from its `#[job]` options (or the defaults for an unknown job).
+#[derive(Clone, Copy)]
+pub struct Policy {
+    /// Retries after the first attempt.
+    pub retries: u32,
+    /// The delay before the next attempt after a number of failures.
+    pub backoff: fn(u32) -> Duration,
+}
+
+impl Policy {
+    /// Gator's defaults: 25 retries on Sidekiq's curve.
+    pub const DEFAULT: Policy = Policy {
+        retries: gator_core::retry::DEFAULT_RETRIES,
+        backoff: gator_core::retry::default_backoff,
+    };
+}
+
+/// When an attempt started, and whether its failure keeps the payload text in `raw`.
+#[derive(Clone, Copy)]
+pub struct Attempt {
+    /// On this host's monotonic clock, for durations.
+    pub started: Instant,
+    /// On Redis's clock as this host estimates it, for the `retried_at` stamp.
+    pub started_ms: u64,
+    /// Arguments that did not fit the job: keep the text for whoever fixes the producer.
+    pub keep_raw: bool,
+}
+
+/// The longest a retry waits: a custom backoff that returns more (`Duration::MAX`) waits this
+/// long instead of overflowing the due time.
+pub const MAX_RETRY_DELAY: Duration = SCHEDULE_HORIZON;
+
+/// Records a failure in the payload and decides: another attempt later, or the dead set.
+pub fn failed(
+    doc: &PayloadDocument<'_>,
+    raw: &[u8],
+    error: &JobError,
+    policy: Policy,
+    attempt: Attempt,
+    clock: &RedisClock,
+) -> Outcome {
+    let now = clock.now_ms();
+    let failures = doc.attempt().saturating_add(1);
+    let mut changes = vec![
+        ("attempt", failures.to_string()),
+        ("error", json_string(error.message())),
+        ("failed_at", now.to_string()),
+    ];
+    if failures > 1 {
+        changes.push(("retried_at", attempt.started_ms.to_string()));
+    }
+    if attempt.keep_raw {
+        changes.push(("raw", json_string(&String::from_utf8_lossy(raw))));
+    }
+    let took = elapsed_ms(attempt.started);
+    if error.is_retryable() && failures <= policy.retries {
+        let delay = (policy.backoff)(failures).min(MAX_RETRY_DELAY);
+        let delay_ms = delay.as_millis() as u64; // at most five years: fits
+        changes.push(("enqueued_at", now.saturating_add(delay_ms).to_string()));
+        warn!(duration_ms = took, outcome = "retry", error = %error, retry_in_ms = delay_ms, "job failed; will retry");
+        Outcome::Retry {
+            payload: doc.rewrite(&changes),
+            delay,
+        }
+    } else {
+        let why = if error.is_retryable() {
+            "retries exhausted"
+        } else {
+            "not retryable"
+        };
+        error!(duration_ms = took, outcome = "dead", error = %error, why, "job failed; moved to the dead set");
+        Outcome::Dead {
+            entry: doc.rewrite(&changes),
+        }
+    }
+}
+
+/// Bytes that are not a payload: to the dead set, kept whole. UTF-8 text is kept verbatim in
+/// `raw`; other bytes in `raw_base64` (standard alphabet, with padding).
+pub fn malformed(job: &Fetched, reason: &DocumentError, clock: &RedisClock) -> Outcome {
+    error!(queue = %job.queue, error = %reason, "malformed payload: moved to the dead set as it was");
+    let now = clock.now_ms();
+    let mut entry = Payload::new("", &job.queue, serde_json::Value::Array(Vec::new()));
+    entry.created_at = now;
+    entry.enqueued_at = now;
+    entry.error = Some(format!("malformed payload: {reason}"));
+    entry.failed_at = Some(now);
+    let kept = match std::str::from_utf8(&job.raw) {
+        Ok(text) => ("raw", text.to_owned()),
+        Err(_) => (
+            "raw_base64",
+            base64::engine::general_purpose::STANDARD.encode(&job.raw),
+        ),
+    };
+    entry
+        .extra
+        .insert(kept.0.to_owned(), serde_json::Value::String(kept.1));
+    Outcome::Dead {
+        entry: entry.to_json(),
+    }
+}
+
+/// `text` as a JSON string literal.
+fn json_string(text: &str) -> String {
+    serde_json::Value::String(text.to_owned()).to_string()
+}
+
+/// Milliseconds since `started`, to the microsecond (so logs do not show float noise).
+pub fn elapsed_ms(started: Instant) -> f64 {
+    (started.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attempt() -> Attempt {
+        Attempt {
+            started: Instant::now(),
+            started_ms: 1_000,
+            keep_raw: false,
+        }
+    }
+
+    #[test]
+    fn a_backoff_of_duration_max_waits_five_years_instead_of_overflowing() {
+        let raw = br#"{"jid":"j","job":"x","args":[],"created_at":1.5e12}"#;
+        let doc = PayloadDocument::parse(raw).expect("a payload");
+        let policy = Policy {
+            retries: 3,
+            backoff: |_| Duration::MAX,
+        };
+        let clock = RedisClock::default();
+        match failed(&doc, raw, &JobError::new("boom"), policy, attempt(), &clock) {
+            Outcome::Retry { payload, delay } => {
+                assert_eq!(delay, MAX_RETRY_DELAY);
+                assert!(payload.contains(r#""created_at":1.5e12"#), "{payload}");
+                assert!(payload.contains(r#""attempt":1"#), "{payload}");
+            }
+            other => panic!("expected a retry, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_kept_in_base64() {
+        let job = Fetched {
+            queue: "q".into(),
+            process: "p".into(),
+            raw: vec![0xff, 0xfe, b'{'],
+        };
+        let reason = PayloadDocument::parse(&job.raw).expect_err("not UTF-8");
+        let Outcome::Dead { entry } = malformed(&job, &reason, &RedisClock::default()) else {
+            panic!("malformed payloads go to the dead set");
+        };
+        let entry: serde_json::Value = serde_json::from_str(&entry).expect("JSON");
+        assert_eq!(entry["raw_base64"], "//57");
+        assert!(entry["error"].as_str().expect("a reason").contains("UTF-8"));
+    }
+}

@@ -1,0 +1,91 @@
+//! Running a job body where it belongs (a blocking thread for sync jobs, in place for async
+//! ones), and catching panics, so that one job's panic is its own failure and never the
+//! processor's.
+
+use crate::fetcher::Slot;
+use gator_core::{Execution, JobError, JobResult};
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+/// Runs a job body, turning a panic into a failure. Past `timeout` an async job is cancelled;
+/// a sync job's thread cannot be stopped, so it runs on with its result ignored, and it keeps
+/// `slot` until it ends: the worker never runs more than `--concurrency` bodies at once.
+pub async fn run(execution: Execution, timeout: Option<Duration>, slot: &Slot) -> JobResult {
+    let outcome = match execution {
+        Execution::Blocking(body) => {
+            let slot = slot.clone();
+            let handle = tokio::task::spawn_blocking(move || {
+                let _slot = slot; // given back when the body returns, however late
+                body()
+            });
+            let joined = match timeout {
+                None => handle.await,
+                Some(limit) => match tokio::time::timeout(limit, handle).await {
+                    Ok(joined) => joined,
+                    Err(_) => return Err(timed_out(limit)),
+                },
+            };
+            joined.map_err(|e| {
+                if e.is_panic() {
+                    e.into_panic()
+                } else {
+                    Box::new(e.to_string())
+                }
+            })
+        }
+        // Run in place, not as a task of its own: no spawn and no cross-task wake-up per job.
+        Execution::Async(body) => match timeout {
+            None => CatchUnwind::new(body).await,
+            Some(limit) => match tokio::time::timeout(limit, CatchUnwind::new(body)).await {
+                Ok(outcome) => outcome,
+                Err(_) => return Err(timed_out(limit)), // dropping the future cancels the job
+            },
+        },
+    };
+    outcome.unwrap_or_else(|panic| {
+        Err(JobError::new(format!(
+            "job panicked: {}",
+            panic_message(&*panic)
+        )))
+    })
+}
+
+fn timed_out(limit: Duration) -> JobError {
+    JobError::new(format!("job timed out after {limit:?}"))
+}
+
+/// Polls a future, turning a panic into an `Err` with the panic's payload.
+pub struct CatchUnwind<F>(Pin<Box<F>>);
+
+impl<F: Future> CatchUnwind<F> {
+    /// Wraps `future`.
+    pub fn new(future: F) -> CatchUnwind<F> {
+        CatchUnwind(Box::pin(future))
+    }
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// The text of a panic's payload.
+pub fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<String>() {
+        return s.clone();
+    }
+    panic.downcast_ref::<&str>().map_or_else(
+        || "(non-string panic payload)".to_owned(),
+        |s| (*s).to_owned(),
+    )
+}

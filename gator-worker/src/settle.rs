@@ -1,0 +1,94 @@
+//! Writing a job's outcome: one script that takes the job out of the in-flight list and records
+//! the outcome together. A write that fails for a passing reason (Redis away, a failover, a
+//! timeout) is tried again with capped backoff: a job that ran must not be forgotten because
+//! Redis blinked. A write that can never succeed (a key of the wrong type, a cross-slot
+//! script) is logged and left: the job stays in flight, and recovery puts it back in its queue.
+
+use crate::outcome::Outcome;
+use gator_core::Client;
+use gator_core::store::dead::DeadCap;
+use gator_core::store::inflight::{self, Fetched};
+use gator_core::store::{chain, inflight::Killed};
+use redis::{ErrorKind, ServerErrorKind};
+use std::time::Duration;
+use tracing::{error, warn};
+
+/// Settles `job` with `outcome`; returns once it is written, or once it is clear it never will
+/// be.
+pub async fn write(client: &Client, job: &Fetched, outcome: &Outcome, dead_cap: DeadCap) {
+    let mut delay = Duration::from_millis(100);
+    loop {
+        let mut conn = client.connection();
+        let keys = client.keys();
+        let settled = match outcome {
+            Outcome::Done(link) => inflight::ack(&mut conn, keys, job, link.as_ref()).await,
+            Outcome::Retry { payload, delay } => {
+                inflight::retry(&mut conn, keys, job, payload, *delay)
+                    .await
+                    .map(|due| due.is_some())
+            }
+            Outcome::Dead { entry } => {
+                match inflight::kill(&mut conn, keys, job, entry, dead_cap).await {
+                    Ok(Killed {
+                        settled,
+                        orphaned_chains,
+                    }) => {
+                        if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
+                            warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
+                        }
+                        Ok(settled)
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+        };
+        match settled {
+            Ok(true) => return,
+            Ok(false) => {
+                // Either an earlier attempt whose reply was lost did record the outcome, or
+                // the job was recovered meanwhile (this process's lease had expired) and its
+                // queued copy will settle it. At least once, never lost, either way.
+                warn!(queue = %job.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+                return;
+            }
+            Err(e) if !is_passing(&e) => {
+                error!(queue = %job.queue, error = %e, "cannot record a job's outcome, and trying again will not help: the job stays in flight and is put back in its queue by recovery");
+                return;
+            }
+            Err(e) => {
+                warn!(queue = %job.queue, error = %e, retry_in_ms = delay.as_millis() as u64, "cannot record a job's outcome; trying again");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Whether an error may go away by itself: Redis unreachable or restarting, a timeout, a
+/// failover in progress, a busy script. Anything else (a key of the wrong type, a cross-slot
+/// script, a refused permission) will fail the same way every time.
+pub fn is_passing(error: &gator_core::Error) -> bool {
+    let gator_core::Error::Redis(e) = error else {
+        return matches!(error, gator_core::Error::Pool(_));
+    };
+    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+        return true;
+    }
+    match e.kind() {
+        ErrorKind::Server(kind) => matches!(
+            kind,
+            ServerErrorKind::BusyLoading
+                | ServerErrorKind::TryAgain
+                | ServerErrorKind::ClusterDown
+                | ServerErrorKind::MasterDown
+                | ServerErrorKind::ReadOnly
+                | ServerErrorKind::NoScript
+                | ServerErrorKind::Moved
+                | ServerErrorKind::Ask
+        ),
+        // Codes redis-rs has no kind for: BUSY (a long script), OOM (scripts that only move
+        // jobs carry allow-oom, but a write may still meet it).
+        ErrorKind::Extension => matches!(e.code(), Some("BUSY" | "OOM")),
+        _ => false,
+    }
+}
