@@ -147,7 +147,7 @@ impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             self.refresh();
-            let result = self.manager.req_packed_command(cmd).await;
+            let result = self.manager.send_packed_command(cmd).await;
             self.after(result).await
         })
     }
@@ -162,7 +162,7 @@ impl ConnectionLike for Connection {
             self.refresh();
             let result = self
                 .manager
-                .req_packed_commands(pipeline, offset, count)
+                .send_packed_commands(pipeline, offset, count)
                 .await;
             self.after(result).await
         })

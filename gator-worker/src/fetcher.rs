@@ -20,13 +20,15 @@ use crate::leases::Leases;
 use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
-use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH};
-use std::collections::{HashMap, VecDeque};
+use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH, MAX_TAKE};
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
+use tracing::warn;
 
 /// How long an idle processor blocks in Redis on one queue before looking at all of them
 /// again. Bounds how late a job on a queue nobody watches is seen, and how long shutdown waits
@@ -67,7 +69,9 @@ pub struct Fetcher {
     /// Every job this process received from a fetch and has not settled, by payload bytes
     /// (with a count, should one payload be in flight twice). An in-flight job missing here
     /// is stranded: its fetch's reply was lost.
-    held: Mutex<HashMap<Vec<u8>, usize>>,
+    /// (FxHash: two lookups per job of a payload's bytes, where SipHash cost more than the
+    /// rest of the bookkeeping.)
+    held: Mutex<FxHashMap<Vec<u8>, usize>>,
     /// Which queue each blocked processor watches.
     watchers: Watchers,
     /// Processors blocked in Redis right now.
@@ -96,7 +100,7 @@ impl Fetcher {
             process,
             slots: Arc::new(Semaphore::new(concurrency.max(1))),
             buffered: Mutex::new(VecDeque::new()),
-            held: Mutex::new(HashMap::new()),
+            held: Mutex::new(FxHashMap::default()),
             watchers: Watchers::default(),
             blockers: AtomicUsize::new(0),
             wake: Notify::new(),
@@ -185,44 +189,123 @@ impl Fetcher {
         }
         for queue in &queues {
             let jobs = self.fetch_from(queue, slots.num_permits()).await?;
-            if jobs.is_empty() {
-                continue;
+            match self.hand_out(jobs, slots) {
+                Ok(job) => return Ok(Found::Job(job)),
+                Err(unused) => slots = unused,
             }
-            self.hold(&jobs);
-            let mut jobs = jobs.into_iter().map(|fetched| {
-                // There is a slot per job: the fetch asked for no more than `slots` holds.
-                let slot = slots.split(1).map(|p| Slot(Arc::new(p)));
-                (fetched, slot)
-            });
-            let (first, first_slot) = jobs.next().expect("a non-empty batch has a first job");
-            let mut left = 0;
-            {
-                let mut buffered = self.lock_buffered();
-                for (fetched, slot) in jobs {
-                    if let Some(slot) = slot {
-                        buffered.push_back(Job { fetched, slot });
-                        left += 1;
-                    }
-                }
-            }
-            for _ in 0..left {
-                self.wake.notify_one();
-            }
-            let slot = match first_slot {
-                Some(slot) => slot,
-                None => Slot(Arc::new(slots)),
-            };
-            return Ok(Found::Job(Job {
-                fetched: first,
-                slot,
-            }));
         }
         // Keep one slot for a blocking wait; give the rest back.
         if let Some(one) = slots.split(1) {
-            drop(slots);
             slots = one;
         }
         Ok(Found::Nothing(slots))
+    }
+
+    /// Takes `jobs` (just fetched with `slots`, one per job at most): holds them, keeps the
+    /// first for the caller, and leaves the rest, each with its slot, for the processors it
+    /// wakes. Slots left over are given back. With no jobs, returns the slots unused.
+    fn hand_out(
+        &self,
+        jobs: Vec<Fetched>,
+        mut slots: OwnedSemaphorePermit,
+    ) -> Result<Job, OwnedSemaphorePermit> {
+        self.hold(&jobs);
+        let mut jobs = jobs.into_iter();
+        let Some(first) = jobs.next() else {
+            return Err(slots);
+        };
+        let mut left = 0;
+        {
+            let mut buffered = self.lock_buffered();
+            for fetched in jobs {
+                // There is a slot per job: the fetch asked for no more than `slots` holds.
+                let Some(slot) = slots.split(1) else { break };
+                buffered.push_back(Job {
+                    fetched,
+                    slot: Slot(Arc::new(slot)),
+                });
+                left += 1;
+            }
+        }
+        for _ in 0..left {
+            self.wake.notify_one();
+        }
+        let slot = match slots.split(1) {
+            Some(one) => one,
+            None => slots,
+        };
+        Ok(Job {
+            fetched: first,
+            slot: Slot(Arc::new(slot)),
+        })
+    }
+
+    /// Settles a success that starts no chain step with plain commands and, in the same
+    /// `MULTI`, takes this processor's next jobs (one per free slot, its own included, up to
+    /// [`MAX_TAKE`]) from the same queue, when this fetch's order would try that queue first
+    /// anyway: a worker draining a queue pays one cheap round trip per job, with no script.
+    /// Otherwise it only settles, and gives the slot back as soon as the `LREM` is sent. A
+    /// chain step with a next step, or a failed call, comes back for the usual settle.
+    pub async fn ack_and_next(
+        &self,
+        job: Job,
+        chain: Option<&gator_core::payload::ChainLink>,
+        stop: &CancellationToken,
+    ) -> AckAndNext {
+        if chain.is_some_and(|link| link.next_jid.is_some()) {
+            return AckAndNext::NotTried(job);
+        }
+        let Job { fetched, slot } = job;
+        let take = !stop.is_cancelled() && self.order.draws_first(&fetched.queue);
+        let (mut spare, mut spare_shared) = (None, None);
+        let slots = match (take, Arc::try_unwrap(slot.0)) {
+            (true, Ok(mut own)) => {
+                let free = self.slots.available_permits().min(MAX_TAKE - 1);
+                if free > 0
+                    && let Ok(more) = self.slots.clone().try_acquire_many_owned(free as u32)
+                {
+                    own.merge(more);
+                }
+                Some(own)
+            }
+            // Not taking: the slot goes back once the LREM is on its way (see
+            // `settle::sent_then`), or, shared with a sync body's thread, once that ends too.
+            (_, Ok(own)) => {
+                spare = Some(own);
+                None
+            }
+            (_, Err(shared)) => {
+                spare_shared = Some(shared);
+                None
+            }
+        };
+        let keys = self.client.keys();
+        let mut conn = self.client.connection();
+        let want = slots.as_ref().map_or(0, |s| s.num_permits());
+        let _fetching = FetchGuard::new(&self.fetching);
+        let call = inflight::ack_and_take(&mut conn, keys, &fetched, want);
+        let acked = crate::settle::sent_then(call, move || {
+            drop(spare);
+            drop(spare_shared);
+        })
+        .await;
+        match acked {
+            Ok((settled, jobs)) => {
+                self.settled(&fetched);
+                if !settled {
+                    warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+                    // Presumed dead and recovered: index the list the jobs just taken sit in.
+                    if let Err(e) = self.leases.acquire(&fetched.queue).await {
+                        warn!(queue = %fetched.queue, error = %e, "could not renew the lease after a recovery");
+                    }
+                }
+                match slots {
+                    Some(slots) => AckAndNext::Settled(self.hand_out(jobs, slots).ok()),
+                    None => AckAndNext::Settled(None),
+                }
+            }
+            Err(e) => AckAndNext::Failed(fetched, e),
+        }
     }
 
     /// One `fetch.lua` call on `queue`, taking the lease first if this process holds none.
@@ -282,6 +365,11 @@ impl Fetcher {
             Ok(job) => {
                 self.hold(job.as_slice());
                 self.lock_connections().push(conn);
+                if job.is_some() && !self.leases.valid_for(queue, Duration::ZERO) {
+                    // Paused past the lease while blocked: the list the job landed in may
+                    // have been recovered and forgotten. Index it again before running it.
+                    self.leases.acquire(queue).await?;
+                }
                 Ok(job)
             }
             Err(e) => {
@@ -354,7 +442,7 @@ impl Fetcher {
         self.buffered.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, HashMap<Vec<u8>, usize>> {
+    fn lock_held(&self) -> std::sync::MutexGuard<'_, FxHashMap<Vec<u8>, usize>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -379,6 +467,18 @@ impl std::fmt::Debug for Slot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Slot")
     }
+}
+
+/// What [`Fetcher::ack_and_next`] did.
+#[derive(Debug)]
+pub enum AckAndNext {
+    /// The success is recorded (or the job was no longer in flight); maybe a next job.
+    Settled(Option<Job>),
+    /// Not tried: settle the job as usual.
+    NotTried(Job),
+    /// The call failed (it may or may not have run): settle the job as usual, which retries.
+    /// Its slot is given back already.
+    Failed(Fetched, gator_core::Error),
 }
 
 /// What a fetch pass found: a job, or nothing (with the one slot kept for blocking).

@@ -10,9 +10,9 @@
 //! with its reason, and the processor carries on. A processor never dies holding a job.
 
 use crate::clock::RedisClock;
-use crate::fetcher::{Fetcher, Job};
+use crate::fetcher::{AckAndNext, Fetcher, Job};
 use crate::outcome::{self, Attempt, Outcome, Policy};
-use crate::run::{CatchUnwind, panic_message, run};
+use crate::run::{catch_unwind, panic_message, run};
 use crate::settle;
 use gator_core::payload::PayloadDocument;
 use gator_core::store::dead::DeadCap;
@@ -42,16 +42,21 @@ impl Processor {
     /// Runs jobs until `stop` is cancelled; a job already started is always settled first.
     pub async fn run(self, stop: CancellationToken) {
         let mut failures = 0u32;
+        let mut next = None;
         loop {
-            // 1. Fetch into the in-flight list. Never cancelled mid-flight.
-            let job = match self.fetcher.next(&stop).await {
-                Ok(Some(job)) => job,
-                Ok(None) => break,
-                Err(e) => {
-                    failures += 1;
-                    pause_after_error(failures, &stop, "fetch failed", &e).await;
-                    continue;
-                }
+            // 1. Fetch into the in-flight list (or take the job the last ack fetched). Never
+            //    cancelled mid-flight.
+            let job = match next.take() {
+                Some(job) => job,
+                None => match self.fetcher.next(&stop).await {
+                    Ok(Some(job)) => job,
+                    Ok(None) => break,
+                    Err(e) => {
+                        failures += 1;
+                        pause_after_error(failures, &stop, "fetch failed", &e).await;
+                        continue;
+                    }
+                },
             };
             failures = 0;
             if stop.is_cancelled() {
@@ -59,22 +64,51 @@ impl Processor {
                 // process's in-flight jobs back at the head of their queues before it exits.
                 break;
             }
-            self.process_one(&job).await;
-            self.fetcher.settled(&job.fetched);
+            next = self.process_one(job, &stop).await;
         }
         debug!(processor = self.id, "processor stopped");
     }
 
-    /// decode → run → ack | retry | kill, inside one panic boundary.
-    async fn process_one(&self, job: &Job) {
-        let outcome = match CatchUnwind::new(self.attempt(job)).await {
+    /// decode → run → ack | retry | kill, inside one panic boundary; returns the next job if
+    /// the ack fetched one.
+    async fn process_one(&self, job: Job, stop: &CancellationToken) -> Option<Job> {
+        let outcome = match catch_unwind(self.attempt(&job)).await {
             Ok(outcome) => outcome,
-            Err(panic) => self.after_panic(job, &panic_message(&*panic)),
+            Err(panic) => self.after_panic(&job, &panic_message(&*panic)),
         };
-        let written = settle::write(&self.client, &job.fetched, &outcome, self.dead_cap);
-        if let Err(panic) = CatchUnwind::new(written).await {
-            error!(queue = %job.fetched.queue, panic = %panic_message(&*panic), "panicked while recording a job's outcome: the job stays in flight and is put back in its queue by recovery");
+        // Kept for a panic below: the job must then be let go of, so that recovery puts it back.
+        let fetched = job.fetched.clone();
+        match catch_unwind(self.settle(job, outcome, stop)).await {
+            Ok(next) => next,
+            Err(panic) => {
+                self.fetcher.settled(&fetched);
+                error!(queue = %fetched.queue, panic = %panic_message(&*panic), "panicked while recording a job's outcome: the job stays in flight and is put back in its queue by recovery");
+                None
+            }
         }
+    }
+
+    /// ack | retry | kill. A success fetches the next jobs in the same call when it can
+    /// ([`Fetcher::ack_and_next`]). Otherwise the job's slot is given back as soon as the
+    /// write is sent: a fetch that takes the slot goes out after it on the same connection, so
+    /// Redis settles this job before it moves the next one in.
+    async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Option<Job> {
+        let (fetched, slot) = match &outcome {
+            Outcome::Done(link) => {
+                match self.fetcher.ack_and_next(job, link.as_ref(), stop).await {
+                    AckAndNext::Settled(next) => return next,
+                    AckAndNext::NotTried(job) => (job.fetched, Some(job.slot)),
+                    AckAndNext::Failed(fetched, e) => {
+                        warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
+                        (fetched, None)
+                    }
+                }
+            }
+            _ => (job.fetched, Some(job.slot)),
+        };
+        settle::write(&self.client, &fetched, &outcome, self.dead_cap, slot).await;
+        self.fetcher.settled(&fetched);
+        None
     }
 
     /// decode → run → the outcome. The payload is parsed once, leniently; a failure rewrites

@@ -45,6 +45,34 @@ impl QueueOrder {
         }
     }
 
+    /// Whether `queue` would come first in a fresh [`QueueOrder::next_order`], drawn with the
+    /// same odds but without building the order: a queue comes first with probability weight
+    /// / total weight (always the first, in strict order; uniformly, for every known queue).
+    pub fn draws_first(&self, queue: &str) -> bool {
+        let mut rng = rand::rng();
+        match &self.selection {
+            QueueSelection::Strict(q) => q.first().is_some_and(|first| first == queue),
+            QueueSelection::Weighted(q) => {
+                let total: u64 = q.iter().map(|(_, w)| u64::from(*w)).sum();
+                if total == 0 {
+                    return false;
+                }
+                let mut draw = rng.random_range(0..total);
+                for (name, weight) in q {
+                    if draw < u64::from(*weight) {
+                        return name == queue;
+                    }
+                    draw -= u64::from(*weight);
+                }
+                false
+            }
+            QueueSelection::AllKnown => {
+                let known = self.known.read().unwrap_or_else(|e| e.into_inner());
+                !known.is_empty() && known[rng.random_range(0..known.len())] == queue
+            }
+        }
+    }
+
     /// The order to try the queues in for one fetch.
     pub fn next_order(&self) -> Vec<String> {
         let mut rng = rand::rng();
@@ -166,6 +194,23 @@ mod tests {
             "a tie goes to the preferred queue"
         );
         assert_eq!(watchers.watch(&[]), None);
+    }
+
+    #[test]
+    fn the_first_queue_is_drawn_with_the_odds_of_the_weighted_shuffle() {
+        let order = QueueOrder::new(QueueSelection::Weighted(vec![
+            ("high".into(), 3),
+            ("default".into(), 1),
+        ]));
+        let draws = 40_000;
+        let high = (0..draws).filter(|_| order.draws_first("high")).count();
+        let share = high as f64 / draws as f64;
+        assert!(
+            (share - 0.75).abs() < 0.015,
+            "high drawn first {share:.3} of the time"
+        );
+        let strict = QueueOrder::new(QueueSelection::Strict(vec!["a".into(), "b".into()]));
+        assert!(strict.draws_first("a") && !strict.draws_first("b"));
     }
 
     #[test]

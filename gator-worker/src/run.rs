@@ -5,7 +5,6 @@
 use crate::fetcher::Slot;
 use gator_core::{Execution, JobError, JobResult};
 use std::future::Future;
-use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -37,8 +36,8 @@ pub async fn run(execution: Execution, timeout: Option<Duration>, slot: &Slot) -
         }
         // Run in place, not as a task of its own: no spawn and no cross-task wake-up per job.
         Execution::Async(body) => match timeout {
-            None => CatchUnwind::new(body).await,
-            Some(limit) => match tokio::time::timeout(limit, CatchUnwind::new(body)).await {
+            None => catch_unwind(body).await,
+            Some(limit) => match tokio::time::timeout(limit, catch_unwind(body)).await {
                 Ok(outcome) => outcome,
                 Err(_) => return Err(timed_out(limit)), // dropping the future cancels the job
             },
@@ -56,27 +55,21 @@ fn timed_out(limit: Duration) -> JobError {
     JobError::new(format!("job timed out after {limit:?}"))
 }
 
-/// Polls a future, turning a panic into an `Err` with the panic's payload.
-pub struct CatchUnwind<F>(Pin<Box<F>>);
-
-impl<F: Future> CatchUnwind<F> {
-    /// Wraps `future`.
-    pub fn new(future: F) -> CatchUnwind<F> {
-        CatchUnwind(Box::pin(future))
-    }
-}
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = self.0.as_mut();
+/// Runs `future`, turning a panic into an `Err` with the panic's payload. The future is
+/// pinned in place (no allocation per job).
+pub async fn catch_unwind<F: Future>(
+    future: F,
+) -> Result<F::Output, Box<dyn std::any::Any + Send>> {
+    let mut future = std::pin::pin!(future);
+    std::future::poll_fn(move |cx: &mut Context<'_>| {
+        let inner = future.as_mut();
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Err(panic) => Poll::Ready(Err(panic)),
         }
-    }
+    })
+    .await
 }
 
 /// The text of a panic's payload.

@@ -4,6 +4,7 @@
 //! Redis blinked. A write that can never succeed (a key of the wrong type, a cross-slot
 //! script) is logged and left: the job stays in flight, and recovery puts it back in its queue.
 
+use crate::fetcher::Slot;
 use crate::outcome::Outcome;
 use gator_core::Client;
 use gator_core::store::dead::DeadCap;
@@ -14,33 +15,20 @@ use std::time::Duration;
 use tracing::{error, warn};
 
 /// Settles `job` with `outcome`; returns once it is written, or once it is clear it never will
-/// be.
-pub async fn write(client: &Client, job: &Fetched, outcome: &Outcome, dead_cap: DeadCap) {
+/// be. `slot` is given back once the first try is sent (see [`sent_then`]).
+pub async fn write(
+    client: &Client,
+    job: &Fetched,
+    outcome: &Outcome,
+    dead_cap: DeadCap,
+    mut slot: Option<Slot>,
+) {
     let mut delay = Duration::from_millis(100);
     loop {
-        let mut conn = client.connection();
-        let keys = client.keys();
-        let settled = match outcome {
-            Outcome::Done(link) => inflight::ack(&mut conn, keys, job, link.as_ref()).await,
-            Outcome::Retry { payload, delay } => {
-                inflight::retry(&mut conn, keys, job, payload, *delay)
-                    .await
-                    .map(|due| due.is_some())
-            }
-            Outcome::Dead { entry } => {
-                match inflight::kill(&mut conn, keys, job, entry, dead_cap).await {
-                    Ok(Killed {
-                        settled,
-                        orphaned_chains,
-                    }) => {
-                        if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
-                            warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
-                        }
-                        Ok(settled)
-                    }
-                    Err(e) => Err(e),
-                }
-            }
+        let attempt = try_write(client, job, outcome, dead_cap);
+        let settled = match slot.take() {
+            Some(slot) => sent_then(attempt, move || drop(slot)).await,
+            None => attempt.await,
         };
         match settled {
             Ok(true) => return,
@@ -59,6 +47,56 @@ pub async fn write(client: &Client, job: &Fetched, outcome: &Outcome, dead_cap: 
                 warn!(queue = %job.queue, error = %e, retry_in_ms = delay.as_millis() as u64, "cannot record a job's outcome; trying again");
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(5));
+            }
+        }
+    }
+}
+
+/// Polls `write` once, which hands its command to the connection, then runs `sent`, then
+/// finishes `write`.
+///
+/// The worker's writes and fetches share one multiplexed connection, and Redis runs one
+/// connection's commands in the order they were sent. So a slot given back here is reused by a
+/// fetch that reaches Redis after this job's outcome: the process never holds more jobs in
+/// Redis than it has slots, yet a fetch can take every slot whose job is being settled, and
+/// batches stay large. (Should the first poll not send, the only cost is a fetch racing ahead
+/// by one job.)
+pub(crate) async fn sent_then<F: Future>(write: F, sent: impl FnOnce()) -> F::Output {
+    let mut write = std::pin::pin!(write);
+    let first = std::future::poll_fn(|cx| std::task::Poll::Ready(write.as_mut().poll(cx))).await;
+    sent();
+    match first {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => write.await,
+    }
+}
+
+/// One try at the outcome's script; `Ok(false)` if the job was no longer in flight.
+async fn try_write(
+    client: &Client,
+    job: &Fetched,
+    outcome: &Outcome,
+    dead_cap: DeadCap,
+) -> gator_core::Result<bool> {
+    let mut conn = client.connection();
+    let keys = client.keys();
+    match outcome {
+        Outcome::Done(link) => inflight::ack(&mut conn, keys, job, link.as_ref()).await,
+        Outcome::Retry { payload, delay } => inflight::retry(&mut conn, keys, job, payload, *delay)
+            .await
+            .map(|due| due.is_some()),
+        Outcome::Dead { entry } => {
+            match inflight::kill(&mut conn, keys, job, entry, dead_cap).await {
+                Ok(Killed {
+                    settled,
+                    orphaned_chains,
+                }) => {
+                    if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
+                        warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
+                    }
+                    Ok(settled)
+                }
+                Err(e) => Err(e),
             }
         }
     }

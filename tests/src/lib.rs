@@ -13,9 +13,12 @@
 //! The harness panics (never skips) when `redis-server` is missing, so a test
 //! run cannot silently pass without exercising Redis.
 
+mod proxy;
 mod worker;
+pub use proxy::SilentProxy;
 pub use worker::{
-    TestWorker, WorkerProcess, client, spawn_worker_process, spawn_worker_process_with, terminate,
+    TestWorker, WorkerCommand, WorkerProcess, client, pid_namespaces_available,
+    spawn_worker_process, spawn_worker_process_with, terminate,
 };
 
 use std::future::Future;

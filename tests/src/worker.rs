@@ -126,3 +126,138 @@ pub fn terminate(child: &mut Child) -> ExitStatus {
     );
     child.wait().expect("wait for the worker process")
 }
+
+/// How a worker process is started: its command line, and what runs it (a skewed clock, a PID
+/// namespace of its own), with its log kept for the test to read.
+#[derive(Debug, Clone)]
+pub struct WorkerCommand {
+    binary: String,
+    args: Vec<String>,
+    clock_offset: Option<String>,
+    own_pid_namespace: bool,
+    log: Option<std::path::PathBuf>,
+}
+
+impl WorkerCommand {
+    /// The worker `binary` on `redis_url`, serving `queues`, with the `warn` log level.
+    pub fn new(binary: &str, redis_url: &str, queues: &str) -> WorkerCommand {
+        WorkerCommand {
+            binary: binary.to_owned(),
+            args: ["--redis-url", redis_url, "--queues", queues]
+                .map(String::from)
+                .to_vec(),
+            clock_offset: None,
+            own_pid_namespace: false,
+            log: None,
+        }
+    }
+
+    /// More command-line arguments (`--concurrency`, `--lease`, `--worker-id`, ...).
+    pub fn args(mut self, args: &[&str]) -> WorkerCommand {
+        self.args.extend(args.iter().map(|a| (*a).to_owned()));
+        self
+    }
+
+    /// Runs the worker with its clock `offset` off (`"+5m"`, `"-90s"`, `"+181d"`), through
+    /// `faketime` (libfaketime): every clock the process reads is off, not just Gator's.
+    pub fn clock_offset(mut self, offset: &str) -> WorkerCommand {
+        self.clock_offset = Some(offset.to_owned());
+        self
+    }
+
+    /// Runs the worker in a PID namespace of its own (`unshare --pid --fork --mount-proc`),
+    /// as in a container: it sees its own `/proc`, and is pid 1 (see
+    /// [`WorkerCommand::spawn_after`] for another pid). SIGKILL it to stop it: pid 1 ignores
+    /// SIGTERM. See [`pid_namespaces_available`].
+    pub fn own_pid_namespace(mut self) -> WorkerCommand {
+        self.own_pid_namespace = true;
+        self
+    }
+
+    /// Appends the worker's stderr to `path` instead of the test's stderr.
+    pub fn log_to(mut self, path: &std::path::Path) -> WorkerCommand {
+        self.log = Some(path.to_owned());
+        self
+    }
+
+    /// Starts it.
+    ///
+    /// # Panics
+    /// If it cannot be started, or `faketime` is missing for a clock offset.
+    pub fn spawn(&self) -> WorkerProcess {
+        self.spawn_after(0)
+    }
+
+    /// Starts it after `pids_before` short-lived processes in its PID namespace (with
+    /// [`WorkerCommand::own_pid_namespace`]), so two namespaced workers get different pids.
+    pub fn spawn_after(&self, pids_before: usize) -> WorkerProcess {
+        let mut program: Vec<String> = Vec::new();
+        if self.own_pid_namespace {
+            program.extend(
+                ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"].map(String::from),
+            );
+        }
+        if let Some(offset) = &self.clock_offset {
+            assert!(
+                Command::new("faketime").arg("--help").output().is_ok(),
+                "faketime is not installed: `sudo apt-get install -y faketime`, or run scripts/test, which installs it"
+            );
+            program.extend(["faketime", "-m", "-f", offset].map(String::from));
+        }
+        program.push(self.binary.clone());
+        program.extend(self.args.iter().cloned());
+        let mut command = if self.own_pid_namespace && pids_before > 0 {
+            // `sh` is pid 1 and `true` takes the next pids, so the worker's pid is
+            // `pids_before + 2`. Killing `unshare` kills them all (`--kill-child`).
+            let script = format!("{}\"$@\" & wait", "true & wait; ".repeat(pids_before));
+            let (unshare, rest) = program.split_at(5);
+            let mut c = Command::new(&unshare[0]);
+            c.args(&unshare[1..])
+                .args(["sh", "-c", &script, "sh"])
+                .args(rest);
+            c
+        } else {
+            let mut c = Command::new(&program[0]);
+            c.args(&program[1..]);
+            c
+        };
+        command
+            .env("RUST_LOG", "warn")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null());
+        match &self.log {
+            Some(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap_or_else(|e| panic!("opening the worker log {}: {e}", path.display()));
+                command.stderr(file);
+            }
+            None => {
+                command.stderr(Stdio::inherit());
+            }
+        }
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {:?}: {e}", program));
+        WorkerProcess(child)
+    }
+}
+
+/// Whether this machine lets a test start a process in a PID namespace of its own
+/// (`unshare --pid`, which needs root or user namespaces); if not, the reason.
+pub fn pid_namespaces_available() -> Result<(), String> {
+    match Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc", "true"])
+        .stderr(Stdio::piped())
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "`unshare --pid --fork --mount-proc true` failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!("`unshare` cannot be run: {e}")),
+    }
+}

@@ -20,54 +20,57 @@ pub enum DocumentError {
     #[error("not UTF-8 text: {0}")]
     NotUtf8(#[from] std::str::Utf8Error),
     /// The text is not a JSON object.
-    #[error("not a JSON object: {0}")]
-    NotJson(#[from] serde_json::Error),
-    /// A field the worker needs is missing or of the wrong type.
-    #[error("field {name:?} {problem}")]
-    Field {
-        /// The field.
-        name: &'static str,
-        /// What is wrong with it.
-        problem: &'static str,
-    },
+    #[error("not a JSON object")]
+    NotObject,
+    /// The object is not valid JSON, or lacks a field the worker needs (`jid`, `job`, `args`),
+    /// or has one of the wrong type.
+    #[error("not a payload: {0}")]
+    Invalid(#[from] serde_json::Error),
 }
 
-/// A payload parsed for running: its fields as JSON text, in their stored order.
+/// A payload parsed for running: the fields a worker needs, borrowed from the stored text.
 #[derive(Debug)]
 pub struct PayloadDocument<'a> {
-    fields: Vec<(Cow<'a, str>, &'a RawValue)>,
+    text: &'a str,
     jid: Cow<'a, str>,
     job: Cow<'a, str>,
     args: &'a RawValue,
+    attempt: Option<&'a RawValue>,
+    chain: Option<&'a RawValue>,
+}
+
+/// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
+#[derive(serde::Deserialize)]
+struct Needed<'a> {
+    #[serde(borrow)]
+    jid: Cow<'a, str>,
+    #[serde(borrow)]
+    job: Cow<'a, str>,
+    #[serde(borrow)]
+    args: &'a RawValue,
+    #[serde(borrow, default)]
+    attempt: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    chain: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
     /// Reads `bytes` as a payload: a JSON object with a string `jid`, a string `job` and an
-    /// `args` field. Other fields are kept, whatever they hold.
+    /// `args` field. Other fields may hold anything.
     pub fn parse(bytes: &'a [u8]) -> Result<PayloadDocument<'a>, DocumentError> {
         let text = std::str::from_utf8(bytes)?;
-        let Fields(fields) = serde_json::from_str(text)?;
-        let string = |name: &'static str| -> Result<Cow<'a, str>, DocumentError> {
-            let raw = find(&fields, name).ok_or(DocumentError::Field {
-                name,
-                problem: "is missing",
-            })?;
-            serde_json::from_str::<Cow<'a, str>>(raw.get()).map_err(|_| DocumentError::Field {
-                name,
-                problem: "is not a string",
-            })
-        };
-        let jid = string("jid")?;
-        let job = string("job")?;
-        let args = find(&fields, "args").ok_or(DocumentError::Field {
-            name: "args",
-            problem: "is missing",
-        })?;
+        if !text.trim_start().starts_with('{') {
+            // serde would read a JSON array into the fields by position.
+            return Err(DocumentError::NotObject);
+        }
+        let needed: Needed<'a> = serde_json::from_str(text)?;
         Ok(PayloadDocument {
-            fields,
-            jid,
-            job,
-            args,
+            text,
+            jid: needed.jid,
+            job: needed.job,
+            args: needed.args,
+            attempt: needed.attempt,
+            chain: needed.chain,
         })
     }
 
@@ -88,34 +91,29 @@ impl<'a> PayloadDocument<'a> {
 
     /// Failed attempts so far: an integer or a float; 0 if absent or not a number.
     pub fn attempt(&self) -> u32 {
-        self.field("attempt")
+        self.attempt
             .and_then(|raw| super::lenient::number_text_as_u64(raw.get()))
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
     }
 
     /// The chain link of a chain step; `None` if absent or not a link.
     pub fn chain(&self) -> Option<ChainLink> {
-        serde_json::from_str(self.field("chain")?.get()).ok()
-    }
-
-    /// A field's JSON text, as stored.
-    pub fn field(&self, name: &str) -> Option<&'a RawValue> {
-        find(&self.fields, name)
+        serde_json::from_str(self.chain?.get()).ok()
     }
 
     /// The payload with `changes` applied (field name, new value as JSON text): changed fields
     /// keep their place, new ones go at the end, and every other field is copied as it came.
     pub fn rewrite(&self, changes: &[(&str, String)]) -> String {
+        // The text parsed as an object already, so it parses as one here too.
+        let Ok(Fields(fields)) = serde_json::from_str::<Fields<'_>>(self.text) else {
+            return self.text.to_owned();
+        };
         let mut out = String::with_capacity(
-            self.fields
-                .iter()
-                .map(|(k, v)| k.len() + v.get().len() + 4)
-                .sum::<usize>()
+            self.text.len()
                 + changes
                     .iter()
                     .map(|(k, v)| k.len() + v.len() + 4)
-                    .sum::<usize>()
-                + 2,
+                    .sum::<usize>(),
         );
         out.push('{');
         let mut first = true;
@@ -129,14 +127,14 @@ impl<'a> PayloadDocument<'a> {
             out.push(':');
             out.push_str(value);
         };
-        for (key, value) in &self.fields {
+        for (key, value) in &fields {
             match changes.iter().find(|(name, _)| name == key) {
                 Some((_, changed)) => push(&mut out, key, changed),
                 None => push(&mut out, key, value.get()),
             }
         }
         for (name, value) in changes {
-            if find(&self.fields, name).is_none() {
+            if find(&fields, name).is_none() {
                 push(&mut out, name, value);
             }
         }
@@ -211,11 +209,12 @@ mod tests {
                 .to_string()
         };
         assert!(err(b"\xff\xfe{}").contains("UTF-8"));
-        assert!(err(b"[1,2]").contains("JSON object"));
-        assert!(err(b"garbage").contains("JSON object"));
-        assert!(err(br#"{"job":"x","args":[]}"#).contains("\"jid\" is missing"));
-        assert!(err(br#"{"jid":7,"job":"x","args":[]}"#).contains("\"jid\" is not a string"));
-        assert!(err(br#"{"jid":"j","job":"x"}"#).contains("\"args\" is missing"));
+        assert!(err(br#"["j","x",[]]"#).contains("not a JSON object"));
+        assert!(err(b"garbage").contains("not a JSON object"));
+        assert!(err(br#"{"job":"x","args":[]}"#).contains("missing field `jid`"));
+        assert!(err(br#"{"jid":7,"job":"x","args":[]}"#).contains("invalid type: integer `7`"));
+        assert!(err(br#"{"jid":"j","job":"x"}"#).contains("missing field `args`"));
+        assert!(err(br#"{"jid":"j","job":"x","args":[]"#).contains("EOF"));
     }
 
     #[test]

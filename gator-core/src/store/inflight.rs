@@ -99,30 +99,103 @@ pub async fn fetch_blocking(
     }))
 }
 
-/// Settles a success (`ack.lua`); for a chain step with a next step, enqueues that step in the
-/// same script. Returns false if the job was no longer in flight (recovered meanwhile).
+/// Settles a success. A chain step with a next step goes through `ack.lua`, which enqueues
+/// that step in the same script; any other success is a plain `LREM` ([`ack_and_take`]).
+/// Returns false if the job was no longer in flight (recovered meanwhile).
 pub async fn ack(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
     chain: Option<&ChainLink>,
 ) -> Result<bool> {
-    let mut invocation = scripts::ACK.key(keys.inflight(&job.queue, &job.process));
-    invocation.arg(&job.raw);
-    if let Some(ChainLink {
+    let Some(ChainLink {
         id,
         list_queue,
         next_jid: Some(next_jid),
         next_queue: Some(next_queue),
     }) = chain
-    {
-        invocation
-            .key(keys.chain(list_queue, id))
-            .key(keys.queue(next_queue))
-            .arg(next_jid);
-    }
-    let settled: i64 = invocation.invoke_async(conn).await?;
+    else {
+        return Ok(ack_and_take(conn, keys, job, 0).await?.0);
+    };
+    let settled: i64 = scripts::ACK
+        .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.chain(list_queue, id))
+        .key(keys.queue(next_queue))
+        .arg(&job.raw)
+        .arg(next_jid)
+        .invoke_async(conn)
+        .await?;
     Ok(settled > 0)
+}
+
+fn parse<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {
+    let parsed = redis::from_redis_value(value.unwrap_or(redis::Value::Nil));
+    Ok(parsed.map_err(redis::RedisError::from)?)
+}
+
+/// The most jobs [`ack_and_take`] moves with an ack: one `LMOVE` each, so a few.
+pub const MAX_TAKE: usize = 8;
+
+/// Settles a success that starts no chain step with plain commands, the cheapest way Redis
+/// has: `LREM` of the payload from the in-flight list and, with `take > 0`, up to `take`
+/// (at most [`MAX_TAKE`]) `LMOVE`s of the next jobs from the same queue into the same list, in
+/// one `MULTI`, so the job leaves the list before its successors enter it. Returns whether the
+/// job was still in flight, and the jobs taken, oldest first.
+///
+/// No lease is checked: the caller holds one (it fetched this job under it). If the job was no
+/// longer in flight, this process was presumed dead and recovered: renew its lease at once, so
+/// that the list holding the jobs just taken is indexed again.
+pub async fn ack_and_take(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    take: usize,
+) -> Result<(bool, Vec<Fetched>)> {
+    let inflight = keys.inflight(&job.queue, &job.process);
+    let take = take.min(MAX_TAKE);
+    if take == 0 {
+        let removed: i64 = redis::cmd("LREM")
+            .arg(&inflight)
+            .arg(1)
+            .arg(&job.raw)
+            .query_async(conn)
+            .await?;
+        return Ok((removed == 1, Vec::new()));
+    }
+    let queue = keys.queue(&job.queue);
+    let mut pipe = redis::pipe();
+    pipe.atomic()
+        .cmd("LREM")
+        .arg(&inflight)
+        .arg(1)
+        .arg(&job.raw);
+    for _ in 0..take {
+        pipe.cmd("LMOVE")
+            .arg(&queue)
+            .arg(&inflight)
+            .arg("LEFT")
+            .arg("RIGHT");
+    }
+    let (removed, taken): (i64, Vec<Option<Vec<u8>>>) = {
+        let mut replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+        let taken = replies.split_off(1.min(replies.len()));
+        let removed = parse(replies.pop())?;
+        let taken = taken
+            .into_iter()
+            .map(|raw| parse(Some(raw)))
+            .collect::<Result<Vec<Option<Vec<u8>>>>>()?;
+        (removed, taken)
+    };
+    let jobs = taken
+        .into_iter()
+        .flatten()
+        .map(|raw| Fetched {
+            queue: job.queue.clone(),
+            process: job.process.clone(),
+            raw,
+        })
+        .collect();
+    Ok((removed == 1, jobs))
 }
 
 /// Settles a failure that runs again `delay` from now on Redis's clock, with the updated
@@ -176,15 +249,10 @@ pub async fn kill(
         .invoke_async(conn)
         .await?;
     let mut values = reply.into_iter();
-    let left: i64 = match values.next() {
-        Some(v) => redis::from_redis_value(v).map_err(redis::RedisError::from)?,
-        None => -1,
-    };
+    let left: i64 = parse(values.next())?;
     let mut orphaned_chains = Vec::new();
     while let (Some(queue), Some(id)) = (values.next(), values.next()) {
-        let queue: String = redis::from_redis_value(queue).map_err(redis::RedisError::from)?;
-        let id: String = redis::from_redis_value(id).map_err(redis::RedisError::from)?;
-        orphaned_chains.push((queue, id));
+        orphaned_chains.push((parse(Some(queue))?, parse(Some(id))?));
     }
     Ok(Killed {
         settled: left >= 0,

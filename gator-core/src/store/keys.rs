@@ -67,48 +67,59 @@ impl Keys {
 
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
-        format!("{}:{{{queue}}}:queue", self.namespace)
+        self.of_queue(queue, "queue", "")
     }
 
     /// LIST of the payloads of `queue` that worker process `process` has fetched and not yet
     /// settled: a fetch moves a job here and its outcome takes it out, atomically, so a job is
     /// never only in a dying process's memory.
     pub fn inflight(&self, queue: &str, process: &str) -> String {
-        format!("{}{process}", self.inflight_prefix(queue))
+        self.of_queue(queue, "inflight:", process)
     }
 
     /// The in-flight key of `queue` without its process id: `recover.lua` appends the ids it
     /// finds in [`Keys::leases`] (same hash tag, so the same slot).
     pub fn inflight_prefix(&self, queue: &str) -> String {
-        format!("{}:{{{queue}}}:inflight:", self.namespace)
+        self.of_queue(queue, "inflight:", "")
     }
 
     /// ZSET of the worker processes that may hold in-flight jobs of `queue`, scored by when
     /// their lease expires (ms, Redis time): the in-flight index of the queue. A process is
     /// added before its first fetch and removed only once its in-flight list is empty.
     pub fn leases(&self, queue: &str) -> String {
-        format!("{}:{{{queue}}}:leases", self.namespace)
+        self.of_queue(queue, "leases", "")
     }
 
     /// ZSET of payloads of `queue` to run later, scored by due time in ms since the epoch.
     pub fn scheduled(&self, queue: &str) -> String {
-        format!("{}:{{{queue}}}:scheduled", self.namespace)
+        self.of_queue(queue, "scheduled", "")
     }
 
     /// ZSET of failed payloads of `queue` waiting for their next attempt, scored by its time (ms).
     pub fn retry(&self, queue: &str) -> String {
-        format!("{}:{{{queue}}}:retry", self.namespace)
+        self.of_queue(queue, "retry", "")
     }
 
     /// LIST of the steps of chain `chain_id` still waiting to run, in order. Lives under the
     /// hash tag of the chain's first queue.
     pub fn chain(&self, queue: &str, chain_id: &str) -> String {
-        format!("{}:{{{queue}}}:chain:{chain_id}", self.namespace)
+        self.of_queue(queue, "chain:", chain_id)
     }
 
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
-        format!("{}:{{{queue}}}:dead", self.namespace)
+        self.of_queue(queue, "dead", "")
+    }
+
+    /// `<namespace>:{<queue>}:<kind><suffix>`, built without `format!`: the worker builds a few
+    /// keys per job, and the formatting machinery cost more than the rest of a settle.
+    fn of_queue(&self, queue: &str, kind: &str, suffix: &str) -> String {
+        let parts = [self.namespace.as_str(), ":{", queue, "}:", kind, suffix];
+        let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
+        for part in parts {
+            key.push_str(part);
+        }
+        key
     }
 }
 

@@ -3,6 +3,9 @@
 -- chain step, move the chain's next step to its queue, all in one atomic step. Nothing is
 -- written if the job was no longer in flight (it was recovered as an orphan and is queued
 -- again, so that other copy settles it): a job leaves the in-flight record exactly once.
+-- (A success that starts no chain step is settled with a plain LREM instead: see
+-- store::inflight::ack_and_take.)
+-- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
