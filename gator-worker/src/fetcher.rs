@@ -187,12 +187,25 @@ impl Fetcher {
             // fetch would, then look again (the poller refreshes the known-queues set).
             tokio::time::sleep(FETCH_TIMEOUT).await;
         }
+        let (mut failed, mut failures) = (None, 0);
         for queue in &queues {
-            let jobs = self.fetch_from(queue, slots.num_permits()).await?;
+            // A queue that fails (a key of the wrong type) must not starve the others.
+            let jobs = match self.fetch_from(queue, slots.num_permits()).await {
+                Ok(jobs) => jobs,
+                Err(e) => {
+                    warn!(queue = %queue, error = %e, "could not fetch from the queue; trying the others");
+                    failed = Some(e);
+                    failures += 1;
+                    continue;
+                }
+            };
             match self.hand_out(jobs, slots) {
                 Ok(job) => return Ok(Found::Job(job)),
                 Err(unused) => slots = unused,
             }
+        }
+        if let Some(e) = failed.filter(|_| failures == queues.len()) {
+            return Err(e);
         }
         // Keep one slot for a blocking wait; give the rest back.
         if let Some(one) = slots.split(1) {

@@ -159,7 +159,8 @@ impl WorkerCommand {
     }
 
     /// Runs the worker with its clock `offset` off (`"+5m"`, `"-90s"`, `"+181d"`), through
-    /// `faketime` (libfaketime): every clock the process reads is off, not just Gator's.
+    /// libfaketime (Debian's `faketime`): every clock the process reads is off, not just
+    /// Gator's.
     pub fn clock_offset(mut self, offset: &str) -> WorkerCommand {
         self.clock_offset = Some(offset.to_owned());
         self
@@ -197,13 +198,10 @@ impl WorkerCommand {
                 ["unshare", "--pid", "--fork", "--mount-proc", "--kill-child"].map(String::from),
             );
         }
-        if let Some(offset) = &self.clock_offset {
-            assert!(
-                Command::new("faketime").arg("--help").output().is_ok(),
-                "faketime is not installed: `sudo apt-get install -y faketime`, or run scripts/test, which installs it"
-            );
-            program.extend(["faketime", "-m", "-f", offset].map(String::from));
-        }
+        let faketime = self
+            .clock_offset
+            .as_ref()
+            .map(|offset| (libfaketime(), offset));
         program.push(self.binary.clone());
         program.extend(self.args.iter().cloned());
         let mut command = if self.own_pid_namespace && pids_before > 0 {
@@ -221,6 +219,14 @@ impl WorkerCommand {
             c.args(&program[1..]);
             c
         };
+        if let Some((library, offset)) = faketime {
+            // The library itself rather than the `faketime` wrapper, which forks: killing the
+            // wrapper would leave the worker running.
+            command
+                .env("LD_PRELOAD", library)
+                .env("FAKETIME", offset)
+                .env("FAKETIME_DONT_RESET", "1");
+        }
         command
             .env("RUST_LOG", "warn")
             .stdin(Stdio::null())
@@ -243,6 +249,28 @@ impl WorkerCommand {
             .unwrap_or_else(|e| panic!("starting {:?}: {e}", program));
         WorkerProcess(child)
     }
+}
+
+/// The multi-threaded libfaketime that `faketime` installs (Debian puts it under
+/// `/usr/lib/<arch>/faketime/`).
+///
+/// # Panics
+/// If it is not installed, with the command that installs it.
+fn libfaketime() -> std::path::PathBuf {
+    let found = std::fs::read_dir("/usr/lib")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|dir| dir.path().join("faketime/libfaketimeMT.so.1"))
+        .chain([std::path::PathBuf::from(
+            "/usr/lib/faketime/libfaketimeMT.so.1",
+        )])
+        .find(|path| path.exists());
+    found.unwrap_or_else(|| {
+        panic!(
+            "libfaketime is not installed: `sudo apt-get install -y faketime`, or run scripts/test, which installs it"
+        )
+    })
 }
 
 /// Whether this machine lets a test start a process in a PID namespace of its own

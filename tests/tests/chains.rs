@@ -224,3 +224,56 @@ async fn an_empty_chain_and_a_time_past_the_horizon_are_refused() {
     assert!(err.to_string().contains("not a finite time"), "{err}");
     assert_eq!(redis.cli(&["DBSIZE"]), "0", "nothing was written");
 }
+
+#[job(queue = "c3", retries = 0)]
+async fn doomed(n: u32) -> Result<(), gator_core::JobError> {
+    Err(gator_core::JobError::discard(format!(
+        "step {n} cannot succeed"
+    )))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_step_trimmed_or_deleted_from_the_dead_set_takes_its_chains_waiting_steps_with_it() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "c3".parse().unwrap();
+    config.dead_cap.max_jobs = 1;
+    let worker = TestWorker::start_with(config);
+    // Two chains whose first step dies; their rest waits, in lists under the first queue.
+    let chain = |n: u32| {
+        Chain::new()
+            .then(Doomed::call(n))
+            .then(Step::call(format!("t{n}"), 1))
+    };
+    let first = chain(1).dispatch_with(&client).await.unwrap();
+    wait_until(
+        "the first chain's step to die",
+        Duration::from_secs(10),
+        || async { redis.cli(&["ZCARD", "gator:{c3}:dead"]) == "1" },
+    )
+    .await;
+    assert!(chain_keys(&redis).contains(&first), "the first chain waits");
+    let second = chain(2).dispatch_with(&client).await.unwrap();
+    // The second dead step pushes the first out of a dead set capped at one entry.
+    wait_until(
+        "the first chain's list to go with its trimmed step",
+        Duration::from_secs(10),
+        || async {
+            let keys = chain_keys(&redis);
+            !keys.contains(&first) && keys.contains(&second)
+        },
+    )
+    .await;
+    worker.stop().await;
+    // Deleting the second dead step by hand takes its chain's list too.
+    let dead = redis.zset_json("gator:{c3}:dead").await;
+    let jid = dead[0]["jid"].as_str().unwrap();
+    assert!(
+        client
+            .delete_job(SetKind::Dead, Some("c3"), jid)
+            .await
+            .unwrap()
+    );
+    assert_eq!(chain_keys(&redis), "", "no chain list is left behind");
+}

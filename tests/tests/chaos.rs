@@ -98,10 +98,15 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         statuses.iter().all(|s| s.success()),
         "workers did not stop cleanly after the chaos: {statuses:?}"
     );
-    assert_eq!(
-        redis.cli(&["ZCARD", "gator:processes"]),
-        "0",
-        "stopped and killed workers are all deregistered"
+    let registered = redis.cli(&["ZRANGE", "gator:processes", "0", "-1"]);
+    let stopped_but_registered: Vec<&u32> = live
+        .0
+        .iter()
+        .filter(|pid| registered.contains(&format!(":{pid}:")))
+        .collect();
+    assert!(
+        stopped_but_registered.is_empty(),
+        "workers stopped cleanly must deregister (killed ones expire by themselves): {stopped_but_registered:?} in {registered}"
     );
 
     let (in_killed, other) = duplicates(&runs, &chaos.in_flight_ids);
@@ -276,13 +281,8 @@ async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &
     let respawned = Instant::now();
     wait_until(
         "the killed worker's in-flight jobs to be recovered",
-        Duration::from_secs(30),
-        || async {
-            in_flight_of(redis, pid).await.is_empty()
-                && !redis
-                    .cli(&["ZRANGE", "gator:processes", "0", "-1"])
-                    .contains(&format!(":{pid}:"))
-        },
+        Duration::from_secs(60),
+        || async { in_flight_of(redis, pid).await.is_empty() },
     )
     .await;
     log.recoveries.push(respawned.elapsed());

@@ -88,3 +88,51 @@ fn sigterm_lets_the_running_job_finish_and_the_worker_exits_0() {
     );
     assert_eq!(redis.cli(&["LLEN", "gator:{default}:queue"]), "0");
 }
+
+static LONG_STARTED: AtomicUsize = AtomicUsize::new(0);
+
+#[job(queue = "stuck")]
+async fn long_one(millis: u64) {
+    LONG_STARTED.fetch_add(1, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_worker_that_cannot_put_its_jobs_back_keeps_its_lease_and_the_fleet_recovers_them()
+ {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let config = |lease: u64| {
+        let mut config = WorkerConfig::new(redis.url());
+        config.queues = QueueSelection::Strict(vec!["stuck".into()]);
+        config.shutdown_timeout = Duration::from_millis(200);
+        config.recovery_interval = Duration::from_millis(200);
+        config.lease = Duration::from_secs(lease);
+        config
+    };
+    let worker = TestWorker::start_with(config(4));
+    LongOne::call(60_000).dispatch_with(&client).await.unwrap();
+    wait_until("the job to start", Duration::from_secs(10), || async {
+        LONG_STARTED.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    // The queue's list is a string now: putting the job back at its head fails.
+    redis.cli(&["SET", "gator:{stuck}:queue", "not a list"]);
+    worker.stop().await;
+    assert_eq!(
+        redis.cli(&["ZCARD", "gator:{stuck}:leases"]),
+        "1",
+        "a worker that could not put its job back gave up its lease anyway"
+    );
+    assert_ne!(redis.cli(&["KEYS", "gator:{stuck}:inflight:*"]), "");
+    // Repaired, the queue is recovered by the next worker once the lease expires.
+    redis.cli(&["DEL", "gator:{stuck}:queue"]);
+    let next = TestWorker::start_with(config(20));
+    wait_until(
+        "the stranded job to run again",
+        Duration::from_secs(20),
+        || async { LONG_STARTED.load(Ordering::SeqCst) == 2 },
+    )
+    .await;
+    next.stop().await;
+}

@@ -34,6 +34,51 @@ async fn count_run(id: u64) -> gator_core::Result<()> {
     Ok(())
 }
 
+/// Records when it started, on Redis's clock (ms), in the hash `test:started_at` under `id`.
+#[job]
+async fn note_time(id: u64) -> Result<(), String> {
+    let mut conn = chaos_connection().await?;
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    redis::cmd("HSET")
+        .arg("test:started_at")
+        .arg(id)
+        .arg(secs * 1000 + micros / 1000)
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Always fails for good: straight to the dead set.
+#[job]
+async fn discard_me(id: u64) -> Result<(), gator_core::JobError> {
+    Err(gator_core::JobError::discard(format!(
+        "job {id} is discarded on purpose"
+    )))
+}
+
+/// Always fails, and waits a minute before each retry.
+#[job(backoff = ["60s"])]
+async fn fail_slowly(id: u64) -> Result<(), String> {
+    Err(format!("job {id} fails on purpose"))
+}
+
+/// Counts a run of `id` in `test:runs` when it starts, then sleeps `millis`.
+#[job]
+async fn sleepy(id: u64, millis: u64) -> gator_core::Result<()> {
+    let client = gator_core::default_client().await?;
+    redis::cmd("HINCRBY")
+        .arg("test:runs")
+        .arg(id)
+        .arg(1)
+        .query_async::<()>(&mut client.connection())
+        .await?;
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+    Ok(())
+}
+
 // The chaos suite's jobs (`tests/tests/chaos.rs`). Each records its runs in Redis, so the
 // test can tell a lost job (no run) from a duplicate (two runs). A failed Redis write during
 // an outage is an `Err`: the job is retried, and records its run on a later attempt. The

@@ -17,6 +17,15 @@
 -- ARGV[4]  the payload exactly as fetched
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
+-- A script is not rolled back when a command fails halfway, so the keys written are checked
+-- first: a key of the wrong type fails the call before anything moved.
+local function wrong_type(key, kind)
+  local found = redis.call('TYPE', key)['ok']
+  if found ~= kind and found ~= 'none' then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
+  end
+end
+local bad = wrong_type(KEYS[1], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[2], 1, ARGV[4]) == 0 then
   return { -1 }
 end
