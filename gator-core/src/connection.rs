@@ -10,7 +10,7 @@
 use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
 use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -66,7 +66,7 @@ pub(crate) struct Shared {
     generation: AtomicU64,
     current: RwLock<(u64, ConnectionManager)>,
     /// One replacement at a time: a burst of timeouts opens one new connection.
-    replacing: tokio::sync::Mutex<()>,
+    replacing: AtomicBool,
 }
 
 impl Shared {
@@ -81,7 +81,7 @@ impl Shared {
             config,
             generation: AtomicU64::new(0),
             current: RwLock::new((0, manager)),
-            replacing: tokio::sync::Mutex::new(()),
+            replacing: AtomicBool::new(false),
         }))
     }
 
@@ -101,25 +101,35 @@ impl Shared {
         (current.0, current.1.clone())
     }
 
-    /// Replaces generation `stale` with a new connection, unless another caller already did.
-    /// If Redis cannot be reached now, the old connection stays and the next timeout tries
-    /// again.
-    async fn replace(&self, stale: u64) {
-        let _one_at_a_time = self.replacing.lock().await;
-        if self.generation.load(Ordering::Acquire) != stale {
+    /// Replaces generation `stale` with a new connection in the background, unless another
+    /// caller already is: the caller goes on at once (a connection to a Redis that is paused
+    /// could take seconds to open, and the next lease renewal must not wait for it). If Redis
+    /// cannot be reached now, the old connection stays and the next timeout tries again.
+    fn replace(self: &Arc<Shared>, stale: u64) {
+        if self.generation.load(Ordering::Acquire) != stale
+            || self.replacing.swap(true, Ordering::AcqRel)
+        {
             return;
         }
-        match ConnectionManager::new_with_config(self.client.clone(), self.config.clone()).await {
-            Ok(manager) => {
-                let mut current = self.current.write().unwrap_or_else(|e| e.into_inner());
-                *current = (stale + 1, manager);
-                self.generation.store(stale + 1, Ordering::Release);
-                tracing::warn!("redis did not answer in time: replaced the shared connection");
+        let shared = self.clone();
+        tokio::spawn(async move {
+            let made =
+                ConnectionManager::new_with_config(shared.client.clone(), shared.config.clone())
+                    .await;
+            match made {
+                Ok(manager) if shared.generation.load(Ordering::Acquire) == stale => {
+                    let mut current = shared.current.write().unwrap_or_else(|e| e.into_inner());
+                    *current = (stale + 1, manager);
+                    shared.generation.store(stale + 1, Ordering::Release);
+                    tracing::warn!("redis did not answer in time: replaced the shared connection");
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "redis did not answer in time, and a new connection failed too; trying again on the next timeout");
+                }
             }
-            Err(e) => {
-                tracing::warn!(error = %e, "redis did not answer in time, and a new connection failed too; trying again on the next timeout");
-            }
-        }
+            shared.replacing.store(false, Ordering::Release);
+        });
     }
 }
 
@@ -132,12 +142,11 @@ impl Connection {
     }
 
     /// After a failed request: a timeout means the socket may be silent for good, so replace it.
-    async fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
+    fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
         if let Err(e) = &result
             && e.is_timeout()
         {
-            self.shared.replace(self.generation).await;
-            self.refresh();
+            self.shared.replace(self.generation);
         }
         result
     }
@@ -148,7 +157,7 @@ impl ConnectionLike for Connection {
         Box::pin(async move {
             self.refresh();
             let result = self.manager.send_packed_command(cmd).await;
-            self.after(result).await
+            self.after(result)
         })
     }
 
@@ -164,7 +173,7 @@ impl ConnectionLike for Connection {
                 .manager
                 .send_packed_commands(pipeline, offset, count)
                 .await;
-            self.after(result).await
+            self.after(result)
         })
     }
 

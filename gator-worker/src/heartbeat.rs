@@ -12,8 +12,12 @@ use gator_core::Client;
 use gator_core::store;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
+
+/// How soon a failed lease renewal is tried again.
+const RETRY_RENEWAL: Duration = Duration::from_millis(250);
 
 /// This worker process's registration and leases.
 #[derive(Debug)]
@@ -74,21 +78,33 @@ impl Heartbeat {
     /// Beats every quarter of the lease until `stop`. Deregistering is the launcher's call:
     /// only a process that put back everything it held may.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
+        let mut pause = self.leases.renew_every();
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(self.leases.renew_every()) => {}
+                _ = tokio::time::sleep(pause) => {}
                 _ = stop.cancelled() => return,
             }
-            if let Err(e) = self.tick().await {
-                warn!(error = %e, "heartbeat failed; trying again");
-            }
+            // After a failure, try again at once and again, not a quarter-lease later: once
+            // Redis answers, the leases must be renewed before they run out.
+            pause = match self.tick().await {
+                Ok(true) => self.leases.renew_every(),
+                Ok(false) => RETRY_RENEWAL,
+                Err(e) => {
+                    warn!(error = %e, "heartbeat failed; trying again");
+                    self.leases.renew_every()
+                }
+            };
         }
     }
 
     /// One beat: leases first (they guard the jobs), then the registry and the eviction check.
-    pub async fn tick(&self) -> gator_core::Result<()> {
-        let lost = self.leases.renew_all().await;
+    /// Returns whether the leases were renewed.
+    pub async fn tick(&self) -> gator_core::Result<bool> {
+        let (renewed, lost) = self.leases.renew_all().await;
         self.fetcher.drop_buffered(&lost);
+        if !renewed {
+            return Ok(false);
+        }
         let beat = store::processes::beat(
             &mut self.client.connection(),
             self.client.keys(),
@@ -108,7 +124,7 @@ impl Heartbeat {
         self.clock.observe(beat.now_ms);
         let reconnected = !self.reached.swap(true, Ordering::Relaxed);
         self.check_eviction(reconnected).await;
-        Ok(())
+        Ok(true)
     }
 
     /// Reads the eviction policy; reports it at start, after a reconnect, and when it changed.

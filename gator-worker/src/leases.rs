@@ -93,31 +93,45 @@ impl Leases {
         Ok(lost)
     }
 
-    /// Renews every lease held; returns the queues whose lease had been lost meanwhile. A
-    /// queue whose renewal fails keeps its old deadline; past it, [`Leases::valid_for`] is
-    /// false and the fetcher stops fetching from it.
-    pub async fn renew_all(&self) -> Vec<String> {
+    /// Renews every lease held, in one round trip; returns whether it worked, and the queues
+    /// whose lease had been lost meanwhile. A failed renewal keeps the old deadlines; past
+    /// them, [`Leases::valid_for`] is false and the fetcher stops fetching from those queues.
+    pub async fn renew_all(&self) -> (bool, Vec<String>) {
         let queues: Vec<String> = self.lock().keys().cloned().collect();
+        let sent = Instant::now();
+        let renewed = lease::renew_many(
+            &mut self.client.connection(),
+            self.client.keys(),
+            &queues,
+            &self.process,
+            self.ttl,
+        )
+        .await;
+        let (states, now) = match renewed {
+            Ok(renewed) => renewed,
+            Err(e) => {
+                if !self.failing.swap(true, Ordering::Relaxed) {
+                    error!(error = %e, lease_ms = self.ttl.as_millis() as u64, "cannot renew this process's leases: fetching stops before they expire, and resumes once redis answers again");
+                }
+                return (false, Vec::new());
+            }
+        };
+        if self.failing.swap(false, Ordering::Relaxed) {
+            info!("leases renewed again: fetching resumes");
+        }
+        if now > 0 {
+            self.clock.observe(now);
+        }
         let mut lost = Vec::new();
-        let mut failed = None;
-        for queue in queues {
-            match self.acquire(&queue).await {
-                Ok(true) => lost.push(queue),
-                Ok(false) => {}
-                Err(e) => failed = Some(e),
+        let mut held = self.lock();
+        for (queue, state) in queues.into_iter().zip(states) {
+            if state != LeaseState::Live {
+                warn!(queue = %queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
+                lost.push(queue.clone());
             }
+            held.insert(queue, sent + self.ttl);
         }
-        match failed {
-            Some(e) if !self.failing.swap(true, Ordering::Relaxed) => {
-                error!(error = %e, lease_ms = self.ttl.as_millis() as u64, "cannot renew this process's leases: fetching stops before they expire, and resumes once redis answers again");
-            }
-            Some(_) => {}
-            None if self.failing.swap(false, Ordering::Relaxed) => {
-                info!("leases renewed again: fetching resumes");
-            }
-            None => {}
-        }
-        lost
+        (true, lost)
     }
 
     /// Whether the lease on `queue` surely holds for at least `margin` more.

@@ -17,7 +17,7 @@ mod proxy;
 mod worker;
 pub use proxy::SilentProxy;
 pub use worker::{
-    TestWorker, WorkerCommand, WorkerProcess, client, pid_namespaces_available,
+    TestWorker, WorkerCommand, WorkerProcess, client, libfaketime, pid_namespaces_available,
     spawn_worker_process, spawn_worker_process_with, terminate,
 };
 

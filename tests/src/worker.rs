@@ -256,7 +256,7 @@ impl WorkerCommand {
 ///
 /// # Panics
 /// If it is not installed, with the command that installs it.
-fn libfaketime() -> std::path::PathBuf {
+pub fn libfaketime() -> std::path::PathBuf {
     let found = std::fs::read_dir("/usr/lib")
         .into_iter()
         .flatten()

@@ -48,6 +48,50 @@ pub async fn renew(
     Ok((state, now))
 }
 
+/// Renews `process`'s leases on every queue of `queues` in one round trip (a pipeline of
+/// `lease.lua` calls); returns, per queue in order, what its lease was before, and Redis's clock.
+/// A renewal must not wait on another: after an outage every lease is due at once.
+pub async fn renew_many(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queues: &[String],
+    process: &str,
+    ttl: Duration,
+) -> Result<(Vec<LeaseState>, u64)> {
+    if queues.is_empty() {
+        return Ok((Vec::new(), 0));
+    }
+    let mut pipe = redis::pipe();
+    for queue in queues {
+        pipe.cmd("EVALSHA")
+            .arg(scripts::LEASE.get_hash())
+            .arg(1)
+            .arg(keys.leases(queue))
+            .arg(process)
+            .arg(millis(ttl));
+    }
+    let replies: Vec<(i64, u64)> = match pipe.query_async(conn).await {
+        Ok(replies) => replies,
+        // A restarted Redis has forgotten the script: load it, once, and send again. (A
+        // pipeline does not reload it by itself as a single invocation does.)
+        Err(e) if e.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) => {
+            scripts::LEASE.load_async(conn).await?;
+            pipe.query_async(conn).await?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let now = replies.iter().map(|(_, now)| *now).max().unwrap_or(0);
+    let states = replies
+        .into_iter()
+        .map(|(state, _)| match state {
+            1 => LeaseState::Live,
+            2 => LeaseState::Expired,
+            _ => LeaseState::New,
+        })
+        .collect();
+    Ok((states, now))
+}
+
 /// What one recovery pass over a queue did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recovered {

@@ -79,6 +79,27 @@ async fn sleepy(id: u64, millis: u64) -> gator_core::Result<()> {
     Ok(())
 }
 
+/// A number whose `Deserialize` panics on 13 (for the chaos suite's poison payload).
+struct Unlucky;
+
+impl<'de> serde::Deserialize<'de> for Unlucky {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Unlucky, D::Error> {
+        let n = <u32 as serde::Deserialize>::deserialize(d)?;
+        assert_ne!(n, 13, "13 is unlucky");
+        Ok(Unlucky)
+    }
+}
+
+impl serde::Serialize for Unlucky {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u32(7)
+    }
+}
+
+/// Chaos suite: a job whose argument's decoder panics on 13.
+#[job(queue = "chaos-default")]
+async fn poison_unlucky(_n: Unlucky) {}
+
 // The chaos suite's jobs (`tests/tests/chaos.rs`). Each records its runs in Redis, so the
 // test can tell a lost job (no run) from a duplicate (two runs). A failed Redis write during
 // an outage is an `Err`: the job is retried, and records its run on a later attempt. The
@@ -127,6 +148,15 @@ async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
         .map_err(|e| e.to_string())?;
     chaos_nap(id).await;
     Ok(())
+}
+
+/// Chaos suite: an IO-bound job for the worker with 10,000 processors: waits 2–8 s (as a call
+/// to a slow service would), then counts its run like [`chaos_plain`].
+#[job(queue = "chaos-wide", backoff = ["200ms"])]
+async fn chaos_wide(id: u64) -> Result<(), String> {
+    let mix = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+    tokio::time::sleep(Duration::from_millis(2000 + mix % 6000)).await;
+    chaos_record(id).await
 }
 
 /// The worker's own Redis connection (the worker makes its client the default).
