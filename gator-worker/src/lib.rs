@@ -38,15 +38,32 @@
 //! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_ms` |
 //! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
 //!
-//! Worker-level: `worker started` (info: `queues`, `concurrency`, `namespace`, `jobs`),
-//! `registered` (info: `process`, the id under `gator:processes`),
-//! `stopping: waiting for running jobs to finish` and `worker stopped cleanly` (info),
-//! `cannot reach redis; retrying` (error: `redis_url`, `error`, `retry_in_s`),
-//! `fetch failed` / `cannot record a job's outcome; trying again` (warn: `error`),
-//! `malformed payload: moved to the dead set verbatim` (error: `queue`, `error`),
-//! `job was no longer in flight (recovered meanwhile); …` (warn: `queue`),
-//! `recovered the in-flight jobs of a dead worker process` (warn: `process`, `jobs`),
-//! `put unfinished jobs back at the head of their queues` (warn: `jobs`).
+//! Worker-level:
+//!
+//! | level | message | fields |
+//! |---|---|---|
+//! | info | `worker started` | `queues`, `concurrency`, `namespace`, `jobs` |
+//! | info | `registered` | `process` (the id in `gator:processes` and the lease sets), `lease_ms` |
+//! | info | `stopping: waiting for running jobs to finish`, `worker stopped cleanly` | |
+//! | info | `leases renewed again: fetching resumes` | |
+//! | error | `cannot reach redis; retrying` | `redis_url`, `error`, `retry_in_s` |
+//! | error | `cannot renew this process's leases: …` | `error`, `lease_ms` |
+//! | error | `redis may evict keys under memory pressure, …` | `maxmemory_policy`, `maxmemory` |
+//! | error | `malformed payload: moved to the dead set as it was` | `queue`, `error` |
+//! | error | `cannot record a job's outcome, and trying again will not help: …` | `queue`, `error` |
+//! | error | `could not put this process's in-flight jobs back: …` | `queue`, `error` |
+//! | error | `panicked while handling a job; …`, `panicked while recording a job's outcome: …` | `queue`, `panic` |
+//! | warn | `fetch failed`, `cannot record a job's outcome; trying again` | `error` |
+//! | warn | `could not fetch from the queue; trying the others` | `queue`, `error` |
+//! | warn | `could not promote the queue's due jobs; …`, `could not recover the queue's in-flight jobs of dead processes; …` | `queue`, `error` |
+//! | warn | `this process's lease had expired (…)` | `queue`, `process` |
+//! | warn | `job was no longer in flight: …` | `queue` |
+//! | warn | `recovered the in-flight jobs of a dead worker process` | `queue`, `process`, `jobs` |
+//! | warn | `put back in-flight jobs whose fetch reply was lost or whose outcome could not be written` | `jobs` |
+//! | warn | `put unfinished jobs back at the head of their queues` | `jobs` |
+//! | warn | `redis did not answer in time: replaced the shared connection` | |
+//! | warn | `ignoring an invalid queue name in the known-queues set` | `queue`, `set` |
+//!
 //! `RUST_LOG` filters them (default `info`).
 
 pub mod admin;

@@ -15,7 +15,8 @@ use std::time::Duration;
 use tracing::{error, warn};
 
 /// Settles `job` with `outcome`; returns once it is written, or once it is clear it never will
-/// be. `slot` is given back once the first try is sent (see [`sent_then`]).
+/// be. `slot` is given back once the first try is sent (Redis runs one connection's commands in
+/// order, so a fetch that reuses it lands after this write).
 pub async fn write(
     client: &Client,
     job: &Fetched,

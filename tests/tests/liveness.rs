@@ -74,6 +74,21 @@ fn assert_each_ran_once(runs: &HashMap<u64, u64>, logs: &[&Path]) {
     );
 }
 
+/// With two workers started (logging to `logs`), runs [`JOBS`] chaos jobs: about 20 s of work,
+/// long enough for many recovery passes of each; every job runs once and neither worker
+/// recovers the other's jobs.
+async fn two_workers_run_every_job_once(redis: &RedisServer, logs: [&Path; 2]) {
+    wait_until(
+        "both workers to register",
+        Duration::from_secs(20),
+        || async { redis.cli(&["ZCARD", "gator:processes"]) == "2" },
+    )
+    .await;
+    dispatch_chaos_jobs(redis, JOBS).await;
+    let runs = runs_of_all(redis, "chaos:runs", JOBS, Duration::from_secs(120)).await;
+    assert_each_ran_once(&runs, &logs);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn workers_whose_clocks_are_five_minutes_apart_never_recover_each_others_jobs() {
     let redis = RedisServer::start();
@@ -89,16 +104,7 @@ async fn workers_whose_clocks_are_five_minutes_apart_never_recover_each_others_j
     ]);
     let _ahead = command.clone().clock_offset("+5m").log_to(&ahead).spawn();
     let _behind = command.clock_offset("-5m").log_to(&behind).spawn();
-    wait_until(
-        "both workers to register",
-        Duration::from_secs(20),
-        || async { redis.cli(&["ZCARD", "gator:processes"]) == "2" },
-    )
-    .await;
-    // About 20 s of work: long enough for many recovery passes of each worker.
-    dispatch_chaos_jobs(&redis, JOBS).await;
-    let runs = runs_of_all(&redis, "chaos:runs", JOBS, Duration::from_secs(120)).await;
-    assert_each_ran_once(&runs, &[&ahead, &behind]);
+    two_workers_run_every_job_once(&redis, [&ahead, &behind]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,16 +123,7 @@ async fn workers_sharing_a_host_name_in_separate_pid_namespaces_never_recover_ea
     // process with the other's pid in its /proc, as containers with host networking do.
     let _a = command.clone().log_to(&a).spawn_after(1);
     let _b = command.log_to(&b).spawn_after(3);
-    wait_until(
-        "both workers to register",
-        Duration::from_secs(20),
-        || async { redis.cli(&["ZCARD", "gator:processes"]) == "2" },
-    )
-    .await;
-    // About 20 s of work: long enough for many recovery passes of each worker.
-    dispatch_chaos_jobs(&redis, JOBS).await;
-    let runs = runs_of_all(&redis, "chaos:runs", JOBS, Duration::from_secs(120)).await;
-    assert_each_ran_once(&runs, &[&a, &b]);
+    two_workers_run_every_job_once(&redis, [&a, &b]).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,13 +4,23 @@
 use redis::Script;
 use std::sync::LazyLock;
 
+/// What every script starts with: `lua/prelude.lua`'s helpers (`now_ms`, `wrong_type`).
+const PRELUDE: &str = include_str!("lua/prelude.lua");
+
+/// `source` with the prelude inserted after its first line, the `#!lua` line that must stay
+/// first.
+fn with_prelude(source: &str) -> Script {
+    let (shebang, body) = source.split_once('\n').unwrap_or((source, ""));
+    Script::new(&format!("{shebang}\n{PRELUDE}{body}"))
+}
+
 macro_rules! scripts {
     ($($(#[$doc:meta])* $name:ident => $file:literal;)*) => {
         $(
             $(#[$doc])*
-            pub static $name: LazyLock<Script> = LazyLock::new(|| Script::new(include_str!(concat!("lua/", $file))));
+            pub static $name: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!(concat!("lua/", $file))));
         )*
-        /// Every script file with its text, for the wire-format doc test.
+        /// Every script file with its text (without the prelude), for the wire-format doc test.
         pub const ALL: &[(&str, &str)] = &[$(($file, include_str!(concat!("lua/", $file)))),*];
     };
 }

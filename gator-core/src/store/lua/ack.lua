@@ -14,14 +14,6 @@
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  the jid of the chain's next step            (likewise)
 -- Returns  0 if the job was not in flight; 1 if acked; 2 if acked and the next step enqueued
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 for i = 2, #KEYS do
   local bad = wrong_type(KEYS[i], 'list')
   if bad then return bad end

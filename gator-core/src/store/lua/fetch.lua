@@ -18,17 +18,8 @@
 -- ARGV[2]  the process id
 -- Returns  the jobs moved, oldest first (an empty list if the queue is empty), or -1 if the
 --          process holds no live lease on the queue (it must take one and fetch again)
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local expiry = redis.call('ZSCORE', KEYS[3], ARGV[2])
 if not expiry or tonumber(expiry) <= now then
   return -1

@@ -8,8 +8,7 @@
 -- ARGV[1]  the process id
 -- ARGV[2]  how long the registration lasts unless renewed, ms
 -- Returns  { live processes, now }: now is Redis time, ms since the Unix epoch
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 return { redis.call('ZCARD', KEYS[1]), now }

@@ -17,20 +17,11 @@
 -- ARGV[4]  the payload exactly as fetched
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[1], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[2], 1, ARGV[4]) == 0 then
   return { -1 }
 end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 redis.call('ZADD', KEYS[1], now, ARGV[1])
 local oldest = '(' .. (now - tonumber(ARGV[3]))
 local keep = tonumber(ARGV[2])

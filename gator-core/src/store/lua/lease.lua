@@ -12,8 +12,7 @@
 -- Returns  { state, now }: state 0 if the process held no lease, 1 if its lease was live,
 --          2 if it had expired (its in-flight jobs may have been put back meanwhile);
 --          now is Redis time, ms since the Unix epoch
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local old = redis.call('ZSCORE', KEYS[1], ARGV[1])
 redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
 local state = 0

@@ -10,14 +10,6 @@
 -- ARGV[1]  the entry exactly as stored in the set
 -- ARGV[2]  the payload to enqueue (the entry with attempts reset, for a retry from dead)
 -- Returns  1 if the entry was moved, 0 if it was no longer in the set
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
   return 0

@@ -11,17 +11,8 @@
 -- ARGV[1]  the most jobs to move in this call (keeps each call short; unpack() has a limit)
 -- Returns  { number of jobs moved, due time (ms) of the earliest job left or -1 if none,
 --            now (Redis time, ms) }
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local due = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, ARGV[1])
 if #due > 0 then
   redis.call('ZREM', KEYS[1], unpack(due))

@@ -25,8 +25,7 @@
 -- Returns  { next, now, id1, n1, id2, n2, ... }: next is when the earliest live lease of another
 --          process expires (ms, -1 if none), now is Redis time (ms), then each process whose
 --          jobs were put back with how many
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local forget_before = now - tonumber(ARGV[2])
 local result = { -1, now }
 

@@ -9,14 +9,6 @@
 -- KEYS[2]  LIST  gator:{<queue>}:queue
 -- ARGV[1]  the payload exactly as in the in-flight list
 -- Returns  1 if the job was put back, 0 if it was no longer in flight
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0

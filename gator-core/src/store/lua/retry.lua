@@ -11,19 +11,10 @@
 -- ARGV[2]  the updated payload (attempt, error, failed_at, ...)
 -- ARGV[3]  the delay before it runs again, ms
 -- Returns  the due time (ms, its score) if recorded, 0 if the job was not in flight
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything moved.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-local t = redis.call('TIME')
-local due = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000) + tonumber(ARGV[3])
+local due = now_ms() + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], due, ARGV[2])
 return due

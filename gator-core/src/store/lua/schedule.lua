@@ -13,19 +13,10 @@
 -- ARGV[3]  the payload
 -- ARGV[4..]  the chain's waiting steps, in order (payloads)
 -- Returns  the due time (ms) if the job was scheduled, 0 if it was due and went to its queue
--- A script is not rolled back when a command fails halfway, so the keys written are checked
--- first: a key of the wrong type fails the call before anything is written.
-local function wrong_type(key, kind)
-  local found = redis.call('TYPE', key)['ok']
-  if found ~= kind and found ~= 'none' then
-    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. found .. ', not a ' .. kind)
-  end
-end
 local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'list')
   or (KEYS[3] and wrong_type(KEYS[3], 'list'))
 if bad then return bad end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local now = now_ms()
 local due = tonumber(ARGV[2])
 if ARGV[1] == 'in' then
   due = now + due
