@@ -58,12 +58,14 @@ impl SetEntry {
 
     /// The text a worker could not use, as it was stored: the entry itself if it does not
     /// parse as a payload, or else the payload's `raw` field, which a worker fills for text
-    /// that did not parse and for arguments that did not fit the job. `None` for a payload
-    /// without `raw`.
+    /// that did not parse and for arguments that did not fit the job, or its `raw_base64`
+    /// field (bytes that were not UTF-8, in base64). `None` for a payload without either.
     pub fn unparsed_text(&self) -> Option<&str> {
         match &self.payload {
             None => Some(&self.raw),
-            Some(p) => p.extra.get("raw").and_then(|raw| raw.as_str()),
+            Some(p) => ["raw", "raw_base64"]
+                .iter()
+                .find_map(|field| p.extra.get(*field).and_then(|raw| raw.as_str())),
         }
     }
 }

@@ -75,14 +75,24 @@ pub async fn known(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<St
     for member in members {
         match String::from_utf8(member) {
             Ok(name) if super::keys::validate_queue(&name).is_ok() => queues.push(name),
-            Ok(name) => {
-                tracing::warn!(queue = ?name, set = %keys.queues(), "ignoring an invalid queue name in the known-queues set");
-            }
-            Err(e) => {
-                tracing::warn!(queue = %String::from_utf8_lossy(e.as_bytes()), set = %keys.queues(), "ignoring an invalid queue name in the known-queues set");
-            }
+            Ok(name) => warn_once_about(&name, keys),
+            Err(e) => warn_once_about(&String::from_utf8_lossy(e.as_bytes()), keys),
         }
     }
     queues.sort();
     Ok(queues)
+}
+
+/// Says once per process that `name` in the known-queues set is not a queue name: the set is
+/// read every poll, and the warning would otherwise repeat every second.
+fn warn_once_about(name: &str, keys: &Keys) {
+    static WARNED: std::sync::Mutex<Option<std::collections::HashSet<String>>> =
+        std::sync::Mutex::new(None);
+    let mut warned = WARNED.lock().unwrap_or_else(|e| e.into_inner());
+    if warned
+        .get_or_insert_with(Default::default)
+        .insert(name.to_owned())
+    {
+        tracing::warn!(queue = ?name, set = %keys.queues(), "ignoring an invalid queue name in the known-queues set");
+    }
 }
