@@ -3,26 +3,28 @@
 //!
 //! **Slots.** A process holds at most `--concurrency` jobs: a job takes a slot when it is
 //! fetched and gives it back once its outcome is written (a sync job abandoned at its timeout
-//! keeps it until its thread ends, so no more than `--concurrency` job bodies ever run). A
-//! fetch asks for one job per free slot, so batches are sized to the idle processors and a
-//! process never sits on jobs another worker could be running.
+//! keeps it until its thread ends, so no more than `--concurrency` job bodies ever run). Each
+//! processor fetches its own next job, so a process never sits on jobs another worker could be
+//! running, and every job's queue follows one draw of the weights.
 //!
-//! **An idle processor**, in [`Fetcher::next`]:
-//! 1. takes a job another processor's fetch left for it;
-//! 2. with a free slot, calls `fetch.lua` on each queue in this fetch's order, for up to one
-//!    job per free slot, keeps the first and leaves the rest for the processors it wakes;
-//! 3. every queue empty: blocks (BLMOVE) on the least-watched queue, if fewer processors block
+//! **A processor that finished a job** settles it and, when its draw for the next fetch picks
+//! the same queue, takes its next job in the same round trip ([`Fetcher::ack_and_next`]).
+//!
+//! **An idle processor**, in [`Fetcher::next_from`]:
+//! 1. with a free slot, calls `fetch.lua` on each queue in this fetch's order (starting with
+//!    the queue its last ack drew) until one has a job; having got one, wakes two more idle
+//!    processors, as the queue may hold more;
+//! 2. every queue empty: blocks (BLMOVE) on the least-watched queue, if fewer processors block
 //!    than there are queues, so with enough idle processors every queue is watched;
-//! 4. otherwise waits until it is woken: a blocker got a job (there may be more), jobs were
-//!    left for it, or a slot came free.
+//! 3. otherwise waits until it is woken: a processor got a job (there may be more), or a slot
+//!    came free.
 
 use crate::leases::Leases;
 use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
-use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH, MAX_TAKE};
+use gator_core::store::inflight::{self, Batch, Fetched};
 use rustc_hash::FxHashMap;
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -66,8 +68,6 @@ pub struct Fetcher {
     leases: Arc<Leases>,
     process: String,
     slots: Arc<Semaphore>,
-    /// Jobs fetched (with their slots) that no processor has taken yet.
-    buffered: Mutex<VecDeque<Job>>,
     /// Every job this process received from a fetch and has not settled, by payload bytes
     /// (with a count, should one payload be in flight twice). An in-flight job missing here
     /// is stranded: its fetch's reply was lost.
@@ -101,7 +101,6 @@ impl Fetcher {
             leases,
             process,
             slots: Arc::new(Semaphore::new(concurrency.max(1))),
-            buffered: Mutex::new(VecDeque::new()),
             held: Mutex::new(FxHashMap::default()),
             watchers: Watchers::default(),
             blockers: AtomicUsize::new(0),
@@ -124,20 +123,27 @@ impl Fetcher {
     /// The next job for an idle processor (see the module docs), or `None` once `stop` is
     /// cancelled. A job fetched as `stop` comes is left in flight, for shutdown to put back.
     pub async fn next(&self, stop: &CancellationToken) -> gator_core::Result<Option<Job>> {
+        self.next_from(stop, None).await
+    }
+
+    /// [`Fetcher::next`], its first fetch trying `first` first: the queue an ack already drew
+    /// ([`Fetcher::ack_and_next`]), so that drawing again does not skew the weights.
+    pub async fn next_from(
+        &self,
+        stop: &CancellationToken,
+        mut first: Option<String>,
+    ) -> gator_core::Result<Option<Job>> {
         loop {
             if stop.is_cancelled() {
                 return Ok(None);
             }
-            // Registered before looking, so a wake-up between the look and the wait is kept.
+            // Registered before trying, so a wake-up between the try and the wait is kept.
             let woken = self.wake.notified();
             tokio::pin!(woken);
             woken.as_mut().enable();
-            if let Some(job) = self.take_buffered() {
-                return Ok(Some(job));
-            }
             let slots = match self.slots.clone().try_acquire_owned() {
                 Ok(slot) => slot,
-                // Every slot is taken: wait for a buffered job or a free slot.
+                // Every slot is taken: wait for a free slot.
                 Err(_) => tokio::select! {
                     _ = &mut woken => continue,
                     slot = self.slots.clone().acquire_owned() => match slot {
@@ -148,8 +154,14 @@ impl Fetcher {
                 },
             };
             let _fetching = FetchGuard::new(&self.fetching);
-            let slot = match self.fetch_pass(slots).await? {
-                Found::Job(job) => return Ok(Some(job)),
+            let slot = match self.fetch_pass(slots, first.take()).await? {
+                Found::Job(job) => {
+                    // The queue may hold more: wake two more idle processors to look, so a
+                    // burst brings every idle processor in after a few round trips.
+                    self.wake.notify_one();
+                    self.wake.notify_one();
+                    return Ok(Some(job));
+                }
                 Found::Nothing(slot) => slot,
             };
             let queues = self.order.next_order();
@@ -174,25 +186,32 @@ impl Fetcher {
         }
     }
 
-    /// Step 2: `fetch.lua` on each queue in this fetch's order, for one job per slot in
-    /// `slots`, from the first queue that has any.
-    async fn fetch_pass(&self, mut slots: OwnedSemaphorePermit) -> gator_core::Result<Found> {
-        let free = self.slots.available_permits().min(MAX_BATCH - 1);
-        if free > 0
-            && let Ok(more) = self.slots.clone().try_acquire_many_owned(free as u32)
-        {
-            slots.merge(more);
-        }
-        let queues = self.order.next_order();
+    /// Step 2: `fetch.lua` for this processor's own slot, on each queue in this fetch's order
+    /// (starting with the queue its last ack drew, `first`) until one has a job.
+    ///
+    /// One job per fetch, for its own processor only: taking jobs for other idle processors
+    /// would make their jobs follow this processor's draw instead of their own, and tilt the
+    /// weights toward whichever queue they are on. A worker draining a queue fetches in its
+    /// acks anyway ([`Fetcher::ack_and_next`]).
+    async fn fetch_pass(
+        &self,
+        slot: OwnedSemaphorePermit,
+        first: Option<String>,
+    ) -> gator_core::Result<Found> {
+        let queues = match first {
+            Some(first) => self.order.order_starting_with(&first),
+            None => self.order.next_order(),
+        };
         if queues.is_empty() {
             // No queue known yet: nothing to fetch or block on. Wait as long as a blocking
             // fetch would, then look again (the poller refreshes the known-queues set).
             tokio::time::sleep(FETCH_TIMEOUT).await;
         }
         let (mut failed, mut failures) = (None, 0);
+        let mut slot = slot;
         for queue in &queues {
             // A queue that fails (a key of the wrong type) must not starve the others.
-            let jobs = match self.fetch_from(queue, slots.num_permits()).await {
+            let jobs = match self.fetch_from(queue, 1).await {
                 Ok(jobs) => jobs,
                 Err(e) => {
                     warn!(queue = %queue, error = %e, "could not fetch from the queue; trying the others");
@@ -201,64 +220,41 @@ impl Fetcher {
                     continue;
                 }
             };
-            match self.hand_out(jobs, slots) {
+            match self.hand_out(jobs, slot) {
                 Ok(job) => return Ok(Found::Job(job)),
-                Err(unused) => slots = unused,
+                Err(unused) => slot = unused,
             }
         }
         if let Some(e) = failed.filter(|_| failures == queues.len()) {
             return Err(e);
         }
-        // Keep one slot for a blocking wait; give the rest back.
-        if let Some(one) = slots.split(1) {
-            slots = one;
-        }
-        Ok(Found::Nothing(slots))
+        Ok(Found::Nothing(slot))
     }
 
-    /// Takes `jobs` (just fetched with `slots`, one per job at most): holds them, keeps the
-    /// first for the caller, and leaves the rest, each with its slot, for the processors it
-    /// wakes. Slots left over are given back. With no jobs, returns the slots unused.
+    /// Takes what one fetch for one slot found: holds it and gives it its slot, or gives the
+    /// slot back if there was nothing.
     fn hand_out(
         &self,
         jobs: Vec<Fetched>,
-        mut slots: OwnedSemaphorePermit,
+        slot: OwnedSemaphorePermit,
     ) -> Result<Job, OwnedSemaphorePermit> {
         self.hold(&jobs);
         let mut jobs = jobs.into_iter();
-        let Some(first) = jobs.next() else {
-            return Err(slots);
+        let Some(fetched) = jobs.next() else {
+            return Err(slot);
         };
-        let mut left = 0;
-        {
-            let mut buffered = self.lock_buffered();
-            for fetched in jobs {
-                // There is a slot per job: the fetch asked for no more than `slots` holds.
-                let Some(slot) = slots.split(1) else { break };
-                buffered.push_back(Job {
-                    fetched,
-                    slot: Slot(Arc::new(slot)),
-                });
-                left += 1;
-            }
-        }
-        for _ in 0..left {
-            self.wake.notify_one();
-        }
-        let slot = match slots.split(1) {
-            Some(one) => one,
-            None => slots,
-        };
+        // A fetch asks for one job: none is left over. (Were one, it would stay in flight,
+        // unheld, and recovery would put it back.)
         Ok(Job {
-            fetched: first,
+            fetched,
             slot: Slot(Arc::new(slot)),
         })
     }
 
     /// Settles a success that starts no chain step with plain commands and, in the same
-    /// `MULTI`, takes this processor's next jobs (one per free slot, its own included, up to
-    /// [`MAX_TAKE`]) from the same queue, when this fetch's order would try that queue first
-    /// anyway: a worker draining a queue pays one cheap round trip per job, with no script.
+    /// `MULTI`, takes this processor's next job from the same queue, when this processor's next
+    /// fetch draws that queue first anyway: a worker draining a queue pays one cheap round trip
+    /// per job, with no script. When the draw picks another queue, the next fetch starts there.
     /// Otherwise it only settles, and gives the slot back as soon as the `LREM` is sent. A
     /// chain step with a next step, or a failed call, comes back for the usual settle.
     pub async fn ack_and_next(
@@ -271,18 +267,14 @@ impl Fetcher {
             return AckAndNext::NotTried(job);
         }
         let Job { fetched, slot } = job;
-        let take = !stop.is_cancelled() && self.order.draws_first(&fetched.queue);
+        // One draw decides this fetch's first queue, here or in the next `next_from`.
+        let drawn = self.order.draw_first();
+        let take = !stop.is_cancelled() && drawn.as_deref() == Some(fetched.queue.as_str());
         let (mut spare, mut spare_shared) = (None, None);
         let slots = match (take, Arc::try_unwrap(slot.0)) {
-            (true, Ok(mut own)) => {
-                let free = self.slots.available_permits().min(MAX_TAKE - 1);
-                if free > 0
-                    && let Ok(more) = self.slots.clone().try_acquire_many_owned(free as u32)
-                {
-                    own.merge(more);
-                }
-                Some(own)
-            }
+            // Only its own slot: another processor's free slot would make its next job follow
+            // this draw, not its own, and tilt the weights toward the queue in hand.
+            (true, Ok(own)) => Some(own),
             // Not taking: the slot goes back once the LREM is on its way (see
             // `settle::sent_then`), or, shared with a sync body's thread, once that ends too.
             (_, Ok(own)) => {
@@ -314,9 +306,10 @@ impl Fetcher {
                         warn!(queue = %fetched.queue, error = %e, "could not renew the lease after a recovery");
                     }
                 }
-                match slots {
-                    Some(slots) => AckAndNext::Settled(self.hand_out(jobs, slots).ok()),
-                    None => AckAndNext::Settled(None),
+                match slots.map(|slots| self.hand_out(jobs, slots)) {
+                    Some(Ok(next)) => AckAndNext::Settled(Some(next), None),
+                    // Nothing taken from this queue: the next fetch starts where the draw said.
+                    Some(Err(_)) | None => AckAndNext::Settled(None, drawn),
                 }
             }
             Err(e) => AckAndNext::Failed(fetched, e),
@@ -420,41 +413,13 @@ impl Fetcher {
         self.lock_held().contains_key(raw)
     }
 
-    /// Drops the buffered jobs of `queues` unstarted: their lease was lost, so other workers
-    /// may run them already. Those still in flight are released by recovery.
-    pub fn drop_buffered(&self, queues: &[String]) {
-        if queues.is_empty() {
-            return;
-        }
-        let dropped: Vec<Job> = {
-            let mut buffered = self.lock_buffered();
-            let (drop, keep): (Vec<Job>, Vec<Job>) = buffered
-                .drain(..)
-                .partition(|job| queues.contains(&job.fetched.queue));
-            *buffered = keep.into();
-            drop
-        };
-        for job in &dropped {
-            self.settled(&job.fetched);
-        }
-    }
-
     /// How many fetches are under way.
     pub fn fetches_in_flight(&self) -> usize {
         self.fetching.load(Ordering::SeqCst)
     }
 
-    fn take_buffered(&self) -> Option<Job> {
-        self.lock_buffered().pop_front()
-    }
-
     fn take_connection(&self) -> Option<deadpool_redis::Connection> {
         self.lock_connections().pop()
-    }
-
-    fn lock_buffered(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
-        // A poisoned lock only means a panic between two whole-element operations.
-        self.buffered.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, FxHashMap<Vec<u8>, usize>> {
@@ -487,8 +452,9 @@ impl std::fmt::Debug for Slot {
 /// What [`Fetcher::ack_and_next`] did.
 #[derive(Debug)]
 pub enum AckAndNext {
-    /// The success is recorded (or the job was no longer in flight); maybe a next job.
-    Settled(Option<Job>),
+    /// The success is recorded (or the job was no longer in flight): the next job, or else the
+    /// queue the next fetch must try first.
+    Settled(Option<Job>, Option<String>),
     /// Not tried: settle the job as usual.
     NotTried(Job),
     /// The call failed (it may or may not have run): settle the job as usual, which retries.

@@ -5,7 +5,6 @@
 
 use crate::clock::RedisClock;
 use crate::config::WorkerConfig;
-use crate::fetcher::Fetcher;
 use crate::leases::Leases;
 use crate::memory::{self, Eviction};
 use gator_core::Client;
@@ -30,8 +29,6 @@ pub struct Heartbeat {
     pub info: String,
     /// The leases to renew.
     pub leases: Arc<Leases>,
-    /// Told which queues' leases were lost, so it drops the jobs it holds for them unstarted.
-    pub fetcher: Arc<Fetcher>,
     /// Learns Redis's clock from each beat.
     pub clock: Arc<RedisClock>,
     /// The live processes of the fleet, this one included, as of the last beat.
@@ -48,7 +45,6 @@ impl Heartbeat {
         config: &WorkerConfig,
         id: String,
         leases: Arc<Leases>,
-        fetcher: Arc<Fetcher>,
         clock: Arc<RedisClock>,
     ) -> Heartbeat {
         let info = serde_json::json!({
@@ -67,7 +63,6 @@ impl Heartbeat {
             id,
             info,
             leases,
-            fetcher,
             clock,
             fleet: Arc::new(AtomicUsize::new(1)),
             eviction: Mutex::new(None),
@@ -100,9 +95,7 @@ impl Heartbeat {
     /// One beat: leases first (they guard the jobs), then the registry and the eviction check.
     /// Returns whether the leases were renewed.
     pub async fn tick(&self) -> gator_core::Result<bool> {
-        let (renewed, lost) = self.leases.renew_all().await;
-        self.fetcher.drop_buffered(&lost);
-        if !renewed {
+        if !self.leases.renew_all().await {
             return Ok(false);
         }
         let beat = store::processes::beat(

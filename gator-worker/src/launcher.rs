@@ -107,7 +107,6 @@ impl Worker {
             &config,
             id,
             leases.clone(),
-            fetcher.clone(),
             clock.clone(),
         ));
         for queue in order.all() {

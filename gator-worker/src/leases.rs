@@ -93,10 +93,10 @@ impl Leases {
         Ok(lost)
     }
 
-    /// Renews every lease held, in one round trip; returns whether it worked, and the queues
-    /// whose lease had been lost meanwhile. A failed renewal keeps the old deadlines; past
+    /// Renews every lease held, in one round trip; returns whether it worked (and logs each
+    /// lease that had been lost meanwhile). A failed renewal keeps the old deadlines; past
     /// them, [`Leases::valid_for`] is false and the fetcher stops fetching from those queues.
-    pub async fn renew_all(&self) -> (bool, Vec<String>) {
+    pub async fn renew_all(&self) -> bool {
         let queues: Vec<String> = self.lock().keys().cloned().collect();
         let sent = Instant::now();
         let renewed = lease::renew_many(
@@ -113,7 +113,7 @@ impl Leases {
                 if !self.failing.swap(true, Ordering::Relaxed) {
                     error!(error = %e, lease_ms = self.ttl.as_millis() as u64, "cannot renew this process's leases: fetching stops before they expire, and resumes once redis answers again");
                 }
-                return (false, Vec::new());
+                return false;
             }
         };
         if self.failing.swap(false, Ordering::Relaxed) {
@@ -122,16 +122,14 @@ impl Leases {
         if now > 0 {
             self.clock.observe(now);
         }
-        let mut lost = Vec::new();
         let mut held = self.lock();
         for (queue, state) in queues.into_iter().zip(states) {
             if state != LeaseState::Live {
                 warn!(queue = %queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
-                lost.push(queue.clone());
             }
             held.insert(queue, sent + self.ttl);
         }
-        (true, lost)
+        true
     }
 
     /// Whether the lease on `queue` surely holds for at least `margin` more.

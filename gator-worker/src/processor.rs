@@ -22,6 +22,14 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
+/// What a processor does after a job.
+enum Next {
+    /// Run this job, taken with the last one's ack.
+    Job(Job),
+    /// Fetch, trying this queue first if one was drawn already.
+    Fetch(Option<String>),
+}
+
 /// One of the worker's fixed pool of job runners.
 pub struct Processor {
     /// Index in the pool, for logs.
@@ -42,13 +50,13 @@ impl Processor {
     /// Runs jobs until `stop` is cancelled; a job already started is always settled first.
     pub async fn run(self, stop: CancellationToken) {
         let mut failures = 0u32;
-        let mut next = None;
+        let mut next = Next::Fetch(None);
         loop {
             // 1. Fetch into the in-flight list (or take the job the last ack fetched). Never
             //    cancelled mid-flight.
-            let job = match next.take() {
-                Some(job) => job,
-                None => match self.fetcher.next(&stop).await {
+            let job = match std::mem::replace(&mut next, Next::Fetch(None)) {
+                Next::Job(job) => job,
+                Next::Fetch(first) => match self.fetcher.next_from(&stop, first).await {
                     Ok(Some(job)) => job,
                     Ok(None) => break,
                     Err(e) => {
@@ -69,9 +77,8 @@ impl Processor {
         debug!(processor = self.id, "processor stopped");
     }
 
-    /// decode → run → ack | retry | kill, inside one panic boundary; returns the next job if
-    /// the ack fetched one.
-    async fn process_one(&self, job: Job, stop: &CancellationToken) -> Option<Job> {
+    /// decode → run → ack | retry | kill, inside one panic boundary; returns what comes next.
+    async fn process_one(&self, job: Job, stop: &CancellationToken) -> Next {
         let outcome = match catch_unwind(self.attempt(&job)).await {
             Ok(outcome) => outcome,
             Err(panic) => self.after_panic(&job, &panic_message(&*panic)),
@@ -83,7 +90,7 @@ impl Processor {
             Err(panic) => {
                 self.fetcher.settled(&fetched);
                 error!(queue = %fetched.queue, panic = %panic_message(&*panic), "panicked while recording a job's outcome: the job stays in flight and is put back in its queue by recovery");
-                None
+                Next::Fetch(None)
             }
         }
     }
@@ -92,11 +99,12 @@ impl Processor {
     /// ([`Fetcher::ack_and_next`]). Otherwise the job's slot is given back as soon as the
     /// write is sent: a fetch that takes the slot goes out after it on the same connection, so
     /// Redis settles this job before it moves the next one in.
-    async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Option<Job> {
+    async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
         let (fetched, slot) = match &outcome {
             Outcome::Done(link) => {
                 match self.fetcher.ack_and_next(job, link.as_ref(), stop).await {
-                    AckAndNext::Settled(next) => return next,
+                    AckAndNext::Settled(Some(next), _) => return Next::Job(next),
+                    AckAndNext::Settled(None, first) => return Next::Fetch(first),
                     AckAndNext::NotTried(job) => (job.fetched, Some(job.slot)),
                     AckAndNext::Failed(fetched, e) => {
                         warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
@@ -108,7 +116,7 @@ impl Processor {
         };
         settle::write(&self.client, &fetched, &outcome, self.dead_cap, slot).await;
         self.fetcher.settled(&fetched);
-        None
+        Next::Fetch(None)
     }
 
     /// decode → run → the outcome. The payload is parsed once, leniently; a failure rewrites

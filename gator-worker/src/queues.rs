@@ -45,32 +45,52 @@ impl QueueOrder {
         }
     }
 
-    /// Whether `queue` would come first in a fresh [`QueueOrder::next_order`], drawn with the
-    /// same odds but without building the order: a queue comes first with probability weight
-    /// / total weight (always the first, in strict order; uniformly, for every known queue).
-    pub fn draws_first(&self, queue: &str) -> bool {
+    /// The queue a fresh [`QueueOrder::next_order`] would try first, drawn with the same odds
+    /// without building the whole order: a queue comes first with probability weight / total
+    /// weight (always the first, in strict order; uniformly, among every known queue). With
+    /// [`QueueOrder::order_starting_with`], the two give an order of the same odds as
+    /// `next_order`.
+    pub fn draw_first(&self) -> Option<String> {
         let mut rng = rand::rng();
         match &self.selection {
-            QueueSelection::Strict(q) => q.first().is_some_and(|first| first == queue),
+            QueueSelection::Strict(q) => q.first().cloned(),
             QueueSelection::Weighted(q) => {
                 let total: u64 = q.iter().map(|(_, w)| u64::from(*w)).sum();
-                if total == 0 {
-                    return false;
-                }
-                let mut draw = rng.random_range(0..total);
+                let mut draw = rng.random_range(0..total.max(1));
                 for (name, weight) in q {
                     if draw < u64::from(*weight) {
-                        return name == queue;
+                        return Some(name.clone());
                     }
                     draw -= u64::from(*weight);
                 }
-                false
+                None
             }
             QueueSelection::AllKnown => {
                 let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-                !known.is_empty() && known[rng.random_range(0..known.len())] == queue
+                (!known.is_empty()).then(|| known[rng.random_range(0..known.len())].clone())
             }
         }
+    }
+
+    /// The order for one fetch whose first queue was already drawn ([`QueueOrder::draw_first`]):
+    /// `first`, then the others as [`QueueOrder::next_order`] would order them.
+    pub fn order_starting_with(&self, first: &str) -> Vec<String> {
+        let mut rng = rand::rng();
+        let mut order = vec![first.to_owned()];
+        match &self.selection {
+            QueueSelection::Strict(q) => order.extend(q.iter().filter(|n| *n != first).cloned()),
+            QueueSelection::Weighted(q) => {
+                let rest: Vec<(String, u32)> =
+                    q.iter().filter(|(n, _)| n != first).cloned().collect();
+                order.extend(weighted_shuffle(&rest, &mut rng));
+            }
+            QueueSelection::AllKnown => {
+                let mut rest: Vec<String> = self.all().into_iter().filter(|n| n != first).collect();
+                rest.shuffle(&mut rng);
+                order.extend(rest);
+            }
+        }
+        order
     }
 
     /// The order to try the queues in for one fetch.
@@ -203,14 +223,21 @@ mod tests {
             ("default".into(), 1),
         ]));
         let draws = 40_000;
-        let high = (0..draws).filter(|_| order.draws_first("high")).count();
+        let high = (0..draws)
+            .filter(|_| order.draw_first().as_deref() == Some("high"))
+            .count();
         let share = high as f64 / draws as f64;
         assert!(
             (share - 0.75).abs() < 0.015,
             "high drawn first {share:.3} of the time"
         );
+        assert_eq!(
+            order.order_starting_with("default"),
+            vec!["default", "high"]
+        );
         let strict = QueueOrder::new(QueueSelection::Strict(vec!["a".into(), "b".into()]));
-        assert!(strict.draws_first("a") && !strict.draws_first("b"));
+        assert_eq!(strict.draw_first().as_deref(), Some("a"));
+        assert_eq!(strict.order_starting_with("b"), vec!["b", "a"]);
     }
 
     #[test]

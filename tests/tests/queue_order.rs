@@ -127,3 +127,37 @@ async fn without_queues_a_worker_serves_every_known_queue_even_ones_created_late
     assert_eq!(ran, vec!["alpha", "beta", "gamma"]);
     worker.stop().await;
 }
+
+static SERVED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+#[job]
+async fn served_from(queue: String) {
+    SERVED.lock().unwrap().push(queue);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_worker_serves_weighted_queues_in_proportion_to_their_weights() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    for queue in ["heavy", "light"] {
+        client
+            .dispatch_many((0..3000).map(|_| ServedFrom::call(queue.to_owned()).queue(queue)))
+            .await
+            .unwrap();
+    }
+    // Each job's success takes the next job when the draw picks its own queue; the draw
+    // must decide the next fetch otherwise too, or the worker would favour the queue it is on.
+    let worker = TestWorker::start(&redis.url(), Some("heavy:3,light:1"), 10);
+    wait_until("2,000 jobs to run", Duration::from_secs(30), || async {
+        SERVED.lock().unwrap().len() >= 2000
+    })
+    .await;
+    worker.stop().await;
+    let served = SERVED.lock().unwrap();
+    let heavy = served[..2000].iter().filter(|q| *q == "heavy").count();
+    // Expected 1,500, standard deviation about 19: allow five of them.
+    assert!(
+        (1400..=1600).contains(&heavy),
+        "the heavy queue served {heavy} of 2,000 jobs"
+    );
+}
