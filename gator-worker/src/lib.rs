@@ -18,7 +18,8 @@
 //! - [`launcher`]: starts the pieces and stops them in order;
 //! - [`queues`]: which queues, in which order (strict, weighted shuffle, all known), and which
 //!   one each idle processor watches;
-//! - [`fetcher`]: takes the next jobs into this process's in-flight lists, one per free slot;
+//! - [`fetcher`]: takes each processor's next job into this process's in-flight lists, and settles
+//!   a success together with the next fetch;
 //! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them, with
 //!   [`run`] (job bodies), [`outcome`] (what a failure records) and [`settle`] (the write);
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
