@@ -225,28 +225,16 @@ fn backoff_value(meta: &Meta, key: &Ident) -> syn::Result<Backoff> {
     }
 }
 
-/// Parses `250ms`, `30s`, `5m`, `2h`, `1d` (one number, one unit) into milliseconds.
+/// Parses a duration as the command line does (humantime: `250ms`, `30s`, `1m30s`, `2h`,
+/// `1day`) into milliseconds.
 pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let bad = || {
-        format!(
-            "{text:?} is not a duration: write a number and a unit, as in \"250ms\", \"30s\", \"5m\", \"2h\" or \"1d\""
-        )
-    };
-    let n: u64 = number.parse().map_err(|_| bad())?;
-    let scale = match unit.trim() {
-        "ms" => 1,
-        "s" => 1000,
-        "m" => 60_000,
-        "h" => 3_600_000,
-        "d" => 86_400_000,
-        _ => return Err(bad()),
-    };
-    Ok(n.saturating_mul(scale))
+    humantime::parse_duration(text.trim())
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .map_err(|e| {
+            format!(
+                "{text:?} is not a duration ({e}): write it as on the command line, as in \"250ms\", \"30s\", \"1m30s\" or \"2h\""
+            )
+        })
 }
 
 /// The same rule as `gator_core::store::keys::validate_queue`, checked at compile time so
@@ -294,15 +282,16 @@ mod tests {
     }
 
     #[test]
-    fn durations_take_one_number_and_a_unit() {
+    fn durations_read_as_on_the_command_line() {
         assert_eq!(parse_duration_ms("250ms"), Ok(250));
         assert_eq!(parse_duration_ms("30s"), Ok(30_000));
+        assert_eq!(parse_duration_ms("1m30s"), Ok(90_000));
         assert_eq!(parse_duration_ms("5m"), Ok(300_000));
         assert_eq!(parse_duration_ms("1d"), Ok(86_400_000));
         assert!(
             parse_duration_ms("30").is_err()
                 && parse_duration_ms("s").is_err()
-                && parse_duration_ms("3 weeks").is_err()
+                && parse_duration_ms("3 fortnights").is_err()
         );
     }
 

@@ -153,13 +153,16 @@ pub fn process_id(worker_id: Option<&str>) -> String {
     }
 }
 
-/// This machine's name, for process ids an operator can read.
+/// This machine's name, for process ids an operator can read (never for deciding anything:
+/// containers share host names).
 pub fn hostname() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .or_else(|_| std::fs::read_to_string("/etc/hostname"))
-        .map(|s| s.trim().to_owned())
-        .ok()
-        .filter(|s| !s.is_empty())
-        .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "localhost".to_owned())
+    let name = gethostname::gethostname()
+        .to_string_lossy()
+        .trim()
+        .to_owned();
+    if name.is_empty() {
+        "localhost".to_owned()
+    } else {
+        name
+    }
 }

@@ -217,6 +217,8 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
     }
 }
 
+/// SIGINT or SIGTERM (Ctrl-C where there are no Unix signals).
+#[cfg(unix)]
 async fn wait_for_signal() {
     use tokio::signal::unix::{SignalKind, signal};
     match (
@@ -234,4 +236,10 @@ async fn wait_for_signal() {
             let _ = tokio::signal::ctrl_c().await;
         }
     }
+}
+
+/// Ctrl-C, where there are no Unix signals.
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
 }
