@@ -1,7 +1,7 @@
 //! `single-floor`: how much of an awaited single dispatch is Gator's own cost. It interleaves
 //! rounds of three loops of one-at-a-time pushes against the same Redis, so the machine's
 //! noise hits all three alike:
-//! - Gator's `dispatch` (payload encoding, the direct connection);
+//! - Gator's `dispatch` (payload encoding, the shared multiplexed connection);
 //! - a bare tokio `TcpStream` writing `RPUSH` and reading the reply, on the same runtime: the
 //!   floor for any async client;
 //! - a blocking `std` socket doing the same on its own thread, as redis-benchmark's one

@@ -1,18 +1,19 @@
-//! The client that dispatches jobs: a few direct connections for awaited single dispatches,
-//! one shared multiplexed connection for everything else that is short, and dedicated
-//! connections for blocking commands. Every one of them has a response timeout and TCP
-//! keepalive, so a connection that went silent is noticed and replaced.
+//! The client that dispatches jobs: one shared multiplexed connection for every short command,
+//! and dedicated connections for blocking commands, all through redis-rs. Every one of them
+//! has a response timeout and TCP keepalive, so a connection that went silent is noticed and
+//! replaced.
 
 use crate::chain::Chain;
-use crate::connection::{self, Connection, Shared};
-use crate::direct::DirectPool;
+use crate::connection::{Connection, Shared};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::Payload;
 use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
-use redis::aio::ConnectionManagerConfig;
-use redis::{AsyncConnectionConfig, ConnectionInfo, IntoConnectionInfo};
+use crate::endpoint::{self, TlsFiles};
+use redis::aio::{ConnectionManagerConfig, MultiplexedConnection};
+use redis::{AsyncConnectionConfig, ConnectionInfo};
+use std::path::PathBuf;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
@@ -33,11 +34,6 @@ pub const DEDICATED_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The longest a blocking command on a dedicated connection may ask Redis to block.
 pub const MAX_BLOCK: Duration = Duration::from_secs(1);
 
-/// How many direct connections a client keeps for awaited single dispatches. A caller that
-/// awaits each dispatch in turn needs one; more concurrent callers than this share the
-/// multiplexed connection, where their commands go out together.
-const DIRECT_CONNECTIONS: usize = 4;
-
 /// A handle to Gator's data in one Redis under one namespace. Cheap to clone: clones share
 /// the connections.
 #[derive(Clone)]
@@ -48,17 +44,16 @@ pub struct Client {
 struct Inner {
     /// Parsed once from the URL; its `Debug` hides the password.
     info: ConnectionInfo,
+    /// The URL with its password redacted, for logs and errors.
+    shown_url: String,
     keys: Keys,
     /// Multiplexed: every clone pipelines onto one socket, so concurrent dispatches need no
     /// pool round trip. Never used for blocking commands, which would stall it.
     shared: Arc<Shared>,
-    /// For awaited single dispatches: the request goes out and the reply comes back on the
-    /// caller's task, with no hand-off to the multiplexed connection's driver task. `None` for
-    /// an address direct connections cannot open (TLS): then `shared` serves those too.
-    direct: Option<DirectPool>,
-    /// Dedicated connections for blocking commands, with a response timeout longer than any
-    /// block they are asked for.
-    blocking: deadpool_redis::Pool,
+    /// Opens the dedicated connections for blocking commands.
+    redis: redis::Client,
+    /// Their settings: a response timeout longer than any block they are asked for.
+    blocking: AsyncConnectionConfig,
     /// When this client last recorded each queue in the known-queues set.
     registered: Mutex<HashMap<String, Instant>>,
 }
@@ -70,29 +65,27 @@ const REGISTER_EVERY: Duration = Duration::from_secs(60);
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
-            .field("addr", self.inner.info.addr())
-            .field("db", &self.inner.info.redis_settings().db())
+            .field("url", &self.inner.shown_url)
             .field("namespace", &self.inner.keys.namespace())
             .finish()
     }
 }
 
-/// Builds a [`Client`] with a namespace other than `gator`, or another bound on its blocking
-/// connections.
+/// Builds a [`Client`]: another namespace than `gator`, or TLS files for a `rediss://` URL.
 #[derive(Clone)]
 pub struct ClientBuilder {
     url: String,
     namespace: String,
-    max_blocking_connections: usize,
+    tls: TlsFiles,
 }
 
 impl std::fmt::Debug for ClientBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        // Not the URL: it may carry a password.
         f.debug_struct("ClientBuilder")
+            .field("url", &endpoint::redact(&self.url))
             .field("namespace", &self.namespace)
-            .field("max_blocking_connections", &self.max_blocking_connections)
-            .finish_non_exhaustive()
+            .field("tls", &self.tls)
+            .finish()
     }
 }
 
@@ -103,21 +96,35 @@ impl ClientBuilder {
         self
     }
 
-    /// The most dedicated (blocking) connections the pool lends at once (default 64).
-    pub fn max_blocking_connections(mut self, n: usize) -> ClientBuilder {
-        self.max_blocking_connections = n.max(1);
+    /// Verifies a `rediss://` server against the CA(s) in the PEM file at `path` instead of
+    /// the system's roots. Unset, `GATOR_REDIS_CA_CERT` is used if set.
+    pub fn ca_cert(mut self, path: impl Into<PathBuf>) -> ClientBuilder {
+        self.tls.ca_cert = Some(path.into());
         self
     }
 
-    /// Connects. Fails if Redis cannot be reached within a few seconds.
+    /// Presents the PEM client certificate `cert` with its key `key` to a `rediss://` server
+    /// that asks for one (mutual TLS). Unset, `GATOR_REDIS_CLIENT_CERT` and
+    /// `GATOR_REDIS_CLIENT_KEY` are used if set.
+    pub fn client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> ClientBuilder {
+        self.tls.client_cert = Some(cert.into());
+        self.tls.client_key = Some(key.into());
+        self
+    }
+
+    /// Sets every TLS file at once (see [`TlsFiles`]); those left unset come from the
+    /// environment.
+    pub fn tls(mut self, tls: TlsFiles) -> ClientBuilder {
+        self.tls = tls;
+        self
+    }
+
+    /// Connects. Fails if Redis cannot be reached within a few seconds, or refuses the
+    /// connection (a certificate that does not verify, a wrong password).
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
-        let info = self
-            .url
-            .as_str()
-            .into_connection_info()?
-            .set_tcp_settings(connection::tcp_settings());
-        let redis_client = redis::Client::open(info.clone())?;
+        let shown_url = endpoint::redact(&self.url);
+        let (redis, info) = endpoint::open(&self.url, &self.tls.or_from_env())?;
         // Few, short reconnect attempts: a caller learns within about two seconds that Redis
         // is away, instead of waiting out the crate's default of six growing retries.
         let config = ConnectionManagerConfig::new()
@@ -125,27 +132,22 @@ impl ClientBuilder {
             .set_max_delay(Duration::from_millis(500))
             .set_response_timeout(Some(RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let shared = Shared::connect(redis_client, config).await?;
-        let blocking_config = AsyncConnectionConfig::new()
+        let shared = Shared::connect(redis.clone(), config)
+            .await
+            .map_err(|source| Error::Connect {
+                url: shown_url.clone(),
+                source,
+            })?;
+        let blocking = AsyncConnectionConfig::new()
             .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
             .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let manager = deadpool_redis::Manager::new_with_config(info.clone(), blocking_config)?;
-        let blocking = deadpool_redis::Pool::builder(manager)
-            .max_size(self.max_blocking_connections)
-            .runtime(deadpool_redis::Runtime::Tokio1)
-            .build()
-            .map_err(|e| Error::Pool(e.to_string()))?;
         Ok(Client {
             inner: Arc::new(Inner {
-                direct: DirectPool::new(
-                    info.clone(),
-                    DIRECT_CONNECTIONS,
-                    CONNECT_TIMEOUT,
-                    RESPONSE_TIMEOUT,
-                ),
                 info,
+                shown_url,
                 keys,
                 shared,
+                redis,
                 blocking,
                 registered: Mutex::new(HashMap::new()),
             }),
@@ -154,29 +156,39 @@ impl ClientBuilder {
 }
 
 impl Client {
-    /// A builder for a client of the Redis at `url` (`redis://host:port/db`).
+    /// A builder for a client of the Redis at `url` (`redis://host:port/db`, or `rediss://`
+    /// for TLS).
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
         ClientBuilder {
             url: url.into(),
             namespace: store::keys::DEFAULT_NAMESPACE.to_owned(),
-            max_blocking_connections: 64,
+            tls: TlsFiles::default(),
         }
     }
 
-    /// Connects to the Redis at `url` with the default namespace.
+    /// Connects to the Redis at `url` with the default namespace (and, for a `rediss://` URL,
+    /// the TLS files named by `GATOR_REDIS_CA_CERT`, `GATOR_REDIS_CLIENT_CERT` and
+    /// `GATOR_REDIS_CLIENT_KEY`, if set).
     pub async fn connect(url: &str) -> Result<Client> {
         Client::builder(url).connect().await
     }
 
     /// Connects as the environment says: `GATOR_REDIS_URL` (default
-    /// `redis://127.0.0.1:6379`) and `GATOR_NAMESPACE` (default `gator`).
+    /// `redis://127.0.0.1:6379`), `GATOR_NAMESPACE` (default `gator`), and the TLS files
+    /// above.
     pub async fn from_env() -> Result<Client> {
-        let url = std::env::var("GATOR_REDIS_URL").unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
+        let url = std::env::var(endpoint::REDIS_URL_ENV)
+            .unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
         let mut builder = Client::builder(url);
         if let Ok(ns) = std::env::var("GATOR_NAMESPACE") {
             builder = builder.namespace(ns);
         }
         builder.connect().await
+    }
+
+    /// The URL this client connects to, its password replaced by `***`: safe to log.
+    pub fn redacted_url(&self) -> &str {
+        &self.inner.shown_url
     }
 
     /// Where this client connects: address, database and credentials, parsed from its URL.
@@ -199,9 +211,13 @@ impl Client {
     /// A dedicated connection for a blocking command such as a fetch; its commands time out
     /// after [`DEDICATED_RESPONSE_TIMEOUT`], so block for at most [`MAX_BLOCK`]. Hold it for as
     /// long as the loop that uses it: each checkout costs a round trip. After an error, detach
-    /// it ([`deadpool_redis::Connection::take`]) so that it is closed instead of reused.
-    pub async fn dedicated_connection(&self) -> Result<deadpool_redis::Connection> {
-        Ok(self.inner.blocking.get().await?)
+    /// it (drop it) rather than use it again: it may be silent for good.
+    pub async fn dedicated_connection(&self) -> Result<MultiplexedConnection> {
+        Ok(self
+            .inner
+            .redis
+            .get_multiplexed_async_connection_with_config(&self.inner.blocking)
+            .await?)
     }
 
     /// Redis's clock, ms since the Unix epoch (`TIME`): the clock every due time, lease and
@@ -312,24 +328,8 @@ impl Client {
     /// client has not done so in the last [`REGISTER_EVERY`].
     async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
         let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
-        // One job: a direct connection if one is free. Several: one pipeline on the shared
-        // connection. A direct connection that cannot be opened is no reason to fail: the
-        // shared one reconnects on its own and reports Redis being away in its own time.
-        let direct = match payloads {
-            [_] => match &self.inner.direct {
-                Some(direct) => direct.get().await.ok().flatten(),
-                None => None,
-            },
-            _ => None,
-        };
-        let pushed = match direct {
-            Some(mut conn) => {
-                store::queue::enqueue(&mut *conn, self.keys(), payloads, register).await
-            }
-            None => {
-                store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await
-            }
-        };
+        let pushed =
+            store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await;
         if register && pushed.is_ok() {
             self.note_registered(payloads);
         }

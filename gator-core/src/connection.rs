@@ -152,11 +152,32 @@ impl Connection {
     }
 }
 
+/// Whether a request failed before any of it could reach Redis: the socket was known closed
+/// (Redis restarted, or closed an idle connection) when it was written. Sent again once, on
+/// the connection the manager opens in its place, it cannot run twice.
+fn never_sent<T>(result: &RedisResult<T>) -> bool {
+    let Err(e) = result else { return false };
+    // redis-rs keeps the io::Error behind an `Arc<dyn Error>`, and that Arc is the source.
+    type Shared = Arc<dyn std::error::Error + Send + Sync>;
+    std::error::Error::source(e)
+        .and_then(|source| source.downcast_ref::<Shared>())
+        .and_then(|shared| shared.downcast_ref::<std::io::Error>())
+        .is_some_and(|io| {
+            matches!(
+                io.kind(),
+                std::io::ErrorKind::BrokenPipe | std::io::ErrorKind::NotConnected
+            )
+        })
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {
             self.refresh();
-            let result = self.manager.send_packed_command(cmd).await;
+            let mut result = self.manager.send_packed_command(cmd).await;
+            if never_sent(&result) {
+                result = self.manager.send_packed_command(cmd).await;
+            }
             self.after(result)
         })
     }
@@ -169,10 +190,16 @@ impl ConnectionLike for Connection {
     ) -> RedisFuture<'a, Vec<Value>> {
         Box::pin(async move {
             self.refresh();
-            let result = self
+            let mut result = self
                 .manager
                 .send_packed_commands(pipeline, offset, count)
                 .await;
+            if never_sent(&result) {
+                result = self
+                    .manager
+                    .send_packed_commands(pipeline, offset, count)
+                    .await;
+            }
             self.after(result)
         })
     }

@@ -7,9 +7,30 @@ pub enum Error {
     /// Redis refused a command, or could not be reached in time.
     #[error("redis error: {0}")]
     Redis(#[from] redis::RedisError),
-    /// No pooled connection could be had (the pool is closed, or Redis is unreachable).
-    #[error("could not get a redis connection: {0}")]
-    Pool(String),
+    /// Redis could not be reached, or refused the connection (a TLS certificate it does not
+    /// accept, or one that does not verify, a wrong password).
+    #[error("could not connect to Redis at {url}: {source}{hint}", hint = connect_hint(source))]
+    Connect {
+        /// The URL, its password redacted.
+        url: String,
+        /// What went wrong.
+        source: redis::RedisError,
+    },
+    /// A Redis URL that cannot be parsed.
+    #[error("invalid Redis URL {url}: {reason}")]
+    InvalidUrl {
+        /// The URL, its password redacted.
+        url: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// TLS could not be set up: a certificate file that cannot be read or parsed, or TLS files
+    /// given for a URL that does not use TLS.
+    #[error("TLS: {reason}")]
+    Tls {
+        /// What is wrong.
+        reason: String,
+    },
     /// The job's arguments, or a payload, could not be turned into JSON or back.
     #[error("json error: {0}")]
     Json(#[from] serde_json::Error),
@@ -55,8 +76,29 @@ pub enum Error {
 /// `Result` with gator-core's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-impl From<deadpool_redis::PoolError> for Error {
-    fn from(e: deadpool_redis::PoolError) -> Self {
-        Error::Pool(e.to_string())
+impl Error {
+    /// Whether this is Redis being away or unreachable (a lost connection, a timeout, a refused
+    /// connection), not a refusal of what was asked.
+    pub fn is_connection(&self) -> bool {
+        match self {
+            Error::Connect { .. } => true,
+            Error::Redis(e) => {
+                e.is_io_error()
+                    || e.is_timeout()
+                    || e.is_connection_dropped()
+                    || e.is_connection_refusal()
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A pointer to the likely fix when a TLS handshake failed on the server's certificate.
+fn connect_hint(error: &redis::RedisError) -> &'static str {
+    let text = error.to_string();
+    if text.contains("certificate") || text.contains("UnknownIssuer") {
+        " (the server's certificate did not verify: give the CA that signed it with --redis-ca-cert or GATOR_REDIS_CA_CERT, or check the host name in the URL)"
+    } else {
+        ""
     }
 }

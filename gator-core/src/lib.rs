@@ -29,7 +29,7 @@ pub mod admin;
 pub mod chain;
 pub mod client;
 pub mod connection;
-mod direct;
+pub mod endpoint;
 pub mod error;
 pub mod job;
 pub mod payload;
@@ -40,6 +40,7 @@ pub mod store;
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
 pub use connection::Connection;
+pub use endpoint::TlsFiles;
 pub use error::{Error, Result};
 pub use gator_macros::job;
 pub use job::{

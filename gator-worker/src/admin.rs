@@ -108,15 +108,8 @@ pub struct Target {
 /// Why an admin command failed; printed to stderr.
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
-    /// Redis could not be reached.
-    #[error("cannot connect to redis at {url}: {source}")]
-    Connect {
-        /// The `--redis-url`.
-        url: String,
-        /// What went wrong.
-        source: gator_core::Error,
-    },
-    /// Redis, or a bad queue name.
+    /// Redis could not be reached (the error names the URL, its password redacted), or a bad
+    /// queue name.
     #[error(transparent)]
     Core(#[from] gator_core::Error),
     /// No entry with that jid.
@@ -171,13 +164,7 @@ pub fn main(command: AdminCommand, redis_url: &str, namespace: &str) -> ExitCode
             .namespace(namespace)
             .connect()
             .await
-            .map_err(|e| match e {
-                gator_core::Error::Redis(_) | gator_core::Error::Pool(_) => AdminError::Connect {
-                    url: redis_url.to_owned(),
-                    source: e,
-                },
-                other => AdminError::Core(other),
-            })?;
+            .map_err(AdminError::Core)?;
         command.run(&client, &mut std::io::stdout()).await
     });
     match result {

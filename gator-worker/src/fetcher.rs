@@ -24,6 +24,7 @@ use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
 use gator_core::store::inflight::{self, Batch, Fetched};
+use redis::aio::MultiplexedConnection;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -82,8 +83,9 @@ pub struct Fetcher {
     wake: Notify,
     /// Fetches under way; shutdown waits for none before putting jobs back.
     fetching: AtomicUsize,
-    /// Dedicated connections not blocking right now: reused without the pool's PING.
-    idle_connections: Mutex<Vec<deadpool_redis::Connection>>,
+    /// Dedicated connections not blocking right now, one per processor that blocked at once
+    /// (so never more than there are queues: see step 2).
+    idle_connections: Mutex<Vec<MultiplexedConnection>>,
 }
 
 impl Fetcher {
@@ -381,9 +383,9 @@ impl Fetcher {
                 Ok(job)
             }
             Err(e) => {
-                // It may be silent for good: close it rather than lend it again. A job the
+                // It may be silent for good: close it rather than use it again. A job the
                 // server moved meanwhile is in flight, unheld, and released by recovery.
-                drop(deadpool_redis::Connection::take(conn));
+                drop(conn);
                 Err(e)
             }
         }
@@ -418,7 +420,7 @@ impl Fetcher {
         self.fetching.load(Ordering::SeqCst)
     }
 
-    fn take_connection(&self) -> Option<deadpool_redis::Connection> {
+    fn take_connection(&self) -> Option<MultiplexedConnection> {
         self.lock_connections().pop()
     }
 
@@ -426,7 +428,7 @@ impl Fetcher {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<deadpool_redis::Connection>> {
+    fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<MultiplexedConnection>> {
         self.idle_connections
             .lock()
             .unwrap_or_else(|e| e.into_inner())

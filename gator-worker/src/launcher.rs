@@ -83,7 +83,7 @@ impl Worker {
             warn!(error = %e, "could not record the served queues as known");
         }
         info!(
-            queues = %config.queues, concurrency = config.concurrency, namespace = %config.namespace,
+            redis_url = %client.redacted_url(), queues = %config.queues, concurrency = config.concurrency, namespace = %config.namespace,
             jobs = ?registry.names(), "worker started"
         );
 
@@ -196,9 +196,6 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
     loop {
         let connecting = Client::builder(config.redis_url.as_str())
             .namespace(config.namespace.as_str())
-            // Blocking fetchers: at most one per served queue (and a spare), never more than
-            // the processors.
-            .max_blocking_connections(config.concurrency + 1)
             .connect();
         let attempt = tokio::select! {
             attempt = connecting => attempt,
@@ -206,8 +203,13 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
         };
         match attempt {
             Ok(client) => return Some(client),
+            Err(e) if !e.is_connection() => {
+                // A bad URL or TLS file, a refused password: waiting will not fix it.
+                error!(redis_url = %gator_core::endpoint::redact(&config.redis_url), error = %e, "cannot connect to redis");
+                return None;
+            }
             Err(e) => {
-                error!(redis_url = %config.redis_url, error = %e, retry_in_s = delay.as_secs_f64(), "cannot reach redis; retrying");
+                error!(redis_url = %gator_core::endpoint::redact(&config.redis_url), error = %e, retry_in_s = delay.as_secs_f64(), "cannot reach redis; retrying");
             }
         }
         tokio::select! {

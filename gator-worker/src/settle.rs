@@ -107,12 +107,12 @@ async fn try_write(
 /// failover in progress, a busy script. Anything else (a key of the wrong type, a cross-slot
 /// script, a refused permission) will fail the same way every time.
 pub fn is_passing(error: &gator_core::Error) -> bool {
-    let gator_core::Error::Redis(e) = error else {
-        return matches!(error, gator_core::Error::Pool(_));
-    };
-    if e.is_io_error() || e.is_timeout() || e.is_connection_dropped() || e.is_connection_refusal() {
+    if error.is_connection() {
         return true;
     }
+    let gator_core::Error::Redis(e) = error else {
+        return false;
+    };
     match e.kind() {
         ErrorKind::Server(kind) => matches!(
             kind,

@@ -1,0 +1,209 @@
+//! Where a client connects: a Redis URL, shown only redacted, and the TLS files that go with
+//! it, read from the caller or from the environment wherever a URL is.
+//!
+//! `rediss://` URLs connect with TLS (rustls), verifying the server's certificate against the
+//! system's roots, or against a private CA given as a PEM file. A client certificate and key
+//! make it mutual TLS. redis-rs's `rediss://host:port/#insecure` form skips verification.
+
+use crate::error::{Error, Result};
+use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, TlsCertificates};
+use std::path::{Path, PathBuf};
+
+/// The environment variable with the Redis URL (`redis://` or `rediss://`).
+pub const REDIS_URL_ENV: &str = "GATOR_REDIS_URL";
+/// The environment variable with a PEM file of the CA that signed the server's certificate,
+/// used instead of the system's roots.
+pub const CA_CERT_ENV: &str = "GATOR_REDIS_CA_CERT";
+/// The environment variable with a PEM client certificate, for mutual TLS.
+pub const CLIENT_CERT_ENV: &str = "GATOR_REDIS_CLIENT_CERT";
+/// The environment variable with the PEM private key of the client certificate.
+pub const CLIENT_KEY_ENV: &str = "GATOR_REDIS_CLIENT_KEY";
+
+/// The TLS files a `rediss://` connection uses. Every field left unset is read from its
+/// environment variable when the connection is made.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TlsFiles {
+    /// A PEM file of the CA(s) to verify the server against, instead of the system's roots.
+    pub ca_cert: Option<PathBuf>,
+    /// A PEM client certificate (chain), for servers that ask for one (mutual TLS).
+    pub client_cert: Option<PathBuf>,
+    /// The PEM private key of `client_cert`.
+    pub client_key: Option<PathBuf>,
+}
+
+impl TlsFiles {
+    /// These files, with each one left unset taken from its environment variable
+    /// ([`CA_CERT_ENV`], [`CLIENT_CERT_ENV`], [`CLIENT_KEY_ENV`]).
+    pub fn or_from_env(self) -> TlsFiles {
+        let env = |name: &str| {
+            std::env::var_os(name)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        TlsFiles {
+            ca_cert: self.ca_cert.or_else(|| env(CA_CERT_ENV)),
+            client_cert: self.client_cert.or_else(|| env(CLIENT_CERT_ENV)),
+            client_key: self.client_key.or_else(|| env(CLIENT_KEY_ENV)),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.ca_cert.is_none() && self.client_cert.is_none() && self.client_key.is_none()
+    }
+}
+
+/// `url` with its password replaced by `***`, for logs, errors and `Debug` output:
+/// `redis://user:***@host:6379/0`. A URL that does not parse is not shown at all, since the
+/// secret in it cannot be found.
+pub fn redact(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            if parsed.password().is_some() {
+                // Only fails for URLs that cannot have a password, which this one has.
+                let _ = parsed.set_password(Some("***"));
+            }
+            parsed.to_string()
+        }
+        Err(_) => "(a Redis URL that does not parse)".to_owned(),
+    }
+}
+
+/// The redis-rs client for `url`, with `tls`'s files loaded when the URL is `rediss://`.
+/// Refuses TLS files for a URL that would not use them, so that a plain-text connection is
+/// never made by mistake.
+pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(redis::Client, ConnectionInfo)> {
+    let shown = redact(url);
+    let info = url
+        .into_connection_info()
+        .map_err(|e| Error::InvalidUrl {
+            url: shown.clone(),
+            reason: e.to_string(),
+        })?
+        .set_tcp_settings(crate::connection::tcp_settings());
+    if tls.is_empty() {
+        if is_tls(&info) {
+            install_crypto_provider();
+        }
+        let client = redis::Client::open(info.clone())?;
+        return Ok((client, info));
+    }
+    if !is_tls(&info) {
+        return Err(Error::Tls {
+            reason: format!(
+                "TLS files were given ({}), but {shown} does not use TLS: write rediss:// to connect with TLS",
+                describe(tls)
+            ),
+        });
+    }
+    let client_tls = match (&tls.client_cert, &tls.client_key) {
+        (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
+            client_cert: read(cert, "client certificate")?,
+            client_key: read(key, "client key")?,
+        }),
+        (None, None) => None,
+        _ => {
+            return Err(Error::Tls {
+                reason: format!(
+                    "mutual TLS needs both a client certificate and its key ({CLIENT_CERT_ENV} and {CLIENT_KEY_ENV}); only one was given"
+                ),
+            });
+        }
+    };
+    let root_cert = tls
+        .ca_cert
+        .as_deref()
+        .map(|path| read(path, "CA certificate"))
+        .transpose()?;
+    let certificates = TlsCertificates {
+        client_tls,
+        root_cert,
+    };
+    install_crypto_provider();
+    let client =
+        redis::Client::build_with_tls(info.clone(), certificates).map_err(|e| Error::Tls {
+            reason: format!("the TLS files could not be used: {e}"),
+        })?;
+    let info = client.get_connection_info().clone();
+    Ok((client, info))
+}
+
+/// Whether `info` connects with TLS.
+pub(crate) fn is_tls(info: &ConnectionInfo) -> bool {
+    matches!(info.addr(), ConnectionAddr::TcpTls { .. })
+}
+
+/// Installs ring as rustls's process-wide crypto provider, unless one is already: rustls picks
+/// one on its own only when exactly one is compiled in, and an application may compile in
+/// another. An application that installed its own keeps it.
+pub(crate) fn install_crypto_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Fails only if another thread installed one meanwhile, which is as good.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| Error::Tls {
+        reason: format!("could not read the {what} {}: {e}", path.display()),
+    })
+}
+
+fn describe(tls: &TlsFiles) -> String {
+    [
+        ("CA certificate", &tls.ca_cert),
+        ("client certificate", &tls.client_cert),
+        ("client key", &tls.client_key),
+    ]
+    .iter()
+    .filter_map(|(what, path)| path.as_ref().map(|p| format!("{what} {}", p.display())))
+    .collect::<Vec<_>>()
+    .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_never_show() {
+        assert_eq!(
+            redact("redis://user:s3cret@cache.internal:6380/2"),
+            "redis://user:***@cache.internal:6380/2"
+        );
+        assert_eq!(
+            redact("rediss://:token@cache.internal:6380"),
+            "rediss://:***@cache.internal:6380"
+        );
+        assert_eq!(
+            redact("redis://127.0.0.1:6379"),
+            "redis://127.0.0.1:6379"
+        );
+        assert!(!redact("redis//:s3cret@oops").contains("s3cret"));
+    }
+
+    #[test]
+    fn tls_files_for_a_plain_url_are_refused() {
+        let tls = TlsFiles {
+            ca_cert: Some("/tmp/ca.pem".into()),
+            ..TlsFiles::default()
+        };
+        let err = open("redis://:pw@127.0.0.1:1", &tls)
+            .err()
+            .expect("a CA file with redis:// must be refused");
+        let text = err.to_string();
+        assert!(text.contains("rediss://"), "{text}");
+        assert!(!text.contains("pw@"), "{text}");
+    }
+
+    #[test]
+    fn a_missing_ca_file_is_named() {
+        let tls = TlsFiles {
+            ca_cert: Some("/nonexistent/ca.pem".into()),
+            ..TlsFiles::default()
+        };
+        let err = open("rediss://127.0.0.1:1", &tls)
+            .err()
+            .expect("a missing CA file must be refused");
+        assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
+    }
+}
