@@ -3,7 +3,7 @@
 use crate::measure::{now_us, peak_rss_mib, percentile_ms, report};
 use anyhow::{Context, bail};
 use gator_core::{Client, job};
-use gator_worker::{QueueSelection, Worker, WorkerConfig};
+use gator_worker::{QueueSelection, WorkerConfig};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -179,7 +179,10 @@ fn start_worker() -> RunningWorker {
     config.queues = QueueSelection::Strict(vec![QUEUE.to_owned()]);
     config.concurrency = CONCURRENCY;
     let stop = CancellationToken::new();
-    let worker = Worker::new(config).run_until(stop.clone());
+    let worker = gator_worker::WorkerBuilder::from_config(config)
+        .build()
+        .expect("a valid worker")
+        .run_until(stop.clone());
     let task = tokio::spawn(async move {
         if let Err(e) = worker.await {
             eprintln!("gator-bench: worker failed: {e}");

@@ -5,16 +5,16 @@
 
 use crate::chain::Chain;
 use crate::connection::{Connection, Shared};
+use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::Payload;
 use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
-use crate::endpoint::{self, TlsFiles};
 use redis::aio::{ConnectionManagerConfig, MultiplexedConnection};
 use redis::{AsyncConnectionConfig, ConnectionInfo};
-use std::path::PathBuf;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -106,7 +106,11 @@ impl ClientBuilder {
     /// Presents the PEM client certificate `cert` with its key `key` to a `rediss://` server
     /// that asks for one (mutual TLS). Unset, `GATOR_REDIS_CLIENT_CERT` and
     /// `GATOR_REDIS_CLIENT_KEY` are used if set.
-    pub fn client_cert(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> ClientBuilder {
+    pub fn client_cert(
+        mut self,
+        cert: impl Into<PathBuf>,
+        key: impl Into<PathBuf>,
+    ) -> ClientBuilder {
         self.tls.client_cert = Some(cert.into());
         self.tls.client_key = Some(key.into());
         self
@@ -177,8 +181,8 @@ impl Client {
     /// `redis://127.0.0.1:6379`), `GATOR_NAMESPACE` (default `gator`), and the TLS files
     /// above.
     pub async fn from_env() -> Result<Client> {
-        let url = std::env::var(endpoint::REDIS_URL_ENV)
-            .unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
+        let url =
+            std::env::var(endpoint::REDIS_URL_ENV).unwrap_or_else(|_| DEFAULT_REDIS_URL.to_owned());
         let mut builder = Client::builder(url);
         if let Ok(ns) = std::env::var("GATOR_NAMESPACE") {
             builder = builder.namespace(ns);

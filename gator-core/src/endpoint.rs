@@ -174,10 +174,7 @@ mod tests {
             redact("rediss://:token@cache.internal:6380"),
             "rediss://:***@cache.internal:6380"
         );
-        assert_eq!(
-            redact("redis://127.0.0.1:6379"),
-            "redis://127.0.0.1:6379"
-        );
+        assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
         assert!(!redact("redis//:s3cret@oops").contains("s3cret"));
     }
 

@@ -62,6 +62,14 @@ pub enum Error {
         /// Where the second one is defined.
         second: String,
     },
+    /// A worker was asked to run a job that no `#[job]` in the binary has.
+    #[error("no job named {name:?} is linked into this binary (known: {known})")]
+    UnknownJob {
+        /// The name asked for.
+        name: String,
+        /// The wire names there are, comma-separated.
+        known: String,
+    },
     /// A chain with no step was dispatched.
     #[error("a chain needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyChain,

@@ -2,6 +2,7 @@
 //! ([`Execution`]), how it fails ([`JobError`]), and a job ready to dispatch ([`PendingJob`]).
 
 use crate::client::{Client, default_client};
+use crate::context::{Context, StateNeed};
 use crate::error::{Error, Result};
 use crate::payload::{self, Payload};
 use serde::Serialize;
@@ -29,8 +30,11 @@ pub trait Job: Sized + Send + Sync + 'static {
     fn backoff(failures: u32) -> Duration {
         crate::retry::default_backoff(failures)
     }
-    /// Turns decoded arguments into the work to run.
-    fn execute(args: Self::Args) -> Execution;
+    /// The application state types the job fn takes as `State<T>` parameters; the worker
+    /// refuses to start without one of each.
+    const STATES: &'static [StateNeed] = &[];
+    /// Turns decoded arguments, and this attempt's context, into the work to run.
+    fn execute(args: Self::Args, ctx: Context) -> Execution;
 }
 
 /// The work of one job, ready to run: the worker runs `Blocking` on a blocking thread so a

@@ -29,6 +29,7 @@ pub mod admin;
 pub mod chain;
 pub mod client;
 pub mod connection;
+pub mod context;
 pub mod endpoint;
 pub mod error;
 pub mod job;
@@ -40,6 +41,7 @@ pub mod store;
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
 pub use connection::Connection;
+pub use context::{Context, JobInfo, State, StateMap, StateNeed};
 pub use endpoint::TlsFiles;
 pub use error::{Error, Result};
 pub use gator_macros::job;
@@ -49,6 +51,9 @@ pub use job::{
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
 pub use store::sets::{SetEntry, SetKind};
+
+/// Cancels a [`Context`]: re-exported so no extra crate is needed to make one.
+pub use tokio_util::sync::CancellationToken;
 
 /// Re-exported for the code `#[job]` generates; not part of the API.
 #[doc(hidden)]

@@ -1,6 +1,7 @@
 //! The table of jobs this binary knows, built from what every `#[job]` submitted to
 //! `inventory`: linking a crate is enough to register its jobs.
 
+use crate::context::{Context, StateNeed};
 use crate::error::{Error, Result};
 use crate::job::{Execution, Job};
 use std::collections::HashMap;
@@ -15,8 +16,10 @@ pub struct JobRegistration {
     pub queue: &'static str,
     /// Where the job fn is defined (`module::fn at file:line`), for error messages.
     pub defined_at: &'static str,
-    /// Decodes the payload's `args` (their JSON text) and returns the work to run.
-    pub run: fn(&str) -> serde_json::Result<Execution>,
+    /// Decodes the payload's `args` (their JSON text) and returns the work to run in `Context`.
+    pub run: fn(&str, Context) -> serde_json::Result<Execution>,
+    /// The application state types the job takes (`State<T>` parameters).
+    pub states: &'static [StateNeed],
     /// Retries after the first attempt.
     pub retries: u32,
     /// How long one attempt may run.
@@ -35,6 +38,7 @@ impl JobRegistration {
             queue: J::QUEUE,
             defined_at,
             run: run_job::<J>,
+            states: J::STATES,
             retries: J::RETRIES,
             timeout: J::TIMEOUT,
             backoff: J::backoff,
@@ -42,9 +46,9 @@ impl JobRegistration {
     }
 }
 
-fn run_job<J: Job>(args: &str) -> serde_json::Result<Execution> {
+fn run_job<J: Job>(args: &str, ctx: Context) -> serde_json::Result<Execution> {
     let args: J::Args = serde_json::from_str(args)?;
-    Ok(J::execute(args))
+    Ok(J::execute(args, ctx))
 }
 
 /// Wire name → registration, checked for duplicates.
@@ -76,6 +80,35 @@ impl Registry {
             }
         }
         Ok(Registry { jobs })
+    }
+
+    /// Only the jobs named in `names` (wire names): a worker that runs some of the linked jobs.
+    /// Fails naming the first name no job has, and the names there are.
+    pub fn only<S: AsRef<str>>(&self, names: &[S]) -> Result<Registry> {
+        let mut jobs = HashMap::new();
+        for name in names {
+            let name = name.as_ref();
+            match self.jobs.get_key_value(name) {
+                Some((key, reg)) => {
+                    jobs.insert(*key, *reg);
+                }
+                None => {
+                    return Err(Error::UnknownJob {
+                        name: name.to_owned(),
+                        known: self.names().join(", "),
+                    });
+                }
+            }
+        }
+        Ok(Registry { jobs })
+    }
+
+    /// Every registration, sorted by wire name.
+    pub fn registrations(&self) -> Vec<&'static JobRegistration> {
+        self.names()
+            .into_iter()
+            .filter_map(|n| self.get(n))
+            .collect()
     }
 
     /// The registration for a wire name.
@@ -114,7 +147,7 @@ fn sorted(a: &str, b: &str) -> (String, String) {
 mod tests {
     use super::*;
 
-    fn never(_: &str) -> serde_json::Result<Execution> {
+    fn never(_: &str, _: Context) -> serde_json::Result<Execution> {
         Ok(Execution::Blocking(Box::new(|| Ok(()))))
     }
 
@@ -123,6 +156,7 @@ mod tests {
         queue: "default",
         defined_at: "",
         run: never,
+        states: &[],
         retries: 25,
         timeout: None,
         backoff: crate::retry::default_backoff,
@@ -166,5 +200,17 @@ mod tests {
         assert_eq!(reg.names(), vec!["dup", "other"]);
         assert!(reg.get("other").is_some());
         assert!(reg.get("missing").is_none());
+    }
+
+    #[test]
+    fn a_registry_narrowed_to_some_jobs_refuses_unknown_names() {
+        let reg = Registry::from_registrations([&A, &C]).expect("no duplicates");
+        let only = reg.only(&["other"]).expect("a known name");
+        assert_eq!(only.names(), vec!["other"]);
+        let msg = reg.only(&["typo"]).expect_err("unknown").to_string();
+        assert!(
+            msg.contains("\"typo\"") && msg.contains("dup, other"),
+            "{msg}"
+        );
     }
 }

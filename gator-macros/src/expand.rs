@@ -6,7 +6,7 @@
 //! user's imports cannot shadow it.
 
 use crate::args::{Backoff, JobOptions};
-use crate::validate::{JobFn, Param};
+use crate::validate::{Input, JobFn, Param};
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
@@ -64,7 +64,9 @@ fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr, policy: TokenStream) -> 
     let JobFn {
         item,
         params,
+        inputs,
         type_ident,
+        ..
     } = job;
     let fn_ident = &item.sig.ident;
     let fn_span = fn_ident.span();
@@ -72,17 +74,61 @@ fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr, policy: TokenStream) -> 
     // Fresh names with mixed-site hygiene, so a parameter named like the fn
     // (`fn email(email: String)`) or like `args` cannot shadow the fn being called.
     let args = Ident::new("args", Span::mixed_site());
+    let ctx = Ident::new("ctx", Span::mixed_site());
     let locals: Vec<Ident> = (0..params.len())
         .map(|i| format_ident!("arg{}", i, span = Span::mixed_site()))
         .collect();
     let args_pattern = args_tuple(&locals, fn_span);
 
-    let call = quote!(#fn_ident(#(#locals),*));
+    // Each `State<T>` is taken from the context before the call; a missing one was refused at
+    // the worker's `build()`, so the error here only guards a hand-made registry.
+    let mut take_states = Vec::new();
+    let mut state_types = Vec::new();
+    let mut call_args = Vec::new();
+    for (i, input) in inputs.iter().enumerate() {
+        match input {
+            Input::Arg(index) => {
+                let local = &locals[*index];
+                call_args.push(quote!(#local));
+            }
+            Input::Context => call_args.push(quote!(#ctx)),
+            Input::State(ty) => {
+                let local = format_ident!("state{}", i, span = Span::mixed_site());
+                let name = fn_ident.unraw().to_string();
+                // Spanned at the type, so "`T: Clone` is not satisfied" points at the parameter.
+                take_states.push(quote_spanned! {ty.span()=>
+                    let #local = match ::gator_core::Context::state::<#ty>(&#ctx) {
+                        ::core::option::Option::Some(value) => ::gator_core::State(value),
+                        ::core::option::Option::None => {
+                            return ::core::result::Result::Err(::gator_core::JobError::new(::std::format!(
+                                "job {:?} takes `State<{}>`, which this worker was not given: add `.state(value)` to its builder",
+                                #name, ::core::any::type_name::<#ty>()
+                            )));
+                        }
+                    };
+                });
+                state_types.push(ty);
+                call_args.push(quote!(#local));
+            }
+        }
+    }
+    let uses_ctx = inputs.iter().any(|i| !matches!(i, Input::Arg(_)));
+    // A job that takes neither lets the context go before it runs.
+    let drop_ctx = (!uses_ctx).then(|| quote!(::core::mem::drop(#ctx);));
+    let states_const = (!state_types.is_empty()).then(|| {
+        quote! {
+            const STATES: &'static [::gator_core::StateNeed] =
+                &[#(::gator_core::StateNeed::of::<#state_types>()),*];
+        }
+    });
+
+    let call = quote!(#fn_ident(#(#call_args),*));
     let call = match item.sig.asyncness {
         Some(_) => quote!(#call.await),
         None => call,
     };
     let result = job_result(&item.sig.output, call);
+    let result = quote!({ #(#take_states)* #result });
     let run = match item.sig.asyncness {
         Some(_) => quote_spanned! {fn_span=>
             ::gator_core::Execution::Async(::std::boxed::Box::pin(async move { #result }))
@@ -102,9 +148,11 @@ fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr, policy: TokenStream) -> 
             const NAME: &'static str = #name;
             const QUEUE: &'static str = #queue;
             #policy
+            #states_const
 
-            fn execute(#args: Self::Args) -> ::gator_core::Execution {
+            fn execute(#args: Self::Args, #ctx: ::gator_core::Context) -> ::gator_core::Execution {
                 let #args_pattern = #args;
+                #drop_ctx
                 #run
             }
         }
@@ -170,6 +218,7 @@ fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStream {
         item,
         params,
         type_ident,
+        ..
     } = job;
     let vis = &item.vis;
     let fn_span = item.sig.ident.span();

@@ -16,16 +16,28 @@ use syn::{
 pub(crate) struct JobFn {
     /// The user's fn, emitted unchanged.
     pub item: ItemFn,
-    /// Its parameters, in order.
+    /// Its wire arguments, in order: the parameters that are neither `Context` nor `State`.
     pub params: Vec<Param>,
+    /// Every parameter, in order, as the worker supplies it.
+    pub inputs: Vec<Input>,
     /// The generated type's name: the fn name in UpperCamelCase.
     pub type_ident: Ident,
 }
 
-/// One parameter of the job fn: `to: String`.
+/// One wire argument of the job fn: `to: String`.
 pub(crate) struct Param {
     pub ident: Ident,
     pub ty: Type,
+}
+
+/// What the worker passes for one parameter of the job fn.
+pub(crate) enum Input {
+    /// The wire argument at this index of [`JobFn::params`].
+    Arg(usize),
+    /// The attempt's `gator_core::Context`.
+    Context,
+    /// `State<T>`: the application state of type `T` (the type as written, for spans).
+    State(Type),
 }
 
 /// Checks `item`. Returns `None` (with the reasons in `errors`) if it cannot be a job.
@@ -44,7 +56,7 @@ pub(crate) fn job_fn(item: Item, errors: &mut Errors) -> Option<JobFn> {
     let before = errors.len();
     check_qualifiers(&item.sig, errors);
     check_generics(&item.sig, errors);
-    let params = params(&item.sig, errors);
+    let (params, inputs) = params(&item.sig, errors);
     check_return_type(&item.sig.output, errors);
     let type_ident = type_ident(&item.sig.ident, errors);
     if errors.len() > before {
@@ -53,6 +65,7 @@ pub(crate) fn job_fn(item: Item, errors: &mut Errors) -> Option<JobFn> {
     Some(JobFn {
         item,
         params,
+        inputs,
         type_ident: type_ident?,
     })
 }
@@ -124,9 +137,12 @@ fn check_generics(sig: &Signature, errors: &mut Errors) {
     }
 }
 
-/// The parameters, checked: each a plain name with an owned type.
-fn params(sig: &Signature, errors: &mut Errors) -> Vec<Param> {
+/// The parameters, checked: each wire argument a plain name with an owned type, at most one
+/// `Context`, and any number of `State<T>`.
+fn params(sig: &Signature, errors: &mut Errors) -> (Vec<Param>, Vec<Input>) {
     let mut params = Vec::new();
+    let mut inputs = Vec::new();
+    let mut context: Option<&Type> = None;
     for arg in &sig.inputs {
         let arg = match arg {
             FnArg::Typed(arg) => arg,
@@ -139,9 +155,33 @@ fn params(sig: &Signature, errors: &mut Errors) -> Vec<Param> {
                 continue;
             }
         };
+        // `Context` and `State<T>` come from the worker, not from the payload, so they may be
+        // taken with any pattern (`State(db): State<Db>`, `_: Context`).
+        if is_context(&arg.ty) {
+            if let Some(first) = context {
+                let mut err = syn::Error::new_spanned(
+                    &arg.ty,
+                    "a job takes at most one `Context`: remove this parameter and use the \
+                     first (it is cheap to clone with `ctx.clone()`)",
+                );
+                err.combine(syn::Error::new_spanned(
+                    first,
+                    "the first `Context` is here",
+                ));
+                errors.push(err);
+            }
+            context = Some(&arg.ty);
+            inputs.push(Input::Context);
+            continue;
+        }
+        if let Some(inner) = state_type(&arg.ty) {
+            inputs.push(Input::State(inner.clone()));
+            continue;
+        }
         check_owned(&arg.ty, errors);
         match &*arg.pat {
             Pat::Ident(pat) if pat.by_ref.is_none() && pat.subpat.is_none() => {
+                inputs.push(Input::Arg(params.len()));
                 params.push(Param {
                     ident: pat.ident.clone(),
                     ty: (*arg.ty).clone(),
@@ -154,7 +194,47 @@ fn params(sig: &Signature, errors: &mut Errors) -> Vec<Param> {
             )),
         }
     }
-    params
+    (params, inputs)
+}
+
+/// `Context`, `gator_core::Context` or `::gator_core::Context`: the attempt's context. It is
+/// recognised by name, as the macro cannot resolve types; a type of your own named `Context`
+/// cannot be a job argument.
+fn is_context(ty: &Type) -> bool {
+    match ty {
+        Type::Path(t) if t.qself.is_none() => t
+            .path
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "Context" && s.arguments.is_empty()),
+        Type::Paren(t) => is_context(&t.elem),
+        Type::Group(t) => is_context(&t.elem),
+        _ => false,
+    }
+}
+
+/// The `T` of `State<T>` (or `gator_core::State<T>`), recognised by name like `Context`.
+fn state_type(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(t) if t.qself.is_none() => {
+            let last = t.path.segments.last()?;
+            if last.ident != "State" {
+                return None;
+            }
+            match &last.arguments {
+                PathArguments::AngleBracketed(args) if args.args.len() == 1 => {
+                    match args.args.first() {
+                        Some(GenericArgument::Type(inner)) => Some(inner),
+                        _ => None,
+                    }
+                }
+                _ => None,
+            }
+        }
+        Type::Paren(t) => state_type(&t.elem),
+        Type::Group(t) => state_type(&t.elem),
+        _ => None,
+    }
 }
 
 /// Rejects borrowed types anywhere in a parameter's type: arguments come back from JSON, so

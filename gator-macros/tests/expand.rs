@@ -2,7 +2,10 @@
 //! arguments, errors become `JobError`s, every job is in the inventory, and the arguments
 //! are a JSON array.
 
-use gator_core::{Execution, Job, JobError, JobResult, Registry, job};
+use gator_core::{
+    CancellationToken, Context, Execution, Job, JobError, JobInfo, JobResult, Registry, State,
+    StateMap, job,
+};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -63,6 +66,55 @@ fn pair(label: String, count: u32) {
     runs_lock().push(format!("{label} pair {count}"));
 }
 
+/// A context for a first attempt with no state, as a worker would make.
+fn ctx() -> Context {
+    ctx_with(StateMap::default())
+}
+
+fn ctx_with(states: StateMap) -> Context {
+    let info = JobInfo {
+        jid: "jid-1".into(),
+        job_name: "ctx_job".into(),
+        queue: "q".into(),
+        attempt: 1,
+        created_at_ms: 1_000,
+        enqueued_at_ms: 2_000,
+        chain_id: None,
+    };
+    Context::new(info, states, CancellationToken::new())
+}
+
+#[derive(Clone, Debug)]
+struct Greeting(String);
+
+/// Takes its context between two wire arguments, and state twice over.
+#[job]
+async fn ctx_job(
+    tag: String,
+    ctx: Context,
+    State(greeting): State<Greeting>,
+    n: u32,
+    count: gator_core::State<u64>,
+) {
+    runs_lock().push(format!(
+        "{tag} {} {} attempt={} n={n} count={} on {}",
+        greeting.0,
+        ctx.jid(),
+        ctx.attempt(),
+        count.0,
+        ctx.queue()
+    ));
+}
+
+#[job]
+fn sync_ctx_job(tag: String, ctx: Context, State(greeting): State<Greeting>) -> Result<(), String> {
+    if ctx.is_cancelled() {
+        return Err("cancelled".into());
+    }
+    runs_lock().push(format!("{tag} {} {}", greeting.0, ctx.job_name()));
+    Ok(())
+}
+
 /// Runs the work as the worker would: `Blocking` on this thread, `Async` on an executor.
 fn run(execution: Execution) -> JobResult {
     match execution {
@@ -76,7 +128,7 @@ fn run(execution: Execution) -> JobResult {
 
 #[test]
 fn sync_job_runs_its_fn_blocking_with_the_args() {
-    let execution = <SendSync as Job>::execute(("t1".to_owned(), 3, Order { id: 7 }));
+    let execution = <SendSync as Job>::execute(("t1".to_owned(), 3, Order { id: 7 }), ctx());
     assert!(matches!(execution, Execution::Blocking(_)), "{execution:?}");
     assert!(runs("t1").is_empty(), "execute must not run the job yet");
     run(execution).unwrap();
@@ -85,7 +137,7 @@ fn sync_job_runs_its_fn_blocking_with_the_args() {
 
 #[test]
 fn async_job_runs_its_fn_as_a_future_with_the_args() {
-    let execution = <SendAsync as Job>::execute(("t2".to_owned(),));
+    let execution = <SendAsync as Job>::execute(("t2".to_owned(),), ctx());
     assert!(matches!(execution, Execution::Async(_)), "{execution:?}");
     run(execution).unwrap();
     assert_eq!(runs("t2"), ["t2 async"]);
@@ -93,19 +145,18 @@ fn async_job_runs_its_fn_as_a_future_with_the_args() {
 
 #[test]
 fn jobs_without_params_or_result_run() {
-    run(<Tick as Job>::execute([])).unwrap();
-    run(<Tock as Job>::execute((41,))).unwrap();
+    run(<Tick as Job>::execute([], ctx())).unwrap();
+    run(<Tock as Job>::execute((41,), ctx())).unwrap();
     assert_eq!(runs("tick"), ["tick"]);
     assert_eq!(runs("tock"), ["tock 42"]);
 }
 
 #[test]
 fn an_err_becomes_a_retryable_job_error_with_its_message() {
-    let err = run(<SendSync as Job>::execute((
-        "t3".to_owned(),
-        0,
-        Order { id: 9 },
-    )))
+    let err = run(<SendSync as Job>::execute(
+        ("t3".to_owned(), 0, Order { id: 9 }),
+        ctx(),
+    ))
     .unwrap_err();
     assert_eq!(err.message(), "nothing to send for order 9");
     assert!(err.is_retryable());
@@ -114,7 +165,7 @@ fn an_err_becomes_a_retryable_job_error_with_its_message() {
 
 #[test]
 fn a_job_error_is_kept_as_is() {
-    let err = run(<SendAsync as Job>::execute((String::new(),))).unwrap_err();
+    let err = run(<SendAsync as Job>::execute((String::new(),), ctx())).unwrap_err();
     assert_eq!(err, JobError::discard("empty tag"));
 }
 
@@ -123,14 +174,27 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
     let registry = Registry::from_inventory().unwrap();
     assert_eq!(
         registry.names(),
-        ["expand.async", "pair", "send_sync", "tick", "tock"]
+        [
+            "ctx_job",
+            "expand.async",
+            "pair",
+            "send_sync",
+            "sync_ctx_job",
+            "tick",
+            "tock"
+        ]
     );
     let queues: Vec<_> = registry
         .names()
         .iter()
         .map(|name| registry.get(name).unwrap().queue)
         .collect();
-    assert_eq!(queues, ["async-q", "default", "mail", "default", "default"]);
+    assert_eq!(
+        queues,
+        [
+            "default", "async-q", "default", "mail", "default", "default", "default"
+        ]
+    );
     let sync = registry.get("send_sync").unwrap();
     assert!(
         sync.defined_at.starts_with("expand::send_sync at "),
@@ -147,13 +211,17 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
 #[test]
 fn the_registration_decodes_a_json_array_and_runs_the_job() {
     let registry = Registry::from_inventory().unwrap();
-    let execution =
-        (registry.get("send_sync").unwrap().run)(&json!(["t4", 5, { "id": 11 }]).to_string())
-            .unwrap();
+    let execution = (registry.get("send_sync").unwrap().run)(
+        &json!(["t4", 5, { "id": 11 }]).to_string(),
+        ctx(),
+    )
+    .unwrap();
     run(execution).unwrap();
     assert_eq!(runs("t4"), ["t4 sync n=5 order=11"]);
-    let wrong =
-        (registry.get("send_sync").unwrap().run)(&json!(["t4", "five", { "id": 11 }]).to_string());
+    let wrong = (registry.get("send_sync").unwrap().run)(
+        &json!(["t4", "five", { "id": 11 }]).to_string(),
+        ctx(),
+    );
     assert!(wrong.is_err());
 }
 
@@ -170,7 +238,7 @@ fn args_are_a_json_array_of_the_params() {
     );
     let two: <Pair as Job>::Args = ("x".to_owned(), 5);
     assert_eq!(serde_json::to_value(&two).unwrap(), json!(["x", 5]));
-    run(<Pair as Job>::execute(two)).unwrap();
+    run(<Pair as Job>::execute(two, ctx())).unwrap();
     assert_eq!(runs("x pair"), ["x pair 5"]);
 }
 
@@ -184,4 +252,53 @@ fn call_builds_a_pending_job_on_the_default_queue() {
         "other"
     );
     assert_eq!(Tick::call().queue_name(), "default");
+}
+
+#[test]
+fn context_and_state_are_not_wire_arguments() {
+    let args: <CtxJob as Job>::Args = ("t6".to_owned(), 4);
+    assert_eq!(serde_json::to_value(&args).unwrap(), json!(["t6", 4]));
+    let pending = CtxJob::call("t6".to_owned(), 4);
+    assert_eq!(pending.args().1, 4);
+    let needs: Vec<String> = <CtxJob as Job>::STATES
+        .iter()
+        .map(|need| need.type_name().to_owned())
+        .collect();
+    assert_eq!(needs, ["expand::Greeting", "u64"]);
+    assert!(<Tick as Job>::STATES.is_empty());
+}
+
+#[test]
+fn async_and_sync_jobs_get_their_context_and_state_in_any_position() {
+    let mut states = StateMap::default();
+    states.insert(Greeting("hello".into()));
+    states.insert(7u64);
+    run(<CtxJob as Job>::execute(
+        ("t7".to_owned(), 3),
+        ctx_with(states.clone()),
+    ))
+    .unwrap();
+    assert_eq!(runs("t7"), ["t7 hello jid-1 attempt=1 n=3 count=7 on q"]);
+    run(<SyncCtxJob as Job>::execute(
+        ("t8".to_owned(),),
+        ctx_with(states.clone()),
+    ))
+    .unwrap();
+    assert_eq!(runs("t8"), ["t8 hello ctx_job"]);
+    let cancelled = ctx_with(states);
+    cancelled.cancel();
+    let err = run(<SyncCtxJob as Job>::execute(("t9".to_owned(),), cancelled)).unwrap_err();
+    assert_eq!(err.message(), "cancelled");
+}
+
+#[test]
+fn a_state_missing_at_run_time_fails_the_attempt_naming_the_type() {
+    let err = run(<SyncCtxJob as Job>::execute(("t10".to_owned(),), ctx())).unwrap_err();
+    assert!(
+        err.message().contains("expand::Greeting"),
+        "{}",
+        err.message()
+    );
+    assert!(err.is_retryable());
+    assert!(runs("t10").is_empty());
 }

@@ -153,15 +153,22 @@ pub enum AdminError {
     Output(#[from] std::io::Error),
 }
 
-/// Runs `command` against the Redis at `redis_url` under `namespace`: prints the results to
+/// Runs `command` against the Redis at `redis_url` under `namespace` (with `tls` for a
+/// `rediss://` URL): prints the results to
 /// stdout, or the error to stderr, and returns the exit code. Never starts the worker.
-pub fn main(command: AdminCommand, redis_url: &str, namespace: &str) -> ExitCode {
+pub fn main(
+    command: AdminCommand,
+    redis_url: &str,
+    namespace: &str,
+    tls: gator_core::TlsFiles,
+) -> ExitCode {
     let Some(runtime) = crate::start_runtime(tokio::runtime::Builder::new_current_thread()) else {
         return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
         let client = Client::builder(redis_url)
             .namespace(namespace)
+            .tls(tls)
             .connect()
             .await
             .map_err(AdminError::Core)?;

@@ -113,6 +113,9 @@ pub struct WorkerConfig {
     /// restarts (a pod or container name). A worker started under a name takes over the jobs
     /// of every earlier process of that name at once, instead of waiting for their leases.
     pub worker_id: Option<String>,
+    /// TLS files for a `rediss://` URL; those unset come from `GATOR_REDIS_CA_CERT`,
+    /// `GATOR_REDIS_CLIENT_CERT` and `GATOR_REDIS_CLIENT_KEY`.
+    pub tls: gator_core::TlsFiles,
 }
 
 impl WorkerConfig {
@@ -129,6 +132,7 @@ impl WorkerConfig {
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: crate::leases::DEFAULT_LEASE,
             worker_id: None,
+            tls: gator_core::TlsFiles::default(),
         }
     }
 }
@@ -189,6 +193,32 @@ pub struct Cli {
     #[arg(long, global = true, env = "GATOR_REDIS_URL", default_value = gator_core::client::DEFAULT_REDIS_URL)]
     pub redis_url: String,
 
+    /// A PEM file of the CA(s) that signed a `rediss://` server's certificate, instead of the
+    /// system's roots.
+    #[arg(long, global = true, env = "GATOR_REDIS_CA_CERT", value_name = "FILE")]
+    pub redis_ca_cert: Option<std::path::PathBuf>,
+
+    /// A PEM client certificate to present to a `rediss://` server (mutual TLS); needs
+    /// --redis-client-key.
+    #[arg(
+        long,
+        global = true,
+        env = "GATOR_REDIS_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "redis_client_key"
+    )]
+    pub redis_client_cert: Option<std::path::PathBuf>,
+
+    /// The PEM private key of --redis-client-cert.
+    #[arg(
+        long,
+        global = true,
+        env = "GATOR_REDIS_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "redis_client_cert"
+    )]
+    pub redis_client_key: Option<std::path::PathBuf>,
+
     /// Prefix of every Redis key; workers and producers must agree on it.
     #[arg(long, global = true, env = "GATOR_NAMESPACE", default_value = "gator")]
     pub namespace: String,
@@ -226,8 +256,18 @@ pub struct Cli {
 }
 
 impl Cli {
+    /// The TLS files this command line names.
+    pub fn tls(&self) -> gator_core::TlsFiles {
+        gator_core::TlsFiles {
+            ca_cert: self.redis_ca_cert.clone(),
+            client_cert: self.redis_client_cert.clone(),
+            client_key: self.redis_client_key.clone(),
+        }
+    }
+
     /// The worker config this command line asks for.
     pub fn into_config(self) -> WorkerConfig {
+        let tls = self.tls();
         WorkerConfig {
             redis_url: self.redis_url,
             namespace: self.namespace,
@@ -242,6 +282,7 @@ impl Cli {
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: self.lease,
             worker_id: self.worker_id,
+            tls,
         }
     }
 }
@@ -313,6 +354,8 @@ mod tests {
             "--dead-max-age",
             "--lease",
             "--worker-id",
+            "--redis-ca-cert",
+            "--redis-client-cert",
         ] {
             assert!(
                 help.contains(flag),

@@ -12,7 +12,8 @@
 //! 1. the stop token is cancelled (SIGINT/SIGTERM, or the embedding program);
 //! 2. processors stop fetching (a job fetched at that moment stays in flight); the poller and
 //!    the recovery loop stop;
-//! 3. running jobs get up to `shutdown_timeout` to finish and settle;
+//! 3. running jobs get up to `shutdown_timeout` to finish and settle; at that deadline their
+//!    contexts are cancelled (`ctx.cancelled()` resolves) and they get one more second;
 //! 4. once no fetch can still land a job, every job left in this process's in-flight lists
 //!    (still running, or fetched as shutdown began) goes back to the head of its queue, and
 //!    the lease on each emptied queue is given up in the same step; it will run again (at
@@ -21,6 +22,7 @@
 //! 5. the heartbeat stops; the process deregisters only if everything was put back, and
 //!    `run_until` returns.
 
+use crate::builder::WorkerBuilder;
 use crate::clock::RedisClock;
 use crate::config::WorkerConfig;
 use crate::fetcher::{FETCH_TIMEOUT, Fetcher};
@@ -32,26 +34,50 @@ use crate::queues::QueueOrder;
 use crate::recovery::Recovery;
 use gator_core::client::DEDICATED_RESPONSE_TIMEOUT;
 use gator_core::store;
-use gator_core::{Client, Registry};
+use gator_core::{Client, Registry, StateMap};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{error, info, warn};
 
-/// A worker: a fixed pool of processors and a poller, for one config.
-#[derive(Debug, Clone)]
+/// A worker: a fixed pool of processors and a poller, for one config. Made by
+/// [`Worker::builder`]; nothing runs until [`Worker::run`] or [`Worker::run_until`].
+#[derive(Debug)]
 pub struct Worker {
     config: WorkerConfig,
+    client: Option<Client>,
+    registry: Arc<Registry>,
+    states: StateMap,
+    install_default_client: bool,
 }
 
 impl Worker {
-    /// A worker for `config`; nothing runs until [`Worker::run`] or [`Worker::run_until`].
-    pub fn new(config: WorkerConfig) -> Worker {
-        Worker { config }
+    /// A builder with the command line's defaults: `.redis_url(..)`, `.queues(..)`,
+    /// `.state(..)`, then `.build()`.
+    pub fn builder() -> WorkerBuilder {
+        WorkerBuilder::new()
     }
 
-    /// Runs until SIGINT or SIGTERM, then shuts down gracefully.
+    pub(crate) fn from_parts(
+        config: WorkerConfig,
+        client: Option<Client>,
+        registry: Arc<Registry>,
+        states: StateMap,
+        install_default_client: bool,
+    ) -> Worker {
+        Worker {
+            config,
+            client,
+            registry,
+            states,
+            install_default_client,
+        }
+    }
+
+    /// Runs until SIGINT or SIGTERM (Ctrl-C where there are no Unix signals), then shuts
+    /// down gracefully. It listens for the signals only while it runs; inside an app with its
+    /// own shutdown, use [`Worker::run_until`].
     pub async fn run(self) -> gator_core::Result<()> {
         let stop = CancellationToken::new();
         let on_signal = stop.clone();
@@ -64,14 +90,26 @@ impl Worker {
     }
 
     /// Runs until `stop` is cancelled, then shuts down gracefully (see the module docs).
-    /// Fails only if the jobs linked into this binary are inconsistent (a duplicate wire name).
+    /// Retries while Redis is unreachable; fails if it can never work (an invalid URL or TLS
+    /// file, a refused password).
     pub async fn run_until(self, stop: CancellationToken) -> gator_core::Result<()> {
-        let config = self.config;
-        let registry = Arc::new(Registry::from_inventory()?);
-        let Some(client) = connect(&config, &stop).await else {
-            return Ok(()); // stopped before Redis was ever reachable: nothing was fetched
+        let Worker {
+            config,
+            client,
+            registry,
+            states,
+            install_default_client,
+        } = self;
+        let client = match client {
+            Some(client) => client,
+            None => match connect(&config, &stop).await? {
+                Some(client) => client,
+                None => return Ok(()), // stopped before Redis was reachable: nothing was fetched
+            },
         };
-        gator_core::set_default_client(client.clone());
+        if install_default_client {
+            gator_core::set_default_client(client.clone());
+        }
         let order = Arc::new(QueueOrder::new(config.queues.clone()));
         if let Err(e) = order.refresh(&client).await {
             warn!(error = %e, "could not read the known queues yet");
@@ -134,6 +172,7 @@ impl Worker {
         let heartbeat_stop = CancellationToken::new();
         let heartbeat_task = tokio::spawn(heartbeat.clone().run(heartbeat_stop.clone()));
         tracker.spawn(recovery.clone().run(stop.clone(), first_pass));
+        let deadline = CancellationToken::new();
         for id in 0..config.concurrency {
             let processor = Processor {
                 id,
@@ -142,6 +181,8 @@ impl Worker {
                 fetcher: fetcher.clone(),
                 dead_cap: config.dead_cap,
                 clock: clock.clone(),
+                states: states.clone(),
+                deadline: deadline.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }
@@ -156,9 +197,17 @@ impl Worker {
 
         stop.cancelled().await;
         info!(timeout = ?config.shutdown_timeout, "stopping: waiting for running jobs to finish");
-        let finished = tokio::time::timeout(config.shutdown_timeout, tracker.wait())
+        let mut finished = tokio::time::timeout(config.shutdown_timeout, tracker.wait())
             .await
             .is_ok();
+        if !finished {
+            // The deadline: running jobs' contexts are cancelled, and a job that stops when
+            // told gets a moment to settle before what is left is put back.
+            deadline.cancel();
+            finished = tokio::time::timeout(CANCEL_GRACE, tracker.wait())
+                .await
+                .is_ok();
+        }
         let fetches_done = wait_for_fetches(&fetcher).await;
         let complete = recovery.put_back_own(fetches_done, finished).await;
         heartbeat_stop.cancel();
@@ -190,23 +239,31 @@ async fn wait_for_fetches(fetcher: &Fetcher) -> bool {
     true
 }
 
-/// Connects, retrying with capped backoff and saying clearly why while Redis is unreachable.
-async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Client> {
+/// How long jobs whose contexts were cancelled at the shutdown deadline get to settle.
+const CANCEL_GRACE: Duration = Duration::from_secs(1);
+
+/// Connects, retrying with capped backoff and saying clearly why while Redis is unreachable;
+/// `None` if stopped first.
+async fn connect(
+    config: &WorkerConfig,
+    stop: &CancellationToken,
+) -> gator_core::Result<Option<Client>> {
     let mut delay = Duration::from_millis(500);
     loop {
         let connecting = Client::builder(config.redis_url.as_str())
             .namespace(config.namespace.as_str())
+            .tls(config.tls.clone())
             .connect();
         let attempt = tokio::select! {
             attempt = connecting => attempt,
-            _ = stop.cancelled() => return None,
+            _ = stop.cancelled() => return Ok(None),
         };
         match attempt {
-            Ok(client) => return Some(client),
+            Ok(client) => return Ok(Some(client)),
             Err(e) if !e.is_connection() => {
                 // A bad URL or TLS file, a refused password: waiting will not fix it.
                 error!(redis_url = %gator_core::endpoint::redact(&config.redis_url), error = %e, "cannot connect to redis");
-                return None;
+                return Err(e);
             }
             Err(e) => {
                 error!(redis_url = %gator_core::endpoint::redact(&config.redis_url), error = %e, retry_in_s = delay.as_secs_f64(), "cannot reach redis; retrying");
@@ -214,7 +271,7 @@ async fn connect(config: &WorkerConfig, stop: &CancellationToken) -> Option<Clie
         }
         tokio::select! {
             _ = tokio::time::sleep(delay) => delay = (delay * 2).min(Duration::from_secs(10)),
-            _ = stop.cancelled() => return None,
+            _ = stop.cancelled() => return Ok(None),
         }
     }
 }

@@ -68,6 +68,7 @@
 //! `RUST_LOG` filters them (default `info`).
 
 pub mod admin;
+pub mod builder;
 pub mod clock;
 pub mod config;
 pub mod fetcher;
@@ -83,8 +84,11 @@ pub mod recovery;
 pub mod run;
 pub mod settle;
 
+pub use builder::{BuildError, WorkerBuilder};
 pub use config::{Cli, QueueSelection, WorkerConfig};
 pub use launcher::Worker;
+/// Stops a worker run with [`Worker::run_until`]; re-exported so no extra crate is needed.
+pub use tokio_util::sync::CancellationToken;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -94,10 +98,35 @@ use std::process::ExitCode;
 /// [`admin`] subcommand such as `dead list` instead of the worker). Call it from your
 /// worker binary's `main`.
 pub fn main() -> ExitCode {
+    main_with(|worker| worker)
+}
+
+/// [`main`], with the worker builder passed through `configure` after the command line set
+/// it up: give jobs their state in a worker binary.
+///
+/// ```no_run
+/// #[derive(Clone)]
+/// struct Mailer;
+///
+/// fn main() -> std::process::ExitCode {
+///     gator_worker::main_with(|worker| worker.state(Mailer))
+/// }
+/// ```
+pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> ExitCode {
     let mut cli = Cli::parse();
     if let Some(command) = cli.command.take() {
-        return admin::main(command, &cli.redis_url, &cli.namespace);
+        return admin::main(command, &cli.redis_url, &cli.namespace, cli.tls());
     }
+    let worker = match configure(WorkerBuilder::from_config(cli.into_config()))
+        .install_default_client()
+        .build()
+    {
+        Ok(worker) => worker,
+        Err(e) => {
+            eprintln!("gator-worker: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     tracing_subscriber::fmt()
@@ -108,7 +137,7 @@ pub fn main() -> ExitCode {
     let Some(runtime) = start_runtime(tokio::runtime::Builder::new_multi_thread()) else {
         return ExitCode::FAILURE;
     };
-    let result = runtime.block_on(Worker::new(cli.into_config()).run());
+    let result = runtime.block_on(worker.run());
     // Sync jobs abandoned at the shutdown timeout may still occupy blocking threads; their
     // jobs are back in their queues, so do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_secs(1));

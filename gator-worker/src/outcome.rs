@@ -48,30 +48,68 @@ impl Policy {
     };
 }
 
-/// When an attempt started, and whether its failure keeps the payload text in `raw`.
+impl Policy {
+    /// The policy a job's `#[job]` options set.
+    pub fn of(registration: &gator_core::JobRegistration) -> Policy {
+        Policy {
+            retries: registration.retries,
+            backoff: registration.backoff,
+        }
+    }
+}
+
+/// When an attempt started.
 #[derive(Clone, Copy)]
 pub struct Attempt {
     /// On this host's monotonic clock, for durations.
     pub started: Instant,
     /// On Redis's clock as this host estimates it, for the `retried_at` stamp.
     pub started_ms: u64,
-    /// Arguments that did not fit the job: keep the text for whoever fixes the producer.
-    pub keep_raw: bool,
+}
+
+impl Attempt {
+    /// An attempt starting now.
+    pub fn now(clock: &RedisClock) -> Attempt {
+        Attempt {
+            started: Instant::now(),
+            started_ms: clock.now_ms(),
+        }
+    }
+}
+
+/// Why an attempt failed.
+#[derive(Debug)]
+pub enum Failure<'a> {
+    /// The job ran and failed (an `Err`, a panic, a timeout), or could not be found.
+    Run(JobError),
+    /// Its arguments do not fit the job fn: the same bytes would fail again, so it goes to the
+    /// dead set, and the payload text is kept in `raw` for whoever fixes the producer.
+    BadArgs {
+        /// What did not fit.
+        reason: String,
+        /// The payload as stored.
+        raw: &'a [u8],
+    },
 }
 
 /// The longest a retry waits: a custom backoff that returns more (`Duration::MAX`) waits this
 /// long instead of overflowing the due time.
 pub const MAX_RETRY_DELAY: Duration = SCHEDULE_HORIZON;
 
-/// Records a failure in the payload and decides: another attempt later, or the dead set.
-pub fn failed(
+/// Classifies a failure: records it in the payload and decides between another attempt later
+/// and the dead set.
+pub fn classify(
     doc: &PayloadDocument<'_>,
-    raw: &[u8],
-    error: &JobError,
+    failure: Failure<'_>,
     policy: Policy,
     attempt: Attempt,
     clock: &RedisClock,
 ) -> Outcome {
+    let (error, raw) = match failure {
+        Failure::Run(error) => (error, None),
+        Failure::BadArgs { reason, raw } => (JobError::discard(reason), Some(raw)),
+    };
+    let error = &error;
     let now = clock.now_ms();
     let failures = doc.attempt().saturating_add(1);
     let mut changes = vec![
@@ -82,7 +120,7 @@ pub fn failed(
     if failures > 1 {
         changes.push(("retried_at", attempt.started_ms.to_string()));
     }
-    if attempt.keep_raw {
+    if let Some(raw) = raw {
         changes.push(("raw", json_string(&String::from_utf8_lossy(raw))));
     }
     let took = elapsed_ms(attempt.started);
@@ -151,7 +189,6 @@ mod tests {
         Attempt {
             started: Instant::now(),
             started_ms: 1_000,
-            keep_raw: false,
         }
     }
 
@@ -164,7 +201,8 @@ mod tests {
             backoff: |_| Duration::MAX,
         };
         let clock = RedisClock::default();
-        match failed(&doc, raw, &JobError::new("boom"), policy, attempt(), &clock) {
+        let failure = Failure::Run(JobError::new("boom"));
+        match classify(&doc, failure, policy, attempt(), &clock) {
             Outcome::Retry { payload, delay } => {
                 assert_eq!(delay, MAX_RETRY_DELAY);
                 assert!(payload.contains(r#""created_at":1.5e12"#), "{payload}");

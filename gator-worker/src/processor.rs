@@ -1,24 +1,33 @@
-//! One processor: a loop that runs one job at a time, `fetch → decode → run → ack | retry |
-//! kill`. A worker runs `--concurrency` of them.
+//! One processor: a loop that runs one job at a time. A worker runs `--concurrency` of them.
+//! Each job goes through named steps, as Oban's executor does:
+//!
+//! 1. **fetch** it into this process's in-flight list ([`Fetcher`]);
+//! 2. **resolve** the registered job its payload names;
+//! 3. **decode** its arguments, and make its [`Context`];
+//! 4. **execute** the body ([`crate::run`]);
+//! 5. **classify** the result: done, or a failure to retry or bury ([`crate::outcome`]);
+//! 6. **settle** it: ack, retry or kill, in one script ([`crate::settle`]).
 //!
 //! The job is in this process's in-flight list from the fetch on, and each outcome is one
 //! script that takes it out and records the outcome together: if the process dies anywhere
 //! in between, the job is still in flight and recovery puts it back in its queue.
 //!
-//! Decoding, running and settling sit inside one panic boundary: a panic anywhere (a job
+//! Steps 2 to 6 sit inside panic boundaries: a panic anywhere (a job
 //! argument's `Deserialize`, a custom backoff, this crate) becomes the job's failure, recorded
 //! with its reason, and the processor carries on. A processor never dies holding a job.
 
 use crate::clock::RedisClock;
 use crate::fetcher::{AckAndNext, Fetcher, Job};
-use crate::outcome::{self, Attempt, Outcome, Policy};
-use crate::run::{catch_unwind, panic_message, run};
+use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
+use crate::run::{catch_unwind, execute, panic_message};
 use crate::settle;
 use gator_core::payload::PayloadDocument;
 use gator_core::store::dead::DeadCap;
-use gator_core::{Client, JobError, Registry};
+use gator_core::{
+    Client, Context, Execution, JobError, JobInfo, JobRegistration, Registry, StateMap,
+};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
@@ -44,6 +53,10 @@ pub struct Processor {
     pub dead_cap: DeadCap,
     /// Redis's clock as this process estimates it, for the stamps in failed payloads.
     pub clock: Arc<RedisClock>,
+    /// The application's state, handed to jobs that take `State<T>`.
+    pub states: StateMap,
+    /// Cancelled when the worker's shutdown deadline comes: every running job's context is.
+    pub deadline: CancellationToken,
 }
 
 impl Processor {
@@ -77,7 +90,8 @@ impl Processor {
         debug!(processor = self.id, "processor stopped");
     }
 
-    /// decode → run → ack | retry | kill, inside one panic boundary; returns what comes next.
+    /// resolve → decode → execute → classify ([`Processor::attempt`]) → settle, each inside
+    /// a panic boundary; returns what comes next.
     async fn process_one(&self, job: Job, stop: &CancellationToken) -> Next {
         let outcome = match catch_unwind(self.attempt(&job)).await {
             Ok(outcome) => outcome,
@@ -119,61 +133,42 @@ impl Processor {
         Next::Fetch(None)
     }
 
-    /// decode → run → the outcome. The payload is parsed once, leniently; a failure rewrites
-    /// only the fields it records.
+    /// resolve → decode → execute → classify, for one fetched job; returns its outcome. The
+    /// payload is parsed once, leniently; a failure rewrites only the fields it records.
     async fn attempt(&self, job: &Job) -> Outcome {
         let doc = match PayloadDocument::parse(&job.fetched.raw) {
             Ok(doc) => doc,
             Err(e) => return outcome::malformed(&job.fetched, &e, &self.clock),
         };
         let span = info_span!("job", jid = %doc.jid(), job = %doc.job(), queue = %job.fetched.queue, attempt = doc.attempt().saturating_add(1));
-        self.run_job(&doc, job).instrument(span).await
+        self.steps(&doc, job).instrument(span).await
     }
 
-    async fn run_job(&self, doc: &PayloadDocument<'_>, job: &Job) -> Outcome {
-        let attempt = Attempt {
-            started: Instant::now(),
-            started_ms: self.clock.now_ms(),
-            keep_raw: false,
+    async fn steps(&self, doc: &PayloadDocument<'_>, job: &Job) -> Outcome {
+        let attempt = Attempt::now(&self.clock);
+        let classify = |failure: Failure<'_>, policy: Policy| {
+            outcome::classify(doc, failure, policy, attempt, &self.clock)
         };
-        let raw = &job.fetched.raw;
-        let fail = |error: JobError, policy: Policy, attempt: Attempt| {
-            outcome::failed(doc, raw, &error, policy, attempt, &self.clock)
-        };
+        // 1. Resolve: which registered job the payload names.
         let Some(registration) = self.registry.get(doc.job()) else {
             let reason = format!("no job named {:?} is registered in this worker", doc.job());
-            return fail(JobError::new(reason), Policy::DEFAULT, attempt);
+            return classify(Failure::Run(JobError::new(reason)), Policy::DEFAULT);
         };
-        let policy = Policy {
-            retries: registration.retries,
-            backoff: registration.backoff,
-        };
-        let keep_raw = Attempt {
-            keep_raw: true,
-            ..attempt
-        };
-        // A `Deserialize` that panics is bad input, like arguments that do not fit: the same
-        // bytes would panic again, so the job goes to the dead set with its text.
-        let args = doc.args().get();
-        let decoded =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (registration.run)(args)));
-        let execution = match decoded {
-            Ok(Ok(execution)) => execution,
-            Ok(Err(e)) => {
-                let reason = format!("arguments do not fit job {:?}: {e}", doc.job());
-                return fail(JobError::discard(reason), policy, keep_raw);
-            }
-            Err(panic) => {
-                let reason = format!(
-                    "decoding the arguments of job {:?} panicked: {}",
-                    doc.job(),
-                    panic_message(&*panic)
-                );
-                return fail(JobError::discard(reason), policy, keep_raw);
+        let policy = Policy::of(registration);
+        // 2. Decode the arguments, and give the job its context.
+        let ctx = self.context(doc, &job.fetched.queue);
+        let execution = match decode(registration, doc, ctx.clone()) {
+            Ok(execution) => execution,
+            Err(reason) => {
+                let raw = &job.fetched.raw;
+                return classify(Failure::BadArgs { reason, raw }, policy);
             }
         };
+        // 3. Execute.
         info!("job started");
-        match run(execution, registration.timeout, &job.slot).await {
+        let result = execute(execution, registration.timeout, &job.slot, &ctx).await;
+        // 4. Classify: done, or a failure to retry or bury.
+        match result {
             Ok(()) => {
                 info!(
                     duration_ms = outcome::elapsed_ms(attempt.started),
@@ -182,8 +177,23 @@ impl Processor {
                 );
                 Outcome::Done(doc.chain())
             }
-            Err(e) => fail(e, policy, attempt),
+            Err(error) => classify(Failure::Run(error), policy),
         }
+    }
+
+    /// The context of this attempt: who the job is, the app's state, and cancellation at the
+    /// attempt's timeout or the worker's shutdown deadline.
+    fn context(&self, doc: &PayloadDocument<'_>, queue: &str) -> Context {
+        let info = JobInfo {
+            jid: doc.jid().to_owned(),
+            job_name: doc.job().to_owned(),
+            queue: queue.to_owned(),
+            attempt: doc.attempt().saturating_add(1),
+            created_at_ms: doc.created_at_ms().unwrap_or(0),
+            enqueued_at_ms: doc.enqueued_at_ms().unwrap_or(0),
+            chain_id: doc.chain().map(|link| link.id),
+        };
+        Context::new(info, self.states.clone(), self.deadline.clone())
     }
 
     /// A panic outside the job body and its decoding (a custom backoff, this crate): the job
@@ -193,17 +203,13 @@ impl Processor {
         let error = JobError::new(format!(
             "the worker panicked while handling the job: {message}"
         ));
-        let attempt = Attempt {
-            started: Instant::now(),
-            started_ms: self.clock.now_ms(),
-            keep_raw: false,
-        };
+        let attempt = Attempt::now(&self.clock);
         match PayloadDocument::parse(&job.fetched.raw) {
             Ok(doc) => {
                 let raw = &job.fetched.raw;
                 let clock = &self.clock;
                 let recorded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    outcome::failed(&doc, raw, &error, Policy::DEFAULT, attempt, clock)
+                    outcome::classify(&doc, Failure::Run(error), Policy::DEFAULT, attempt, clock)
                 }));
                 recorded.unwrap_or_else(|_| Outcome::Retry {
                     payload: String::from_utf8_lossy(raw).into_owned(),
@@ -212,6 +218,29 @@ impl Processor {
             }
             Err(e) => outcome::malformed(&job.fetched, &e, &self.clock),
         }
+    }
+}
+
+/// Decodes the payload's arguments for `registration`, into the work to run with `ctx`; or
+/// why they do not fit. A `Deserialize` that panics is bad input too: the same bytes would
+/// panic again.
+fn decode(
+    registration: &JobRegistration,
+    doc: &PayloadDocument<'_>,
+    ctx: Context,
+) -> Result<Execution, String> {
+    let args = doc.args().get();
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        (registration.run)(args, ctx)
+    }));
+    match decoded {
+        Ok(Ok(execution)) => Ok(execution),
+        Ok(Err(e)) => Err(format!("arguments do not fit job {:?}: {e}", doc.job())),
+        Err(panic) => Err(format!(
+            "decoding the arguments of job {:?} panicked: {}",
+            doc.job(),
+            panic_message(&*panic)
+        )),
     }
 }
 

@@ -3,15 +3,21 @@
 //! processor's.
 
 use crate::fetcher::Slot;
-use gator_core::{Execution, JobError, JobResult};
+use gator_core::{Context as JobContext, Execution, JobError, JobResult};
 use std::future::Future;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-/// Runs a job body, turning a panic into a failure. Past `timeout` an async job is cancelled;
-/// a sync job's thread cannot be stopped, so it runs on with its result ignored, and it keeps
+/// Runs a job body, turning a panic into a failure. Past `timeout` the job's context is
+/// cancelled and the attempt fails: an async job is dropped; a sync job's thread cannot be
+/// stopped, so it runs on (it sees `ctx.is_cancelled()`) with its result ignored, and it keeps
 /// `slot` until it ends: the worker never runs more than `--concurrency` bodies at once.
-pub async fn run(execution: Execution, timeout: Option<Duration>, slot: &Slot) -> JobResult {
+pub async fn execute(
+    execution: Execution,
+    timeout: Option<Duration>,
+    slot: &Slot,
+    ctx: &JobContext,
+) -> JobResult {
     let outcome = match execution {
         Execution::Blocking(body) => {
             let slot = slot.clone();
@@ -23,7 +29,7 @@ pub async fn run(execution: Execution, timeout: Option<Duration>, slot: &Slot) -
                 None => handle.await,
                 Some(limit) => match tokio::time::timeout(limit, handle).await {
                     Ok(joined) => joined,
-                    Err(_) => return Err(timed_out(limit)),
+                    Err(_) => return Err(timed_out(limit, ctx)),
                 },
             };
             joined.map_err(|e| {
@@ -39,7 +45,7 @@ pub async fn run(execution: Execution, timeout: Option<Duration>, slot: &Slot) -
             None => catch_unwind(body).await,
             Some(limit) => match tokio::time::timeout(limit, catch_unwind(body)).await {
                 Ok(outcome) => outcome,
-                Err(_) => return Err(timed_out(limit)), // dropping the future cancels the job
+                Err(_) => return Err(timed_out(limit, ctx)), // dropping the future cancels the job
             },
         },
     };
@@ -51,7 +57,8 @@ pub async fn run(execution: Execution, timeout: Option<Duration>, slot: &Slot) -
     })
 }
 
-fn timed_out(limit: Duration) -> JobError {
+fn timed_out(limit: Duration, ctx: &JobContext) -> JobError {
+    ctx.cancel();
     JobError::new(format!("job timed out after {limit:?}"))
 }
 

@@ -1,7 +1,7 @@
 //! An in-process worker for tests: started on a private Redis, stopped like SIGTERM would.
 
 use gator_core::Client;
-use gator_worker::{QueueSelection, Worker, WorkerConfig};
+use gator_worker::{QueueSelection, WorkerConfig};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::task::JoinHandle;
@@ -33,7 +33,12 @@ impl TestWorker {
     /// Starts a worker with a config of the test's making.
     pub fn start_with(config: WorkerConfig) -> TestWorker {
         let stop = CancellationToken::new();
-        let handle = tokio::spawn(Worker::new(config).run_until(stop.clone()));
+        let handle = tokio::spawn(
+            gator_worker::WorkerBuilder::from_config(config)
+                .build()
+                .expect("a valid worker")
+                .run_until(stop.clone()),
+        );
         TestWorker { stop, handle }
     }
 

@@ -37,6 +37,8 @@ pub struct PayloadDocument<'a> {
     args: &'a RawValue,
     attempt: Option<&'a RawValue>,
     chain: Option<&'a RawValue>,
+    created_at: Option<&'a RawValue>,
+    enqueued_at: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -52,6 +54,10 @@ struct Needed<'a> {
     attempt: Option<&'a RawValue>,
     #[serde(borrow, default)]
     chain: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    created_at: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    enqueued_at: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -71,6 +77,8 @@ impl<'a> PayloadDocument<'a> {
             args: needed.args,
             attempt: needed.attempt,
             chain: needed.chain,
+            created_at: needed.created_at,
+            enqueued_at: needed.enqueued_at,
         })
     }
 
@@ -94,6 +102,17 @@ impl<'a> PayloadDocument<'a> {
         self.attempt
             .and_then(|raw| super::lenient::number_text_as_u64(raw.get()))
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX))
+    }
+
+    /// `created_at` in ms since the epoch (an integer or a float); `None` if absent or not a
+    /// number.
+    pub fn created_at_ms(&self) -> Option<u64> {
+        super::lenient::number_text_as_u64(self.created_at?.get())
+    }
+
+    /// `enqueued_at` in ms since the epoch, read as `created_at` is.
+    pub fn enqueued_at_ms(&self) -> Option<u64> {
+        super::lenient::number_text_as_u64(self.enqueued_at?.get())
     }
 
     /// The chain link of a chain step; `None` if absent or not a link.

@@ -1,0 +1,209 @@
+//! What a running job may know and reach besides its arguments: its [`Context`] (jid, attempt,
+//! queue, times, chain, cancellation) and the application's [`State`].
+//!
+//! Neither is part of the wire format: a `#[job]` fn that takes `ctx: Context` or
+//! `State(db): State<Db>` is dispatched with its other parameters only, and the worker supplies
+//! these at run time.
+
+mod state;
+
+pub use state::{State, StateMap, StateNeed};
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio_util::sync::CancellationToken;
+
+/// The running attempt of a job, as a `#[job]` fn sees it when it takes `ctx: Context` (in any
+/// position; it is not one of the job's wire arguments). Cheap to clone.
+///
+/// ```no_run
+/// use gator_core::{Context, job};
+///
+/// #[job(timeout = "5m")]
+/// async fn export(ctx: Context, report: u64) -> Result<(), std::io::Error> {
+///     for page in 0.. {
+///         if ctx.is_cancelled() {
+///             // The attempt timed out or the worker's shutdown deadline came: stop cleanly.
+///             return Err(std::io::Error::other(format!("stopped at page {page}")));
+///         }
+///         println!("{} attempt {}: report {report}, page {page}", ctx.jid(), ctx.attempt());
+///         # break;
+///     }
+///     Ok(())
+/// }
+/// ```
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    job: JobInfo,
+    states: StateMap,
+    /// Cancelled at this attempt's timeout.
+    attempt: CancellationToken,
+    /// Cancelled at the worker's shutdown deadline; shared by every attempt of the worker.
+    deadline: CancellationToken,
+}
+
+/// Who a job is, as read from its payload: what a [`Context`] is made from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    /// The job id.
+    pub jid: String,
+    /// The wire name.
+    pub job_name: String,
+    /// The queue the job was fetched from.
+    pub queue: String,
+    /// This attempt's number: 1 for the first run.
+    pub attempt: u32,
+    /// When the job was first dispatched, in ms since the Unix epoch.
+    pub created_at_ms: u64,
+    /// When it was last put on its queue, in ms since the Unix epoch.
+    pub enqueued_at_ms: u64,
+    /// The id of the chain it is a step of.
+    pub chain_id: Option<String>,
+}
+
+impl Context {
+    /// A context for one attempt of `job`, with the application's `states`, cancelled by
+    /// [`Context::cancel`] or when `deadline` is. The worker makes one per attempt; tests may
+    /// make their own to call a job fn directly.
+    pub fn new(job: JobInfo, states: StateMap, deadline: CancellationToken) -> Context {
+        Context {
+            inner: Arc::new(Inner {
+                job,
+                states,
+                attempt: CancellationToken::new(),
+                deadline,
+            }),
+        }
+    }
+
+    /// The job id.
+    pub fn jid(&self) -> &str {
+        &self.inner.job.jid
+    }
+
+    /// The job's wire name (`send_email`, or its `name = ".."`).
+    pub fn job_name(&self) -> &str {
+        &self.inner.job.job_name
+    }
+
+    /// The queue the job was fetched from.
+    pub fn queue(&self) -> &str {
+        &self.inner.job.queue
+    }
+
+    /// This attempt's number: 1 on the first run, 2 on the first retry, and so on.
+    pub fn attempt(&self) -> u32 {
+        self.inner.job.attempt
+    }
+
+    /// When the job was first dispatched.
+    pub fn created_at(&self) -> SystemTime {
+        from_ms(self.inner.job.created_at_ms)
+    }
+
+    /// When the job was last put on its queue (its dispatch, its due time, or its retry).
+    pub fn enqueued_at(&self) -> SystemTime {
+        from_ms(self.inner.job.enqueued_at_ms)
+    }
+
+    /// The id of the chain this job is a step of, if it is one.
+    pub fn chain_id(&self) -> Option<&str> {
+        self.inner.job.chain_id.as_deref()
+    }
+
+    /// The application state of type `T` the worker was given with `.state(value)`, if it was
+    /// (a `State<T>` parameter is the usual way to take it).
+    pub fn state<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
+        self.inner.states.get::<T>()
+    }
+
+    /// Whether this attempt should stop: its timeout passed, or the worker's shutdown deadline
+    /// came. A sync job checks it between units of work.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.attempt.is_cancelled() || self.inner.deadline.is_cancelled()
+    }
+
+    /// Resolves when this attempt should stop (see [`Context::is_cancelled`]). An async job
+    /// awaits it beside its work (`tokio::select!`) to stop cleanly.
+    pub async fn cancelled(&self) {
+        tokio::select! {
+            _ = self.inner.attempt.cancelled() => {}
+            _ = self.inner.deadline.cancelled() => {}
+        }
+    }
+
+    /// Cancels this attempt: [`Context::cancelled`] resolves and [`Context::is_cancelled`] is
+    /// true. The worker calls it when the attempt's timeout passes.
+    pub fn cancel(&self) {
+        self.inner.attempt.cancel();
+    }
+}
+
+impl fmt::Debug for Context {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Context")
+            .field("jid", &self.jid())
+            .field("job_name", &self.job_name())
+            .field("queue", &self.queue())
+            .field("attempt", &self.attempt())
+            .field("chain_id", &self.chain_id())
+            .field("cancelled", &self.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+fn from_ms(ms: u64) -> SystemTime {
+    UNIX_EPOCH + Duration::from_millis(ms)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info() -> JobInfo {
+        JobInfo {
+            jid: "j1".into(),
+            job_name: "send_email".into(),
+            queue: "mail".into(),
+            attempt: 2,
+            created_at_ms: 1_000,
+            enqueued_at_ms: 2_500,
+            chain_id: Some("c1".into()),
+        }
+    }
+
+    #[test]
+    fn a_context_reports_its_job() {
+        let ctx = Context::new(info(), StateMap::default(), CancellationToken::new());
+        assert_eq!(
+            (ctx.jid(), ctx.job_name(), ctx.queue()),
+            ("j1", "send_email", "mail")
+        );
+        assert_eq!(ctx.attempt(), 2);
+        assert_eq!(ctx.created_at(), UNIX_EPOCH + Duration::from_secs(1));
+        assert_eq!(ctx.enqueued_at(), UNIX_EPOCH + Duration::from_millis(2_500));
+        assert_eq!(ctx.chain_id(), Some("c1"));
+    }
+
+    #[tokio::test]
+    async fn cancelling_the_attempt_or_the_deadline_cancels_the_context() {
+        let deadline = CancellationToken::new();
+        let a = Context::new(info(), StateMap::default(), deadline.clone());
+        let b = Context::new(info(), StateMap::default(), deadline.clone());
+        assert!(!a.is_cancelled());
+        a.cancel();
+        a.cancelled().await;
+        assert!(
+            a.is_cancelled() && !b.is_cancelled(),
+            "one attempt's timeout is its own"
+        );
+        deadline.cancel();
+        b.cancelled().await;
+        assert!(b.is_cancelled());
+    }
+}
