@@ -86,8 +86,9 @@ impl fmt::Display for QueueSelection {
     }
 }
 
-/// Everything a worker needs to run; [`crate::Cli`] builds one from the command line.
-#[derive(Debug, Clone)]
+/// Everything a worker needs to run; [`crate::Cli`] builds one from the command line. Its
+/// `Debug` output shows the URL with its password redacted.
+#[derive(Clone)]
 pub struct WorkerConfig {
     /// The Redis to work against.
     pub redis_url: String,
@@ -116,6 +117,24 @@ pub struct WorkerConfig {
     /// TLS files for a `rediss://` URL; those unset come from `GATOR_REDIS_CA_CERT`,
     /// `GATOR_REDIS_CLIENT_CERT` and `GATOR_REDIS_CLIENT_KEY`.
     pub tls: gator_core::TlsFiles,
+}
+
+impl fmt::Debug for WorkerConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WorkerConfig")
+            .field("redis_url", &gator_core::endpoint::redact(&self.redis_url))
+            .field("namespace", &self.namespace)
+            .field("queues", &self.queues)
+            .field("concurrency", &self.concurrency)
+            .field("shutdown_timeout", &self.shutdown_timeout)
+            .field("poll_interval", &self.poll_interval)
+            .field("dead_cap", &self.dead_cap)
+            .field("recovery_interval", &self.recovery_interval)
+            .field("lease", &self.lease)
+            .field("worker_id", &self.worker_id)
+            .field("tls", &self.tls)
+            .finish()
+    }
 }
 
 impl WorkerConfig {
@@ -167,7 +186,7 @@ pub fn parse_lease(text: &str) -> Result<Duration, String> {
 }
 
 /// `gator-worker`: runs the jobs linked into this binary.
-#[derive(Debug, Parser)]
+#[derive(Parser)]
 #[command(
     name = "gator-worker",
     version,
@@ -253,6 +272,18 @@ pub struct Cli {
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
     pub command: Option<crate::admin::AdminCommand>,
+}
+
+impl fmt::Debug for Cli {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Only what is safe to show: the URL may hold a password.
+        f.debug_struct("Cli")
+            .field("redis_url", &gator_core::endpoint::redact(&self.redis_url))
+            .field("namespace", &self.namespace)
+            .field("queues", &self.queues)
+            .field("command", &self.command)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Cli {

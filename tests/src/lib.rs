@@ -14,8 +14,10 @@
 //! run cannot silently pass without exercising Redis.
 
 mod proxy;
+mod tls;
 mod worker;
 pub use proxy::SilentProxy;
+pub use tls::{TLS_PASSWORD, TestCerts, TlsRedis};
 pub use worker::{
     TestWorker, WorkerCommand, WorkerProcess, client, libfaketime, pid_namespaces_available,
     spawn_worker_process, spawn_worker_process_with, terminate,
@@ -45,6 +47,8 @@ pub struct ServerOptions {
     /// With `appendonly`, fsync the AOF before every reply (`appendfsync always`), so even a
     /// SIGKILL of the server ([`RedisServer::kill`]) loses no acknowledged write.
     pub fsync_always: bool,
+    /// More `redis-server` arguments (a TLS port and its files: see [`TlsRedis`]).
+    pub extra_args: Vec<String>,
 }
 
 /// A `redis-server` child process owned by one test; killed on drop.
@@ -270,7 +274,7 @@ where
     }
 }
 
-fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding 127.0.0.1:0");
         let port = listener
@@ -327,6 +331,7 @@ fn launch(dir: &Path, port: u16, opts: &ServerOptions) -> Launch {
         .arg("--logfile")
         .arg(log_path(dir));
     cmd.args(["--appendonly", if opts.appendonly { "yes" } else { "no" }]);
+    cmd.args(&opts.extra_args);
     if opts.appendonly {
         let fsync = if opts.fsync_always {
             "always"

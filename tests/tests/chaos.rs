@@ -197,6 +197,7 @@ fn redis_server() -> RedisServer {
     RedisServer::start_with(ServerOptions {
         appendonly: true,
         fsync_always: true,
+        ..ServerOptions::default()
     })
 }
 

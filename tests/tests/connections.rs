@@ -66,6 +66,7 @@ async fn dispatch_works_again_once_a_restarted_redis_is_back() {
     let mut server = RedisServer::start_with(ServerOptions {
         appendonly: true,
         fsync_always: true,
+        ..ServerOptions::default()
     });
     let client = Client::connect(&server.url()).await.unwrap();
     client.dispatch(Ping::call(1)).await.unwrap();
