@@ -185,8 +185,7 @@ mod tests {
             ..TlsFiles::default()
         };
         let err = open("redis://:pw@127.0.0.1:1", &tls)
-            .err()
-            .expect("a CA file with redis:// must be refused");
+            .expect_err("a CA file with redis:// must be refused");
         let text = err.to_string();
         assert!(text.contains("rediss://"), "{text}");
         assert!(!text.contains("pw@"), "{text}");
@@ -198,9 +197,8 @@ mod tests {
             ca_cert: Some("/nonexistent/ca.pem".into()),
             ..TlsFiles::default()
         };
-        let err = open("rediss://127.0.0.1:1", &tls)
-            .err()
-            .expect("a missing CA file must be refused");
+        let err =
+            open("rediss://127.0.0.1:1", &tls).expect_err("a missing CA file must be refused");
         assert!(err.to_string().contains("/nonexistent/ca.pem"), "{err}");
     }
 }

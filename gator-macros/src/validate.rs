@@ -37,7 +37,7 @@ pub(crate) enum Input {
     /// The attempt's `gator_core::Context`.
     Context,
     /// `State<T>`: the application state of type `T` (the type as written, for spans).
-    State(Type),
+    State(Box<Type>),
 }
 
 /// Checks `item`. Returns `None` (with the reasons in `errors`) if it cannot be a job.
@@ -175,7 +175,7 @@ fn params(sig: &Signature, errors: &mut Errors) -> (Vec<Param>, Vec<Input>) {
             continue;
         }
         if let Some(inner) = state_type(&arg.ty) {
-            inputs.push(Input::State(inner.clone()));
+            inputs.push(Input::State(Box::new(inner.clone())));
             continue;
         }
         check_owned(&arg.ty, errors);

@@ -29,8 +29,10 @@
 //! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown.
 //!
 //! # Tracing events
-//! Every job runs in a span `job` with the fields `jid`, `job` (wire name), `queue` and
-//! `attempt` (1 for the first run). Inside it:
+//! Every event at `info` and above that the worker (and the client inside it) emits is listed
+//! here; `tests/events_catalogue.rs` checks this list against the code both ways. A message
+//! ending in `…` is the start of a longer one. Every job runs in a span `job` with the fields
+//! `jid`, `job` (wire name), `queue` and `attempt` (1 for the first run). Inside it:
 //!
 //! | level | message | fields |
 //! |---|---|---|
@@ -43,26 +45,44 @@
 //!
 //! | level | message | fields |
 //! |---|---|---|
-//! | info | `worker started` | `queues`, `concurrency`, `namespace`, `jobs` |
+//! | info | `worker started` | `redis_url` (password redacted), `queues`, `concurrency`, `namespace`, `jobs` |
 //! | info | `registered` | `process` (the id in `gator:processes` and the lease sets), `lease_ms` |
-//! | info | `stopping: waiting for running jobs to finish`, `worker stopped cleanly` | |
+//! | info | `signal received: shutting down` | |
+//! | info | `stopping: waiting for running jobs to finish` | `timeout` |
+//! | info | `worker stopped cleanly` | |
 //! | info | `leases renewed again: fetching resumes` | |
 //! | error | `cannot reach redis; retrying` | `redis_url`, `error`, `retry_in_s` |
+//! | error | `cannot connect to redis` (a bad URL or TLS file: the worker stops) | `redis_url`, `error` |
+//! | error | `cannot listen for SIGINT/SIGTERM; …` | |
 //! | error | `cannot renew this process's leases: …` | `error`, `lease_ms` |
 //! | error | `redis may evict keys under memory pressure, …` | `maxmemory_policy`, `maxmemory` |
 //! | error | `malformed payload: moved to the dead set as it was` | `queue`, `error` |
 //! | error | `cannot record a job's outcome, and trying again will not help: …` | `queue`, `error` |
 //! | error | `could not put this process's in-flight jobs back: …` | `queue`, `error` |
-//! | error | `panicked while handling a job; …`, `panicked while recording a job's outcome: …` | `queue`, `panic` |
-//! | warn | `fetch failed`, `cannot record a job's outcome; trying again` | `error` |
+//! | error | `panicked while handling a job; recording it as a failure` | `queue`, `panic` |
+//! | error | `panicked while recording a job's outcome: …` | `queue`, `panic` |
+//! | warn | `fetch failed` | `error`, `retry_in_ms` |
+//! | warn | `cannot record a job's outcome; trying again` | `queue`, `error`, `retry_in_ms` |
 //! | warn | `could not fetch from the queue; trying the others` | `queue`, `error` |
+//! | warn | `could not renew the lease after a recovery` | `queue`, `error` |
+//! | warn | `could not read the known queues yet`, `could not read the known queues; recovering the served ones only` | `error` |
+//! | warn | `could not record the served queues as known` | `error` |
+//! | warn | `could not take a lease on the queue yet; the first fetch takes it` | `queue`, `error` |
+//! | warn | `first heartbeat failed`, `heartbeat failed; trying again` | `error` |
+//! | warn | `could not deregister this process; …` | `error` |
+//! | warn | `a fetch is still under way: …` | |
+//! | warn | `could not promote due jobs; trying again next pass` | `error` |
 //! | warn | `could not promote the queue's due jobs; …`, `could not recover the queue's in-flight jobs of dead processes; …` | `queue`, `error` |
-//! | warn | `this process's lease had expired (…)` | `queue`, `process` |
+//! | warn | `could not look for stranded in-flight jobs` | `queue`, `error` |
+//! | warn | `could not put back a stranded in-flight job; …` | `queue`, `error` |
+//! | warn | `could not delete the waiting steps of chains whose dead step was trimmed` | `error`, `chains` |
+//! | warn | `this process's lease had expired (…` | `queue`, `process` |
 //! | warn | `job was no longer in flight: …` | `queue` |
 //! | warn | `recovered the in-flight jobs of a dead worker process` | `queue`, `process`, `jobs` |
 //! | warn | `put back in-flight jobs whose fetch reply was lost or whose outcome could not be written` | `jobs` |
 //! | warn | `put unfinished jobs back at the head of their queues` | `jobs` |
 //! | warn | `redis did not answer in time: replaced the shared connection` | |
+//! | warn | `redis did not answer in time, and a new connection failed too; …` | `error` |
 //! | warn | `ignoring an invalid queue name in the known-queues set` | `queue`, `set` |
 //!
 //! `RUST_LOG` filters them (default `info`).

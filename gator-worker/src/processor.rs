@@ -74,7 +74,7 @@ impl Processor {
                     Ok(None) => break,
                     Err(e) => {
                         failures += 1;
-                        pause_after_error(failures, &stop, "fetch failed", &e).await;
+                        pause_after_fetch_error(failures, &stop, &e).await;
                         continue;
                     }
                 },
@@ -244,15 +244,14 @@ fn decode(
     }
 }
 
-/// Sleeps with capped exponential backoff after a Redis error, waking early on shutdown.
-async fn pause_after_error(
+/// Sleeps with capped exponential backoff after a fetch failed, waking early on shutdown.
+async fn pause_after_fetch_error(
     failures: u32,
     stop: &CancellationToken,
-    what: &str,
     error: &gator_core::Error,
 ) {
     let delay = Duration::from_millis(100 * 2u64.pow(failures.min(6))).min(Duration::from_secs(5));
-    warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "{what}");
+    warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "fetch failed");
     tokio::select! {
         _ = tokio::time::sleep(delay) => {}
         _ = stop.cancelled() => {}

@@ -15,6 +15,8 @@ fn every_key_is_documented_in_the_wire_format() {
         k.process("<id>"),
         k.queue(q),
         k.inflight(q, "<process id>"),
+        k.inflight_prefix(q),
+        k.chain(q, "<chain id>"),
         k.leases(q),
         k.scheduled(q),
         k.retry(q),
@@ -38,6 +40,26 @@ fn every_lua_script_is_documented_with_its_keys_and_args() {
             source.starts_with("#!lua"),
             "{name} must start with a #!lua shebang (Redis 7 script flags)"
         );
+        // Every KEYS and ARGV slot the script's header names is in its section of the doc.
+        let section = DOC
+            .split(&format!("### {name}"))
+            .nth(1)
+            .and_then(|rest| rest.split("\n### ").next())
+            .unwrap_or_default();
+        for line in source
+            .lines()
+            .filter(|l| l.starts_with("-- KEYS[") || l.starts_with("-- ARGV["))
+        {
+            let slot = line
+                .trim_start_matches("-- ")
+                .split(']')
+                .next()
+                .unwrap_or_default();
+            assert!(
+                section.contains(&format!("`{slot}]`")),
+                "docs/wire-format.md's section on {name} does not describe {slot}]"
+            );
+        }
         // A script without arguments says `-- ARGV     none`.
         for header in ["-- KEYS[1]", "-- ARGV", "-- Returns"] {
             assert!(

@@ -240,12 +240,12 @@ pub async fn kill(
     cap: DeadCap,
 ) -> Result<Killed> {
     let reply: Vec<redis::Value> = scripts::KILL
-        .key(keys.dead(&job.queue))
         .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.dead(&job.queue))
+        .arg(&job.raw)
         .arg(entry)
         .arg(cap.max_jobs)
         .arg(millis(cap.max_age))
-        .arg(&job.raw)
         .invoke_async(conn)
         .await?;
     let mut values = reply.into_iter();

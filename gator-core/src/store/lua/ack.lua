@@ -6,7 +6,6 @@
 -- (A success that starts no chain step is settled with a plain LREM instead: see
 -- store::inflight::ack_and_take.)
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
--- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:chain:<chain id>      (only for a chain step with a next step)

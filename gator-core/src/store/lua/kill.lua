@@ -9,22 +9,25 @@
 -- deletes their chains' waiting lists (which may live under another queue's hash tag).
 -- allow-oom: it only moves a job and removes old ones.
 --
--- KEYS[1]  ZSET  gator:{<queue>}:dead (score = time of death, ms)
--- KEYS[2]  LIST  gator:{<queue>}:inflight:<process id>
--- ARGV[1]  the dead-set entry (the payload with its error, or a wrapper around unreadable text)
--- ARGV[2]  the most entries to keep; the oldest go first
--- ARGV[3]  the most age (ms) an entry may reach; older ones are removed
--- ARGV[4]  the payload exactly as fetched
+-- Its KEYS and ARGV follow the outcome scripts' order (ack.lua, retry.lua): the in-flight
+-- list and the payload as fetched first, then where the job goes and what it becomes.
+--
+-- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- KEYS[2]  ZSET  gator:{<queue>}:dead (score = time of death, ms)
+-- ARGV[1]  the payload exactly as fetched
+-- ARGV[2]  the dead-set entry (the payload with its error, or a wrapper around unreadable text)
+-- ARGV[3]  the most entries to keep; the oldest go first
+-- ARGV[4]  the most age (ms) an entry may reach; older ones are removed
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
-local bad = wrong_type(KEYS[1], 'zset') if bad then return bad end
-if redis.call('LREM', KEYS[2], 1, ARGV[4]) == 0 then
+local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return { -1 }
 end
 local now = now_ms()
-redis.call('ZADD', KEYS[1], now, ARGV[1])
-local oldest = '(' .. (now - tonumber(ARGV[3]))
-local keep = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[2], now, ARGV[2])
+local oldest = '(' .. (now - tonumber(ARGV[4]))
+local keep = tonumber(ARGV[3])
 local result = { 0 }
 local function note_chains(entries)
   for _, entry in ipairs(entries) do
@@ -41,12 +44,12 @@ local function note_chains(entries)
     end
   end
 end
-note_chains(redis.call('ZRANGE', KEYS[1], '-inf', oldest, 'BYSCORE'))
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', oldest)
-local excess = redis.call('ZCARD', KEYS[1]) - keep
+note_chains(redis.call('ZRANGE', KEYS[2], '-inf', oldest, 'BYSCORE'))
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', oldest)
+local excess = redis.call('ZCARD', KEYS[2]) - keep
 if excess > 0 then
-  note_chains(redis.call('ZRANGE', KEYS[1], 0, excess - 1))
-  redis.call('ZREMRANGEBYRANK', KEYS[1], 0, excess - 1)
+  note_chains(redis.call('ZRANGE', KEYS[2], 0, excess - 1))
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, excess - 1)
 end
-result[1] = redis.call('ZCARD', KEYS[1])
+result[1] = redis.call('ZCARD', KEYS[2])
 return result
