@@ -410,8 +410,9 @@ pub async fn default_client() -> Result<Client> {
     Ok(client)
 }
 
-/// Makes `client` the process-wide default; the worker does this so that jobs which dispatch
-/// other jobs use the worker's Redis and namespace.
+/// Makes `client` the process-wide default. The `gator-worker` binary does this (a worker built
+/// in code only with `.install_default_client()`), so that jobs which dispatch other jobs use
+/// the worker's Redis and namespace.
 pub fn set_default_client(client: Client) {
     // A poisoned lock only means a panic while swapping an Arc; the value is still whole.
     *DEFAULT_CLIENT.write().unwrap_or_else(|e| e.into_inner()) = Some(client);

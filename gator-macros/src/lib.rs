@@ -70,6 +70,13 @@ use quote::quote;
 ///   (zero included) of plain names with owned types that implement `Serialize` and
 ///   `DeserializeOwned` and are `Send + 'static`. Take `String`, not `&str`; `Vec<T>`, not
 ///   `&[T]`; and destructure tuples in the body, not in the parameter list.
+/// - **Context and state.** Besides its arguments, the fn may take, in any position,
+///   `ctx: gator_core::Context` (at most one: the attempt's jid, attempt number, queue, times,
+///   chain and cancellation) and any number of `State(x): gator_core::State<T>` (a value the
+///   worker was given with `.state(value)`; `T: Clone + Send + Sync + 'static`). Neither is a
+///   wire argument: `call` and `dispatch` take only the others. They are recognised by their
+///   type's name (`Context`, `State<..>`), so a wire argument's type cannot be named either.
+///   A worker lacking a `State<T>` that one of its jobs takes refuses to build.
 /// - **Return type:** `()` (nothing can fail), or `Result<(), E>` with `E: Display` (e.g.
 ///   `anyhow::Result<()>` or `std::io::Result<()>`). An `Err` fails this attempt: it is retried
 ///   with backoff, unless it is a `gator_core::JobError::discard(..)`, which goes straight to
@@ -94,7 +101,11 @@ use quote::quote;
 ///     const QUEUE: &'static str = "mail";
 ///     // Only for the options given: `RETRIES`, `TIMEOUT` and `fn backoff(..)` override the
 ///     // trait's defaults (25, none, Sidekiq's curve).
-///     fn execute(args: Self::Args) -> gator_core::Execution { /* calls send_email(to, n) */ }
+///     // Only with `State<T>` parameters: the types the worker must be given.
+///     // const STATES: &'static [gator_core::StateNeed] = &[StateNeed::of::<T>()];
+///     fn execute(args: Self::Args, ctx: gator_core::Context) -> gator_core::Execution {
+///         /* calls send_email(to, n), passing ctx and states where the fn takes them */
+///     }
 /// }
 /// // ...and a registration of `SendEmail` with `inventory`, which the worker reads.
 ///

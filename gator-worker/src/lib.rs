@@ -14,14 +14,29 @@
 //! Then `worker --queues high:3,default:1 --concurrency 10` (see `--help`), or
 //! `worker dead list` and the other [`admin`] subcommands to inspect and repair the sets.
 //!
+//! Or run a worker inside your own tokio app, next to an HTTP server:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use gator_worker::{CancellationToken, Worker};
+//! let worker = Worker::builder().queues("high:3,default:1").build()?;
+//! let stop = CancellationToken::new();
+//! let running = tokio::spawn(worker.run_until(stop.clone()));
+//! stop.cancel(); // when the app shuts down
+//! running.await??;
+//! # Ok(()) }
+//! ```
+//!
 //! # Pieces
+//! - [`builder`]: a worker configured in code, checked at `build()`;
 //! - [`launcher`]: starts the pieces and stops them in order;
-//! - [`queues`]: which queues, in which order (strict, weighted shuffle, all known), and which
-//!   one each idle processor watches;
+//! - [`queues`]: the `--queues` spec, the order to try the queues in (strict, weighted shuffle,
+//!   all known), and which one each idle processor watches;
 //! - [`fetcher`]: takes each processor's next job into this process's in-flight lists, and settles
 //!   a success together with the next fetch;
-//! - [`processor`]: `fetch → decode → run → ack | retry | kill`, `--concurrency` of them, with
-//!   [`run`] (job bodies), [`outcome`] (what a failure records) and [`settle`] (the write);
+//! - [`processor`]: fetch → resolve → decode → execute → classify → settle, `--concurrency` of
+//!   them, with [`run`] (job bodies), [`outcome`] (what a failure records) and [`settle`] (the
+//!   write);
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
 //! - [`leases`]: this process's lease on each queue, on Redis's clock;
 //! - [`heartbeat`]: renews the leases, registers the process, checks eviction ([`memory`]) and
