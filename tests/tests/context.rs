@@ -3,7 +3,7 @@
 
 use gator_core::{Client, Context, State, job};
 use gator_tests::{RedisServer, client, wait_until};
-use gator_worker::{BuildError, CancellationToken, Worker};
+use gator_worker::{BuildError, CancellationToken, Worker, WorkerBuilder};
 use redis::AsyncCommands;
 use std::time::{Duration, SystemTime};
 
@@ -88,16 +88,21 @@ async fn wait_for_lines(redis: &RedisServer, what: &str, count: usize) -> Vec<St
     log_lines(redis).await
 }
 
+/// A worker on the test's Redis serving `queues`, whose jobs log through it.
+fn worker_on(client: &Client, queues: &str) -> WorkerBuilder {
+    Worker::builder()
+        .client(client.clone())
+        .queues(queues)
+        .concurrency(2)
+        .poll_interval(Duration::from_millis(50))
+        .state(Log(client.clone()))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_sees_its_context_and_state_and_its_attempt_counts_from_one() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let worker = Worker::builder()
-        .client(client.clone())
-        .queues("ctx")
-        .concurrency(2)
-        .poll_interval(Duration::from_millis(50))
-        .state(Log(client.clone()))
+    let worker = worker_on(&client, "ctx")
         .state(Greeting("hello"))
         .jobs(["report"])
         .build()
@@ -125,13 +130,9 @@ async fn a_job_sees_its_context_and_state_and_its_attempt_counts_from_one() {
 async fn a_chain_step_knows_its_chain() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let worker = Worker::builder()
-        .client(client.clone())
-        .queues("ctx")
-        .state(Log(client.clone()))
+    let worker = worker_on(&client, "ctx")
         .state(Greeting("hi"))
         .jobs(["report"])
-        .poll_interval(Duration::from_millis(50))
         .build()
         .expect("every state is given");
     let stop = CancellationToken::new();
@@ -158,12 +159,8 @@ async fn a_chain_step_knows_its_chain() {
 async fn a_timeout_cancels_a_sync_jobs_context_and_the_shutdown_deadline_an_async_ones() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let worker = Worker::builder()
-        .client(client.clone())
-        .queues("ctx-slow")
-        .concurrency(2)
+    let worker = worker_on(&client, "ctx-slow")
         .shutdown_timeout(Duration::from_millis(300))
-        .state(Log(client.clone()))
         .jobs(["sync_until_cancelled", "wait_for_deadline"])
         .build()
         .expect("every state is given");

@@ -14,7 +14,17 @@ async fn tick() {
     RUNS.fetch_add(1, Ordering::SeqCst);
 }
 
-async fn run_one_job(worker: Worker, client: &Client) {
+/// Runs a worker on `client` (installing it as the default with `install`) until it has run
+/// one job.
+async fn run_one_job(client: &Client, install: bool) {
+    let mut builder = Worker::builder()
+        .client(client.clone())
+        .queues("embedded")
+        .jobs(["tick"]);
+    if install {
+        builder = builder.install_default_client();
+    }
+    let worker = builder.build().expect("a valid worker");
     let stop = CancellationToken::new();
     let running = tokio::spawn(worker.run_until(stop.clone()));
     let before = RUNS.load(Ordering::SeqCst);
@@ -43,13 +53,7 @@ async fn the_default_client_is_the_apps_unless_the_worker_is_asked_to_install_it
         .await
         .expect("the worker's client");
 
-    let worker = Worker::builder()
-        .client(worker_client.clone())
-        .queues("embedded")
-        .jobs(["tick"])
-        .build()
-        .expect("a valid worker");
-    run_one_job(worker, &worker_client).await;
+    run_one_job(&worker_client, false).await;
     let default = gator_core::default_client()
         .await
         .expect("a default client");
@@ -59,14 +63,7 @@ async fn the_default_client_is_the_apps_unless_the_worker_is_asked_to_install_it
         "the worker replaced the app's default client"
     );
 
-    let worker = Worker::builder()
-        .client(worker_client.clone())
-        .queues("embedded")
-        .jobs(["tick"])
-        .install_default_client()
-        .build()
-        .expect("a valid worker");
-    run_one_job(worker, &worker_client).await;
+    run_one_job(&worker_client, true).await;
     let default = gator_core::default_client()
         .await
         .expect("a default client");
