@@ -13,9 +13,11 @@
 //! The harness panics (never skips) when `redis-server` is missing, so a test
 //! run cannot silently pass without exercising Redis.
 
+mod cluster;
 mod proxy;
 mod tls;
 mod worker;
+pub use cluster::RedisCluster;
 pub use proxy::SilentProxy;
 pub use tls::{TLS_PASSWORD, TestCerts, TlsRedis};
 pub use worker::{

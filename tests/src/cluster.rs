@@ -1,0 +1,259 @@
+//! A Redis Cluster of the test's own: `redis-server` nodes on free loopback ports (each with
+//! its bus port at PORT+10000 free too), in temp dirs, joined with `redis-cli --cluster
+//! create`, and killed on drop.
+
+use std::net::{Ipv4Addr, TcpListener};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tempfile::TempDir;
+
+/// One node of a [`RedisCluster`].
+#[derive(Debug)]
+struct Node {
+    port: u16,
+    child: Option<Child>,
+}
+
+/// A running cluster of `masters` masters, each with `replicas` replicas.
+#[derive(Debug)]
+pub struct RedisCluster {
+    nodes: Vec<Node>,
+    dir: TempDir,
+}
+
+/// Whether `port` and its cluster bus port can both be bound on loopback now.
+fn free_pair(port: u16) -> bool {
+    let Some(bus) = port.checked_add(10_000) else {
+        return false;
+    };
+    TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok()
+        && TcpListener::bind((Ipv4Addr::LOCALHOST, bus)).is_ok()
+}
+
+/// `count` ports below 55535 whose bus ports are free too, never 6379.
+fn free_ports(count: usize) -> Vec<u16> {
+    let mut ports = Vec::new();
+    let mut candidate = 20_000 + (std::process::id() % 20_000) as u16;
+    while ports.len() < count {
+        candidate = if candidate >= 55_000 {
+            20_000
+        } else {
+            candidate + 7
+        };
+        if candidate != 6379 && free_pair(candidate) && !ports.contains(&candidate) {
+            ports.push(candidate);
+        }
+    }
+    ports
+}
+
+impl RedisCluster {
+    /// Starts `masters` masters (at least 3) with `replicas` replicas each, with the AOF on
+    /// (`appendfsync everysec`), and waits until every node reports `cluster_state:ok`.
+    ///
+    /// # Panics
+    /// If a node does not start or the cluster does not form within 30 s.
+    pub fn start(masters: usize, replicas: usize) -> RedisCluster {
+        assert!(masters >= 3, "a cluster needs at least 3 masters");
+        let dir = tempfile::Builder::new()
+            .prefix("gator-cluster-")
+            .tempdir()
+            .expect("a temp dir for the cluster");
+        let count = masters * (1 + replicas);
+        let mut nodes = Vec::new();
+        for port in free_ports(count) {
+            let node_dir = dir.path().join(port.to_string());
+            std::fs::create_dir_all(&node_dir).expect("a node dir");
+            let child = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+                .args([
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                ])
+                .args(["--cluster-node-timeout", "2000"])
+                .args([
+                    "--appendonly",
+                    "yes",
+                    "--appendfsync",
+                    "everysec",
+                    "--save",
+                    "",
+                ])
+                .args(["--protected-mode", "no", "--daemonize", "no"])
+                .arg("--dir")
+                .arg(&node_dir)
+                .arg("--logfile")
+                .arg(node_dir.join("redis.log"))
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("redis-server (install it with scripts/ensure-redis)");
+            nodes.push(Node {
+                port,
+                child: Some(child),
+            });
+        }
+        let cluster = RedisCluster { nodes, dir };
+        for node in &cluster.nodes {
+            cluster.wait_for(node.port, "PONG", &["PING"]);
+        }
+        let addresses: Vec<String> = cluster
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port))
+            .collect();
+        let created = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", &replicas.to_string(), "--cluster-yes"])
+            .output()
+            .expect("redis-cli --cluster create");
+        assert!(
+            created.status.success(),
+            "redis-cli --cluster create failed: {}",
+            String::from_utf8_lossy(&created.stdout)
+        );
+        for node in &cluster.nodes {
+            cluster.wait_until_ok(node.port);
+        }
+        cluster
+    }
+
+    fn wait_for(&self, port: u16, answer: &str, args: &[&str]) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !cli(port, args).contains(answer) {
+            assert!(
+                Instant::now() < deadline,
+                "node {port} did not answer {args:?} with {answer}; log:\n{}",
+                std::fs::read_to_string(self.log(port)).unwrap_or_default()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn wait_until_ok(&self, port: u16) {
+        self.wait_for(port, "cluster_state:ok", &["CLUSTER", "INFO"]);
+    }
+
+    fn log(&self, port: u16) -> PathBuf {
+        self.dir.path().join(port.to_string()).join("redis.log")
+    }
+
+    /// The nodes' URLs, comma-separated: the cluster form of `--redis-url`.
+    pub fn url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| format!("redis://127.0.0.1:{}", n.port))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The URL of the first node alone: a seed, for `--redis-cluster`.
+    pub fn seed_url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.nodes[0].port)
+    }
+
+    /// Every node's port.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(|n| n.port).collect()
+    }
+
+    /// The ports of the nodes that are masters now.
+    pub fn masters(&self) -> Vec<u16> {
+        self.nodes
+            .iter()
+            .filter(|n| n.child.is_some() && cli(n.port, &["ROLE"]).starts_with("master"))
+            .map(|n| n.port)
+            .collect()
+    }
+
+    /// The port of the master that holds `key`'s slot.
+    pub fn master_of(&self, key: &str) -> u16 {
+        let slot: u16 = cli(self.nodes[0].port, &["CLUSTER", "KEYSLOT", key])
+            .parse()
+            .expect("a slot number");
+        self.masters()
+            .into_iter()
+            .find(|port| {
+                cli(*port, &["CLUSTER", "NODES"])
+                    .lines()
+                    .find(|l| l.contains("myself"))
+                    .is_some_and(|line| owns(line, slot))
+            })
+            .expect("a master owns every slot")
+    }
+
+    /// Runs `redis-cli -c` (following redirects) against the first live node.
+    pub fn cli(&self, args: &[&str]) -> String {
+        let port = self
+            .nodes
+            .iter()
+            .find(|n| n.child.is_some())
+            .expect("a live node")
+            .port;
+        let out = Command::new("redis-cli")
+            .args(["-c", "-p", &port.to_string()])
+            .args(args)
+            .output()
+            .expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    /// SIGKILLs the node on `port`, as a crash would.
+    pub fn kill(&mut self, port: u16) {
+        if let Some(node) = self.nodes.iter_mut().find(|n| n.port == port)
+            && let Some(mut child) = node.child.take()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Waits until every live node reports `cluster_state:ok` (after a failover).
+    pub fn wait_until_healthy(&self) {
+        for node in self.nodes.iter().filter(|n| n.child.is_some()) {
+            self.wait_until_ok(node.port);
+        }
+    }
+}
+
+/// Whether a `CLUSTER NODES` line's slot ranges include `slot`.
+fn owns(line: &str, slot: u16) -> bool {
+    line.split_whitespace().skip(8).any(|range| {
+        let mut ends = range.split('-');
+        match (
+            ends.next().and_then(|a| a.parse::<u16>().ok()),
+            ends.next().and_then(|b| b.parse::<u16>().ok()),
+        ) {
+            (Some(a), Some(b)) => (a..=b).contains(&slot),
+            (Some(a), None) => a == slot,
+            _ => false,
+        }
+    })
+}
+
+/// `redis-cli -p PORT args...`, its trimmed stdout.
+fn cli(port: u16, args: &[&str]) -> String {
+    Command::new("redis-cli")
+        .args(["-p", &port.to_string()])
+        .args(args)
+        .output()
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+impl Drop for RedisCluster {
+    fn drop(&mut self) {
+        for node in &mut self.nodes {
+            if let Some(mut child) = node.child.take() {
+                let _ = child.kill();
+                let _ = child.wait();
+            }
+        }
+    }
+}
