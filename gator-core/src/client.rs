@@ -4,14 +4,14 @@
 //! replaced.
 
 use crate::chain::Chain;
-use crate::connection::{Connection, Shared};
+use crate::connection::{Connection, Dedicated, Opener, Shared};
 use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
 use crate::payload::Payload;
 use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
-use redis::aio::{ConnectionManagerConfig, MultiplexedConnection};
+use redis::aio::ConnectionManagerConfig;
 use redis::{AsyncConnectionConfig, ConnectionInfo};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -50,10 +50,11 @@ struct Inner {
     /// Multiplexed: every clone pipelines onto one socket, so concurrent dispatches need no
     /// pool round trip. Never used for blocking commands, which would stall it.
     shared: Arc<Shared>,
-    /// Opens the dedicated connections for blocking commands.
-    redis: redis::Client,
-    /// Their settings: a response timeout longer than any block they are asked for.
-    blocking: AsyncConnectionConfig,
+    /// Opens the dedicated connections for blocking commands: to one server or to a cluster,
+    /// with a response timeout longer than any block they are asked for.
+    blocking: Opener,
+    /// Whether this client works against a Redis Cluster.
+    cluster: bool,
     /// When this client last recorded each queue in the known-queues set.
     registered: Mutex<HashMap<String, Instant>>,
 }
@@ -77,6 +78,7 @@ pub struct ClientBuilder {
     url: String,
     namespace: String,
     tls: TlsFiles,
+    cluster: bool,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -85,6 +87,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("url", &endpoint::redact(&self.url))
             .field("namespace", &self.namespace)
             .field("tls", &self.tls)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -116,6 +119,13 @@ impl ClientBuilder {
         self
     }
 
+    /// Treats a single URL as the seed of a Redis Cluster (several comma-separated URLs are a
+    /// cluster without it). Unset, `GATOR_REDIS_CLUSTER=1` turns it on.
+    pub fn cluster(mut self, cluster: bool) -> ClientBuilder {
+        self.cluster = cluster;
+        self
+    }
+
     /// Sets every TLS file at once (see [`TlsFiles`]); those left unset come from the
     /// environment.
     pub fn tls(mut self, tls: TlsFiles) -> ClientBuilder {
@@ -128,31 +138,54 @@ impl ClientBuilder {
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
         let shown_url = endpoint::redact(&self.url);
-        let (redis, info) = endpoint::open(&self.url, &self.tls.or_from_env())?;
-        // Few, short reconnect attempts: a caller learns within about two seconds that Redis
-        // is away, instead of waiting out the crate's default of six growing retries.
-        let config = ConnectionManagerConfig::new()
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500))
-            .set_response_timeout(Some(RESPONSE_TIMEOUT))
-            .set_connection_timeout(Some(CONNECT_TIMEOUT));
-        let shared = Shared::connect(redis.clone(), config)
+        let cluster = self.cluster || endpoint::cluster_from_env();
+        let (target, info) = endpoint::open_target(&self.url, cluster, &self.tls.or_from_env())?;
+        let (shared, blocking) = match target {
+            endpoint::Target::Single(redis) => {
+                // Few, short reconnect attempts: a caller learns within about two seconds that
+                // Redis is away, instead of waiting out the crate's default of six growing
+                // retries.
+                let config = ConnectionManagerConfig::new()
+                    .set_number_of_retries(2)
+                    .set_max_delay(Duration::from_millis(500))
+                    .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT));
+                let blocking = AsyncConnectionConfig::new()
+                    .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
+                    .set_connection_timeout(Some(CONNECT_TIMEOUT));
+                (
+                    Opener::Single(redis.clone(), config),
+                    Opener::Dedicated(redis, blocking),
+                )
+            }
+            endpoint::Target::Cluster(redis) => {
+                let config = redis::cluster::ClusterConfig::new()
+                    .set_response_timeout(RESPONSE_TIMEOUT)
+                    .set_connection_timeout(CONNECT_TIMEOUT);
+                let blocking = redis::cluster::ClusterConfig::new()
+                    .set_response_timeout(DEDICATED_RESPONSE_TIMEOUT)
+                    .set_connection_timeout(CONNECT_TIMEOUT);
+                (
+                    Opener::Cluster(redis.clone(), config),
+                    Opener::Cluster(redis, blocking),
+                )
+            }
+        };
+        let is_cluster = matches!(shared, Opener::Cluster(..));
+        let shared = Shared::connect(shared)
             .await
             .map_err(|source| Error::Connect {
                 url: shown_url.clone(),
                 source,
             })?;
-        let blocking = AsyncConnectionConfig::new()
-            .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
-            .set_connection_timeout(Some(CONNECT_TIMEOUT));
         Ok(Client {
             inner: Arc::new(Inner {
                 info,
                 shown_url,
                 keys,
                 shared,
-                redis,
                 blocking,
+                cluster: is_cluster,
                 registered: Mutex::new(HashMap::new()),
             }),
         })
@@ -167,6 +200,7 @@ impl Client {
             url: url.into(),
             namespace: store::keys::DEFAULT_NAMESPACE.to_owned(),
             tls: TlsFiles::default(),
+            cluster: false,
         }
     }
 
@@ -216,12 +250,13 @@ impl Client {
     /// after [`DEDICATED_RESPONSE_TIMEOUT`], so block for at most [`MAX_BLOCK`]. Hold it for as
     /// long as the loop that uses it: each checkout costs a round trip. After an error, detach
     /// it (drop it) rather than use it again: it may be silent for good.
-    pub async fn dedicated_connection(&self) -> Result<MultiplexedConnection> {
-        Ok(self
-            .inner
-            .redis
-            .get_multiplexed_async_connection_with_config(&self.inner.blocking)
-            .await?)
+    pub async fn dedicated_connection(&self) -> Result<Dedicated> {
+        Ok(self.inner.blocking.open_dedicated().await?)
+    }
+
+    /// Whether this client works against a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        self.inner.cluster
     }
 
     /// Redis's clock, ms since the Unix epoch (`TIME`): the clock every due time, lease and
@@ -332,8 +367,14 @@ impl Client {
     /// client has not done so in the last [`REGISTER_EVERY`].
     async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
         let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
-        let pushed =
-            store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await;
+        let pushed = store::queue::enqueue(
+            &mut self.connection(),
+            self.keys(),
+            payloads,
+            register,
+            self.is_cluster(),
+        )
+        .await;
         if register && pushed.is_ok() {
             self.note_registered(payloads);
         }

@@ -7,7 +7,10 @@
 //! forever. So a command that times out here replaces the connection under every clone, and
 //! TCP keepalive lets the kernel notice a dead peer of an idle socket.
 
-use redis::aio::{ConnectionLike, ConnectionManager, ConnectionManagerConfig};
+use redis::aio::{
+    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
+};
+use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -42,12 +45,139 @@ pub fn tcp_settings() -> TcpSettings {
 }
 
 /// A handle to a client's shared multiplexed connection, for short commands. Clones share one
-/// socket; when a command on it times out, the socket is replaced for every clone.
+/// socket (one per node on a cluster); when a command on it times out, it is replaced for every
+/// clone.
 #[derive(Clone)]
 pub struct Connection {
     shared: Arc<Shared>,
     generation: u64,
-    manager: ConnectionManager,
+    manager: Link,
+}
+
+/// The connection itself: to one server, or to a cluster (which routes each command by its
+/// key's slot, and follows MOVED and ASK).
+#[derive(Clone)]
+pub(crate) enum Link {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+impl Link {
+    async fn send_packed_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Link::Single(manager) => manager.send_packed_command(cmd).await,
+            Link::Cluster(cluster) => cluster.req_packed_command(cmd).await,
+        }
+    }
+
+    async fn send_packed_commands(
+        &mut self,
+        pipeline: &Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        match self {
+            Link::Single(manager) => manager.send_packed_commands(pipeline, offset, count).await,
+            Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count).await,
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Link::Single(manager) => manager.get_db(),
+            Link::Cluster(_) => 0, // a cluster has only database 0
+        }
+    }
+}
+
+/// How to open a [`Link`], at start and after a timeout.
+#[derive(Clone)]
+pub(crate) enum Opener {
+    Single(redis::Client, ConnectionManagerConfig),
+    /// A plain multiplexed connection, for blocking commands.
+    Dedicated(redis::Client, redis::AsyncConnectionConfig),
+    Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
+}
+
+impl Opener {
+    async fn open(&self) -> RedisResult<Link> {
+        match self {
+            Opener::Single(client, config) => {
+                ConnectionManager::new_with_config(client.clone(), config.clone())
+                    .await
+                    .map(Link::Single)
+            }
+            Opener::Dedicated(..) | Opener::Cluster(..) => match self.open_dedicated().await? {
+                Dedicated::Cluster(cluster) => Ok(Link::Cluster(cluster)),
+                Dedicated::Single(_) => unreachable!("a dedicated opener is never shared"),
+            },
+        }
+    }
+
+    /// A connection of its own (a blocking command's).
+    pub(crate) async fn open_dedicated(&self) -> RedisResult<Dedicated> {
+        match self {
+            Opener::Single(client, _) => client
+                .get_multiplexed_async_connection()
+                .await
+                .map(Dedicated::Single),
+            Opener::Dedicated(client, config) => client
+                .get_multiplexed_async_connection_with_config(config)
+                .await
+                .map(Dedicated::Single),
+            Opener::Cluster(client, config) => client
+                .get_async_connection_with_config(config.clone())
+                .await
+                .map(Dedicated::Cluster),
+        }
+    }
+}
+
+/// A connection of its own for blocking commands (`BLMOVE`): to one server, or to a cluster.
+/// Its response timeout is longer than any block it is asked for.
+#[derive(Clone)]
+pub enum Dedicated {
+    /// To one server.
+    Single(MultiplexedConnection),
+    /// To a cluster: each command goes to the node of its key.
+    Cluster(ClusterConnection),
+}
+
+impl std::fmt::Debug for Dedicated {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Dedicated::Single(_) => "Dedicated::Single",
+            Dedicated::Cluster(_) => "Dedicated::Cluster",
+        })
+    }
+}
+
+impl ConnectionLike for Dedicated {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            Dedicated::Single(c) => c.req_packed_command(cmd),
+            Dedicated::Cluster(c) => c.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            Dedicated::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            Dedicated::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            Dedicated::Single(c) => c.get_db(),
+            Dedicated::Cluster(_) => 0,
+        }
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -60,25 +190,20 @@ impl std::fmt::Debug for Connection {
 
 /// What every handle shares: the current connection and how to make a new one.
 pub(crate) struct Shared {
-    client: redis::Client,
-    config: ConnectionManagerConfig,
+    opener: Opener,
     /// Bumped on each replacement, so a handle sees a new connection with one atomic load.
     generation: AtomicU64,
-    current: RwLock<(u64, ConnectionManager)>,
+    current: RwLock<(u64, Link)>,
     /// One replacement at a time: a burst of timeouts opens one new connection.
     replacing: AtomicBool,
 }
 
 impl Shared {
     /// Connects (failing if Redis cannot be reached) and keeps what a replacement needs.
-    pub(crate) async fn connect(
-        client: redis::Client,
-        config: ConnectionManagerConfig,
-    ) -> RedisResult<Arc<Shared>> {
-        let manager = ConnectionManager::new_with_config(client.clone(), config.clone()).await?;
+    pub(crate) async fn connect(opener: Opener) -> RedisResult<Arc<Shared>> {
+        let manager = opener.open().await?;
         Ok(Arc::new(Shared {
-            client,
-            config,
+            opener,
             generation: AtomicU64::new(0),
             current: RwLock::new((0, manager)),
             replacing: AtomicBool::new(false),
@@ -95,7 +220,7 @@ impl Shared {
         }
     }
 
-    fn current(&self) -> (u64, ConnectionManager) {
+    fn current(&self) -> (u64, Link) {
         // A poisoned lock only means a panic while swapping two whole values.
         let current = self.current.read().unwrap_or_else(|e| e.into_inner());
         (current.0, current.1.clone())
@@ -113,9 +238,7 @@ impl Shared {
         }
         let shared = self.clone();
         tokio::spawn(async move {
-            let made =
-                ConnectionManager::new_with_config(shared.client.clone(), shared.config.clone())
-                    .await;
+            let made = shared.opener.open().await;
             match made {
                 Ok(manager) if shared.generation.load(Ordering::Acquire) == stale => {
                     let mut current = shared.current.write().unwrap_or_else(|e| e.into_inner());

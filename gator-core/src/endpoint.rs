@@ -56,6 +56,14 @@ impl TlsFiles {
 /// `redis://user:***@host:6379/0`. A URL that does not parse is not shown at all, since the
 /// secret in it cannot be found.
 pub fn redact(url: &str) -> String {
+    if url.contains(',') {
+        // The cluster form: each node's URL, redacted.
+        return url
+            .split(',')
+            .map(|one| redact(one.trim()))
+            .collect::<Vec<_>>()
+            .join(",");
+    }
     match url::Url::parse(url) {
         Ok(mut parsed) => {
             if parsed.password().is_some() {
@@ -66,6 +74,71 @@ pub fn redact(url: &str) -> String {
         }
         Err(_) => "(a Redis URL that does not parse)".to_owned(),
     }
+}
+
+/// Where a client connects: one server, or a Redis Cluster.
+// Made once per `Client` and taken apart at once: boxing the larger variant would buy nothing.
+#[allow(clippy::large_enum_variant)]
+#[derive(Clone)]
+pub(crate) enum Target {
+    /// One server (or a proxy in front of one).
+    Single(redis::Client),
+    /// A cluster, found from its seed nodes.
+    Cluster(redis::cluster::ClusterClient),
+}
+
+/// The environment variable that makes a single URL a cluster seed (`1` or `true`).
+pub const CLUSTER_ENV: &str = "GATOR_REDIS_CLUSTER";
+
+/// Whether `GATOR_REDIS_CLUSTER` asks for a cluster.
+pub(crate) fn cluster_from_env() -> bool {
+    std::env::var(CLUSTER_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
+}
+
+/// Whether `url` names a cluster by itself: several comma-separated node URLs.
+pub fn is_cluster_url(url: &str) -> bool {
+    url.split(',')
+        .filter(|part| !part.trim().is_empty())
+        .count()
+        > 1
+}
+
+/// The redis-rs client for `url`, with `tls`'s files loaded when it is `rediss://`. Several
+/// comma-separated URLs, or `cluster`, make a cluster client seeded by them. Returns the first
+/// node's connection info too.
+pub(crate) fn open_target(
+    url: &str,
+    cluster: bool,
+    tls: &TlsFiles,
+) -> Result<(Target, ConnectionInfo)> {
+    if !cluster && !is_cluster_url(url) {
+        let (client, info) = open(url, tls)?;
+        return Ok((Target::Single(client), info));
+    }
+    let mut infos = Vec::new();
+    let mut certificates = None;
+    for node in url.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        let (client, info) = open(node, tls)?;
+        if certificates.is_none() && !tls.is_empty() {
+            certificates = Some(load_certificates(tls)?);
+        }
+        drop(client);
+        infos.push(info);
+    }
+    let first = infos.first().cloned().ok_or_else(|| Error::InvalidUrl {
+        url: redact(url),
+        reason: "no node URL was given".to_owned(),
+    })?;
+    let mut builder = redis::cluster::ClusterClientBuilder::new(infos)
+        .tcp_settings(crate::connection::tcp_settings());
+    if let Some(certificates) = certificates {
+        builder = builder.certs(certificates);
+    }
+    let client = builder.build().map_err(|e| Error::InvalidUrl {
+        url: redact(url),
+        reason: e.to_string(),
+    })?;
+    Ok((Target::Cluster(client), first))
 }
 
 /// The redis-rs client for `url`, with `tls`'s files loaded when the URL is `rediss://`.
@@ -95,6 +168,18 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(redis::Client, Connecti
             ),
         });
     }
+    let certificates = load_certificates(tls)?;
+    install_crypto_provider();
+    let client =
+        redis::Client::build_with_tls(info.clone(), certificates).map_err(|e| Error::Tls {
+            reason: format!("the TLS files could not be used: {e}"),
+        })?;
+    let info = client.get_connection_info().clone();
+    Ok((client, info))
+}
+
+/// The certificates `tls` names, read.
+fn load_certificates(tls: &TlsFiles) -> Result<TlsCertificates> {
     let client_tls = match (&tls.client_cert, &tls.client_key) {
         (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
             client_cert: read(cert, "client certificate")?,
@@ -114,17 +199,10 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(redis::Client, Connecti
         .as_deref()
         .map(|path| read(path, "CA certificate"))
         .transpose()?;
-    let certificates = TlsCertificates {
+    Ok(TlsCertificates {
         client_tls,
         root_cert,
-    };
-    install_crypto_provider();
-    let client =
-        redis::Client::build_with_tls(info.clone(), certificates).map_err(|e| Error::Tls {
-            reason: format!("the TLS files could not be used: {e}"),
-        })?;
-    let info = client.get_connection_info().clone();
-    Ok((client, info))
+    })
 }
 
 /// Whether `info` connects with TLS.

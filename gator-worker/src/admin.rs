@@ -161,6 +161,7 @@ pub fn main(
     redis_url: &str,
     namespace: &str,
     tls: gator_core::TlsFiles,
+    cluster: bool,
 ) -> ExitCode {
     let Some(runtime) = crate::start_runtime(tokio::runtime::Builder::new_current_thread()) else {
         return ExitCode::FAILURE;
@@ -169,6 +170,7 @@ pub fn main(
         let client = Client::builder(redis_url)
             .namespace(namespace)
             .tls(tls)
+            .cluster(cluster)
             .connect()
             .await
             .map_err(AdminError::Core)?;

@@ -112,6 +112,13 @@ impl WorkerBuilder {
         self
     }
 
+    /// Treats a single `redis_url` as the seed of a Redis Cluster (several comma-separated
+    /// URLs are a cluster without it).
+    pub fn cluster(mut self, cluster: bool) -> WorkerBuilder {
+        self.config.cluster = cluster;
+        self
+    }
+
     /// Works through this client (and its namespace) instead of connecting to a URL: the app
     /// and its worker share one connection.
     pub fn client(mut self, client: Client) -> WorkerBuilder {

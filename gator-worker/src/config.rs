@@ -38,6 +38,8 @@ pub struct WorkerConfig {
     /// TLS files for a `rediss://` URL; those unset come from `GATOR_REDIS_CA_CERT`,
     /// `GATOR_REDIS_CLIENT_CERT` and `GATOR_REDIS_CLIENT_KEY`.
     pub tls: gator_core::TlsFiles,
+    /// Whether a single `redis_url` is the seed of a Redis Cluster.
+    pub cluster: bool,
 }
 
 impl fmt::Debug for WorkerConfig {
@@ -54,6 +56,7 @@ impl fmt::Debug for WorkerConfig {
             .field("lease", &self.lease)
             .field("worker_id", &self.worker_id)
             .field("tls", &self.tls)
+            .field("cluster", &self.cluster)
             .finish()
     }
 }
@@ -73,6 +76,7 @@ impl WorkerConfig {
             lease: crate::leases::DEFAULT_LEASE,
             worker_id: None,
             tls: gator_core::TlsFiles::default(),
+            cluster: false,
         }
     }
 }
@@ -159,6 +163,11 @@ pub struct Cli {
     )]
     pub redis_client_key: Option<std::path::PathBuf>,
 
+    /// Treat a single --redis-url as the seed of a Redis Cluster (several comma-separated URLs
+    /// are a cluster without it).
+    #[arg(long, global = true, env = "GATOR_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub redis_cluster: bool,
+
     /// Prefix of every Redis key; workers and producers must agree on it.
     #[arg(long, global = true, env = "GATOR_NAMESPACE", default_value = "gator")]
     pub namespace: String,
@@ -235,6 +244,7 @@ impl Cli {
             lease: self.lease,
             worker_id: self.worker_id,
             tls,
+            cluster: self.redis_cluster,
         }
     }
 }

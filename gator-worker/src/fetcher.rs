@@ -23,8 +23,8 @@ use crate::leases::Leases;
 use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
+use gator_core::connection::Dedicated;
 use gator_core::store::inflight::{self, Batch, Fetched};
-use redis::aio::MultiplexedConnection;
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,7 +85,7 @@ pub struct Fetcher {
     fetching: AtomicUsize,
     /// Dedicated connections not blocking right now, one per processor that blocked at once
     /// (so never more than there are queues: see step 2).
-    idle_connections: Mutex<Vec<MultiplexedConnection>>,
+    idle_connections: Mutex<Vec<Dedicated>>,
 }
 
 impl Fetcher {
@@ -420,7 +420,7 @@ impl Fetcher {
         self.fetching.load(Ordering::SeqCst)
     }
 
-    fn take_connection(&self) -> Option<MultiplexedConnection> {
+    fn take_connection(&self) -> Option<Dedicated> {
         self.lock_connections().pop()
     }
 
@@ -428,7 +428,7 @@ impl Fetcher {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<MultiplexedConnection>> {
+    fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<Dedicated>> {
         self.idle_connections
             .lock()
             .unwrap_or_else(|e| e.into_inner())

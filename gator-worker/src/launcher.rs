@@ -253,6 +253,7 @@ async fn connect(
         let connecting = Client::builder(config.redis_url.as_str())
             .namespace(config.namespace.as_str())
             .tls(config.tls.clone())
+            .cluster(config.cluster)
             .connect();
         let attempt = tokio::select! {
             attempt = connecting => attempt,

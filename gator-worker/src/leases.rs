@@ -105,6 +105,7 @@ impl Leases {
             &queues,
             &self.process,
             self.ttl,
+            self.client.is_cluster(),
         )
         .await;
         let (states, now) = match renewed {

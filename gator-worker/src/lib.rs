@@ -150,7 +150,13 @@ pub fn main() -> ExitCode {
 pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> ExitCode {
     let mut cli = Cli::parse();
     if let Some(command) = cli.command.take() {
-        return admin::main(command, &cli.redis_url, &cli.namespace, cli.tls());
+        return admin::main(
+            command,
+            &cli.redis_url,
+            &cli.namespace,
+            cli.tls(),
+            cli.redis_cluster,
+        );
     }
     let worker = match configure(WorkerBuilder::from_config(cli.into_config()))
         .install_default_client()

@@ -5,6 +5,7 @@
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{Duration, Instant};
 use tempfile::TempDir;
 
@@ -31,17 +32,22 @@ fn free_pair(port: u16) -> bool {
         && TcpListener::bind((Ipv4Addr::LOCALHOST, bus)).is_ok()
 }
 
+/// Where the next search for ports starts: shared by the clusters of one test process, so two
+/// started at once never pick the same ports; spread by pid across processes.
+static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
+
 /// `count` ports below 55535 whose bus ports are free too, never 6379.
 fn free_ports(count: usize) -> Vec<u16> {
+    let start = 20_000 + (std::process::id() % 3_000) as u16 * 10;
+    let _ = NEXT_PORT.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst);
     let mut ports = Vec::new();
-    let mut candidate = 20_000 + (std::process::id() % 20_000) as u16;
     while ports.len() < count {
-        candidate = if candidate >= 55_000 {
-            20_000
-        } else {
-            candidate + 7
-        };
-        if candidate != 6379 && free_pair(candidate) && !ports.contains(&candidate) {
+        let mut candidate = NEXT_PORT.fetch_add(1, Ordering::SeqCst);
+        if candidate >= 55_000 {
+            NEXT_PORT.store(20_000, Ordering::SeqCst);
+            candidate = 20_000;
+        }
+        if candidate != 6379 && free_pair(candidate) {
             ports.push(candidate);
         }
     }

@@ -8,7 +8,9 @@ use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 
 /// Pushes `payloads` to the tails of their queues' lists in one round trip; with `register`,
-/// first records each queue in the known-queues set, in the same pipeline.
+/// first records each queue in the known-queues set, in the same pipeline. On a cluster
+/// (`cluster`), where one pipeline cannot span slots, the SADD goes first on its own, then one
+/// RPUSH per queue.
 ///
 /// The set is a global key, so it is never written inside a per-queue script (Redis Cluster),
 /// and SADD comes first: a failure between the two can leave an empty queue listed, never a
@@ -19,6 +21,7 @@ pub async fn enqueue(
     keys: &Keys,
     payloads: &[Payload],
     register: bool,
+    cluster: bool,
 ) -> Result<()> {
     let mut by_queue: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in payloads {
@@ -26,6 +29,24 @@ pub async fn enqueue(
             .entry(p.queue.as_str())
             .or_default()
             .push(p.to_json());
+    }
+    if cluster {
+        if register {
+            let queues: Vec<&str> = by_queue.keys().copied().collect();
+            redis::cmd("SADD")
+                .arg(keys.queues())
+                .arg(queues)
+                .query_async::<()>(conn)
+                .await?;
+        }
+        for (queue, jobs) in &by_queue {
+            redis::cmd("RPUSH")
+                .arg(keys.queue(queue))
+                .arg(jobs)
+                .query_async::<()>(conn)
+                .await?;
+        }
+        return Ok(());
     }
     let mut pipe = redis::pipe();
     for (queue, jobs) in &by_queue {
