@@ -12,13 +12,13 @@ use crate::fetcher::Fetcher;
 use crate::leases::{FORGET_AFTER, Leases};
 use gator_core::Client;
 use gator_core::store::inflight::{self, Fetched};
-use gator_core::store::lease;
+use gator_core::store::{chain, lease};
 use rand::RngExt;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 /// How often, at most, a worker looks for dead processes and stranded jobs; it looks sooner
 /// when a lease it saw is about to expire.
@@ -131,6 +131,14 @@ impl Recovery {
                 warn!(queue = %queue, process = %process, jobs, "recovered the in-flight jobs of a dead worker process");
             }
             pass.recovered += recovered.jobs();
+            // Hand-offs of chain steps a crash or an outage left in the outbox.
+            match chain::drain_outbox(&mut conn, keys, queue).await {
+                Ok(0) => {}
+                Ok(handoffs) => debug!(queue = %queue, handoffs, "drained the outbox"),
+                Err(e) => {
+                    warn!(queue = %queue, error = %e, "could not drain the queue's outbox of chain hand-offs; trying again next pass");
+                }
+            }
             if let Some(expiry) = recovered.next_expiry_ms {
                 let wait = Duration::from_millis(expiry.saturating_sub(recovered.now_ms));
                 pass.next_expiry_in = Some(pass.next_expiry_in.map_or(wait, |w| w.min(wait)));

@@ -70,3 +70,214 @@ async fn jobs_dispatched_to_queues_on_every_master_run_on_a_worker_of_the_cluste
         );
     }
 }
+
+/// Two queue names whose tags live on different masters of `cluster`.
+fn queues_on_two_masters(cluster: &RedisCluster) -> (String, String) {
+    let names: Vec<String> = (0..50).map(|i| format!("q{i}")).collect();
+    let home = |q: &str| cluster.master_of(&format!("gator:{{{q}}}:queue"));
+    let first = names[0].clone();
+    let second = names
+        .iter()
+        .find(|q| home(q) != home(&first))
+        .expect("50 queues cannot all live on one of three masters")
+        .clone();
+    (first, second)
+}
+
+static STEPS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+#[gator_core::job]
+async fn chain_step(tag: String) {
+    STEPS.lock().unwrap().push(tag);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_whose_steps_live_on_different_masters_runs_in_order() {
+    let cluster = RedisCluster::start(3, 0);
+    let (a, b) = queues_on_two_masters(&cluster);
+    let client = gator_core::Client::connect(&cluster.url()).await.unwrap();
+    let chain = gator_core::Chain::new()
+        .then(ChainStep::call("x1".into()).queue(a.as_str()))
+        .then(ChainStep::call("x2".into()).queue(b.as_str()))
+        .then(ChainStep::call("x3".into()).queue(a.as_str()));
+    client
+        .dispatch_chain(chain, None)
+        .await
+        .expect("a chain across masters is stored");
+    let worker = gator_worker::Worker::builder()
+        .redis_url(cluster.url())
+        .queues(&format!("{a},{b}"))
+        .jobs(["chain_step"])
+        .build()
+        .expect("a valid worker");
+    let stop = gator_worker::CancellationToken::new();
+    let running = tokio::spawn(worker.run_until(stop.clone()));
+    gator_tests::wait_until(
+        "the three steps",
+        std::time::Duration::from_secs(15),
+        || async {
+            STEPS
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|s| s.starts_with('x'))
+                .count()
+                >= 3
+        },
+    )
+    .await;
+    stop.cancel();
+    running.await.unwrap().expect("the worker ran");
+    let steps: Vec<String> = STEPS
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| s.starts_with('x'))
+        .cloned()
+        .collect();
+    assert_eq!(steps, ["x1", "x2", "x3"]);
+    for queue in [&a, &b] {
+        assert_eq!(
+            cluster.cli(&["LLEN", &format!("gator:{{{queue}}}:outbox")]),
+            "0"
+        );
+        assert_eq!(
+            cluster.cli(&["HLEN", &format!("gator:{{{queue}}}:handoff")]),
+            "0"
+        );
+    }
+}
+
+/// A hand-off cut short after either half, then finished by drains (two at once, as a
+/// processor and a recovery pass may run), puts the next step on its queue exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_off_interrupted_after_either_half_moves_the_next_step_exactly_once() {
+    use gator_core::store::{chain, scripts};
+    let cluster = RedisCluster::start(3, 0);
+    let (a, b) = queues_on_two_masters(&cluster);
+    let client = gator_core::Client::connect(&cluster.url()).await.unwrap();
+    let keys = client.keys().clone();
+    for (case, stop_after_push) in [("take", false), ("push", true)] {
+        let chain = gator_core::Chain::new()
+            .then(ChainStep::call(format!("{case}-1")).queue(a.as_str()))
+            .then(ChainStep::call(format!("{case}-2")).queue(b.as_str()));
+        let chain_id = client.dispatch_chain(chain, None).await.unwrap();
+        let first: serde_json::Value =
+            serde_json::from_str(&cluster.cli(&["LPOP", &format!("gator:{{{a}}}:queue")]))
+                .expect("the first step");
+        let link = first["chain"].clone();
+        let next_jid = link["next_jid"].as_str().expect("a next step").to_owned();
+        assert_eq!(link["id"], chain_id.as_str());
+        // The first half of a success: the hand-off recorded in the first queue's outbox.
+        let record = link.to_string();
+        cluster.cli(&["RPUSH", &format!("gator:{{{a}}}:outbox"), &record]);
+        // The crash: after the take (and, in the second case, after the push too).
+        let mut conn = client.connection();
+        let step: Option<String> = scripts::CHAIN_TAKE
+            .key(keys.chain(&a, &chain_id))
+            .key(keys.handoff(&a))
+            .arg(&next_jid)
+            .invoke_async(&mut conn)
+            .await
+            .unwrap();
+        let step = step.expect("the next step was at the head of its chain's list");
+        if stop_after_push {
+            let pushed: i64 = scripts::CHAIN_PUSH
+                .key(keys.handed(&b, &next_jid))
+                .key(keys.queue(&b))
+                .arg(&step)
+                .arg(60_000)
+                .invoke_async(&mut conn)
+                .await
+                .unwrap();
+            assert_eq!(pushed, 1);
+        }
+        // Recovery: two drains at once, then one more.
+        let (mut c1, mut c2) = (client.connection(), client.connection());
+        let (r1, r2) = tokio::join!(
+            chain::drain_outbox(&mut c1, &keys, &a),
+            chain::drain_outbox(&mut c2, &keys, &a)
+        );
+        r1.unwrap();
+        r2.unwrap();
+        chain::drain_outbox(&mut conn, &keys, &a).await.unwrap();
+
+        let queued = cluster.cli(&["LRANGE", &format!("gator:{{{b}}}:queue"), "0", "-1"]);
+        assert_eq!(
+            queued.matches(&next_jid).count(),
+            1,
+            "{case}: the next step is on its queue exactly once: {queued}"
+        );
+        assert_eq!(
+            cluster.cli(&["LLEN", &format!("gator:{{{a}}}:outbox")]),
+            "0"
+        );
+        assert_eq!(
+            cluster.cli(&["HLEN", &format!("gator:{{{a}}}:handoff")]),
+            "0"
+        );
+        assert_eq!(
+            cluster.cli(&["EXISTS", &format!("gator:{{{a}}}:chain:{chain_id}")]),
+            "0"
+        );
+        cluster.cli(&["DEL", &format!("gator:{{{b}}}:queue")]);
+    }
+}
+
+const WORKER_BIN: &str = env!("CARGO_BIN_EXE_gator-test-worker");
+
+#[test]
+fn the_cli_lists_and_retries_dead_jobs_on_queues_of_every_master() {
+    let cluster = RedisCluster::start(3, 0);
+    let (a, b) = queues_on_two_masters(&cluster);
+    for (queue, jid) in [(&a, "dead-a"), (&b, "dead-b")] {
+        let payload = serde_json::json!({
+            "jid": jid, "job": "chain_step", "args": ["d"], "queue": queue,
+            "created_at": 1, "enqueued_at": 1, "attempt": 25, "error": "boom"
+        });
+        cluster.cli(&[
+            "ZADD",
+            &format!("gator:{{{queue}}}:dead"),
+            "1",
+            &payload.to_string(),
+        ]);
+        cluster.cli(&["SADD", "gator:queues", queue]);
+    }
+    let cli = |args: &[&str], url: &str, seed: bool| {
+        let mut command = std::process::Command::new(WORKER_BIN);
+        command.args(args).args(["--redis-url", url]);
+        if seed {
+            command.arg("--redis-cluster");
+        }
+        let out = command.output().expect("run the CLI");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let listed = cli(&["dead", "list"], &cluster.url(), false);
+    assert!(
+        listed.contains("dead-a") && listed.contains("dead-b"),
+        "{listed}"
+    );
+    let listed = cli(&["dead", "list"], &cluster.seed_url(), true);
+    assert!(
+        listed.contains("dead-a") && listed.contains("dead-b"),
+        "a seed finds every node: {listed}"
+    );
+
+    cli(&["dead", "retry", "--all"], &cluster.url(), false);
+    for queue in [&a, &b] {
+        assert_eq!(
+            cluster.cli(&["ZCARD", &format!("gator:{{{queue}}}:dead")]),
+            "0"
+        );
+        assert_eq!(
+            cluster.cli(&["LLEN", &format!("gator:{{{queue}}}:queue")]),
+            "1"
+        );
+    }
+}

@@ -1,10 +1,14 @@
-//! Chains in Redis: the first step on its queue (or scheduled), the rest in the chain's list.
-//! (A step's success moves the next one to its queue in `ack.lua`, see `store::inflight::ack`.)
+//! Chains in Redis: the first step on its queue (or scheduled), the rest in the chain's list
+//! under the first queue's hash tag. A step's success records the hand-off of the next step in
+//! its own queue's outbox (`ack.lua`, see `store::inflight::ack`), and [`advance`] moves that
+//! step to its queue, which may live under another tag, on another cluster node.
 
 use crate::error::Result;
+use crate::payload::ChainLink;
 use crate::payload::Payload;
 use crate::store::keys::Keys;
 use crate::store::schedule::{self, When};
+use crate::store::scripts;
 use redis::aio::ConnectionLike;
 
 /// Stores a chain whose steps already carry their links: the queues go in the known set, then
@@ -33,6 +37,81 @@ pub async fn create(
     let waiting = list.as_deref().map(|key| (key, rest));
     schedule::schedule(conn, keys, first, when, waiting).await?;
     Ok(())
+}
+
+/// How long the guard that makes a hand-off idempotent is kept: far longer than any outbox
+/// record waits for its drain.
+pub const HANDED_GUARD: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Moves the next step named by the hand-off `record` (from `queue`'s outbox) to its queue,
+/// then removes the record: `chain_take.lua` in the slot of the chain's list, `chain_push.lua`
+/// in the slot of the next queue, `HDEL` of the taken step, `LREM` of the record. Each step is
+/// idempotent, so running this again after a crash anywhere, or twice at once, moves the step
+/// once and never loses it.
+pub async fn advance(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    record: &str,
+) -> Result<()> {
+    let link: Option<ChainLink> = serde_json::from_str(record).ok();
+    if let Some(ChainLink {
+        id,
+        list_queue,
+        next_jid: Some(jid),
+        next_queue: Some(next_queue),
+    }) = link
+        && super::keys::validate_queue(&list_queue).is_ok()
+        && super::keys::validate_queue(&next_queue).is_ok()
+    {
+        let taken: Option<String> = scripts::CHAIN_TAKE
+            .key(keys.chain(&list_queue, &id))
+            .key(keys.handoff(&list_queue))
+            .arg(&jid)
+            .invoke_async(conn)
+            .await?;
+        if let Some(step) = taken {
+            scripts::CHAIN_PUSH
+                .key(keys.handed(&next_queue, &jid))
+                .key(keys.queue(&next_queue))
+                .arg(&step)
+                .arg(super::lease::millis(HANDED_GUARD))
+                .invoke_async::<i64>(conn)
+                .await?;
+            redis::cmd("HDEL")
+                .arg(keys.handoff(&list_queue))
+                .arg(&jid)
+                .query_async::<()>(conn)
+                .await?;
+        }
+    }
+    // A record that does not parse names nothing to move: dropping it loses nothing.
+    redis::cmd("LREM")
+        .arg(keys.outbox(queue))
+        .arg(1)
+        .arg(record)
+        .query_async::<()>(conn)
+        .await?;
+    Ok(())
+}
+
+/// Finishes every hand-off waiting in `queue`'s outbox (those a crash or an outage left
+/// behind); returns how many it found.
+pub async fn drain_outbox(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<usize> {
+    let records: Vec<String> = redis::cmd("LRANGE")
+        .arg(keys.outbox(queue))
+        .arg(0)
+        .arg(99)
+        .query_async(conn)
+        .await?;
+    for record in &records {
+        advance(conn, keys, queue, record).await?;
+    }
+    Ok(records.len())
 }
 
 /// Deletes the waiting lists of `chains` (`(list queue, chain id)`): chains whose dead step

@@ -117,15 +117,28 @@ pub async fn ack(
     else {
         return Ok(ack_and_take(conn, keys, job, 0).await?.0);
     };
+    let link = ChainLink {
+        id: id.clone(),
+        list_queue: list_queue.clone(),
+        next_jid: Some(next_jid.clone()),
+        next_queue: Some(next_queue.clone()),
+    };
+    let record = serde_json::to_string(&link)?;
     let settled: i64 = scripts::ACK
         .key(keys.inflight(&job.queue, &job.process))
-        .key(keys.chain(list_queue, id))
-        .key(keys.queue(next_queue))
+        .key(keys.outbox(&job.queue))
         .arg(&job.raw)
-        .arg(next_jid)
+        .arg(&record)
         .invoke_async(conn)
         .await?;
-    Ok(settled > 0)
+    if settled == 0 {
+        return Ok(false);
+    }
+    // The hand-off is recorded: moving the step now only saves the wait for the next drain.
+    if let Err(e) = super::chain::advance(conn, keys, &job.queue, &record).await {
+        tracing::warn!(queue = %job.queue, error = %e, "could not hand a chain's next step to its queue yet; the next drain of the outbox will");
+    }
+    Ok(true)
 }
 
 fn parse<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {

@@ -106,6 +106,24 @@ impl Keys {
         self.of_queue(queue, "chain:", chain_id)
     }
 
+    /// LIST of hand-offs recorded by successes of chain steps of `queue` whose next step is
+    /// still to be moved to its queue (each a chain link as JSON).
+    pub fn outbox(&self, queue: &str) -> String {
+        self.of_queue(queue, "outbox", "")
+    }
+
+    /// HASH jid → payload of chain steps taken off the lists of chains whose first queue is
+    /// `queue`, not yet on their own queue.
+    pub fn handoff(&self, queue: &str) -> String {
+        self.of_queue(queue, "handoff", "")
+    }
+
+    /// STRING set when chain step `jid` was pushed to `queue`, so a repeated hand-off is a
+    /// no-op; expires after an hour.
+    pub fn handed(&self, queue: &str, jid: &str) -> String {
+        self.of_queue(queue, "handed:", jid)
+    }
+
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
         self.of_queue(queue, "dead", "")

@@ -34,8 +34,12 @@ scripts! {
     LEASE => "lease.lua";
     /// `lua/fetch.lua`: move a batch of jobs from a queue into a process's in-flight list.
     FETCH => "fetch.lua";
-    /// `lua/ack.lua`: settle a success (and move a chain's next step to its queue).
+    /// `lua/ack.lua`: settle a chain step's success and record its next step's hand-off.
     ACK => "ack.lua";
+    /// `lua/chain_take.lua`: take a chain's next step off its list, into the hand-off hash.
+    CHAIN_TAKE => "chain_take.lua";
+    /// `lua/chain_push.lua`: push a handed-off step to its queue, once.
+    CHAIN_PUSH => "chain_push.lua";
     /// `lua/retry.lua`: settle a failure that runs again later.
     RETRY => "retry.lua";
     /// `lua/kill.lua`: settle a job into the dead set and trim it.

@@ -1,0 +1,18 @@
+#!lua flags=allow-oom
+-- chain_push.lua: the second half of handing a chain's next step to its queue, in the slot of
+-- that queue: push the step unless it was pushed before. The guard key, set in the same step
+-- and kept for an hour (far longer than a hand-off takes), makes a repeated hand-off (after a crash between the halves) a no-op, so
+-- the queue never holds two copies of a step.
+-- allow-oom: it only moves a job.
+--
+-- KEYS[1]  STRING  gator:{<next queue>}:handed:<jid>
+-- KEYS[2]  LIST    gator:{<next queue>}:queue
+-- ARGV[1]  the step's payload
+-- ARGV[2]  how long the guard is kept, ms
+-- Returns  1 if pushed, 0 if it had been pushed before
+local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
+if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', tonumber(ARGV[2])) then
+  return 0
+end
+redis.call('RPUSH', KEYS[2], ARGV[1])
+return 1
