@@ -281,3 +281,78 @@ fn the_cli_lists_and_retries_dead_jobs_on_queues_of_every_master() {
         );
     }
 }
+
+/// The test worker binary's `count_run`, named here so the test can dispatch typed chains of
+/// it (`HINCRBY test:runs <id> 1` on the worker's default client).
+#[gator_core::job(name = "count_run")]
+async fn count_run_remote(id: u64) {
+    let _ = id;
+}
+
+/// Worker processes SIGKILLed over and over while chains whose steps alternate between two
+/// masters run: every step of every chain still runs, and no hand-off is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chains_across_masters_survive_workers_killed_between_a_step_and_its_hand_off() {
+    let cluster = RedisCluster::start(3, 0);
+    let (a, b) = queues_on_two_masters(&cluster);
+    let client = gator_core::Client::connect(&cluster.url()).await.unwrap();
+    let chains = 150u64;
+    let steps = 4u64;
+    for c in 0..chains {
+        let mut chain = gator_core::Chain::new();
+        for s in 0..steps {
+            let queue = if s % 2 == 0 { a.as_str() } else { b.as_str() };
+            chain = chain.then(CountRunRemote::call(c * 10 + s).queue(queue));
+        }
+        client.dispatch_chain(chain, None).await.unwrap();
+    }
+    let queues = format!("{a},{b}");
+    let url = cluster.url();
+    let spawn =
+        || gator_tests::spawn_worker_process_with(WORKER_BIN, &url, &queues, 4, &["--lease", "4s"]);
+    let mut workers = vec![spawn(), spawn()];
+    // Kill one worker and start another every 150 ms for 3 s: some die between a step's ack
+    // and its hand-off.
+    for round in 0..20 {
+        std::thread::sleep(std::time::Duration::from_millis(150));
+        let victim = round % workers.len();
+        let _ = workers[victim].kill();
+        let _ = workers[victim].wait();
+        workers[victim] = spawn();
+    }
+    let total = chains * steps;
+    gator_tests::wait_until(
+        "every step of every chain to run",
+        std::time::Duration::from_secs(60),
+        || async { cluster.cli(&["HLEN", "test:runs"]) == total.to_string() },
+    )
+    .await;
+    for c in 0..chains {
+        for s in 0..steps {
+            let runs = cluster.cli(&["HGET", "test:runs", &(c * 10 + s).to_string()]);
+            assert!(
+                runs.parse::<u64>().unwrap_or(0) >= 1,
+                "step {s} of chain {c} never ran"
+            );
+        }
+    }
+    for queue in [&a, &b] {
+        gator_tests::wait_until(
+            "the outboxes to drain",
+            std::time::Duration::from_secs(20),
+            || async {
+                cluster.cli(&["LLEN", &format!("gator:{{{queue}}}:outbox")]) == "0"
+                    && cluster.cli(&["HLEN", &format!("gator:{{{queue}}}:handoff")]) == "0"
+            },
+        )
+        .await;
+    }
+    assert_eq!(
+        cluster.cli(&["EXISTS", &format!("gator:{{{a}}}:queue")]),
+        "0"
+    );
+    assert_eq!(
+        cluster.cli(&["EXISTS", &format!("gator:{{{b}}}:queue")]),
+        "0"
+    );
+}
