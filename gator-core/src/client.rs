@@ -158,6 +158,7 @@ impl ClientBuilder {
                     Opener::Dedicated(redis, blocking),
                 )
             }
+            #[cfg(feature = "cluster")]
             endpoint::Target::Cluster(redis) => {
                 let config = redis::cluster::ClusterConfig::new()
                     .set_response_timeout(RESPONSE_TIMEOUT)
@@ -171,7 +172,10 @@ impl ClientBuilder {
                 )
             }
         };
+        #[cfg(feature = "cluster")]
         let is_cluster = matches!(shared, Opener::Cluster(..));
+        #[cfg(not(feature = "cluster"))]
+        let is_cluster = false;
         let shared = Shared::connect(shared)
             .await
             .map_err(|source| Error::Connect {

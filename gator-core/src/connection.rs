@@ -10,6 +10,7 @@
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
+#[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
@@ -59,6 +60,7 @@ pub struct Connection {
 #[derive(Clone)]
 pub(crate) enum Link {
     Single(ConnectionManager),
+    #[cfg(feature = "cluster")]
     Cluster(ClusterConnection),
 }
 
@@ -66,6 +68,7 @@ impl Link {
     async fn send_packed_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
             Link::Single(manager) => manager.send_packed_command(cmd).await,
+            #[cfg(feature = "cluster")]
             Link::Cluster(cluster) => cluster.req_packed_command(cmd).await,
         }
     }
@@ -78,6 +81,7 @@ impl Link {
     ) -> RedisResult<Vec<Value>> {
         match self {
             Link::Single(manager) => manager.send_packed_commands(pipeline, offset, count).await,
+            #[cfg(feature = "cluster")]
             Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count).await,
         }
     }
@@ -85,6 +89,7 @@ impl Link {
     fn get_db(&self) -> i64 {
         match self {
             Link::Single(manager) => manager.get_db(),
+            #[cfg(feature = "cluster")]
             Link::Cluster(_) => 0, // a cluster has only database 0
         }
     }
@@ -96,6 +101,7 @@ pub(crate) enum Opener {
     Single(redis::Client, ConnectionManagerConfig),
     /// A plain multiplexed connection, for blocking commands.
     Dedicated(redis::Client, redis::AsyncConnectionConfig),
+    #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
 }
 
@@ -107,10 +113,17 @@ impl Opener {
                     .await
                     .map(Link::Single)
             }
-            Opener::Dedicated(..) | Opener::Cluster(..) => match self.open_dedicated().await? {
-                Dedicated::Cluster(cluster) => Ok(Link::Cluster(cluster)),
-                Dedicated::Single(_) => unreachable!("a dedicated opener is never shared"),
-            },
+            #[cfg(feature = "cluster")]
+            Opener::Cluster(client, config) => client
+                .get_async_connection_with_config(config.clone())
+                .await
+                .map(Link::Cluster),
+            // Never shared, but a shared connection to the same server is well defined.
+            Opener::Dedicated(client, _) => {
+                ConnectionManager::new_with_config(client.clone(), ConnectionManagerConfig::new())
+                    .await
+                    .map(Link::Single)
+            }
         }
     }
 
@@ -125,6 +138,7 @@ impl Opener {
                 .get_multiplexed_async_connection_with_config(config)
                 .await
                 .map(Dedicated::Single),
+            #[cfg(feature = "cluster")]
             Opener::Cluster(client, config) => client
                 .get_async_connection_with_config(config.clone())
                 .await
@@ -140,6 +154,7 @@ pub enum Dedicated {
     /// To one server.
     Single(MultiplexedConnection),
     /// To a cluster: each command goes to the node of its key.
+    #[cfg(feature = "cluster")]
     Cluster(ClusterConnection),
 }
 
@@ -147,6 +162,7 @@ impl std::fmt::Debug for Dedicated {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Dedicated::Single(_) => "Dedicated::Single",
+            #[cfg(feature = "cluster")]
             Dedicated::Cluster(_) => "Dedicated::Cluster",
         })
     }
@@ -156,6 +172,7 @@ impl ConnectionLike for Dedicated {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         match self {
             Dedicated::Single(c) => c.req_packed_command(cmd),
+            #[cfg(feature = "cluster")]
             Dedicated::Cluster(c) => c.req_packed_command(cmd),
         }
     }
@@ -168,6 +185,7 @@ impl ConnectionLike for Dedicated {
     ) -> RedisFuture<'a, Vec<Value>> {
         match self {
             Dedicated::Single(c) => c.req_packed_commands(pipeline, offset, count),
+            #[cfg(feature = "cluster")]
             Dedicated::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
         }
     }
@@ -175,6 +193,7 @@ impl ConnectionLike for Dedicated {
     fn get_db(&self) -> i64 {
         match self {
             Dedicated::Single(c) => c.get_db(),
+            #[cfg(feature = "cluster")]
             Dedicated::Cluster(_) => 0,
         }
     }

@@ -84,6 +84,7 @@ pub(crate) enum Target {
     /// One server (or a proxy in front of one).
     Single(redis::Client),
     /// A cluster, found from its seed nodes.
+    #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient),
 }
 
@@ -115,6 +116,22 @@ pub(crate) fn open_target(
         let (client, info) = open(url, tls)?;
         return Ok((Target::Single(client), info));
     }
+    open_cluster(url, tls)
+}
+
+/// A build without the `cluster` feature cannot talk to a cluster: say so and how to fix it.
+#[cfg(not(feature = "cluster"))]
+fn open_cluster(url: &str, _tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> {
+    Err(Error::InvalidUrl {
+        url: redact(url),
+        reason: "this names a Redis Cluster, and this build of Gator has no cluster support: \
+                 enable the `cluster` feature of gator-worker (or gator-core)"
+            .to_owned(),
+    })
+}
+
+#[cfg(feature = "cluster")]
+fn open_cluster(url: &str, tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> {
     let mut infos = Vec::new();
     let mut certificates = None;
     for node in url.split(',').map(str::trim).filter(|n| !n.is_empty()) {

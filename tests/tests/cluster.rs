@@ -310,7 +310,7 @@ async fn chains_across_masters_survive_workers_killed_between_a_step_and_its_han
     let url = cluster.url();
     let spawn =
         || gator_tests::spawn_worker_process_with(WORKER_BIN, &url, &queues, 4, &["--lease", "4s"]);
-    let mut workers = vec![spawn(), spawn()];
+    let mut workers = [spawn(), spawn()];
     // Kill one worker and start another every 150 ms for 3 s: some die between a step's ack
     // and its hand-off.
     for round in 0..20 {
