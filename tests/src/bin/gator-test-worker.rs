@@ -24,6 +24,11 @@ async fn mark_after(millis: u64) -> gator_core::Result<()> {
 /// Counts its run in the hash `test:runs` under `id`, so tests can spot lost or doubled jobs.
 #[job]
 async fn count_run(id: u64) -> gator_core::Result<()> {
+    record_run(id).await
+}
+
+/// `HINCRBY test:runs <id> 1` through the worker's default client.
+async fn record_run(id: u64) -> gator_core::Result<()> {
     let client = gator_core::default_client().await?;
     redis::cmd("HINCRBY")
         .arg("test:runs")
@@ -68,13 +73,7 @@ async fn fail_slowly(id: u64) -> Result<(), String> {
 /// Counts a run of `id` in `test:runs` when it starts, then sleeps `millis`.
 #[job]
 async fn sleepy(id: u64, millis: u64) -> gator_core::Result<()> {
-    let client = gator_core::default_client().await?;
-    redis::cmd("HINCRBY")
-        .arg("test:runs")
-        .arg(id)
-        .arg(1)
-        .query_async::<()>(&mut client.connection())
-        .await?;
+    record_run(id).await?;
     tokio::time::sleep(Duration::from_millis(millis)).await;
     Ok(())
 }
