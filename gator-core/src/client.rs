@@ -4,7 +4,7 @@
 //! replaced.
 
 use crate::chain::Chain;
-use crate::connection::{Connection, Dedicated, Opener, Shared};
+use crate::connection::{Connection, Dedicated, DedicatedOpener, Opener, Shared};
 use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Job, PendingJob, encode};
@@ -52,9 +52,7 @@ struct Inner {
     shared: Arc<Shared>,
     /// Opens the dedicated connections for blocking commands: to one server or to a cluster,
     /// with a response timeout longer than any block they are asked for.
-    blocking: Opener,
-    /// Whether this client works against a Redis Cluster.
-    cluster: bool,
+    blocking: DedicatedOpener,
     /// When this client last recorded each queue in the known-queues set.
     registered: Mutex<HashMap<String, Instant>>,
 }
@@ -155,7 +153,7 @@ impl ClientBuilder {
                     .set_connection_timeout(Some(CONNECT_TIMEOUT));
                 (
                     Opener::Single(redis.clone(), config),
-                    Opener::Dedicated(redis, blocking),
+                    DedicatedOpener::Single(redis, blocking),
                 )
             }
             #[cfg(feature = "cluster")]
@@ -168,14 +166,10 @@ impl ClientBuilder {
                     .set_connection_timeout(CONNECT_TIMEOUT);
                 (
                     Opener::Cluster(redis.clone(), config),
-                    Opener::Cluster(redis, blocking),
+                    DedicatedOpener::Cluster(redis, blocking),
                 )
             }
         };
-        #[cfg(feature = "cluster")]
-        let is_cluster = matches!(shared, Opener::Cluster(..));
-        #[cfg(not(feature = "cluster"))]
-        let is_cluster = false;
         let shared = Shared::connect(shared)
             .await
             .map_err(|source| Error::Connect {
@@ -189,7 +183,6 @@ impl ClientBuilder {
                 keys,
                 shared,
                 blocking,
-                cluster: is_cluster,
                 registered: Mutex::new(HashMap::new()),
             }),
         })
@@ -255,12 +248,12 @@ impl Client {
     /// long as the loop that uses it: each checkout costs a round trip. After an error, detach
     /// it (drop it) rather than use it again: it may be silent for good.
     pub async fn dedicated_connection(&self) -> Result<Dedicated> {
-        Ok(self.inner.blocking.open_dedicated().await?)
+        Ok(self.inner.blocking.open().await?)
     }
 
     /// Whether this client works against a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
-        self.inner.cluster
+        self.inner.blocking.is_cluster()
     }
 
     /// Redis's clock, ms since the Unix epoch (`TIME`): the clock every due time, lease and
@@ -371,14 +364,8 @@ impl Client {
     /// client has not done so in the last [`REGISTER_EVERY`].
     async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
         let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
-        let pushed = store::queue::enqueue(
-            &mut self.connection(),
-            self.keys(),
-            payloads,
-            register,
-            self.is_cluster(),
-        )
-        .await;
+        let pushed =
+            store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await;
         if register && pushed.is_ok() {
             self.note_registered(payloads);
         }

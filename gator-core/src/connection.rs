@@ -81,6 +81,17 @@ impl Link {
     ) -> RedisResult<Vec<Value>> {
         match self {
             Link::Single(manager) => manager.send_packed_commands(pipeline, offset, count).await,
+            // redis-rs refuses a pipeline whose commands hash to different slots. One that is
+            // not a transaction promises no atomicity, only order: send its commands one by
+            // one, in order (a global key's SADD still lands before the queue's RPUSH).
+            #[cfg(feature = "cluster")]
+            Link::Cluster(cluster) if !pipeline.is_transaction() => {
+                let mut values = Vec::with_capacity(count);
+                for cmd in pipeline.cmd_iter().skip(offset).take(count) {
+                    values.push(cluster.req_packed_command(cmd).await?);
+                }
+                Ok(values)
+            }
             #[cfg(feature = "cluster")]
             Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count).await,
         }
@@ -95,12 +106,10 @@ impl Link {
     }
 }
 
-/// How to open a [`Link`], at start and after a timeout.
+/// How to open the shared [`Link`], at start and after a timeout.
 #[derive(Clone)]
 pub(crate) enum Opener {
     Single(redis::Client, ConnectionManagerConfig),
-    /// A plain multiplexed connection, for blocking commands.
-    Dedicated(redis::Client, redis::AsyncConnectionConfig),
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
 }
@@ -118,31 +127,40 @@ impl Opener {
                 .get_async_connection_with_config(config.clone())
                 .await
                 .map(Link::Cluster),
-            // Never shared, but a shared connection to the same server is well defined.
-            Opener::Dedicated(client, _) => {
-                ConnectionManager::new_with_config(client.clone(), ConnectionManagerConfig::new())
-                    .await
-                    .map(Link::Single)
-            }
         }
     }
+}
 
+/// How to open a [`Dedicated`] connection, with its own (longer) response timeout.
+#[derive(Clone)]
+pub(crate) enum DedicatedOpener {
+    Single(redis::Client, redis::AsyncConnectionConfig),
+    #[cfg(feature = "cluster")]
+    Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
+}
+
+impl DedicatedOpener {
     /// A connection of its own (a blocking command's).
-    pub(crate) async fn open_dedicated(&self) -> RedisResult<Dedicated> {
+    pub(crate) async fn open(&self) -> RedisResult<Dedicated> {
         match self {
-            Opener::Single(client, _) => client
-                .get_multiplexed_async_connection()
-                .await
-                .map(Dedicated::Single),
-            Opener::Dedicated(client, config) => client
+            DedicatedOpener::Single(client, config) => client
                 .get_multiplexed_async_connection_with_config(config)
                 .await
                 .map(Dedicated::Single),
             #[cfg(feature = "cluster")]
-            Opener::Cluster(client, config) => client
+            DedicatedOpener::Cluster(client, config) => client
                 .get_async_connection_with_config(config.clone())
                 .await
                 .map(Dedicated::Cluster),
+        }
+    }
+
+    /// Whether it opens connections to a cluster.
+    pub(crate) fn is_cluster(&self) -> bool {
+        match self {
+            DedicatedOpener::Single(..) => false,
+            #[cfg(feature = "cluster")]
+            DedicatedOpener::Cluster(..) => true,
         }
     }
 }

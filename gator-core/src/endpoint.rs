@@ -132,24 +132,20 @@ fn open_cluster(url: &str, _tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> 
 
 #[cfg(feature = "cluster")]
 fn open_cluster(url: &str, tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> {
-    let mut infos = Vec::new();
-    let mut certificates = None;
-    for node in url.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        let (client, info) = open(node, tls)?;
-        if certificates.is_none() && !tls.is_empty() {
-            certificates = Some(load_certificates(tls)?);
-        }
-        drop(client);
-        infos.push(info);
-    }
+    let infos = url
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(|node| node_info(node, tls))
+        .collect::<Result<Vec<_>>>()?;
     let first = infos.first().cloned().ok_or_else(|| Error::InvalidUrl {
         url: redact(url),
         reason: "no node URL was given".to_owned(),
     })?;
     let mut builder = redis::cluster::ClusterClientBuilder::new(infos)
         .tcp_settings(crate::connection::tcp_settings());
-    if let Some(certificates) = certificates {
-        builder = builder.certs(certificates);
+    if !tls.is_empty() {
+        builder = builder.certs(load_certificates(tls)?);
     }
     let client = builder.build().map_err(|e| Error::InvalidUrl {
         url: redact(url),
@@ -162,37 +158,44 @@ fn open_cluster(url: &str, tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> {
 /// Refuses TLS files for a URL that would not use them, so that a plain-text connection is
 /// never made by mistake.
 pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(redis::Client, ConnectionInfo)> {
-    let shown = redact(url);
-    let info = url
-        .into_connection_info()
-        .map_err(|e| Error::InvalidUrl {
-            url: shown.clone(),
-            reason: e.to_string(),
-        })?
-        .set_tcp_settings(crate::connection::tcp_settings());
+    let info = node_info(url, tls)?;
     if tls.is_empty() {
-        if is_tls(&info) {
-            install_crypto_provider();
-        }
         let client = redis::Client::open(info.clone())?;
         return Ok((client, info));
     }
-    if !is_tls(&info) {
-        return Err(Error::Tls {
-            reason: format!(
-                "TLS files were given ({}), but {shown} does not use TLS: write rediss:// to connect with TLS",
-                describe(tls)
-            ),
-        });
-    }
     let certificates = load_certificates(tls)?;
-    install_crypto_provider();
     let client =
         redis::Client::build_with_tls(info.clone(), certificates).map_err(|e| Error::Tls {
             reason: format!("the TLS files could not be used: {e}"),
         })?;
     let info = client.get_connection_info().clone();
     Ok((client, info))
+}
+
+/// `url` parsed, with Gator's TCP settings; refuses TLS files for a URL that would not use
+/// them, so that a plain-text connection is never made by mistake, and readies rustls for one
+/// that does.
+fn node_info(url: &str, tls: &TlsFiles) -> Result<ConnectionInfo> {
+    let info = url
+        .into_connection_info()
+        .map_err(|e| Error::InvalidUrl {
+            url: redact(url),
+            reason: e.to_string(),
+        })?
+        .set_tcp_settings(crate::connection::tcp_settings());
+    if !is_tls(&info) && !tls.is_empty() {
+        return Err(Error::Tls {
+            reason: format!(
+                "TLS files were given ({}), but {} does not use TLS: write rediss:// to connect with TLS",
+                describe(tls),
+                redact(url)
+            ),
+        });
+    }
+    if is_tls(&info) {
+        install_crypto_provider();
+    }
+    Ok(info)
 }
 
 /// The certificates `tls` names, read.

@@ -105,7 +105,6 @@ impl Leases {
             &queues,
             &self.process,
             self.ttl,
-            self.client.is_cluster(),
         )
         .await;
         let (states, now) = match renewed {

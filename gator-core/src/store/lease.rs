@@ -50,29 +50,17 @@ pub async fn renew(
 
 /// Renews `process`'s leases on every queue of `queues` in one round trip (a pipeline of
 /// `lease.lua` calls); returns, per queue in order, what its lease was before, and Redis's clock.
-/// A renewal must not wait on another: after an outage every lease is due at once. On a
-/// cluster (`cluster`), where a pipeline cannot span slots, each queue's renewal is a call of
-/// its own.
+/// A renewal must not wait on another: after an outage every lease is due at once. (On a
+/// cluster the shared connection sends the calls one by one.)
 pub async fn renew_many(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queues: &[String],
     process: &str,
     ttl: Duration,
-    cluster: bool,
 ) -> Result<(Vec<LeaseState>, u64)> {
     if queues.is_empty() {
         return Ok((Vec::new(), 0));
-    }
-    if cluster {
-        let mut states = Vec::with_capacity(queues.len());
-        let mut now = 0;
-        for queue in queues {
-            let (state, at) = renew(conn, keys, queue, process, ttl).await?;
-            states.push(state);
-            now = now.max(at);
-        }
-        return Ok((states, now));
     }
     let mut pipe = redis::pipe();
     for queue in queues {

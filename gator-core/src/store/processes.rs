@@ -58,16 +58,14 @@ pub async fn all(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<Stri
         .await?)
 }
 
-/// Forgets process `id` (a clean exit that put back everything it held). Two commands: the
-/// two keys are global and may live on different nodes of a cluster.
+/// Forgets process `id` (a clean exit that put back everything it held).
 pub async fn remove(conn: &mut impl ConnectionLike, keys: &Keys, id: &str) -> Result<()> {
-    redis::cmd("ZREM")
-        .arg(keys.processes())
-        .arg(id)
-        .query_async::<()>(conn)
-        .await?;
-    redis::cmd("DEL")
+    redis::pipe()
+        .cmd("DEL")
         .arg(keys.process(id))
+        .ignore()
+        .zrem(keys.processes(), id)
+        .ignore()
         .query_async::<()>(conn)
         .await?;
     Ok(())

@@ -8,9 +8,8 @@ use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 
 /// Pushes `payloads` to the tails of their queues' lists in one round trip; with `register`,
-/// first records each queue in the known-queues set, in the same pipeline. On a cluster
-/// (`cluster`), where one pipeline cannot span slots, the SADD goes first on its own, then one
-/// RPUSH per queue.
+/// first records each queue in the known-queues set, in the same pipeline. (On a cluster the
+/// shared connection sends a pipeline's commands one by one, in this order.)
 ///
 /// The set is a global key, so it is never written inside a per-queue script (Redis Cluster),
 /// and SADD comes first: a failure between the two can leave an empty queue listed, never a
@@ -21,7 +20,6 @@ pub async fn enqueue(
     keys: &Keys,
     payloads: &[Payload],
     register: bool,
-    cluster: bool,
 ) -> Result<()> {
     let mut by_queue: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for p in payloads {
@@ -29,24 +27,6 @@ pub async fn enqueue(
             .entry(p.queue.as_str())
             .or_default()
             .push(p.to_json());
-    }
-    if cluster {
-        if register {
-            let queues: Vec<&str> = by_queue.keys().copied().collect();
-            redis::cmd("SADD")
-                .arg(keys.queues())
-                .arg(queues)
-                .query_async::<()>(conn)
-                .await?;
-        }
-        for (queue, jobs) in &by_queue {
-            redis::cmd("RPUSH")
-                .arg(keys.queue(queue))
-                .arg(jobs)
-                .query_async::<()>(conn)
-                .await?;
-        }
-        return Ok(());
     }
     let mut pipe = redis::pipe();
     for (queue, jobs) in &by_queue {
