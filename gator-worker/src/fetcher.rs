@@ -15,7 +15,11 @@
 //!    the queue its last ack drew) until one has a job; having got one, wakes two more idle
 //!    processors, as the queue may hold more;
 //! 2. every queue empty: blocks (BLMOVE) on the least-watched queue, if fewer processors block
-//!    than there are queues, so with enough idle processors every queue is watched;
+//!    than there are queues, so with enough idle processors every queue is watched. A block
+//!    that times out blocks again on the same queue at once, without step 1, for as long as
+//!    every queue is watched: then no queue got a job meanwhile, and an idle worker costs each
+//!    node one BLMOVE per watcher per timeout, not a script per queue. (With fewer idle
+//!    processors than queues, some queue is unwatched: each timeout is followed by step 1.)
 //! 3. otherwise waits until it is woken: a processor got a job (there may be more), or a slot
 //!    came free.
 
@@ -168,7 +172,7 @@ impl Fetcher {
             };
             let queues = self.order.next_order();
             if self.blockers.fetch_add(1, Ordering::SeqCst) < queues.len() {
-                let blocked = self.block(slot, &queues).await;
+                let blocked = self.block(slot, &queues, stop).await;
                 self.blockers.fetch_sub(1, Ordering::SeqCst);
                 if let Some(job) = blocked? {
                     // The queue may hold more, and it is unwatched until someone blocks again.
@@ -188,7 +192,7 @@ impl Fetcher {
         }
     }
 
-    /// Step 2: `fetch.lua` for this processor's own slot, on each queue in this fetch's order
+    /// Step 1: `fetch.lua` for this processor's own slot, on each queue in this fetch's order
     /// (starting with the queue its last ack drew, `first`) until one has a job.
     ///
     /// One job per fetch, for its own processor only: taking jobs for other idle processors
@@ -339,16 +343,28 @@ impl Fetcher {
         }
     }
 
-    /// Step 3: BLMOVE on the least-watched queue for up to [`FETCH_TIMEOUT`], holding `slot`.
+    /// Step 2: BLMOVE on the least-watched queue, holding `slot`, again after each
+    /// [`FETCH_TIMEOUT`] while every queue served is watched (a processor stays counted as a
+    /// watcher across its blocks, so a timeout never looks like an unwatched queue).
     async fn block(
         &self,
         slot: OwnedSemaphorePermit,
         queues: &[String],
+        stop: &CancellationToken,
     ) -> gator_core::Result<Option<Job>> {
         let Some(queue) = self.watchers.watch(queues) else {
             return Ok(None);
         };
-        let blocked = self.block_on(&queue).await;
+        let blocked = loop {
+            match self.block_on(&queue).await {
+                // Compared with the queues served now: a queue that became known since is
+                // unwatched, and the caller's pass finds and watches it.
+                Ok(None)
+                    if !stop.is_cancelled()
+                        && self.blockers.load(Ordering::SeqCst) >= self.order.len() => {}
+                done => break done,
+            }
+        };
         self.watchers.unwatch(&queue);
         Ok(blocked?.map(|fetched| Job {
             fetched,

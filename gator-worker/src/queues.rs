@@ -129,6 +129,20 @@ impl QueueOrder {
         }
     }
 
+    /// How many queues are served.
+    pub fn len(&self) -> usize {
+        match &self.selection {
+            QueueSelection::Strict(q) => q.len(),
+            QueueSelection::Weighted(q) => q.len(),
+            QueueSelection::AllKnown => self.known.read().unwrap_or_else(|e| e.into_inner()).len(),
+        }
+    }
+
+    /// Whether no queue is served (yet: see [`QueueOrder::refresh`]).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// The queue a fresh [`QueueOrder::next_order`] would try first, drawn with the same odds
     /// without building the whole order: a queue comes first with probability weight / total
     /// weight (always the first, in strict order; uniformly, among every known queue). With

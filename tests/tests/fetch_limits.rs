@@ -156,6 +156,73 @@ async fn with_as_many_idle_processors_as_queues_a_job_on_any_queue_starts_at_onc
     assert!(late.is_empty(), "jobs waited for a watcher: {late:?}");
 }
 
+/// Calls of `command` counted by the server since its last `CONFIG RESETSTAT` (including those
+/// made inside scripts).
+fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&format!("cmdstat_{command}:calls=")))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().expect("a call count"))
+}
+
+static IDLE_RUNS: AtomicUsize = AtomicUsize::new(0);
+
+#[job(queue = "idle0")]
+async fn idle_run() {
+    IDLE_RUNS.fetch_add(1, Ordering::SeqCst);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_worker_blocks_and_does_not_poll_its_queues() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    // Every known queue: a queue that appears while the worker idles must be watched too.
+    let queues: Vec<String> = (0..6).map(|i| format!("idle{i}")).collect();
+    for queue in &queues {
+        IdleRun::call()
+            .queue(queue.clone())
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+    }
+    let worker = TestWorker::start(&redis.url(), None, 10);
+    wait_until("the first jobs to run", Duration::from_secs(10), || async {
+        IDLE_RUNS.load(Ordering::SeqCst) >= queues.len()
+    })
+    .await;
+    // Idle past several blocking timeouts (1 s each), counting only from here.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    // `fetch.lua` pops with LPOP; a processor that timed out on an empty queue must block
+    // again, not pass over every queue with the script.
+    assert_eq!(
+        calls(&redis, "lpop"),
+        0,
+        "an idle worker ran fetch.lua (a poll) instead of blocking"
+    );
+    assert!(
+        calls(&redis, "blmove") >= 6,
+        "its processors were not blocking"
+    );
+    // A queue first dispatched to now, and a known one: both start promptly.
+    let before = IDLE_RUNS.load(Ordering::SeqCst);
+    for queue in ["idle-new", "idle3"] {
+        IdleRun::call()
+            .queue(queue)
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+    }
+    wait_until("both jobs to run", Duration::from_secs(10), || async {
+        IDLE_RUNS.load(Ordering::SeqCst) >= before + 2
+    })
+    .await;
+    worker.stop().await;
+}
+
 static SYNC_RUNNING: AtomicUsize = AtomicUsize::new(0);
 static SYNC_MOST: AtomicUsize = AtomicUsize::new(0);
 static SYNC_DONE: AtomicUsize = AtomicUsize::new(0);

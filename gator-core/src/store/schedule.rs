@@ -63,30 +63,28 @@ pub struct Promoted {
 }
 
 /// Moves every job of `queue` due by Redis's clock from the scheduled and retry sets to the
-/// queue, and says how long until the next one is due. Each batch is one atomic script call
-/// (`promote_due.lua`).
+/// queue, and says how long until the next one is due. Each batch (of both sets) is one atomic
+/// script call (`promote_due.lua`).
 pub async fn promote_due(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
 ) -> Result<Promoted> {
     let mut promoted = Promoted::default();
-    for set in [keys.scheduled(queue), keys.retry(queue)] {
-        loop {
-            let (moved, next_due, now): (usize, i64, u64) = scripts::PROMOTE_DUE
-                .key(&set)
-                .key(keys.queue(queue))
-                .arg(PROMOTE_BATCH)
-                .invoke_async(conn)
-                .await?;
-            promoted.moved += moved;
-            if moved < PROMOTE_BATCH {
-                if let Ok(due) = u64::try_from(next_due) {
-                    let wait = Duration::from_millis(due.saturating_sub(now));
-                    promoted.next_due_in = Some(promoted.next_due_in.map_or(wait, |w| w.min(wait)));
-                }
-                break;
-            }
+    loop {
+        let (moved, next_due, now, more): (usize, i64, u64, u8) = scripts::PROMOTE_DUE
+            .key(keys.queue(queue))
+            .key(keys.scheduled(queue))
+            .key(keys.retry(queue))
+            .arg(PROMOTE_BATCH)
+            .invoke_async(conn)
+            .await?;
+        promoted.moved += moved;
+        if more == 0 {
+            promoted.next_due_in = u64::try_from(next_due)
+                .ok()
+                .map(|due| Duration::from_millis(due.saturating_sub(now)));
+            break;
         }
     }
     Ok(promoted)

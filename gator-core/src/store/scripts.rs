@@ -28,7 +28,7 @@ macro_rules! scripts {
 scripts! {
     /// `lua/schedule.lua`: enqueue a job (and a chain's waiting steps) now or later, on Redis time.
     SCHEDULE => "schedule.lua";
-    /// `lua/promote_due.lua`: move due jobs from a scheduled or retry set to the queue.
+    /// `lua/promote_due.lua`: move due jobs from the scheduled and retry sets to the queue.
     PROMOTE_DUE => "promote_due.lua";
     /// `lua/lease.lua`: take or renew a process's lease on a queue.
     LEASE => "lease.lua";

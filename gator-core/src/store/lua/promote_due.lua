@@ -1,25 +1,33 @@
 #!lua flags=allow-oom
--- promote_due.lua: move the jobs of one queue that are due by Redis time from a sorted set
--- (scheduled or retry) to the tail of the queue's list, in one atomic step: when many workers
--- poll at once, a job is either still in the set or on the list, never both and never neither.
+-- promote_due.lua: move the jobs of one queue that are due by Redis time from its scheduled
+-- and retry sets to the tail of the queue's list, in one atomic step: when many workers poll
+-- at once, a job is either still in a set or on the list, never both and never neither.
 -- Redis's clock decides what is due, so a worker whose own clock runs ahead promotes nothing
--- early.
+-- early. Both sets in one call: an idle worker's poll costs each queue one script, not two.
 -- allow-oom: it only moves jobs.
 --
--- KEYS[1]  ZSET  gator:{<queue>}:scheduled or gator:{<queue>}:retry (score = due time, ms)
--- KEYS[2]  LIST  gator:{<queue>}:queue
--- ARGV[1]  the most jobs to move in this call (keeps each call short; unpack() has a limit)
--- Returns  { number of jobs moved, due time (ms) of the earliest job left or -1 if none,
---            now (Redis time, ms) }
-local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
+-- KEYS[1]  LIST  gator:{<queue>}:queue
+-- KEYS[2]  ZSET  gator:{<queue>}:scheduled (score = due time, ms)
+-- KEYS[3]  ZSET  gator:{<queue>}:retry (score = due time, ms)
+-- ARGV[1]  the most jobs to move from each set in this call (keeps each call short; unpack()
+--          has a limit)
+-- Returns  { number of jobs moved, due time (ms) of the earliest job left in either set or -1
+--            if none, now (Redis time, ms), 1 if a set had more due than ARGV[1] else 0 }
+local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
 local now = now_ms()
-local due = redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, ARGV[1])
-if #due > 0 then
-  redis.call('ZREM', KEYS[1], unpack(due))
-  redis.call('RPUSH', KEYS[2], unpack(due))
+local moved, next_due, more = 0, -1, 0
+for i = 2, 3 do
+  local due = redis.call('ZRANGE', KEYS[i], '-inf', now, 'BYSCORE', 'LIMIT', 0, ARGV[1])
+  if #due > 0 then
+    redis.call('ZREM', KEYS[i], unpack(due))
+    redis.call('RPUSH', KEYS[1], unpack(due))
+    moved = moved + #due
+    if #due >= tonumber(ARGV[1]) then more = 1 end
+  end
+  local first = redis.call('ZRANGE', KEYS[i], 0, 0, 'WITHSCORES')
+  if #first > 0 then
+    local score = tonumber(first[2])
+    if next_due < 0 or score < next_due then next_due = score end
+  end
 end
-local next_due = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-if #next_due == 0 then
-  return { #due, -1, now }
-end
-return { #due, tonumber(next_due[2]), now }
+return { moved, next_due, now, more }
