@@ -39,6 +39,35 @@ async fn noop(arg: i64) {
     }
 }
 
+/// The queues the benchmark uses: `bench`, or with `GATOR_BENCH_QUEUES=N` (N > 1) the N queues
+/// `bench0 … bench{N-1}`, which a cluster spreads over its masters by their names' hashes.
+/// Jobs go to them in turn; the worker serves all of them with equal weights.
+fn queues() -> &'static [String] {
+    static QUEUES: OnceLock<Vec<String>> = OnceLock::new();
+    QUEUES.get_or_init(|| {
+        let count = std::env::var("GATOR_BENCH_QUEUES")
+            .ok()
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(1);
+        if count <= 1 {
+            vec![QUEUE.to_owned()]
+        } else {
+            (0..count).map(|i| format!("{QUEUE}{i}")).collect()
+        }
+    })
+}
+
+/// Job `i` of a run, on its queue.
+fn job(i: usize, arg: i64) -> gator_core::PendingJob<Noop> {
+    let queues = queues();
+    let call = Noop::call(arg);
+    if queues.len() == 1 {
+        call
+    } else {
+        call.queue(queues[i % queues.len()].clone())
+    }
+}
+
 fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| gator_core::client::DEFAULT_REDIS_URL.to_owned())
 }
@@ -60,7 +89,7 @@ pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "single-floor" => {
             let client = client().await?;
             let dispatch = |i| async move {
-                Noop::call(i).dispatch_with(client).await?;
+                job(i as usize, i).dispatch_with(client).await?;
                 Ok(())
             };
             crate::floor::single_floor(client, QUEUE, n, dispatch).await
@@ -105,7 +134,7 @@ async fn single(n: usize) -> anyhow::Result<()> {
     let client = client().await?;
     let bar = progress(n, "single");
     for i in 0..n {
-        Noop::call(i as i64).dispatch_with(client).await?;
+        job(i, i as i64).dispatch_with(client).await?;
         if i % BATCH == 0 {
             bar.set_position(i as u64);
         }
@@ -120,9 +149,22 @@ async fn bulk(n: usize) -> anyhow::Result<()> {
     let mut start = 0;
     while start < n {
         let end = (start + BATCH).min(n);
-        client
-            .dispatch_many((start..end).map(|i| Noop::call(i as i64)))
-            .await?;
+        if queues().len() == 1 {
+            client
+                .dispatch_many((start..end).map(|i| Noop::call(i as i64)))
+                .await?;
+        } else {
+            // One call per queue: a batch goes to one queue's list.
+            for queue in 0..queues().len() {
+                let batch: Vec<_> = (start..end)
+                    .filter(|i| i % queues().len() == queue)
+                    .map(|i| job(i, i as i64))
+                    .collect();
+                if !batch.is_empty() {
+                    client.dispatch_many(batch).await?;
+                }
+            }
+        }
         bar.set_position(end as u64);
         start = end;
     }
@@ -139,7 +181,9 @@ async fn concurrent(n: usize) -> anyhow::Result<()> {
             let share = n / CONCURRENCY + usize::from(t < n % CONCURRENCY);
             tokio::spawn(async move {
                 for i in 0..share {
-                    Noop::call(i as i64).dispatch_with(&client).await?;
+                    job(i * CONCURRENCY + t, i as i64)
+                        .dispatch_with(&client)
+                        .await?;
                 }
                 anyhow::Ok(())
             })
@@ -153,8 +197,8 @@ async fn concurrent(n: usize) -> anyhow::Result<()> {
 
 async fn latency_enqueue(n: usize) -> anyhow::Result<()> {
     let client = client().await?;
-    for _ in 0..n {
-        Noop::call(now_us()).dispatch_with(client).await?;
+    for i in 0..n {
+        job(i, now_us()).dispatch_with(client).await?;
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     Ok(())
@@ -176,7 +220,10 @@ impl RunningWorker {
 
 fn start_worker() -> RunningWorker {
     let mut config = WorkerConfig::new(redis_url());
-    config.queues = QueueSelection::Strict(vec![QUEUE.to_owned()]);
+    config.queues = match queues() {
+        [one] => QueueSelection::Strict(vec![one.clone()]),
+        many => QueueSelection::Weighted(many.iter().map(|q| (q.clone(), 1)).collect()),
+    };
     config.concurrency = CONCURRENCY;
     let stop = CancellationToken::new();
     let worker = gator_worker::WorkerBuilder::from_config(config)
@@ -284,10 +331,7 @@ async fn backlog(n: usize) -> anyhow::Result<()> {
         let size: usize = size
             .parse()
             .with_context(|| format!("backlog size {size:?}"))?;
-        redis::cmd("DEL")
-            .arg(client.keys().queue(QUEUE))
-            .query_async::<()>(&mut client.connection())
-            .await?;
+        clear_queues(client).await?;
         bulk(size).await?;
         let count = n.min(size);
         reset_counters(count);
@@ -305,9 +349,16 @@ async fn backlog(n: usize) -> anyhow::Result<()> {
         // Its in-flight jobs go back to the queue before the next backlog clears it.
         worker.stop().await?;
     }
-    redis::cmd("DEL")
-        .arg(client.keys().queue(QUEUE))
-        .query_async::<()>(&mut client.connection())
-        .await?;
+    clear_queues(client).await
+}
+
+/// Empties the benchmark's queues (one `DEL` each: on a cluster they live on different nodes).
+async fn clear_queues(client: &Client) -> anyhow::Result<()> {
+    for queue in queues() {
+        redis::cmd("DEL")
+            .arg(client.keys().queue(queue))
+            .query_async::<()>(&mut client.connection())
+            .await?;
+    }
     Ok(())
 }
