@@ -41,7 +41,7 @@
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::store::keys::validate_queue;
+use crate::store::keys::validate_stored_queue;
 use crate::store::sets::{self, SetEntry, SetKind};
 
 /// How many entries [`Client::run_all_now`] reads per page: large enough to need few
@@ -188,12 +188,23 @@ impl Client {
         Ok(cleared)
     }
 
-    /// `Some(queue)`, validated, or every known queue.
+    /// `Some(queue)`, validated, with its shards if it is sharded (`default` covers
+    /// `default#0`, `default#1`, … as the known-queues set lists them; `default#1` is that
+    /// shard alone), or every known queue.
     async fn target_queues(&self, queue: Option<&str>) -> Result<Vec<String>> {
         match queue {
             Some(queue) => {
-                validate_queue(queue)?;
-                Ok(vec![queue.to_owned()])
+                validate_stored_queue(queue)?;
+                let mut queues = vec![queue.to_owned()];
+                if crate::shards::logical_queue(queue) == queue {
+                    queues.extend(
+                        self.known_queues()
+                            .await?
+                            .into_iter()
+                            .filter(|q| q != queue && crate::shards::logical_queue(q) == queue),
+                    );
+                }
+                Ok(queues)
             }
             None => self.known_queues().await,
         }

@@ -19,7 +19,7 @@
 
 use crate::client::{Client, default_client};
 use crate::error::{Error, Result};
-use crate::job::{Job, PendingJob, encode};
+use crate::job::{Encoded, Job, PendingJob, encode};
 use crate::payload::{ChainLink, Payload, new_jid};
 use std::time::{Duration, SystemTime};
 
@@ -27,7 +27,7 @@ use std::time::{Duration, SystemTime};
 #[derive(Debug, Default)]
 #[must_use = "a Chain does nothing until it is dispatched"]
 pub struct Chain {
-    steps: Vec<Payload>,
+    steps: Vec<Encoded>,
     /// The first step that could not be encoded; reported by dispatch.
     error: Option<Error>,
 }
@@ -83,33 +83,41 @@ impl Chain {
         client.dispatch_chain(self, None).await
     }
 
-    /// The steps with their links filled in, and the chain id.
-    pub(crate) fn into_linked_steps(self) -> Result<(String, Vec<Payload>)> {
+    /// The steps, not yet placed on shards or linked (see [`link`]).
+    pub(crate) fn into_steps(self) -> Result<Vec<Encoded>> {
         if let Some(e) = self.error {
             return Err(e);
         }
         if self.steps.is_empty() {
             return Err(Error::EmptyChain);
         }
-        let id = new_jid();
-        let list_queue = self.steps[0].queue.clone();
-        let mut steps = self.steps;
-        let nexts: Vec<(Option<String>, Option<String>)> = (0..steps.len())
-            .map(|i| {
-                steps
-                    .get(i + 1)
-                    .map(|n| (Some(n.jid.clone()), Some(n.queue.clone())))
-                    .unwrap_or((None, None))
-            })
-            .collect();
-        for (step, (next_jid, next_queue)) in steps.iter_mut().zip(nexts) {
-            step.chain = Some(ChainLink {
-                id: id.clone(),
-                list_queue: list_queue.clone(),
-                next_jid,
-                next_queue,
-            });
-        }
-        Ok((id, steps))
+        Ok(self.steps)
     }
+}
+
+/// `steps` (placed on their queues' shards, so that each link names the list its next step
+/// goes to) with their links filled in, and the chain id.
+pub(crate) fn link(mut steps: Vec<Payload>) -> Result<(String, Vec<Payload>)> {
+    if steps.is_empty() {
+        return Err(Error::EmptyChain);
+    }
+    let id = new_jid();
+    let list_queue = steps[0].queue.clone();
+    let nexts: Vec<(Option<String>, Option<String>)> = (0..steps.len())
+        .map(|i| {
+            steps
+                .get(i + 1)
+                .map(|n| (Some(n.jid.clone()), Some(n.queue.clone())))
+                .unwrap_or((None, None))
+        })
+        .collect();
+    for (step, (next_jid, next_queue)) in steps.iter_mut().zip(nexts) {
+        step.chain = Some(ChainLink {
+            id: id.clone(),
+            list_queue: list_queue.clone(),
+            next_jid,
+            next_queue,
+        });
+    }
+    Ok((id, steps))
 }

@@ -7,8 +7,9 @@ use crate::chain::Chain;
 use crate::connection::{Connection, Dedicated, DedicatedOpener, Opener, Shared};
 use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
-use crate::job::{DueTime, Job, PendingJob, encode};
+use crate::job::{DueTime, Encoded, Job, PendingJob, encode};
 use crate::payload::Payload;
+use crate::shards::ShardCounts;
 use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
 use redis::aio::ConnectionManagerConfig;
@@ -55,6 +56,8 @@ struct Inner {
     blocking: DedicatedOpener,
     /// When this client last recorded each queue in the known-queues set.
     registered: Mutex<HashMap<String, Instant>>,
+    /// The shard counts of the queues it dispatches to, as last read.
+    shards: ShardCounts,
 }
 
 /// How often a client re-records a queue it dispatches to in the known-queues set: once per
@@ -184,6 +187,7 @@ impl ClientBuilder {
                 shared,
                 blocking,
                 registered: Mutex::new(HashMap::new()),
+                shards: ShardCounts::default(),
             }),
         })
     }
@@ -267,9 +271,36 @@ impl Client {
 
     /// Enqueues `job` now; returns its jid.
     pub async fn dispatch<J: Job>(&self, job: PendingJob<J>) -> Result<String> {
-        let payload = encode(job)?;
+        let payload = self.placed(encode(job)?).await?;
         self.enqueue(std::slice::from_ref(&payload)).await?;
         Ok(payload.jid)
+    }
+
+    /// `job`'s payload, on the shard of its queue it belongs to (see [`crate::shards`]).
+    async fn placed(&self, job: Encoded) -> Result<Payload> {
+        let mut placed = self.place(vec![job]).await?;
+        Ok(placed.pop().expect("one payload per job"))
+    }
+
+    /// [`Client::placed`] for many jobs.
+    async fn place(&self, jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+        self.inner
+            .shards
+            .place(&mut self.connection(), self.keys(), jobs)
+            .await
+    }
+
+    /// Splits `queue` into `count` shards (1: one list again), kept in Redis for every
+    /// producer and worker (see [`crate::shards`] for what happens to queued jobs).
+    pub async fn set_shards(&self, queue: &str, count: u32) -> Result<()> {
+        store::keys::validate_queue(queue)?;
+        crate::shards::validate_count(count)?;
+        store::shards::set(&mut self.connection(), self.keys(), queue, count).await
+    }
+
+    /// Every sharded queue and its number of shards.
+    pub async fn shard_counts(&self) -> Result<HashMap<String, u32>> {
+        store::shards::all(&mut self.connection(), self.keys()).await
     }
 
     /// Enqueues many jobs of one type in one round trip; returns their jids in order.
@@ -277,10 +308,11 @@ impl Client {
         &self,
         jobs: impl IntoIterator<Item = PendingJob<J>>,
     ) -> Result<Vec<String>> {
-        let payloads = jobs.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
-        if payloads.is_empty() {
+        let jobs = jobs.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
+        if jobs.is_empty() {
             return Ok(Vec::new());
         }
+        let payloads = self.place(jobs).await?;
         self.enqueue(&payloads).await?;
         Ok(payloads.into_iter().map(|p| p.jid).collect())
     }
@@ -294,14 +326,16 @@ impl Client {
         time: impl Into<DueTime>,
     ) -> Result<String> {
         let due = time.into().to_ms()?;
-        self.schedule(encode(job)?, When::At(due), due).await
+        let payload = self.placed(encode(job)?).await?;
+        self.schedule(payload, When::At(due), due).await
     }
 
     /// Schedules `job` to run after `delay`, counted on Redis's clock (so a producer whose own
     /// clock is off still gets the delay it asked for); returns its jid.
     pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
         let estimate = crate::payload::to_ms(time_after(delay)?);
-        self.schedule(encode(job)?, When::In(delay), estimate).await
+        let payload = self.placed(encode(job)?).await?;
+        self.schedule(payload, When::In(delay), estimate).await
     }
 
     /// Stores `payload` to run `when` (`enqueued_at_ms` is what its payload records as the
@@ -339,7 +373,8 @@ impl Client {
     }
 
     async fn store_chain(&self, chain: Chain, when: When) -> Result<String> {
-        let (id, mut steps) = chain.into_linked_steps()?;
+        let steps = self.place(chain.into_steps()?).await?;
+        let (id, mut steps) = crate::chain::link(steps)?;
         match when {
             When::At(due) => steps[0].enqueued_at = due.max(steps[0].enqueued_at),
             When::In(delay) => steps[0].enqueued_at += crate::store::lease::millis(delay),

@@ -42,6 +42,14 @@ pub enum Error {
         /// The name as given.
         name: String,
     },
+    /// A shard count outside 1..=max.
+    #[error("invalid shard count {count}: a queue has 1 (not sharded) to {max} shards")]
+    InvalidShardCount {
+        /// The count asked for.
+        count: u32,
+        /// The most allowed.
+        max: u32,
+    },
     /// A namespace that would break the key layout.
     #[error(
         "invalid namespace {name:?}: use 1 to 64 characters from A-Z a-z 0-9 _ - . : (no braces or spaces)"

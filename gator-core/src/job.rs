@@ -134,6 +134,7 @@ impl<E: fmt::Display + 'static> IntoJobResult for std::result::Result<(), E> {
 pub struct PendingJob<J: Job> {
     pub(crate) args: J::Args,
     pub(crate) queue: Cow<'static, str>,
+    pub(crate) shard_key: Option<String>,
 }
 
 impl<J: Job> fmt::Debug for PendingJob<J> {
@@ -141,6 +142,7 @@ impl<J: Job> fmt::Debug for PendingJob<J> {
         f.debug_struct("PendingJob")
             .field("job", &J::NAME)
             .field("queue", &self.queue)
+            .field("shard_key", &self.shard_key)
             .finish()
     }
 }
@@ -151,12 +153,22 @@ impl<J: Job> PendingJob<J> {
         PendingJob {
             args,
             queue: Cow::Borrowed(J::QUEUE),
+            shard_key: None,
         }
     }
 
     /// Sends this one job to `queue` instead of the job's default queue.
     pub fn queue(mut self, queue: impl Into<String>) -> PendingJob<J> {
         self.queue = Cow::Owned(queue.into());
+        self
+    }
+
+    /// Places this job by `key` if its queue is sharded (see [`crate::shards`]): every job
+    /// with the same key goes to the same shard, so they run in the order they were sent, as
+    /// on an unsharded queue. Without a key, a client deals jobs over the shards in turn. On a
+    /// queue that is not sharded, the key changes nothing.
+    pub fn shard_key(mut self, key: impl Into<String>) -> PendingJob<J> {
+        self.shard_key = Some(key.into());
         self
     }
 
@@ -239,11 +251,22 @@ impl DueTime {
     }
 }
 
-/// A job's payload, ready to send.
-pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Payload> {
+/// A job's payload, ready to be placed on a shard of its queue (if the queue is sharded) and
+/// sent.
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    pub(crate) payload: Payload,
+    pub(crate) shard_key: Option<String>,
+}
+
+/// A job's payload and shard key.
+pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
     crate::store::keys::validate_queue(&job.queue)?;
     let args = serde_json::to_value(&job.args)?;
-    Ok(Payload::new(J::NAME, &job.queue, args))
+    Ok(Encoded {
+        payload: Payload::new(J::NAME, &job.queue, args),
+        shard_key: job.shard_key,
+    })
 }
 
 /// Enqueues many jobs of one type in one round trip through the default client.

@@ -36,6 +36,7 @@ pub mod job;
 pub mod payload;
 pub mod registry;
 pub mod retry;
+pub mod shards;
 pub mod store;
 
 pub use chain::Chain;

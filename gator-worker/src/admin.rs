@@ -1,5 +1,6 @@
 //! The admin subcommands, `gator-worker dead|retry|scheduled list|run|delete ...`: inspect and
-//! repair a queue's sets through [`gator_core::admin`] instead of running the worker. Results
+//! repair a queue's sets through [`gator_core::admin`] instead of running the worker (and
+//! `gator-worker shards`, in `shards_admin`). Results
 //! go to stdout, errors to stderr with exit code 1.
 
 use clap::{ArgGroup, Args, Subcommand};
@@ -47,6 +48,16 @@ pub enum AdminCommand {
         #[command(subcommand)]
         action: SetAction,
     },
+    /// Show or set how many shards a queue is split into.
+    #[command(
+        long_about = "Show or set how many shards a queue is split into: `shards` lists the \
+        sharded queues, `shards default` shows one, `shards default 8` splits `default` into \
+        `default#0` … `default#7`, each its own hash tag (so a cluster spreads them over its \
+        masters). The count is kept in Redis; producers pick it up within 5 s, workers on their \
+        next poll. Jobs already queued stay on their lists and are still drained; while old and \
+        new lists are drained side by side, jobs of one shard key may run out of order."
+    )]
+    Shards(crate::shards_admin::ShardsArgs),
 }
 
 /// What `gator-worker dead` does.
@@ -192,6 +203,7 @@ impl AdminCommand {
             AdminCommand::Dead { action } => (SetKind::Dead, action.into()),
             AdminCommand::Retry { action } => (SetKind::Retry, action),
             AdminCommand::Scheduled { action } => (SetKind::Scheduled, action),
+            AdminCommand::Shards(args) => return crate::shards_admin::run(client, args, out).await,
         };
         match action {
             SetAction::List(args) => list(client, kind, args, out).await,

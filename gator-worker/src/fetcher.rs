@@ -275,7 +275,9 @@ impl Fetcher {
         let Job { fetched, slot } = job;
         // One draw decides this fetch's first queue, here or in the next `next_from`.
         let drawn = self.order.draw_first();
-        let take = !stop.is_cancelled() && drawn.as_deref() == Some(fetched.queue.as_str());
+        // The draw names a queue; the next job comes from the same list (shard) as this one.
+        let take = !stop.is_cancelled()
+            && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue));
         let (mut spare, mut spare_shared) = (None, None);
         let slots = match (take, Arc::try_unwrap(slot.0)) {
             // Only its own slot: another processor's free slot would make its next job follow

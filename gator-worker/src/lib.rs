@@ -120,6 +120,7 @@ pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
+pub mod shards_admin;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use config::{Cli, QueueSelection, WorkerConfig};

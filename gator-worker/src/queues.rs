@@ -4,6 +4,7 @@
 //! fetcher, the poller and recovery all take their queues from one [`QueueOrder`].
 
 use gator_core::Client;
+use gator_core::shards::{logical_queue, shard_queue};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::collections::HashMap;
@@ -93,49 +94,120 @@ impl fmt::Display for QueueSelection {
 }
 
 /// The queues a worker serves and the order to try them in.
+///
+/// It orders *queues*; each fetch order then lists every Redis list a queue is stored as: the
+/// queue itself and, if it is sharded, its shards (`default#0` …, in random order, see
+/// [`gator_core::shards`]). So weights and strict order apply to a sharded queue as a whole.
 #[derive(Debug)]
 pub struct QueueOrder {
     selection: QueueSelection,
-    /// For [`QueueSelection::AllKnown`]: the known-queues set as last read.
-    known: RwLock<Vec<String>>,
+    /// What Redis said at the last [`QueueOrder::refresh`].
+    stored: RwLock<Stored>,
+}
+
+/// The queues and shards as last read from Redis.
+#[derive(Debug, Default)]
+struct Stored {
+    /// For [`QueueSelection::AllKnown`]: the queues of the known-queues set (shards folded
+    /// into their queue).
+    known: Vec<String>,
+    /// Each served queue stored as more than one list: every list to drain (the queue itself,
+    /// its shards by the count in Redis, and shards the known-queues set still lists).
+    lists: HashMap<String, Vec<String>>,
 }
 
 impl QueueOrder {
-    /// The order for `selection`; with `AllKnown` it is empty until [`QueueOrder::refresh`].
+    /// The order for `selection`; with `AllKnown` it is empty until [`QueueOrder::refresh`],
+    /// and every queue is one list until then.
     pub fn new(selection: QueueSelection) -> QueueOrder {
         QueueOrder {
             selection,
-            known: RwLock::new(Vec::new()),
+            stored: RwLock::new(Stored::default()),
         }
     }
 
-    /// Re-reads the known-queues set (only used when no `--queues` was given).
+    /// Re-reads the known-queues set and the shard counts.
     pub async fn refresh(&self, client: &Client) -> gator_core::Result<()> {
-        if self.selection == QueueSelection::AllKnown {
-            let known = client.known_queues().await?;
-            *self.known.write().unwrap_or_else(|e| e.into_inner()) = known;
+        let known_lists = client.known_queues().await?;
+        let counts = client.shard_counts().await?;
+        let mut known: Vec<String> = Vec::new();
+        for list in &known_lists {
+            let queue = logical_queue(list);
+            if !known.iter().any(|k| k == queue) {
+                known.push(queue.to_owned());
+            }
         }
+        let served = match &self.selection {
+            QueueSelection::AllKnown => known.clone(),
+            _ => self.queues(),
+        };
+        let mut lists = HashMap::new();
+        for queue in served {
+            let mut stored = vec![queue.clone()];
+            let count = counts.get(&queue).copied().unwrap_or(1);
+            if count > 1 {
+                stored.extend((0..count).map(|shard| shard_queue(&queue, shard)));
+            }
+            for list in &known_lists {
+                if logical_queue(list) == queue && !stored.contains(list) {
+                    stored.push(list.clone());
+                }
+            }
+            if stored.len() > 1 {
+                lists.insert(queue, stored);
+            }
+        }
+        *self.stored.write().unwrap_or_else(|e| e.into_inner()) = Stored { known, lists };
         Ok(())
     }
 
-    /// Every queue served, in a stable order (the poller promotes due jobs into these).
-    pub fn all(&self) -> Vec<String> {
+    /// The queues served (each possibly stored as several lists), in a stable order.
+    fn queues(&self) -> Vec<String> {
         match &self.selection {
             QueueSelection::Strict(q) => q.clone(),
             QueueSelection::Weighted(q) => q.iter().map(|(name, _)| name.clone()).collect(),
-            QueueSelection::AllKnown => {
-                self.known.read().unwrap_or_else(|e| e.into_inner()).clone()
-            }
+            QueueSelection::AllKnown => self.stored().known.clone(),
         }
     }
 
-    /// How many queues are served.
+    /// The lists of `queues`, in that order; a sharded queue's lists shuffled when `shuffle`.
+    fn lists_of(&self, queues: Vec<String>, shuffle: bool) -> Vec<String> {
+        let stored = self.stored();
+        if stored.lists.is_empty() {
+            return queues; // no queue is sharded: the common case costs no copy
+        }
+        let mut rng = rand::rng();
+        let mut order = Vec::with_capacity(queues.len());
+        for queue in queues {
+            match stored.lists.get(&queue) {
+                Some(lists) => {
+                    let start = order.len();
+                    order.extend(lists.iter().cloned());
+                    if shuffle {
+                        order[start..].shuffle(&mut rng);
+                    }
+                }
+                None => order.push(queue),
+            }
+        }
+        order
+    }
+
+    /// Every list served, in a stable order (the poller promotes due jobs into these, and
+    /// recovery and leases cover them).
+    pub fn all(&self) -> Vec<String> {
+        self.lists_of(self.queues(), false)
+    }
+
+    /// How many lists are served.
     pub fn len(&self) -> usize {
-        match &self.selection {
+        let stored = self.stored();
+        let queues = match &self.selection {
             QueueSelection::Strict(q) => q.len(),
             QueueSelection::Weighted(q) => q.len(),
-            QueueSelection::AllKnown => self.known.read().unwrap_or_else(|e| e.into_inner()).len(),
-        }
+            QueueSelection::AllKnown => stored.known.len(),
+        };
+        queues + stored.lists.values().map(|l| l.len() - 1).sum::<usize>()
     }
 
     /// Whether no queue is served (yet: see [`QueueOrder::refresh`]).
@@ -147,7 +219,7 @@ impl QueueOrder {
     /// without building the whole order: a queue comes first with probability weight / total
     /// weight (always the first, in strict order; uniformly, among every known queue). With
     /// [`QueueOrder::order_starting_with`], the two give an order of the same odds as
-    /// `next_order`.
+    /// `next_order`. It names a queue, not a shard: compare with [`logical_queue`].
     pub fn draw_first(&self) -> Option<String> {
         let mut rng = rand::rng();
         match &self.selection {
@@ -164,14 +236,16 @@ impl QueueOrder {
                 None
             }
             QueueSelection::AllKnown => {
-                let known = self.known.read().unwrap_or_else(|e| e.into_inner());
-                (!known.is_empty()).then(|| known[rng.random_range(0..known.len())].clone())
+                let stored = self.stored();
+                (!stored.known.is_empty())
+                    .then(|| stored.known[rng.random_range(0..stored.known.len())].clone())
             }
         }
     }
 
-    /// The order for one fetch whose first queue was already drawn ([`QueueOrder::draw_first`]):
-    /// `first`, then the others as [`QueueOrder::next_order`] would order them.
+    /// The lists for one fetch whose first queue was already drawn
+    /// ([`QueueOrder::draw_first`]): `first`'s lists, then the others as
+    /// [`QueueOrder::next_order`] would order them.
     pub fn order_starting_with(&self, first: &str) -> Vec<String> {
         let mut rng = rand::rng();
         let mut order = vec![first.to_owned()];
@@ -183,26 +257,32 @@ impl QueueOrder {
                 order.extend(weighted_shuffle(&rest, &mut rng));
             }
             QueueSelection::AllKnown => {
-                let mut rest: Vec<String> = self.all().into_iter().filter(|n| n != first).collect();
+                let mut rest: Vec<String> =
+                    self.queues().into_iter().filter(|n| n != first).collect();
                 rest.shuffle(&mut rng);
                 order.extend(rest);
             }
         }
-        order
+        self.lists_of(order, true)
     }
 
-    /// The order to try the queues in for one fetch.
+    /// The lists to try, in order, for one fetch.
     pub fn next_order(&self) -> Vec<String> {
         let mut rng = rand::rng();
-        match &self.selection {
+        let order = match &self.selection {
             QueueSelection::Strict(q) => q.clone(),
             QueueSelection::Weighted(q) => weighted_shuffle(q, &mut rng),
             QueueSelection::AllKnown => {
-                let mut queues = self.all();
+                let mut queues = self.queues();
                 queues.shuffle(&mut rng);
                 queues
             }
-        }
+        };
+        self.lists_of(order, true)
+    }
+
+    fn stored(&self) -> std::sync::RwLockReadGuard<'_, Stored> {
+        self.stored.read().unwrap_or_else(|e| e.into_inner())
     }
 }
 

@@ -54,7 +54,7 @@ pub struct JobInfo {
     pub jid: String,
     /// The wire name.
     pub job_name: String,
-    /// The queue the job was fetched from.
+    /// The list the job was fetched from (a queue, or a shard of one: `default#3`).
     pub queue: String,
     /// This attempt's number: 1 for the first run.
     pub attempt: u32,
@@ -91,8 +91,15 @@ impl Context {
         &self.inner.job.job_name
     }
 
-    /// The queue the job was fetched from.
+    /// The queue the job was fetched from: the queue's name even when it came from one of
+    /// its shards (see [`Context::shard_queue`]).
     pub fn queue(&self) -> &str {
+        crate::shards::logical_queue(&self.inner.job.queue)
+    }
+
+    /// The list the job was fetched from: `default#3` for shard 3 of a sharded queue
+    /// `default`, otherwise the queue's name.
+    pub fn shard_queue(&self) -> &str {
         &self.inner.job.queue
     }
 

@@ -61,8 +61,8 @@ pub async fn advance(
         next_jid: Some(jid),
         next_queue: Some(next_queue),
     }) = link
-        && super::keys::validate_queue(&list_queue).is_ok()
-        && super::keys::validate_queue(&next_queue).is_ok()
+        && super::keys::validate_stored_queue(&list_queue).is_ok()
+        && super::keys::validate_stored_queue(&next_queue).is_ok()
     {
         let taken: Option<String> = scripts::CHAIN_TAKE
             .key(keys.chain(&list_queue, &id))
@@ -123,7 +123,7 @@ pub async fn forget(
     chains: &[(String, String)],
 ) -> Result<()> {
     for (queue, id) in chains {
-        if super::keys::validate_queue(queue).is_err() {
+        if super::keys::validate_stored_queue(queue).is_err() {
             continue; // not a key Gator would have written: leave it alone
         }
         redis::cmd("DEL")

@@ -65,6 +65,12 @@ impl Keys {
         format!("{}:process:{id}", self.namespace)
     }
 
+    /// HASH queue name → number of shards, for the queues split into shards (global; see
+    /// [`crate::shards`]).
+    pub fn shards(&self) -> String {
+        format!("{}:shards", self.namespace)
+    }
+
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
         self.of_queue(queue, "queue", "")
@@ -156,6 +162,15 @@ pub fn validate_queue(name: &str) -> Result<()> {
             name: name.to_owned(),
         })
     }
+}
+
+/// Checks that `name` is a queue or one shard of a queue (`default#3`, see [`crate::shards`]):
+/// what the known-queues set and the admin commands accept.
+pub fn validate_stored_queue(name: &str) -> Result<()> {
+    let logical = crate::shards::logical_queue(name);
+    validate_queue(logical).map_err(|_| Error::InvalidQueueName {
+        name: name.to_owned(),
+    })
 }
 
 #[cfg(test)]

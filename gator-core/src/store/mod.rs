@@ -11,6 +11,7 @@ pub mod queue;
 pub mod schedule;
 pub mod scripts;
 pub mod sets;
+pub mod shards;
 
 #[cfg(test)]
 mod docs_test;

@@ -75,7 +75,7 @@ pub async fn known(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<St
     let mut queues = Vec::with_capacity(members.len());
     for member in members {
         match String::from_utf8(member) {
-            Ok(name) if super::keys::validate_queue(&name).is_ok() => queues.push(name),
+            Ok(name) if super::keys::validate_stored_queue(&name).is_ok() => queues.push(name),
             Ok(name) => warn_once_about(&name, keys),
             Err(e) => warn_once_about(&String::from_utf8_lossy(e.as_bytes()), keys),
         }
