@@ -244,7 +244,7 @@ fn owns(line: &str, slot: u16) -> bool {
 }
 
 /// `redis-cli -p PORT args...`, its trimmed stdout.
-fn cli(port: u16, args: &[&str]) -> String {
+pub(crate) fn cli(port: u16, args: &[&str]) -> String {
     Command::new("redis-cli")
         .args(["-p", &port.to_string()])
         .args(args)

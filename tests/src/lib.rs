@@ -12,6 +12,12 @@
 //!
 //! The harness panics (never skips) when `redis-server` is missing, so a test
 //! run cannot silently pass without exercising Redis.
+//!
+//! **Both modes.** With `GATOR_TEST_REDIS=cluster` in the environment, [`RedisServer::start`]
+//! starts a 3-master Redis Cluster instead of one server, and the same tests run against it
+//! (`scripts/test-cluster`). A test that stops, pauses or restarts Redis, or talks to it without
+//! Gator's client, uses [`RedisServer::start_single`] (or `start_with`): one server in both
+//! modes. Calling a single-server method on a cluster panics and says so.
 
 mod cluster;
 mod proxy;
@@ -53,9 +59,20 @@ pub struct ServerOptions {
     pub extra_args: Vec<String>,
 }
 
-/// A `redis-server` child process owned by one test; killed on drop.
+/// The environment variable that makes [`RedisServer::start`] start a cluster.
+pub const TEST_REDIS_ENV: &str = "GATOR_TEST_REDIS";
+
+/// Whether this test run targets a Redis Cluster (`GATOR_TEST_REDIS=cluster`).
+pub fn cluster_mode() -> bool {
+    std::env::var(TEST_REDIS_ENV).is_ok_and(|v| v == "cluster")
+}
+
+/// A `redis-server` child process owned by one test, or (in cluster mode) a 3-master cluster;
+/// killed on drop.
 #[derive(Debug)]
 pub struct RedisServer {
+    /// In cluster mode: the cluster, and `child` is none.
+    cluster: Option<RedisCluster>,
     child: Option<Child>,
     pid: u32,
     port: u16,
@@ -76,7 +93,39 @@ impl RedisServer {
     /// # Panics
     /// If `redis-server` is not on PATH or does not answer `PING` in time.
     pub fn start() -> RedisServer {
+        if cluster_mode() {
+            return RedisServer {
+                cluster: Some(RedisCluster::start(3, 0)),
+                child: None,
+                pid: 0,
+                port: 0,
+                opts: ServerOptions::default(),
+                dir: tempfile::Builder::new()
+                    .prefix("gator-redis-")
+                    .tempdir()
+                    .expect("creating a temp dir"),
+            };
+        }
         Self::start_with(ServerOptions::default())
+    }
+
+    /// Starts one server, in either mode: for a test that stops, pauses or restarts Redis, or
+    /// reads it without Gator's client.
+    pub fn start_single() -> RedisServer {
+        Self::start_with(ServerOptions::default())
+    }
+
+    /// Whether this is a cluster ([`cluster_mode`]).
+    pub fn is_cluster(&self) -> bool {
+        self.cluster.is_some()
+    }
+
+    /// Panics with the reason if this is a cluster: `what` needs one server.
+    fn single(&self, what: &str) {
+        assert!(
+            self.cluster.is_none(),
+            "{what} needs a single redis-server: start it with RedisServer::start_single()"
+        );
     }
 
     /// Starts a server with `opts`, retrying on a new port if the chosen one
@@ -94,6 +143,7 @@ impl RedisServer {
             if let Launch::Up(child) = launch(dir.path(), port, &opts) {
                 let pid = child.id();
                 return RedisServer {
+                    cluster: None,
                     child: Some(child),
                     pid,
                     port,
@@ -108,24 +158,30 @@ impl RedisServer {
         );
     }
 
-    /// Connection URL, `redis://127.0.0.1:PORT/`.
+    /// Connection URL, `redis://127.0.0.1:PORT/` (a cluster: its nodes' URLs, comma-separated).
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        match &self.cluster {
+            Some(cluster) => cluster.url(),
+            None => format!("redis://127.0.0.1:{}/", self.port),
+        }
     }
 
     /// The TCP port; stays the same across [`restart`](Self::restart).
     pub fn port(&self) -> u16 {
+        self.single("port()");
         self.port
     }
 
     /// Process id of the current (or most recent) server process.
     pub fn pid(&self) -> u32 {
+        self.single("pid()");
         self.pid
     }
 
     /// Gracefully stops the server: SIGTERM (so Redis flushes the AOF), up to
     /// 5 s for it to exit, then SIGKILL. No-op if already stopped.
     pub fn stop(&mut self) {
+        self.single("stop()");
         let Some(mut child) = self.child.take() else {
             return;
         };
@@ -150,6 +206,7 @@ impl RedisServer {
     /// # Panics
     /// If the port stays busy for 5 s or the server does not come back.
     pub fn restart(&mut self) {
+        self.single("restart()");
         self.stop();
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -171,32 +228,39 @@ impl RedisServer {
     /// Freezes the server with SIGSTOP: connections stay open but nothing is
     /// answered, which simulates a hung Redis.
     pub fn pause(&self) {
+        self.single("pause()");
         signal("-STOP", self.pid);
     }
 
     /// Resumes a server frozen by [`pause`](Self::pause) (SIGCONT).
     pub fn resume(&self) {
+        self.single("resume()");
         signal("-CONT", self.pid);
     }
 
     /// Kills the server with SIGKILL (no AOF flush), simulating a crash.
     pub fn kill(&mut self) {
+        self.single("kill()");
+        self.kill_child();
+    }
+
+    fn kill_child(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill(); // Err only means it already exited.
             let _ = child.wait();
         }
     }
 
-    /// Opens a multiplexed async connection to this server.
+    /// A connection to this server or cluster for raw commands (Gator's own, which sends each
+    /// command to the node of its key on a cluster).
     ///
     /// # Panics
     /// If the connection cannot be made.
-    pub async fn client(&self) -> redis::aio::MultiplexedConnection {
-        redis::Client::open(self.url())
-            .expect("harness URL is always valid")
-            .get_multiplexed_async_connection()
+    pub async fn client(&self) -> gator_core::Connection {
+        gator_core::Client::connect(&self.url())
             .await
             .unwrap_or_else(|e| panic!("connecting to {}: {e}", self.url()))
+            .connection()
     }
 
     /// Every member of the sorted set `key`, lowest score first, parsed as JSON: how tests
@@ -205,6 +269,17 @@ impl RedisServer {
     /// # Panics
     /// If Redis cannot be reached or a member is not JSON.
     pub async fn zset_json(&self, key: &str) -> Vec<serde_json::Value> {
+        if self.is_cluster() {
+            let out = self.cli(&["ZRANGE", key, "0", "-1"]);
+            return out
+                .lines()
+                .filter(|m| !m.is_empty())
+                .map(|m| {
+                    serde_json::from_str(m)
+                        .unwrap_or_else(|e| panic!("a member of {key} is not JSON ({e}): {m}"))
+                })
+                .collect();
+        }
         let members: Vec<String> = redis::cmd("ZRANGE")
             .arg(key)
             .arg(0)
@@ -226,7 +301,35 @@ impl RedisServer {
     ///
     /// # Panics
     /// If `redis-cli` cannot be run.
+    ///
+    /// On a cluster, the command goes to the node of its key (`redis-cli -c`), and `KEYS`,
+    /// `DBSIZE` and `FLUSHALL` go to every master, their outputs joined (sums for `DBSIZE`).
     pub fn cli(&self, args: &[&str]) -> String {
+        if let Some(cluster) = &self.cluster {
+            let every_node = args.first().is_some_and(|c| {
+                ["KEYS", "DBSIZE", "FLUSHALL"].contains(&c.to_uppercase().as_str())
+            });
+            if !every_node {
+                return cluster.cli(args);
+            }
+            let outs: Vec<String> = cluster
+                .masters()
+                .into_iter()
+                .map(|port| cluster::cli(port, args))
+                .filter(|out| !out.is_empty())
+                .collect();
+            if args[0].eq_ignore_ascii_case("DBSIZE") {
+                return outs
+                    .iter()
+                    .map(|n| n.parse::<u64>().unwrap_or(0))
+                    .sum::<u64>()
+                    .to_string();
+            }
+            if args[0].eq_ignore_ascii_case("FLUSHALL") {
+                return "OK".to_owned();
+            }
+            return outs.join("\n");
+        }
         let out = Command::new("redis-cli")
             .arg("-p")
             .arg(self.port.to_string())
@@ -251,7 +354,7 @@ impl Drop for RedisServer {
         if self.child.is_some() {
             signal("-CONT", self.pid);
         }
-        self.kill();
+        self.kill_child();
     }
 }
 

@@ -196,7 +196,7 @@ async fn a_cleanly_stopped_worker_leaves_nothing_in_flight_and_deregisters() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dispatch_while_redis_is_stopped_fails_within_seconds_instead_of_hanging() {
-    let redis = RedisServer::start();
+    let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
     redis.pause();
     let started = Instant::now();
@@ -241,7 +241,7 @@ async fn a_worker_carries_on_after_redis_is_killed_and_restarted() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_started_before_redis_keeps_trying_and_then_runs_jobs() {
-    let mut redis = RedisServer::start();
+    let mut redis = RedisServer::start_single();
     redis.stop();
     let worker = TestWorker::start(&redis.url(), Some("safe"), 2);
     tokio::time::sleep(Duration::from_secs(2)).await; // several failed connection attempts

@@ -72,9 +72,16 @@ async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_ea
     let due = SystemTime::now() + Duration::from_secs(3);
     let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
     let jobs = 5000u64;
-    // One MULTI: the workers see every job at once, all due at the same instant.
+    // The queue is known first (a global key, on its own), then one MULTI in the queue's
+    // slot: the workers see every job at once, all due at the same instant.
+    redis::cmd("SADD")
+        .arg("gator:queues")
+        .arg("fleet")
+        .query_async::<()>(&mut client.connection())
+        .await
+        .unwrap();
     let mut pipe = redis::pipe();
-    pipe.atomic().sadd("gator:queues", "fleet").ignore();
+    pipe.atomic();
     for id in 0..jobs {
         // A job whose wire name only the worker binary knows, sent by name like any producer.
         let payload = serde_json::json!({
