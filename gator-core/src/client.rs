@@ -9,6 +9,7 @@ use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Encoded, Job, PendingJob, encode};
 use crate::payload::Payload;
+use crate::replication::ReplicaWait;
 use crate::shards::ShardCounts;
 use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
@@ -58,6 +59,8 @@ struct Inner {
     registered: Mutex<HashMap<String, Instant>>,
     /// The shard counts of the queues it dispatches to, as last read.
     shards: ShardCounts,
+    /// Replicas each enqueue must reach before a dispatch returns.
+    wait: Option<ReplicaWait>,
 }
 
 /// How often a client re-records a queue it dispatches to in the known-queues set: once per
@@ -80,6 +83,7 @@ pub struct ClientBuilder {
     namespace: String,
     tls: TlsFiles,
     cluster: bool,
+    wait: Option<ReplicaWait>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -89,11 +93,22 @@ impl std::fmt::Debug for ClientBuilder {
             .field("namespace", &self.namespace)
             .field("tls", &self.tls)
             .field("cluster", &self.cluster)
+            .field("wait", &self.wait)
             .finish()
     }
 }
 
 impl ClientBuilder {
+    /// After each enqueue (dispatch, schedule, chain), waits until `replicas` replicas have it,
+    /// for at most `timeout`, and fails the dispatch with [`Error::NotReplicated`] if they do
+    /// not: an `Ok` then means the job survives a failover to a replica (see
+    /// [`crate::replication`]). Costs each dispatch a round trip to the replicas. `0` turns it
+    /// off. Unset, `GATOR_WAIT_REPLICAS` (and `GATOR_WAIT_TIMEOUT`) decide.
+    pub fn wait_for_replicas(mut self, replicas: u32, timeout: Duration) -> ClientBuilder {
+        self.wait = Some(ReplicaWait { replicas, timeout });
+        self
+    }
+
     /// Puts every key under `namespace` instead of `gator`.
     pub fn namespace(mut self, namespace: impl Into<String>) -> ClientBuilder {
         self.namespace = namespace.into();
@@ -138,6 +153,10 @@ impl ClientBuilder {
     /// connection (a certificate that does not verify, a wrong password).
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
+        let wait = match self.wait {
+            Some(wait) => Some(wait).filter(|w| w.replicas > 0),
+            None => ReplicaWait::from_env()?,
+        };
         let shown_url = endpoint::redact(&self.url);
         let cluster = self.cluster || endpoint::cluster_from_env();
         let (target, info) = endpoint::open_target(&self.url, cluster, &self.tls.or_from_env())?;
@@ -188,6 +207,7 @@ impl ClientBuilder {
                 blocking,
                 registered: Mutex::new(HashMap::new()),
                 shards: ShardCounts::default(),
+                wait,
             }),
         })
     }
@@ -202,6 +222,7 @@ impl Client {
             namespace: store::keys::DEFAULT_NAMESPACE.to_owned(),
             tls: TlsFiles::default(),
             cluster: false,
+            wait: None,
         }
     }
 
@@ -350,7 +371,9 @@ impl Client {
         // the payload without rewriting it.
         payload.enqueued_at = enqueued_at_ms.max(payload.enqueued_at);
         self.register_if_due(std::slice::from_ref(&payload)).await?;
-        store::schedule::schedule(&mut self.connection(), self.keys(), &payload, when, None)
+        let mut conn = self.connection();
+        store::schedule::schedule(&mut conn, self.keys(), &payload, when, None).await?;
+        self.confirm_replicated(&mut conn, vec![payload.queue.as_str()])
             .await?;
         Ok(payload.jid)
     }
@@ -379,7 +402,10 @@ impl Client {
             When::At(due) => steps[0].enqueued_at = due.max(steps[0].enqueued_at),
             When::In(delay) => steps[0].enqueued_at += crate::store::lease::millis(delay),
         }
-        store::chain::create(&mut self.connection(), self.keys(), &steps, when).await?;
+        let mut conn = self.connection();
+        store::chain::create(&mut conn, self.keys(), &steps, when).await?;
+        self.confirm_replicated(&mut conn, vec![steps[0].queue.as_str()])
+            .await?;
         Ok(id)
     }
 
@@ -399,12 +425,26 @@ impl Client {
     /// client has not done so in the last [`REGISTER_EVERY`].
     async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
         let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
-        let pushed =
-            store::queue::enqueue(&mut self.connection(), self.keys(), payloads, register).await;
-        if register && pushed.is_ok() {
+        let mut conn = self.connection();
+        store::queue::enqueue(&mut conn, self.keys(), payloads, register).await?;
+        if register {
             self.note_registered(payloads);
         }
-        pushed
+        let queues = payloads.iter().map(|p| p.queue.as_str()).collect();
+        self.confirm_replicated(&mut conn, queues).await
+    }
+
+    /// With [`ClientBuilder::wait_for_replicas`]: waits until the replicas have what `conn`
+    /// just wrote to the lists of `queues`.
+    async fn confirm_replicated(&self, conn: &mut Connection, queues: Vec<&str>) -> Result<()> {
+        let Some(wait) = &self.inner.wait else {
+            return Ok(());
+        };
+        let mut keys = Vec::with_capacity(queues.len());
+        for queue in queues {
+            keys.push(self.keys().queue(queue));
+        }
+        wait.confirm(conn, keys).await
     }
 
     fn note_registered(&self, payloads: &[Payload]) {

@@ -330,6 +330,40 @@ fn never_sent<T>(result: &RedisResult<T>) -> bool {
         })
 }
 
+impl Connection {
+    /// `WAIT replicas timeout_ms` on the node that holds `key` (the one a write of it went
+    /// to: `WAIT` counts the writes of that node's connection), returning how many replicas
+    /// confirmed. On a cluster, a `WAIT` without a key would go to every master, and masters
+    /// this connection never wrote to have nothing to confirm.
+    pub async fn wait_for_replicas(
+        &mut self,
+        key: &str,
+        replicas: u32,
+        timeout_ms: u64,
+    ) -> RedisResult<u32> {
+        self.refresh();
+        let mut cmd = redis::cmd("WAIT");
+        cmd.arg(replicas).arg(timeout_ms);
+        let result = match &mut self.manager {
+            Link::Single(manager) => cmd.query_async(manager).await,
+            #[cfg(feature = "cluster")]
+            Link::Cluster(cluster) => {
+                use redis::cluster_routing::{
+                    Route, RoutingInfo, SingleNodeRoutingInfo, Slot, SlotAddr,
+                };
+                let route = Route::with_slot(Slot::for_key(key), SlotAddr::Master);
+                let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
+                cluster.route_command(cmd, routing).await.and_then(|value| {
+                    redis::from_redis_value(value).map_err(redis::RedisError::from)
+                })
+            }
+        };
+        #[cfg(not(feature = "cluster"))]
+        let _ = key;
+        self.after(result)
+    }
+}
+
 impl ConnectionLike for Connection {
     fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
         Box::pin(async move {

@@ -42,6 +42,30 @@ pub enum Error {
         /// The name as given.
         name: String,
     },
+    /// A setting read from the environment that does not parse.
+    #[error("invalid {name}={value:?}: expected {expected}")]
+    InvalidSetting {
+        /// The variable.
+        name: &'static str,
+        /// Its value.
+        value: String,
+        /// What it should look like.
+        expected: &'static str,
+    },
+    /// The enqueue reached the master, but fewer replicas than asked confirmed it in time
+    /// (see [`crate::replication`]): if the master fails now, the job may be lost. Dispatching
+    /// again may run the job twice.
+    #[error(
+        "the job reached the master, but only {confirmed} of {wanted} replicas confirmed it within {timeout:?}: it may be lost if the master fails now (dispatching it again may run it twice)"
+    )]
+    NotReplicated {
+        /// Replicas that confirmed.
+        confirmed: u32,
+        /// Replicas asked for.
+        wanted: u32,
+        /// How long the dispatch waited.
+        timeout: std::time::Duration,
+    },
     /// A shard count outside 1..=max.
     #[error("invalid shard count {count}: a queue has 1 (not sharded) to {max} shards")]
     InvalidShardCount {

@@ -35,6 +35,7 @@ pub mod error;
 pub mod job;
 pub mod payload;
 pub mod registry;
+pub mod replication;
 pub mod retry;
 pub mod shards;
 pub mod store;
@@ -51,6 +52,7 @@ pub use job::{
 };
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
+pub use replication::ReplicaWait;
 pub use store::sets::{SetEntry, SetKind};
 
 /// Cancels a [`Context`]: re-exported so no extra crate is needed to make one.

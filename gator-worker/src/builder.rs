@@ -119,6 +119,18 @@ impl WorkerBuilder {
         self
     }
 
+    /// Makes every dispatch from this worker's jobs wait until `replicas` replicas have the
+    /// job, for at most `timeout` (see [`gator_core::ClientBuilder::wait_for_replicas`]).
+    /// Ignored if [`WorkerBuilder::client`] is given: build that client with it instead.
+    pub fn wait_for_replicas(
+        mut self,
+        replicas: u32,
+        timeout: std::time::Duration,
+    ) -> WorkerBuilder {
+        self.config.wait = Some(gator_core::ReplicaWait { replicas, timeout });
+        self
+    }
+
     /// Works through this client (and its namespace) instead of connecting to a URL: the app
     /// and its worker share one connection.
     pub fn client(mut self, client: Client) -> WorkerBuilder {

@@ -40,6 +40,8 @@ pub struct WorkerConfig {
     pub tls: gator_core::TlsFiles,
     /// Whether a single `redis_url` is the seed of a Redis Cluster.
     pub cluster: bool,
+    /// Replicas each dispatch by a job must reach (`None`: `GATOR_WAIT_REPLICAS` decides).
+    pub wait: Option<gator_core::ReplicaWait>,
 }
 
 impl fmt::Debug for WorkerConfig {
@@ -57,6 +59,7 @@ impl fmt::Debug for WorkerConfig {
             .field("worker_id", &self.worker_id)
             .field("tls", &self.tls)
             .field("cluster", &self.cluster)
+            .field("wait", &self.wait)
             .finish()
     }
 }
@@ -77,6 +80,7 @@ impl WorkerConfig {
             worker_id: None,
             tls: gator_core::TlsFiles::default(),
             cluster: false,
+            wait: None,
         }
     }
 }
@@ -168,6 +172,16 @@ pub struct Cli {
     #[arg(long, global = true, env = "GATOR_REDIS_CLUSTER", value_parser = clap::builder::BoolishValueParser::new(), default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub redis_cluster: bool,
 
+    /// After each enqueue, wait until this many replicas have it (`WAIT`), so that a job
+    /// acknowledged survives a failover of its master; a dispatch they do not confirm in
+    /// --wait-timeout fails. 0: do not wait (replication stays asynchronous).
+    #[arg(long, global = true, env = "GATOR_WAIT_REPLICAS", default_value_t = 0)]
+    pub wait_replicas: u32,
+
+    /// How long a dispatch waits for --wait-replicas (e.g. `500ms`).
+    #[arg(long, global = true, env = "GATOR_WAIT_TIMEOUT", default_value = "500ms", value_parser = humantime::parse_duration)]
+    pub wait_timeout: Duration,
+
     /// Prefix of every Redis key; workers and producers must agree on it.
     #[arg(long, global = true, env = "GATOR_NAMESPACE", default_value = "gator")]
     pub namespace: String,
@@ -245,6 +259,10 @@ impl Cli {
             worker_id: self.worker_id,
             tls,
             cluster: self.redis_cluster,
+            wait: (self.wait_replicas > 0).then_some(gator_core::ReplicaWait {
+                replicas: self.wait_replicas,
+                timeout: self.wait_timeout,
+            }),
         }
     }
 }
@@ -280,6 +298,8 @@ mod tests {
             "--worker-id",
             "--redis-ca-cert",
             "--redis-client-cert",
+            "--wait-replicas",
+            "--wait-timeout",
         ] {
             assert!(
                 help.contains(flag),

@@ -250,11 +250,14 @@ async fn connect(
 ) -> gator_core::Result<Option<Client>> {
     let mut delay = Duration::from_millis(500);
     loop {
-        let connecting = Client::builder(config.redis_url.as_str())
+        let mut builder = Client::builder(config.redis_url.as_str())
             .namespace(config.namespace.as_str())
             .tls(config.tls.clone())
-            .cluster(config.cluster)
-            .connect();
+            .cluster(config.cluster);
+        if let Some(wait) = config.wait {
+            builder = builder.wait_for_replicas(wait.replicas, wait.timeout);
+        }
+        let connecting = builder.connect();
         let attempt = tokio::select! {
             attempt = connecting => attempt,
             _ = stop.cancelled() => return Ok(None),

@@ -80,6 +80,9 @@ impl RedisCluster {
                     "nodes.conf",
                 ])
                 .args(["--cluster-node-timeout", "2000"])
+                // A replica may take over however long since it last heard from its master: on
+                // a quiet test cluster that can be longer than the default factor allows.
+                .args(["--cluster-replica-validity-factor", "0"])
                 .args([
                     "--appendonly",
                     "yes",
@@ -127,7 +130,33 @@ impl RedisCluster {
         for node in &cluster.nodes {
             cluster.wait_until_ok(node.port);
         }
+        if replicas > 0 {
+            cluster.wait_until_replicated(replicas);
+        }
         cluster
+    }
+
+    /// Waits until every master has `replicas` replicas online: after `--cluster create` they
+    /// take seconds to sync, and until then a `WAIT` finds none and no failover could happen.
+    fn wait_until_replicated(&self, replicas: usize) {
+        for master in self.masters() {
+            let deadline = Instant::now() + Duration::from_secs(30);
+            loop {
+                let info = cli(master, &["INFO", "replication"]);
+                let online = info
+                    .lines()
+                    .filter(|l| l.starts_with("slave") && l.contains("state=online"))
+                    .count();
+                if online >= replicas {
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "master {master} has {online} of {replicas} replicas online:\n{info}"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        }
     }
 
     fn wait_for(&self, port: u16, answer: &str, args: &[&str]) {
