@@ -160,24 +160,34 @@ impl ClientBuilder {
         let shown_url = endpoint::redact(&self.url);
         let cluster = self.cluster || endpoint::cluster_from_env();
         let (target, info) = endpoint::open_target(&self.url, cluster, &self.tls.or_from_env())?;
+        // Few, short reconnect attempts: a caller learns within about two seconds that Redis
+        // is away, instead of waiting out the crate's default of six growing retries.
+        let single = || {
+            ConnectionManagerConfig::new()
+                .set_number_of_retries(2)
+                .set_max_delay(Duration::from_millis(500))
+                .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        };
+        let direct = || {
+            AsyncConnectionConfig::new()
+                .set_response_timeout(Some(RESPONSE_TIMEOUT))
+                .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        };
+        let blocking = || {
+            AsyncConnectionConfig::new()
+                .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
+                .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        };
         let (shared, blocking) = match target {
-            endpoint::Target::Single(redis) => {
-                // Few, short reconnect attempts: a caller learns within about two seconds that
-                // Redis is away, instead of waiting out the crate's default of six growing
-                // retries.
-                let config = ConnectionManagerConfig::new()
-                    .set_number_of_retries(2)
-                    .set_max_delay(Duration::from_millis(500))
-                    .set_response_timeout(Some(RESPONSE_TIMEOUT))
-                    .set_connection_timeout(Some(CONNECT_TIMEOUT));
-                let blocking = AsyncConnectionConfig::new()
-                    .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
-                    .set_connection_timeout(Some(CONNECT_TIMEOUT));
-                (
-                    Opener::Single(redis.clone(), config),
-                    DedicatedOpener::Single(redis, blocking),
-                )
-            }
+            endpoint::Target::Single(redis) => (
+                Opener::Single(redis.clone(), single()),
+                DedicatedOpener::Single(redis, blocking()),
+            ),
+            endpoint::Target::Sentinel(sentinels) => (
+                Opener::Sentinel(sentinels.clone(), direct()),
+                DedicatedOpener::Sentinel(sentinels, blocking()),
+            ),
             #[cfg(feature = "cluster")]
             endpoint::Target::Cluster(redis) => {
                 let config = redis::cluster::ClusterConfig::new()
@@ -214,8 +224,10 @@ impl ClientBuilder {
 }
 
 impl Client {
-    /// A builder for a client of the Redis at `url` (`redis://host:port/db`, or `rediss://`
-    /// for TLS).
+    /// A builder for a client of the Redis at `url`: `redis://host:port/db` (`rediss://` for
+    /// TLS); a Redis Cluster as comma-separated node URLs (with the `cluster` feature); or a
+    /// master found by its sentinels, `redis+sentinel://host:26379,host2:26379/SERVICE[/db]`
+    /// (see [`crate::sentinel`]).
     pub fn builder(url: impl Into<String>) -> ClientBuilder {
         ClientBuilder {
             url: url.into(),

@@ -7,6 +7,7 @@
 //! forever. So a command that times out here replaces the connection under every clone, and
 //! TCP keepalive lets the kernel notice a dead peer of an idle socket.
 
+use crate::sentinel::Sentinels;
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
@@ -60,6 +61,10 @@ pub struct Connection {
 #[derive(Clone)]
 pub(crate) enum Link {
     Single(ConnectionManager),
+    /// To the master the sentinels named. It never reconnects by itself: a reconnection to
+    /// the same address could reach an old master that came back (and still says it is one
+    /// until the sentinels demote it). A replacement asks the sentinels again.
+    Direct(MultiplexedConnection),
     #[cfg(feature = "cluster")]
     Cluster(ClusterConnection),
 }
@@ -68,6 +73,7 @@ impl Link {
     async fn send_packed_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
         match self {
             Link::Single(manager) => manager.send_packed_command(cmd).await,
+            Link::Direct(connection) => connection.send_packed_command(cmd).await,
             #[cfg(feature = "cluster")]
             Link::Cluster(cluster) => cluster.req_packed_command(cmd).await,
         }
@@ -81,6 +87,11 @@ impl Link {
     ) -> RedisResult<Vec<Value>> {
         match self {
             Link::Single(manager) => manager.send_packed_commands(pipeline, offset, count).await,
+            Link::Direct(connection) => {
+                connection
+                    .send_packed_commands(pipeline, offset, count)
+                    .await
+            }
             // redis-rs refuses a pipeline whose commands hash to different slots. One that is
             // not a transaction promises no atomicity, only order: send its commands one by
             // one, in order (a global key's SADD still lands before the queue's RPUSH).
@@ -100,6 +111,7 @@ impl Link {
     fn get_db(&self) -> i64 {
         match self {
             Link::Single(manager) => manager.get_db(),
+            Link::Direct(connection) => connection.get_db(),
             #[cfg(feature = "cluster")]
             Link::Cluster(_) => 0, // a cluster has only database 0
         }
@@ -107,11 +119,15 @@ impl Link {
 }
 
 /// How to open the shared [`Link`], at start and after a timeout.
+// Made once per client and cloned rarely (on a reconnection): boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub(crate) enum Opener {
     Single(redis::Client, ConnectionManagerConfig),
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
+    /// To the master the sentinels name when it opens.
+    Sentinel(Sentinels, redis::AsyncConnectionConfig),
 }
 
 impl Opener {
@@ -122,6 +138,12 @@ impl Opener {
                     .await
                     .map(Link::Single)
             }
+            Opener::Sentinel(sentinels, config) => sentinels
+                .master()
+                .await?
+                .get_multiplexed_async_connection_with_config(config)
+                .await
+                .map(Link::Direct),
             #[cfg(feature = "cluster")]
             Opener::Cluster(client, config) => client
                 .get_async_connection_with_config(config.clone())
@@ -129,14 +151,25 @@ impl Opener {
                 .map(Link::Cluster),
         }
     }
+
+    /// Whether a new connection may lead somewhere else than the old one: to the master the
+    /// sentinels name now. Then a connection error or a `READONLY` (the master was demoted)
+    /// is a reason to open one, where reconnecting to the same address would not help.
+    fn follows_master(&self) -> bool {
+        matches!(self, Opener::Sentinel(..))
+    }
 }
 
 /// How to open a [`Dedicated`] connection, with its own (longer) response timeout.
+// Made once per client and cloned rarely (on a reconnection): boxing buys nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone)]
 pub(crate) enum DedicatedOpener {
     Single(redis::Client, redis::AsyncConnectionConfig),
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
+    /// To the master the sentinels name when it opens.
+    Sentinel(Sentinels, redis::AsyncConnectionConfig),
 }
 
 impl DedicatedOpener {
@@ -144,6 +177,12 @@ impl DedicatedOpener {
     pub(crate) async fn open(&self) -> RedisResult<Dedicated> {
         match self {
             DedicatedOpener::Single(client, config) => client
+                .get_multiplexed_async_connection_with_config(config)
+                .await
+                .map(Dedicated::Single),
+            DedicatedOpener::Sentinel(sentinels, config) => sentinels
+                .master()
+                .await?
                 .get_multiplexed_async_connection_with_config(config)
                 .await
                 .map(Dedicated::Single),
@@ -158,7 +197,7 @@ impl DedicatedOpener {
     /// Whether it opens connections to a cluster.
     pub(crate) fn is_cluster(&self) -> bool {
         match self {
-            DedicatedOpener::Single(..) => false,
+            DedicatedOpener::Single(..) | DedicatedOpener::Sentinel(..) => false,
             #[cfg(feature = "cluster")]
             DedicatedOpener::Cluster(..) => true,
         }
@@ -233,6 +272,9 @@ pub(crate) struct Shared {
     current: RwLock<(u64, Link)>,
     /// One replacement at a time: a burst of timeouts opens one new connection.
     replacing: AtomicBool,
+    /// When the last replacement failed, and how many failed in a row: while the sentinels
+    /// name no reachable master, every command fails at once, and each must not ask them again.
+    failed: std::sync::Mutex<(Option<std::time::Instant>, u32)>,
 }
 
 impl Shared {
@@ -244,6 +286,7 @@ impl Shared {
             generation: AtomicU64::new(0),
             current: RwLock::new((0, manager)),
             replacing: AtomicBool::new(false),
+            failed: std::sync::Mutex::new((None, 0)),
         }))
     }
 
@@ -257,6 +300,10 @@ impl Shared {
         }
     }
 
+    fn lock_failed(&self) -> std::sync::MutexGuard<'_, (Option<std::time::Instant>, u32)> {
+        self.failed.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     fn current(&self) -> (u64, Link) {
         // A poisoned lock only means a panic while swapping two whole values.
         let current = self.current.read().unwrap_or_else(|e| e.into_inner());
@@ -267,8 +314,12 @@ impl Shared {
     /// caller already is: the caller goes on at once (a connection to a Redis that is paused
     /// could take seconds to open, and the next lease renewal must not wait for it). If Redis
     /// cannot be reached now, the old connection stays and the next timeout tries again.
-    fn replace(self: &Arc<Shared>, stale: u64) {
+    fn replace(self: &Arc<Shared>, stale: u64, why: Why) {
         if self.generation.load(Ordering::Acquire) != stale
+            || self
+                .lock_failed()
+                .0
+                .is_some_and(|at| at.elapsed() < RETRY_GAP)
             || self.replacing.swap(true, Ordering::AcqRel)
         {
             return;
@@ -276,17 +327,41 @@ impl Shared {
         let shared = self.clone();
         tokio::spawn(async move {
             let made = shared.opener.open().await;
+            let failures = {
+                let mut failed = shared.lock_failed();
+                *failed = match &made {
+                    Ok(_) => (None, 0),
+                    Err(_) => (Some(std::time::Instant::now()), failed.1 + 1),
+                };
+                failed.1
+            };
             match made {
                 Ok(manager) if shared.generation.load(Ordering::Acquire) == stale => {
                     let mut current = shared.current.write().unwrap_or_else(|e| e.into_inner());
                     *current = (stale + 1, manager);
                     shared.generation.store(stale + 1, Ordering::Release);
-                    tracing::warn!("redis did not answer in time: replaced the shared connection");
+                    match why {
+                        Why::Silent => tracing::warn!(
+                            "redis did not answer in time: replaced the shared connection"
+                        ),
+                        Why::MasterLost => tracing::warn!(
+                            "the master was lost: reconnected to the master the sentinels name now"
+                        ),
+                    }
                 }
                 Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "redis did not answer in time, and a new connection failed too; trying again on the next timeout");
-                }
+                Err(e) => match why {
+                    Why::Silent => {
+                        tracing::warn!(error = %e, "redis did not answer in time, and a new connection failed too; trying again on the next timeout")
+                    }
+                    // Once per outage: while a failover is under way this fails for seconds.
+                    Why::MasterLost if failures == 1 => {
+                        tracing::warn!(error = %e, "the master was lost, and the sentinels name no reachable master yet; trying again on the next error")
+                    }
+                    Why::MasterLost => {
+                        tracing::debug!(error = %e, failures, "the sentinels still name no reachable master")
+                    }
+                },
             }
             shared.replacing.store(false, Ordering::Release);
         });
@@ -302,13 +377,56 @@ impl Connection {
     }
 
     /// After a failed request: a timeout means the socket may be silent for good, so replace it.
+    /// Behind sentinels, so does an error that says the master is gone or demoted.
     fn after<T>(&mut self, result: RedisResult<T>) -> RedisResult<T> {
-        if let Err(e) = &result
-            && e.is_timeout()
-        {
-            self.shared.replace(self.generation);
+        if let Err(e) = &result {
+            if e.is_timeout() {
+                self.shared.replace(self.generation, Why::Silent);
+            } else if self.shared.opener.follows_master() && master_lost(e) {
+                self.shared.replace(self.generation, Why::MasterLost);
+            }
         }
         result
+    }
+
+    /// After an answer: behind sentinels, a `READONLY` among the replies (a server error comes
+    /// back as a value, and becomes an `Err` only when the caller converts it) means this
+    /// server was demoted.
+    fn after_replies<'v>(&self, replies: impl IntoIterator<Item = &'v Value>) {
+        if self.shared.opener.follows_master() && replies.into_iter().any(demoted) {
+            self.shared.replace(self.generation, Why::MasterLost);
+        }
+    }
+}
+
+/// How long after a failed replacement the next may be tried.
+const RETRY_GAP: Duration = Duration::from_millis(200);
+
+/// Why the shared connection is replaced.
+#[derive(Clone, Copy)]
+enum Why {
+    /// A request timed out: the socket may be silent for good.
+    Silent,
+    /// The master went away or became a replica (behind sentinels).
+    MasterLost,
+}
+
+/// Whether `e` says the server this connection reaches is no longer a master to write to: it
+/// cannot be reached, it dropped the connection, or it is a replica now (`READONLY`, or
+/// `MASTERDOWN` from a replica that lost its master).
+fn master_lost(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        || e.is_connection_refusal()
+        || e.is_connection_dropped()
+        || matches!(e.code(), Some("READONLY" | "MASTERDOWN"))
+}
+
+/// Whether a reply is (or holds, as `EXEC`'s does) a `READONLY` or `MASTERDOWN` error.
+fn demoted(reply: &Value) -> bool {
+    match reply {
+        Value::ServerError(e) => matches!(e.code(), "READONLY" | "MASTERDOWN"),
+        Value::Array(items) => items.iter().any(demoted),
+        _ => false,
     }
 }
 
@@ -346,6 +464,7 @@ impl Connection {
         cmd.arg(replicas).arg(timeout_ms);
         let result = match &mut self.manager {
             Link::Single(manager) => cmd.query_async(manager).await,
+            Link::Direct(connection) => cmd.query_async(connection).await,
             #[cfg(feature = "cluster")]
             Link::Cluster(cluster) => {
                 use redis::cluster_routing::{
@@ -372,6 +491,9 @@ impl ConnectionLike for Connection {
             if never_sent(&result) {
                 result = self.manager.send_packed_command(cmd).await;
             }
+            if let Ok(reply) = &result {
+                self.after_replies([reply]);
+            }
             self.after(result)
         })
     }
@@ -393,6 +515,9 @@ impl ConnectionLike for Connection {
                     .manager
                     .send_packed_commands(pipeline, offset, count)
                     .await;
+            }
+            if let Ok(replies) = &result {
+                self.after_replies(replies);
             }
             self.after(result)
         })

@@ -47,7 +47,7 @@ impl TlsFiles {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.ca_cert.is_none() && self.client_cert.is_none() && self.client_key.is_none()
     }
 }
@@ -56,6 +56,9 @@ impl TlsFiles {
 /// `redis://user:***@host:6379/0`. A URL that does not parse is not shown at all, since the
 /// secret in it cannot be found.
 pub fn redact(url: &str) -> String {
+    if crate::sentinel::is_sentinel_url(url) {
+        return crate::sentinel::redact(url);
+    }
     if url.contains(',') {
         // The cluster form: each node's URL, redacted.
         return url
@@ -86,6 +89,8 @@ pub(crate) enum Target {
     /// A cluster, found from its seed nodes.
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient),
+    /// A master named by its sentinels, found again after each failover.
+    Sentinel(crate::sentinel::Sentinels),
 }
 
 /// The environment variable that makes a single URL a cluster seed (`1` or `true`).
@@ -96,22 +101,38 @@ pub(crate) fn cluster_from_env() -> bool {
     std::env::var(CLUSTER_ENV).is_ok_and(|v| matches!(v.trim(), "1" | "true" | "yes"))
 }
 
-/// Whether `url` names a cluster by itself: several comma-separated node URLs.
+/// Whether `url` names a cluster by itself: several comma-separated node URLs (a Sentinel URL
+/// lists several sentinels of one master, and is not one).
 pub fn is_cluster_url(url: &str) -> bool {
-    url.split(',')
-        .filter(|part| !part.trim().is_empty())
-        .count()
-        > 1
+    !crate::sentinel::is_sentinel_url(url)
+        && url
+            .split(',')
+            .filter(|part| !part.trim().is_empty())
+            .count()
+            > 1
 }
 
 /// The redis-rs client for `url`, with `tls`'s files loaded when it is `rediss://`. Several
-/// comma-separated URLs, or `cluster`, make a cluster client seeded by them. Returns the first
-/// node's connection info too.
+/// comma-separated URLs, or `cluster`, make a cluster client seeded by them; a
+/// `redis+sentinel://` URL, the sentinels of a master. Returns the first node's (or
+/// sentinel's) connection info too.
 pub(crate) fn open_target(
     url: &str,
     cluster: bool,
     tls: &TlsFiles,
 ) -> Result<(Target, ConnectionInfo)> {
+    if crate::sentinel::is_sentinel_url(url) {
+        if cluster {
+            return Err(Error::InvalidUrl {
+                url: redact(url),
+                reason: "a Sentinel URL names one master, not a Redis Cluster: \
+                         leave out --redis-cluster (GATOR_REDIS_CLUSTER)"
+                    .to_owned(),
+            });
+        }
+        let (sentinels, info) = crate::sentinel::open(url, tls)?;
+        return Ok((Target::Sentinel(sentinels), info));
+    }
     if !cluster && !is_cluster_url(url) {
         let (client, info) = open(url, tls)?;
         return Ok((Target::Single(client), info));
@@ -199,7 +220,7 @@ fn node_info(url: &str, tls: &TlsFiles) -> Result<ConnectionInfo> {
 }
 
 /// The certificates `tls` names, read.
-fn load_certificates(tls: &TlsFiles) -> Result<TlsCertificates> {
+pub(crate) fn load_certificates(tls: &TlsFiles) -> Result<TlsCertificates> {
     let client_tls = match (&tls.client_cert, &tls.client_key) {
         (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
             client_cert: read(cert, "client certificate")?,

@@ -37,6 +37,7 @@ pub mod payload;
 pub mod registry;
 pub mod replication;
 pub mod retry;
+pub mod sentinel;
 pub mod shards;
 pub mod store;
 

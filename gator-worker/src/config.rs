@@ -137,7 +137,9 @@ pub struct Cli {
     #[arg(short, long, env = "GATOR_CONCURRENCY", default_value_t = 10, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
 
-    /// The Redis to take jobs from.
+    /// The Redis to take jobs from: `redis://host:port/db` (`rediss://` for TLS), a Redis
+    /// Cluster as comma-separated node URLs, or a master found by its sentinels as
+    /// `redis+sentinel://host:26379,host2:26379/SERVICE`.
     #[arg(long, global = true, env = "GATOR_REDIS_URL", default_value = gator_core::client::DEFAULT_REDIS_URL)]
     pub redis_url: String,
 

@@ -100,6 +100,8 @@
 //! | warn | `put unfinished jobs back at the head of their queues` | `jobs` |
 //! | warn | `redis did not answer in time: replaced the shared connection` | |
 //! | warn | `redis did not answer in time, and a new connection failed too; …` | `error` |
+//! | warn | `the master was lost: reconnected to the master the sentinels name now` | |
+//! | warn | `the master was lost, and the sentinels name no reachable master yet; …` | `error` |
 //! | warn | `ignoring an invalid queue name in the known-queues set` | `queue`, `set` |
 //!
 //! `RUST_LOG` filters them (default `info`).

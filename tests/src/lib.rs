@@ -21,10 +21,12 @@
 
 mod cluster;
 mod proxy;
+mod sentinel;
 mod tls;
 mod worker;
 pub use cluster::RedisCluster;
 pub use proxy::SilentProxy;
+pub use sentinel::{RedisSentinel, SENTINEL_SERVICE};
 pub use tls::{TLS_PASSWORD, TestCerts, TlsRedis};
 pub use worker::{
     TestWorker, WorkerCommand, WorkerProcess, client, libfaketime, pid_namespaces_available,
