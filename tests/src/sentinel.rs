@@ -2,7 +2,7 @@
 //! loopback ports in temp dirs (the sentinel is `redis-server sentinel.conf --sentinel`, so no
 //! extra package is needed), killed on drop.
 
-use crate::{RedisServer, ServerOptions, free_port, signal};
+use crate::{RedisServer, ServerOptions, TestCerts, TlsRedis, free_port, signal};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,6 +15,8 @@ pub const SENTINEL_SERVICE: &str = "gator-master";
 #[derive(Debug)]
 pub struct RedisSentinel {
     servers: Vec<RedisServer>,
+    /// With TLS: the certificates, and the sentinel's TLS port.
+    tls: Option<(TestCerts, u16)>,
     sentinel: Option<Child>,
     sentinel_port: u16,
     dir: TempDir,
@@ -40,6 +42,57 @@ impl RedisSentinel {
             ],
             ..aof
         });
+        let master_port = master.port();
+        let set = RedisSentinel::watch(vec![master, replica], master_port, None);
+        set.wait("the sentinel to know the replica", || {
+            set.sentinel_field("num-slaves").as_deref() == Some("1")
+        });
+        set.wait_until_replicated();
+        set
+    }
+
+    /// A master that speaks TLS ([`TlsRedis`]: an ACL user `gator` with [`crate::TLS_PASSWORD`],
+    /// certificates signed by a test CA) and a sentinel that speaks TLS too and watches it over
+    /// TLS. No replica: this set shows the connection, not a failover.
+    pub fn start_tls() -> RedisSentinel {
+        let tls = TlsRedis::start(false);
+        let tls_port = tls.tls_port();
+        let files = ["server.pem", "server.key", "ca.pem"].map(|f| tls.cert_file(f));
+        let TlsRedis { server, certs, .. } = tls;
+        let sentinel_tls_port = free_port();
+        let extra = format!(
+            "tls-port {sentinel_tls_port}\ntls-cert-file {}\ntls-key-file {}\n\
+             tls-ca-cert-file {}\ntls-auth-clients no\ntls-replication yes\n",
+            files[0], files[1], files[2]
+        );
+        let mut set = RedisSentinel::watch(vec![server], tls_port, Some(extra));
+        set.tls = Some((certs, sentinel_tls_port));
+        set.wait("the sentinel to watch the master", || {
+            set.sentinel_field("flags").as_deref() == Some("master")
+        });
+        set
+    }
+
+    /// The sentinel's TLS URL: `rediss+sentinel://gator:<password>@127.0.0.1:PORT/gator-master`.
+    ///
+    /// # Panics
+    /// If the set was not started with [`start_tls`](Self::start_tls).
+    pub fn tls_url(&self) -> String {
+        let (_, port) = self.tls.as_ref().expect("a set started with start_tls");
+        format!(
+            "rediss+sentinel://gator:{}@127.0.0.1:{port}/{SENTINEL_SERVICE}",
+            crate::TLS_PASSWORD
+        )
+    }
+
+    /// The certificates of a set started with [`start_tls`](Self::start_tls).
+    pub fn certs(&self) -> &TestCerts {
+        &self.tls.as_ref().expect("a set started with start_tls").0
+    }
+
+    /// Starts a sentinel that watches the master on `master_port` among `servers`, with `extra`
+    /// lines in its config.
+    fn watch(servers: Vec<RedisServer>, master_port: u16, extra: Option<String>) -> RedisSentinel {
         let dir = tempfile::Builder::new()
             .prefix("gator-sentinel-")
             .tempdir()
@@ -50,13 +103,13 @@ impl RedisSentinel {
             &conf,
             format!(
                 "port {sentinel_port}\nbind 127.0.0.1\nprotected-mode no\ndaemonize no\n\
-                 dir {dir}\nlogfile {dir}/sentinel.log\n\
-                 sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {master} 1\n\
+                 dir {dir}\nlogfile {dir}/sentinel.log\n{extra}\
+                 sentinel monitor {SENTINEL_SERVICE} 127.0.0.1 {master_port} 1\n\
                  sentinel down-after-milliseconds {SENTINEL_SERVICE} 1000\n\
                  sentinel failover-timeout {SENTINEL_SERVICE} 5000\n\
                  sentinel parallel-syncs {SENTINEL_SERVICE} 1\n",
                 dir = dir.path().display(),
-                master = master.port(),
+                extra = extra.unwrap_or_default(),
             ),
         )
         .expect("writing sentinel.conf");
@@ -68,17 +121,13 @@ impl RedisSentinel {
             .stderr(Stdio::null())
             .spawn()
             .expect("redis-server --sentinel (install redis-server with scripts/ensure-redis)");
-        let set = RedisSentinel {
-            servers: vec![master, replica],
+        RedisSentinel {
+            servers,
+            tls: None,
             sentinel: Some(sentinel),
             sentinel_port,
             dir,
-        };
-        set.wait("the sentinel to know the replica", || {
-            set.sentinel_field("num-slaves").as_deref() == Some("1")
-        });
-        set.wait_until_replicated();
-        set
+        }
     }
 
     /// `redis+sentinel://127.0.0.1:PORT/gator-master`.

@@ -159,6 +159,16 @@ impl TlsRedis {
         }
     }
 
+    /// The TLS port.
+    pub fn tls_port(&self) -> u16 {
+        self.tls_port
+    }
+
+    /// A PEM file of the test CA's, for a `--tls-*-file` option.
+    pub(crate) fn cert_file(&self, name: &str) -> String {
+        self.certs.file(name)
+    }
+
     /// `rediss://gator:<password>@<host>:<tls port>/`; `host` is `localhost` or `127.0.0.1`.
     pub fn url(&self, host: &str) -> String {
         format!("rediss://gator:{TLS_PASSWORD}@{host}:{}/", self.tls_port)

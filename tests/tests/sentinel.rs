@@ -208,3 +208,42 @@ async fn the_cli_finds_the_master_through_the_sentinel_and_names_a_wrong_service
         "{err}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_tls_the_sentinel_and_the_master_are_verified_against_the_given_ca() {
+    let set = RedisSentinel::start_tls();
+    let url = set.tls_url();
+    let client = Client::builder(&url)
+        .ca_cert(set.certs().ca())
+        .connect()
+        .await
+        .expect("connect to a TLS sentinel and master");
+    Numbered::call(11).dispatch_with(&client).await.unwrap();
+    let mut config = gator_worker::WorkerConfig::new(&url);
+    config.queues = "sentinel".parse().unwrap();
+    config.tls.ca_cert = Some(set.certs().ca());
+    let worker = TestWorker::start_with(config);
+    wait_until("the job to run", Duration::from_secs(10), || async {
+        ran().contains(&11)
+    })
+    .await;
+    worker.stop().await;
+
+    // A CA that signed neither: refused, and the password is not shown.
+    let err = Client::builder(&url)
+        .ca_cert(set.certs().other_ca())
+        .connect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(!err.contains(gator_tests::TLS_PASSWORD), "{err}");
+    // TLS files with a plain sentinel URL would connect in clear text: refused.
+    let plain = url.replace("rediss+sentinel", "redis+sentinel");
+    let err = Client::builder(&plain)
+        .ca_cert(set.certs().ca())
+        .connect()
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("does not use TLS"), "{err}");
+}
