@@ -258,6 +258,13 @@ impl Client {
         builder.connect().await
     }
 
+    /// The replicas each enqueue must reach, if this client waits for any
+    /// ([`ClientBuilder::wait_for_replicas`]); a worker waits the same way before it deletes
+    /// a chain step it handed to another queue.
+    pub fn replica_wait(&self) -> Option<&ReplicaWait> {
+        self.inner.wait.as_ref()
+    }
+
     /// The URL this client connects to, its password replaced by `***`: safe to log.
     pub fn redacted_url(&self) -> &str {
         &self.inner.shown_url

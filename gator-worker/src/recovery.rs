@@ -132,7 +132,7 @@ impl Recovery {
             }
             pass.recovered += recovered.jobs();
             // Hand-offs of chain steps a crash or an outage left in the outbox.
-            match chain::drain_outbox(&mut conn, keys, queue).await {
+            match chain::drain_outbox(&mut conn, keys, queue, self.client.replica_wait()).await {
                 Ok(0) => {}
                 Ok(handoffs) => debug!(queue = %queue, handoffs, "drained the outbox"),
                 Err(e) => {

@@ -82,7 +82,9 @@ async fn try_write(
     let mut conn = client.connection();
     let keys = client.keys();
     match outcome {
-        Outcome::Done(link) => inflight::ack(&mut conn, keys, job, link.as_ref()).await,
+        Outcome::Done(link) => {
+            inflight::ack(&mut conn, keys, job, link.as_ref(), client.replica_wait()).await
+        }
         Outcome::Retry { payload, delay } => inflight::retry(&mut conn, keys, job, payload, *delay)
             .await
             .map(|due| due.is_some()),

@@ -54,6 +54,43 @@ fn free_ports(count: usize) -> Vec<u16> {
     ports
 }
 
+/// Starts the node on `port` with its dir under `dir` (its `nodes.conf` and AOF survive a
+/// restart there, so a restarted node rejoins as what the cluster says it is).
+fn spawn_node(dir: &std::path::Path, port: u16) -> Child {
+    let node_dir = dir.join(port.to_string());
+    std::fs::create_dir_all(&node_dir).expect("a node dir");
+    Command::new("redis-server")
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args([
+            "--cluster-enabled",
+            "yes",
+            "--cluster-config-file",
+            "nodes.conf",
+        ])
+        .args(["--cluster-node-timeout", "2000"])
+        // A replica may take over however long since it last heard from its master: on a
+        // quiet test cluster that can be longer than the default factor allows.
+        .args(["--cluster-replica-validity-factor", "0"])
+        .args([
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "everysec",
+            "--save",
+            "",
+        ])
+        .args(["--protected-mode", "no", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(&node_dir)
+        .arg("--logfile")
+        .arg(node_dir.join("redis.log"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("redis-server (install it with scripts/ensure-redis)")
+}
+
 impl RedisCluster {
     /// Starts `masters` masters (at least 3) with `replicas` replicas each, with the AOF on
     /// (`appendfsync everysec`), and waits until every node reports `cluster_state:ok`.
@@ -69,38 +106,7 @@ impl RedisCluster {
         let count = masters * (1 + replicas);
         let mut nodes = Vec::new();
         for port in free_ports(count) {
-            let node_dir = dir.path().join(port.to_string());
-            std::fs::create_dir_all(&node_dir).expect("a node dir");
-            let child = Command::new("redis-server")
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args([
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                ])
-                .args(["--cluster-node-timeout", "2000"])
-                // A replica may take over however long since it last heard from its master: on
-                // a quiet test cluster that can be longer than the default factor allows.
-                .args(["--cluster-replica-validity-factor", "0"])
-                .args([
-                    "--appendonly",
-                    "yes",
-                    "--appendfsync",
-                    "everysec",
-                    "--save",
-                    "",
-                ])
-                .args(["--protected-mode", "no", "--daemonize", "no"])
-                .arg("--dir")
-                .arg(&node_dir)
-                .arg("--logfile")
-                .arg(node_dir.join("redis.log"))
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("redis-server (install it with scripts/ensure-redis)");
+            let child = spawn_node(dir.path(), port);
             nodes.push(Node {
                 port,
                 child: Some(child),
@@ -138,7 +144,7 @@ impl RedisCluster {
 
     /// Waits until every master has `replicas` replicas online: after `--cluster create` they
     /// take seconds to sync, and until then a `WAIT` finds none and no failover could happen.
-    fn wait_until_replicated(&self, replicas: usize) {
+    pub fn wait_until_replicated(&self, replicas: usize) {
         for master in self.masters() {
             let deadline = Instant::now() + Duration::from_secs(30);
             loop {
@@ -247,6 +253,22 @@ impl RedisCluster {
             let _ = child.kill();
             let _ = child.wait();
         }
+    }
+
+    /// Starts the node on `port` again (after [`kill`](Self::kill)), in its own dir: a master
+    /// whose replica took over meanwhile rejoins as that replica's replica.
+    ///
+    /// # Panics
+    /// If it does not answer within 30 s.
+    pub fn restart(&mut self, port: u16) {
+        let child = spawn_node(self.dir.path(), port);
+        let node = self
+            .nodes
+            .iter_mut()
+            .find(|n| n.port == port)
+            .unwrap_or_else(|| panic!("no node of this cluster is on port {port}"));
+        node.child = Some(child);
+        self.wait_for(port, "PONG", &["PING"]);
     }
 
     /// Waits until every live node reports `cluster_state:ok` (after a failover).

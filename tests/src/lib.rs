@@ -19,6 +19,7 @@
 //! Gator's client, uses [`RedisServer::start_single`] (or `start_with`): one server in both
 //! modes. Calling a single-server method on a cluster panics and says so.
 
+pub mod chaos;
 mod cluster;
 mod proxy;
 mod sentinel;

@@ -188,9 +188,15 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
     let first: gator_core::Payload = serde_json::from_slice(&job.raw).unwrap();
     let link = first.chain.expect("a chain step carries its link");
     let ack = gator_core::store::inflight::ack;
-    assert!(ack(&mut conn, &keys, &job, Some(&link)).await.unwrap());
     assert!(
-        !ack(&mut conn, &keys, &job, Some(&link)).await.unwrap(),
+        ack(&mut conn, &keys, &job, Some(&link), None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !ack(&mut conn, &keys, &job, Some(&link), None)
+            .await
+            .unwrap(),
         "a second ack is a no-op"
     );
     assert_eq!(

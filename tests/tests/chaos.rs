@@ -24,6 +24,7 @@
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
 use gator_core::{Chain, Client, job};
+use gator_tests::chaos::{Rng, chain_order};
 use gator_tests::{
     RedisServer, ServerOptions, SilentProxy, client, libfaketime, signal, wait_until,
 };
@@ -31,7 +32,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime};
 use tempfile::TempDir;
 use tokio::task::JoinSet;
 
@@ -561,34 +562,12 @@ async fn assert_chains_ran_in_order(redis: &RedisServer) -> u64 {
         .expect("read the chains' lists");
     let mut duplicates = 0;
     for (c, steps) in lists.iter().enumerate() {
-        match chain_order(steps) {
+        match chain_order(steps, STEPS as u32) {
             Ok(extra) => duplicates += extra,
             Err(e) => panic!("chain {c} ran out of order: {e}"),
         }
     }
     duplicates
-}
-
-/// For the step numbers in the order they ran: every step ran, each first ran after the step
-/// before it first ran, and nothing else is there. Returns how many runs were duplicates.
-fn chain_order(steps: &[u32]) -> Result<u64, String> {
-    if let Some(bad) = steps.iter().find(|s| !(1..=STEPS as u32).contains(s)) {
-        return Err(format!("no step {bad} in a chain of {STEPS}: {steps:?}"));
-    }
-    let mut previous = None;
-    for step in 1..=STEPS as u32 {
-        let Some(first) = steps.iter().position(|s| *s == step) else {
-            return Err(format!("step {step} never ran: {steps:?}"));
-        };
-        if previous.is_some_and(|p| first < p) {
-            return Err(format!(
-                "step {step} ran before step {}: {steps:?}",
-                step - 1
-            ));
-        }
-        previous = Some(first);
-    }
-    Ok(steps.len() as u64 - STEPS)
 }
 
 /// Extra runs, split into jobs that were in flight in a killed worker and the rest.
@@ -815,51 +794,4 @@ impl Drop for Fleet {
             let _ = child.wait();
         }
     }
-}
-
-/// xorshift64*: enough randomness to pick victims and gaps, and replayable from its seed.
-struct Rng(u64);
-
-impl Rng {
-    /// From `CHAOS_SEED`, else from the clock; returns the seed too, to be printed.
-    fn seeded() -> (Rng, u64) {
-        let seed = std::env::var("CHAOS_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| {
-                let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
-                now.as_nanos() as u64
-            });
-        (Rng(seed | 1), seed)
-    }
-
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-
-    fn millis(&mut self, low: u64, high: u64) -> Duration {
-        Duration::from_millis(low + self.below(high - low + 1))
-    }
-}
-
-#[test]
-fn chain_order_allows_duplicate_runs_but_no_step_before_its_predecessor() {
-    assert_eq!(chain_order(&[1, 2, 3]), Ok(0));
-    assert_eq!(chain_order(&[1, 1, 2, 2, 3]), Ok(2));
-    assert_eq!(
-        chain_order(&[1, 2, 1, 3]),
-        Ok(1),
-        "a rerun of step 1 after step 2 started"
-    );
-    assert!(chain_order(&[2, 1, 3]).is_err());
-    assert!(chain_order(&[1, 3, 2]).is_err());
-    assert!(chain_order(&[1, 2]).is_err());
-    assert!(chain_order(&[1, 2, 3, 4]).is_err());
 }

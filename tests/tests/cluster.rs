@@ -195,12 +195,14 @@ async fn a_hand_off_interrupted_after_either_half_moves_the_next_step_exactly_on
         // Recovery: two drains at once, then one more.
         let (mut c1, mut c2) = (client.connection(), client.connection());
         let (r1, r2) = tokio::join!(
-            chain::drain_outbox(&mut c1, &keys, &a),
-            chain::drain_outbox(&mut c2, &keys, &a)
+            chain::drain_outbox(&mut c1, &keys, &a, None),
+            chain::drain_outbox(&mut c2, &keys, &a, None)
         );
         r1.unwrap();
         r2.unwrap();
-        chain::drain_outbox(&mut conn, &keys, &a).await.unwrap();
+        chain::drain_outbox(&mut conn, &keys, &a, None)
+            .await
+            .unwrap();
 
         let queued = cluster.cli(&["LRANGE", &format!("gator:{{{b}}}:queue"), "0", "-1"]);
         assert_eq!(

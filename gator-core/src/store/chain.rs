@@ -3,9 +3,11 @@
 //! its own queue's outbox (`ack.lua`, see `store::inflight::ack`), and [`advance`] moves that
 //! step to its queue, which may live under another tag, on another cluster node.
 
+use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::ChainLink;
 use crate::payload::Payload;
+use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::schedule::{self, When};
 use crate::store::scripts;
@@ -48,11 +50,16 @@ pub const HANDED_GUARD: std::time::Duration = std::time::Duration::from_secs(360
 /// in the slot of the next queue, `HDEL` of the taken step, `LREM` of the record. Each step is
 /// idempotent, so running this again after a crash anywhere, or twice at once, moves the step
 /// once and never loses it.
+///
+/// With `wait`, the pushed step must reach the next queue's replicas before its copy under the
+/// chain's tag is deleted: on a cluster the two live on different masters, and a failover of
+/// the next queue's master must not lose the step after the copy is gone.
 pub async fn advance(
-    conn: &mut impl ConnectionLike,
+    conn: &mut Connection,
     keys: &Keys,
     queue: &str,
     record: &str,
+    wait: Option<&ReplicaWait>,
 ) -> Result<()> {
     let link: Option<ChainLink> = serde_json::from_str(record).ok();
     if let Some(ChainLink {
@@ -78,6 +85,9 @@ pub async fn advance(
                 .arg(super::lease::millis(HANDED_GUARD))
                 .invoke_async::<i64>(conn)
                 .await?;
+            if let Some(wait) = wait {
+                wait.confirm(conn, vec![keys.queue(&next_queue)]).await?;
+            }
             redis::cmd("HDEL")
                 .arg(keys.handoff(&list_queue))
                 .arg(&jid)
@@ -98,9 +108,10 @@ pub async fn advance(
 /// Finishes every hand-off waiting in `queue`'s outbox (those a crash or an outage left
 /// behind); returns how many it found.
 pub async fn drain_outbox(
-    conn: &mut impl ConnectionLike,
+    conn: &mut Connection,
     keys: &Keys,
     queue: &str,
+    wait: Option<&ReplicaWait>,
 ) -> Result<usize> {
     let records: Vec<String> = redis::cmd("LRANGE")
         .arg(keys.outbox(queue))
@@ -109,7 +120,7 @@ pub async fn drain_outbox(
         .query_async(conn)
         .await?;
     for record in &records {
-        advance(conn, keys, queue, record).await?;
+        advance(conn, keys, queue, record, wait).await?;
     }
     Ok(records.len())
 }

@@ -103,10 +103,11 @@ pub async fn fetch_blocking(
 /// that step in the same script; any other success is a plain `LREM` ([`ack_and_take`]).
 /// Returns false if the job was no longer in flight (recovered meanwhile).
 pub async fn ack(
-    conn: &mut impl ConnectionLike,
+    conn: &mut crate::connection::Connection,
     keys: &Keys,
     job: &Fetched,
     chain: Option<&ChainLink>,
+    wait: Option<&crate::replication::ReplicaWait>,
 ) -> Result<bool> {
     let Some(ChainLink {
         id,
@@ -135,7 +136,7 @@ pub async fn ack(
         return Ok(false);
     }
     // The hand-off is recorded: moving the step now only saves the wait for the next drain.
-    if let Err(e) = super::chain::advance(conn, keys, &job.queue, &record).await {
+    if let Err(e) = super::chain::advance(conn, keys, &job.queue, &record, wait).await {
         tracing::warn!(queue = %job.queue, error = %e, "could not hand a chain's next step to its queue yet; the next drain of the outbox will");
     }
     Ok(true)

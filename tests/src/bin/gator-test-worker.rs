@@ -188,6 +188,43 @@ async fn chaos_nap(id: u64) {
     tokio::time::sleep(Duration::from_millis(mix % 30)).await;
 }
 
+// The cluster chaos suite's jobs (`tests/tests/cluster_chaos.rs`): the chaos jobs with their
+// records under one hash tag, `{cchaos}`, so that a chain step's list and its count are one
+// transaction on one node of a cluster.
+
+/// Cluster chaos: counts a run of job `id` in the hash `{cchaos}:runs`, between two naps.
+#[job(queue = "cc-0", backoff = ["200ms"])]
+async fn cc_plain(id: u64) -> Result<(), String> {
+    chaos_nap(id).await;
+    redis::cmd("HINCRBY")
+        .arg("{cchaos}:runs")
+        .arg(id)
+        .arg(1)
+        .query_async::<()>(&mut chaos_connection().await?)
+        .await
+        .map_err(|e| e.to_string())?;
+    chaos_nap(id).await;
+    Ok(())
+}
+
+/// Cluster chaos: step `step` of chain `chain`: appends `step` to `{cchaos}:chain:<chain>` and
+/// counts its run under `id`, in one transaction.
+#[job(queue = "cc-0", backoff = ["200ms"])]
+async fn cc_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
+    chaos_nap(id).await;
+    redis::pipe()
+        .atomic()
+        .rpush(format!("{{cchaos}}:chain:{chain}"), step)
+        .ignore()
+        .hincr("{cchaos}:runs", id, 1)
+        .ignore()
+        .query_async::<()>(&mut chaos_connection().await?)
+        .await
+        .map_err(|e| e.to_string())?;
+    chaos_nap(id).await;
+    Ok(())
+}
+
 fn main() -> std::process::ExitCode {
     gator_worker::main()
 }

@@ -1,0 +1,287 @@
+//! Cluster chaos: on a 3-master cluster with a replica each, jobs on three queues (one per
+//! master), on a queue sharded 6 ways, and chains whose steps cross masters, all reach their
+//! outcome while worker processes are SIGKILLed and a master is killed and failed over.
+//! Ignored by default (about a minute on 2 cores); CI runs it with
+//! `cargo test -p gator-tests --test cluster_chaos -- --ignored --nocapture`.
+//!
+//! 1. `RedisCluster::start(3, 1)`: AOF `everysec`, node timeout 2 s.
+//! 2. Three `gator-test-worker` processes on the queues, with `--wait-replicas 1`: a chain
+//!    step handed to another master is deleted from its chain's list only once a replica has
+//!    it, so a failover of the next queue's master cannot lose it. Leases of 5 s.
+//! 3. Jobs dispatched with `wait_for_replicas(1, ..)` (an `Ok` survives a failover): plain jobs
+//!    on the three queues, jobs placed by shard key on `cc-hot` (6 shards), and chains of three
+//!    steps, each step on another queue. Each run is counted in `{cchaos}:runs`, a key on a
+//!    master the chaos leaves alone (it is the test's instrument, not the system under test).
+//! 4. Five events in a random order, 0.3–1.2 s apart: four SIGKILLs of a random worker, each
+//!    respawned at once, and a SIGKILL of a master that holds one of the queues and shards of
+//!    `cc-hot`. Its replica takes over; the killed node restarts and rejoins as a replica.
+//! 5. Waits until every job ran, then checks: every dead set is empty, every chain ran in
+//!    order, and the workers stop cleanly.
+//!
+//! `CHAOS_SEED=<n>` replays the order and timing of the events.
+
+use gator_core::{Chain, Client, job};
+use gator_tests::chaos::{Rng, chain_order};
+use gator_tests::{RedisCluster, WorkerCommand, WorkerProcess, terminate};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+const PLAIN: u64 = 16_000;
+const CHAINS: u64 = 150;
+const STEPS: u64 = 3;
+const HOT: &str = "cc-hot";
+const HOT_SHARDS: u32 = 6;
+const WORKERS: usize = 3;
+const WORKER_KILLS: usize = 4;
+const RUNS: &str = "{cchaos}:runs";
+const DRAIN_DEADLINE: Duration = Duration::from_secs(180);
+
+// Declared here only to dispatch them: the worker binary runs them (tests/src/bin).
+#[job(queue = "cc-0")]
+async fn cc_plain(_id: u64) {}
+
+#[job(queue = "cc-0")]
+async fn cc_step(_chain: u64, _step: u32, _id: u64) {}
+
+#[derive(Debug, Clone, Copy)]
+enum Event {
+    KillWorker,
+    FailOverMaster,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "cluster chaos: run with cargo test -p gator-tests --test cluster_chaos -- --ignored --nocapture"]
+async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failover() {
+    let (mut rng, seed) = Rng::seeded();
+    eprintln!("cluster chaos: seed {seed} (CHAOS_SEED={seed} replays the events)");
+    let mut cluster = RedisCluster::start(3, 1);
+    let queues = one_queue_per_master(&cluster);
+    let runs_node = cluster.master_of(RUNS);
+    // The victim: a master with a queue of its own, but not the one that counts the runs.
+    let victim_queue = queues
+        .iter()
+        .find(|q| cluster.master_of(&format!("gator:{{{q}}}:queue")) != runs_node)
+        .expect("a queue on another master than the runs")
+        .clone();
+
+    let client = Client::builder(cluster.url())
+        .wait_for_replicas(1, Duration::from_secs(2))
+        .connect()
+        .await
+        .unwrap();
+    client.set_shards(HOT, HOT_SHARDS).await.unwrap();
+    let spec = format!("{},{HOT}", queues.join(","));
+    let mut fleet: Vec<WorkerProcess> = (0..WORKERS)
+        .map(|_| worker(&cluster, &spec).spawn())
+        .collect();
+
+    let started = Instant::now();
+    let total = enqueue(&client, &queues).await;
+    let victim_holds_hot = (0..HOT_SHARDS)
+        .filter(|i| {
+            cluster.master_of(&format!("gator:{{{HOT}#{i}}}:queue"))
+                == cluster.master_of(&format!("gator:{{{victim_queue}}}:queue"))
+        })
+        .count();
+    eprintln!(
+        "cluster chaos: {total} jobs on {queues:?} and {HOT} ({HOT_SHARDS} shards, {victim_holds_hot} on the victim's master), {CHAINS} chains of {STEPS}"
+    );
+
+    let mut events = vec![Event::KillWorker; WORKER_KILLS];
+    events.push(Event::FailOverMaster);
+    for i in (1..events.len()).rev() {
+        events.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut timeline = Vec::new();
+    for event in events {
+        tokio::time::sleep(rng.millis(300, 1200)).await;
+        let left = total.saturating_sub(ran(&client).await);
+        timeline.push((event, left));
+        match event {
+            Event::KillWorker => {
+                let slot = rng.below(WORKERS as u64) as usize;
+                let _ = fleet[slot].0.kill();
+                let _ = fleet[slot].0.wait();
+                fleet[slot] = worker(&cluster, &spec).spawn();
+            }
+            Event::FailOverMaster => {
+                let victim = cluster.master_of(&format!("gator:{{{victim_queue}}}:queue"));
+                tokio::task::block_in_place(|| fail_over(&mut cluster, victim));
+            }
+        }
+    }
+    eprintln!("cluster chaos: events (jobs not yet run): {timeline:?}");
+    assert!(
+        timeline.last().is_some_and(|(_, left)| *left > 0),
+        "every job had run before the last event: the chaos hit an idle system"
+    );
+
+    let mut done = 0;
+    let deadline = Instant::now() + DRAIN_DEADLINE;
+    while Instant::now() < deadline {
+        done = ran(&client).await;
+        if done >= total {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let runs: HashMap<u64, u64> = query(&client, redis::cmd("HGETALL").arg(RUNS)).await;
+    let missing: Vec<u64> = (0..total).filter(|id| !runs.contains_key(id)).collect();
+    assert!(
+        missing.is_empty(),
+        "{} of {total} jobs never ran {DRAIN_DEADLINE:?} after the chaos ({done} did), first 20: {:?}",
+        missing.len(),
+        &missing[..missing.len().min(20)]
+    );
+    let mut dead = Vec::new();
+    for queue in queues
+        .iter()
+        .cloned()
+        .chain((0..HOT_SHARDS).map(|i| format!("{HOT}#{i}")))
+    {
+        let n: u64 = query(
+            &client,
+            redis::cmd("ZCARD").arg(format!("gator:{{{queue}}}:dead")),
+        )
+        .await;
+        if n > 0 {
+            dead.push((queue, n));
+        }
+    }
+    assert!(dead.is_empty(), "jobs died: {dead:?}");
+    let mut chain_duplicates = 0;
+    for c in 0..CHAINS {
+        let steps: Vec<u32> = query(
+            &client,
+            redis::cmd("LRANGE")
+                .arg(format!("{{cchaos}}:chain:{c}"))
+                .arg(0)
+                .arg(-1),
+        )
+        .await;
+        chain_duplicates +=
+            chain_order(&steps, STEPS as u32).unwrap_or_else(|e| panic!("chain {c}: {e}"));
+    }
+    let statuses: Vec<_> = fleet.iter_mut().map(|w| terminate(&mut w.0)).collect();
+    assert!(
+        statuses.iter().all(|s| s.success()),
+        "workers did not stop cleanly: {statuses:?}"
+    );
+    let duplicates: u64 = runs.values().map(|n| n - 1).sum();
+    eprintln!(
+        "cluster chaos: all {total} jobs ran in {:.1} s, 0 dead; {duplicates} duplicate runs \
+         ({chain_duplicates} of chain steps), from jobs in flight in killed workers or on the \
+         failed master",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Three queue names whose keys live on three different masters.
+fn one_queue_per_master(cluster: &RedisCluster) -> Vec<String> {
+    let mut by_master: Vec<(u16, String)> = Vec::new();
+    for i in 0.. {
+        let queue = format!("cc-{i}");
+        let master = cluster.master_of(&format!("gator:{{{queue}}}:queue"));
+        if !by_master.iter().any(|(m, _)| *m == master) {
+            by_master.push((master, queue));
+        }
+        if by_master.len() == 3 {
+            break;
+        }
+    }
+    by_master.into_iter().map(|(_, q)| q).collect()
+}
+
+fn worker(cluster: &RedisCluster, queues: &str) -> WorkerCommand {
+    WorkerCommand::new(
+        env!("CARGO_BIN_EXE_gator-test-worker"),
+        &cluster.url(),
+        queues,
+    )
+    .args(&[
+        "--concurrency",
+        "10",
+        "--lease",
+        "5s",
+        "--wait-replicas",
+        "1",
+        "--wait-timeout",
+        "2s",
+    ])
+}
+
+/// Dispatches the chains (ids `chain × 3 + step − 1`, each step on the next queue), then the
+/// plain jobs, a quarter of them on the sharded queue by shard key. Returns how many jobs.
+async fn enqueue(client: &Client, queues: &[String]) -> u64 {
+    for c in 0..CHAINS {
+        let step = |s: u64| {
+            let queue = &queues[((c + s) % 3) as usize];
+            CcStep::call(c, s as u32, c * STEPS + s - 1).queue(queue.as_str())
+        };
+        Chain::new()
+            .then(step(1))
+            .then(step(2))
+            .then(step(3))
+            .dispatch_with(client)
+            .await
+            .expect("dispatch a chain");
+    }
+    let first = CHAINS * STEPS;
+    let ids: Vec<u64> = (first..first + PLAIN).collect();
+    for batch in ids.chunks(500) {
+        client
+            .dispatch_many(batch.iter().map(|id| {
+                let job = CcPlain::call(*id);
+                if id % 4 == 0 {
+                    job.queue(HOT).shard_key((id % 50).to_string())
+                } else {
+                    job.queue(queues[(id % 3) as usize].as_str())
+                }
+            }))
+            .await
+            .expect("dispatch plain jobs");
+    }
+    first + PLAIN
+}
+
+/// Kills the master on `victim`, waits until its replica has taken over and the cluster is
+/// healthy, then restarts it (it rejoins as a replica) and waits until every master has a
+/// replica in sync again.
+fn fail_over(cluster: &mut RedisCluster, victim: u16) {
+    let at = Instant::now();
+    cluster.kill(victim);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while cluster.masters().contains(&victim) || cluster.masters().len() < 3 {
+        assert!(
+            Instant::now() < deadline,
+            "no replica took over from {victim}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    cluster.wait_until_healthy();
+    let promoted = at.elapsed();
+    cluster.restart(victim);
+    cluster.wait_until_replicated(1);
+    eprintln!(
+        "cluster chaos: master {victim} killed; its replica took over in {:.1} s; back as a replica after {:.1} s",
+        promoted.as_secs_f64(),
+        at.elapsed().as_secs_f64()
+    );
+}
+
+async fn ran(client: &Client) -> u64 {
+    query(client, redis::cmd("HLEN").arg(RUNS)).await
+}
+
+async fn query<T: redis::FromRedisValue>(client: &Client, cmd: &mut redis::Cmd) -> T {
+    let mut conn = client.connection();
+    for _ in 0..50 {
+        match cmd.query_async(&mut conn).await {
+            Ok(value) => return value,
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+    cmd.query_async(&mut conn)
+        .await
+        .expect("a query of the chaos records")
+}
