@@ -79,6 +79,18 @@ async fn client() -> anyhow::Result<&'static Client> {
     let client = Client::connect(&redis_url())
         .await
         .with_context(|| format!("connecting to {}", redis_url()))?;
+    // `GATOR_BENCH_SHARDS=N` (N > 1) splits the one queue `bench` into N shards, which a
+    // cluster spreads over its masters: the other way to scale one busy queue out.
+    let shards = std::env::var("GATOR_BENCH_SHARDS")
+        .ok()
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|n| *n > 1);
+    if let Some(shards) = shards {
+        if queues().len() > 1 {
+            bail!("GATOR_BENCH_SHARDS shards the one queue `bench`: leave GATOR_BENCH_QUEUES unset");
+        }
+        client.set_shards(QUEUE, shards).await?;
+    }
     Ok(CLIENT.get_or_init(|| client))
 }
 

@@ -1,4 +1,4 @@
-# Sourced by the cluster measurement scripts: start_private_cluster N starts N cluster masters
+# Sourced by the cluster measurement scripts: start_private_cluster N starts N (1, or 3 and more) cluster masters
 # (no replicas) on free loopback ports from 7300 (each with its bus port +10000 free) in a temp
 # dir, joins them, and exports CLUSTER_PORTS and REDIS_URL / GATOR_REDIS_URL (the node list);
 # stop_private_cluster stops them and removes the dir.
@@ -26,7 +26,12 @@ start_private_cluster() {
   for p in "${CLUSTER_PORTS[@]}"; do
     for _ in $(seq 1 50); do redis-cli -p "$p" ping >/dev/null 2>&1 && break; sleep 0.1; done
   done
-  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >/dev/null
+  if [ "$masters" -eq 1 ]; then
+    # `--cluster create` wants 3 masters: one node takes every slot by itself.
+    redis-cli -p "${CLUSTER_PORTS[0]}" cluster addslotsrange 0 16383 >/dev/null
+  else
+    redis-cli --cluster create "${addrs[@]}" --cluster-replicas 0 --cluster-yes >/dev/null
+  fi
   for p in "${CLUSTER_PORTS[@]}"; do
     for _ in $(seq 1 100); do
       redis-cli -p "$p" cluster info | grep -q 'cluster_state:ok' && break
