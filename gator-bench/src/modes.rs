@@ -87,7 +87,9 @@ async fn client() -> anyhow::Result<&'static Client> {
         .filter(|n| *n > 1);
     if let Some(shards) = shards {
         if queues().len() > 1 {
-            bail!("GATOR_BENCH_SHARDS shards the one queue `bench`: leave GATOR_BENCH_QUEUES unset");
+            bail!(
+                "GATOR_BENCH_SHARDS shards the one queue `bench`: leave GATOR_BENCH_QUEUES unset"
+            );
         }
         client.set_shards(QUEUE, shards).await?;
     }

@@ -2,6 +2,7 @@
 //! its bus port at PORT+10000 free too), in temp dirs, joined with `redis-cli --cluster
 //! create`, and killed on drop.
 
+use crate::TestCerts;
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -13,6 +14,8 @@ use tempfile::TempDir;
 #[derive(Debug)]
 struct Node {
     port: u16,
+    /// With TLS: the node's TLS port (the plain `port` stays open for the harness's redis-cli).
+    tls_port: Option<u16>,
     child: Option<Child>,
 }
 
@@ -21,6 +24,8 @@ struct Node {
 pub struct RedisCluster {
     nodes: Vec<Node>,
     dir: TempDir,
+    /// With TLS: the certificates every node serves.
+    tls: Option<TestCerts>,
 }
 
 /// Whether `port` and its cluster bus port can both be bound on loopback now.
@@ -56,10 +61,29 @@ fn free_ports(count: usize) -> Vec<u16> {
 
 /// Starts the node on `port` with its dir under `dir` (its `nodes.conf` and AOF survive a
 /// restart there, so a restarted node rejoins as what the cluster says it is).
-fn spawn_node(dir: &std::path::Path, port: u16) -> Child {
+/// With `tls`, the node also listens with TLS on its TLS port, and the nodes talk TLS on the
+/// cluster bus (`tls-cluster yes`): a client on TLS is then told the TLS ports of the others.
+fn spawn_node(dir: &std::path::Path, port: u16, tls: Option<(u16, &TestCerts)>) -> Child {
     let node_dir = dir.join(port.to_string());
     std::fs::create_dir_all(&node_dir).expect("a node dir");
-    Command::new("redis-server")
+    let mut command = Command::new("redis-server");
+    if let Some((tls_port, certs)) = tls {
+        command
+            .args(["--tls-port", &tls_port.to_string()])
+            .args(["--tls-cert-file", &certs.file("server.pem")])
+            .args(["--tls-key-file", &certs.file("server.key")])
+            .args(["--tls-ca-cert-file", &certs.file("ca.pem")])
+            .args(["--tls-auth-clients", "no"])
+            // The bus is mutual TLS whatever `tls-auth-clients` says: a node dialling another
+            // presents the client certificate.
+            .args(["--tls-client-cert-file", &certs.file("client.pem")])
+            .args(["--tls-client-key-file", &certs.file("client.key")])
+            .args(["--tls-cluster", "yes", "--tls-replication", "yes"])
+            // With TLS on the bus, Redis would put the bus at TLS_PORT+10000; keep it where
+            // `free_ports` checked, and where redis-cli looks for it.
+            .args(["--cluster-port", &(port + 10_000).to_string()]);
+    }
+    command
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args([
             "--cluster-enabled",
@@ -98,6 +122,17 @@ impl RedisCluster {
     /// # Panics
     /// If a node does not start or the cluster does not form within 30 s.
     pub fn start(masters: usize, replicas: usize) -> RedisCluster {
+        RedisCluster::start_with(masters, replicas, None)
+    }
+
+    /// [`start`](Self::start) with TLS: every node also has a TLS port, serving a certificate
+    /// for `localhost` and 127.0.0.1 signed by the test CA of `certs`, and the cluster bus
+    /// speaks TLS. [`tls_url`](Self::tls_url) names the TLS ports.
+    pub fn start_tls(masters: usize, replicas: usize) -> RedisCluster {
+        RedisCluster::start_with(masters, replicas, Some(TestCerts::generate()))
+    }
+
+    fn start_with(masters: usize, replicas: usize, tls: Option<TestCerts>) -> RedisCluster {
         assert!(masters >= 3, "a cluster needs at least 3 masters");
         let dir = tempfile::Builder::new()
             .prefix("gator-cluster-")
@@ -106,13 +141,15 @@ impl RedisCluster {
         let count = masters * (1 + replicas);
         let mut nodes = Vec::new();
         for port in free_ports(count) {
-            let child = spawn_node(dir.path(), port);
+            let tls_port = tls.as_ref().map(|_| crate::free_port());
+            let child = spawn_node(dir.path(), port, tls_port.zip(tls.as_ref()));
             nodes.push(Node {
                 port,
+                tls_port,
                 child: Some(child),
             });
         }
-        let cluster = RedisCluster { nodes, dir };
+        let cluster = RedisCluster { nodes, dir, tls };
         for node in &cluster.nodes {
             cluster.wait_for(node.port, "PONG", &["PING"]);
         }
@@ -194,6 +231,26 @@ impl RedisCluster {
             .join(",")
     }
 
+    /// Every node's TLS URL, comma-separated (`rediss://127.0.0.1:TLS_PORT,...`).
+    ///
+    /// # Panics
+    /// If the cluster was not started with [`start_tls`](Self::start_tls).
+    pub fn tls_url(&self) -> String {
+        self.nodes
+            .iter()
+            .map(|n| {
+                let port = n.tls_port.expect("a cluster started with start_tls");
+                format!("rediss://127.0.0.1:{port}")
+            })
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The certificates of a cluster started with [`start_tls`](Self::start_tls).
+    pub fn certs(&self) -> &TestCerts {
+        self.tls.as_ref().expect("a cluster started with start_tls")
+    }
+
     /// The URL of the first node alone: a seed, for `--redis-cluster`.
     pub fn seed_url(&self) -> String {
         format!("redis://127.0.0.1:{}", self.nodes[0].port)
@@ -261,13 +318,16 @@ impl RedisCluster {
     /// # Panics
     /// If it does not answer within 30 s.
     pub fn restart(&mut self, port: u16) {
-        let child = spawn_node(self.dir.path(), port);
         let node = self
             .nodes
             .iter_mut()
             .find(|n| n.port == port)
             .unwrap_or_else(|| panic!("no node of this cluster is on port {port}"));
-        node.child = Some(child);
+        node.child = Some(spawn_node(
+            self.dir.path(),
+            port,
+            node.tls_port.zip(self.tls.as_ref()),
+        ));
         self.wait_for(port, "PONG", &["PING"]);
     }
 

@@ -62,7 +62,7 @@ impl TestCerts {
         self.dir.path().join("client.key")
     }
 
-    fn file(&self, name: &str) -> String {
+    pub(crate) fn file(&self, name: &str) -> String {
         self.dir.path().join(name).display().to_string()
     }
 }

@@ -358,3 +358,65 @@ async fn chains_across_masters_survive_workers_killed_between_a_step_and_its_han
         "0"
     );
 }
+
+static RAN_TLS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+#[gator_core::job]
+async fn on_tls_cluster(tag: String) {
+    RAN_TLS.lock().unwrap().push(tag);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rediss_reaches_every_master_of_a_tls_cluster_from_a_node_list_or_a_seed() {
+    let cluster = RedisCluster::start_tls(3, 0);
+    let ca = cluster.certs().ca();
+    // The node list: every node's TLS URL.
+    let client = gator_core::Client::builder(cluster.tls_url())
+        .ca_cert(&ca)
+        .connect()
+        .await
+        .expect("a TLS client of the cluster from its nodes' URLs");
+    assert!(client.is_cluster());
+    for queue in QUEUES {
+        client
+            .dispatch(OnTlsCluster::call(format!("tls-{queue}")).queue(queue))
+            .await
+            .unwrap_or_else(|e| panic!("dispatch to {queue} over TLS: {e}"));
+    }
+    // The seed: one TLS URL with `.cluster(true)`; the other nodes are found over TLS.
+    let seed = cluster.tls_url().split(',').next().unwrap().to_owned();
+    let worker = gator_worker::Worker::builder()
+        .redis_url(seed.clone())
+        .cluster(true)
+        .ca_cert(&ca)
+        .queues(&QUEUES.join(","))
+        .poll_interval(std::time::Duration::from_millis(50))
+        .jobs(["on_tls_cluster"])
+        .build()
+        .expect("a valid worker");
+    let stop = gator_worker::CancellationToken::new();
+    let running = tokio::spawn(worker.run_until(stop.clone()));
+    gator_tests::wait_until(
+        "every job to run",
+        std::time::Duration::from_secs(15),
+        || async { RAN_TLS.lock().unwrap().len() >= QUEUES.len() },
+    )
+    .await;
+    stop.cancel();
+    running
+        .await
+        .unwrap()
+        .expect("the worker ran on the TLS cluster");
+    let mut ran = RAN_TLS.lock().unwrap().clone();
+    ran.sort();
+    let mut expected: Vec<String> = QUEUES.iter().map(|q| format!("tls-{q}")).collect();
+    expected.sort();
+    assert_eq!(ran, expected, "each job ran once");
+    // A CA that signed no node's certificate: refused.
+    let refused = gator_core::Client::builder(seed)
+        .cluster(true)
+        .ca_cert(cluster.certs().other_ca())
+        .connect()
+        .await;
+    assert!(refused.is_err(), "a wrong CA was accepted");
+}
