@@ -270,7 +270,8 @@ impl Client {
         &self.inner.shown_url
     }
 
-    /// Where this client connects: address, database and credentials, parsed from its URL.
+    /// Where this client connects: address, database and credentials, parsed from its URL (a
+    /// cluster's first node; behind sentinels, the first sentinel, since the master changes).
     pub fn connection_info(&self) -> &ConnectionInfo {
         &self.inner.info
     }

@@ -138,12 +138,9 @@ impl Opener {
                     .await
                     .map(Link::Single)
             }
-            Opener::Sentinel(sentinels, config) => sentinels
-                .master()
-                .await?
-                .get_multiplexed_async_connection_with_config(config)
-                .await
-                .map(Link::Direct),
+            Opener::Sentinel(sentinels, config) => {
+                sentinels.connect(config).await.map(Link::Direct)
+            }
             #[cfg(feature = "cluster")]
             Opener::Cluster(client, config) => client
                 .get_async_connection_with_config(config.clone())
@@ -180,12 +177,9 @@ impl DedicatedOpener {
                 .get_multiplexed_async_connection_with_config(config)
                 .await
                 .map(Dedicated::Single),
-            DedicatedOpener::Sentinel(sentinels, config) => sentinels
-                .master()
-                .await?
-                .get_multiplexed_async_connection_with_config(config)
-                .await
-                .map(Dedicated::Single),
+            DedicatedOpener::Sentinel(sentinels, config) => {
+                sentinels.connect(config).await.map(Dedicated::Single)
+            }
             #[cfg(feature = "cluster")]
             DedicatedOpener::Cluster(client, config) => client
                 .get_async_connection_with_config(config.clone())
@@ -272,9 +266,9 @@ pub(crate) struct Shared {
     current: RwLock<(u64, Link)>,
     /// One replacement at a time: a burst of timeouts opens one new connection.
     replacing: AtomicBool,
-    /// When the last replacement failed, and how many failed in a row: while the sentinels
-    /// name no reachable master, every command fails at once, and each must not ask them again.
-    failed: std::sync::Mutex<(Option<std::time::Instant>, u32)>,
+    /// When the last replacement failed, if the last one did: while the sentinels name no
+    /// reachable master, every command fails at once, and each must not ask them again.
+    failed_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
 
 impl Shared {
@@ -286,7 +280,7 @@ impl Shared {
             generation: AtomicU64::new(0),
             current: RwLock::new((0, manager)),
             replacing: AtomicBool::new(false),
-            failed: std::sync::Mutex::new((None, 0)),
+            failed_at: std::sync::Mutex::new(None),
         }))
     }
 
@@ -300,8 +294,8 @@ impl Shared {
         }
     }
 
-    fn lock_failed(&self) -> std::sync::MutexGuard<'_, (Option<std::time::Instant>, u32)> {
-        self.failed.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock_failed_at(&self) -> std::sync::MutexGuard<'_, Option<std::time::Instant>> {
+        self.failed_at.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn current(&self) -> (u64, Link) {
@@ -317,8 +311,7 @@ impl Shared {
     fn replace(self: &Arc<Shared>, stale: u64, why: Why) {
         if self.generation.load(Ordering::Acquire) != stale
             || self
-                .lock_failed()
-                .0
+                .lock_failed_at()
                 .is_some_and(|at| at.elapsed() < RETRY_GAP)
             || self.replacing.swap(true, Ordering::AcqRel)
         {
@@ -327,13 +320,12 @@ impl Shared {
         let shared = self.clone();
         tokio::spawn(async move {
             let made = shared.opener.open().await;
-            let failures = {
-                let mut failed = shared.lock_failed();
-                *failed = match &made {
-                    Ok(_) => (None, 0),
-                    Err(_) => (Some(std::time::Instant::now()), failed.1 + 1),
-                };
-                failed.1
+            // The first failure of an outage is the one after a success (or none yet).
+            let first_failure = {
+                let mut failed_at = shared.lock_failed_at();
+                let first = failed_at.is_none();
+                *failed_at = made.is_err().then(std::time::Instant::now);
+                first
             };
             match made {
                 Ok(manager) if shared.generation.load(Ordering::Acquire) == stale => {
@@ -355,11 +347,11 @@ impl Shared {
                         tracing::warn!(error = %e, "redis did not answer in time, and a new connection failed too; trying again on the next timeout")
                     }
                     // Once per outage: while a failover is under way this fails for seconds.
-                    Why::MasterLost if failures == 1 => {
+                    Why::MasterLost if first_failure => {
                         tracing::warn!(error = %e, "the master was lost, and the sentinels name no reachable master yet; trying again on the next error")
                     }
                     Why::MasterLost => {
-                        tracing::debug!(error = %e, failures, "the sentinels still name no reachable master")
+                        tracing::debug!(error = %e, "the sentinels still name no reachable master")
                     }
                 },
             }
@@ -418,13 +410,18 @@ fn master_lost(e: &redis::RedisError) -> bool {
     e.is_io_error()
         || e.is_connection_refusal()
         || e.is_connection_dropped()
-        || matches!(e.code(), Some("READONLY" | "MASTERDOWN"))
+        || e.code().is_some_and(is_demotion)
+}
+
+/// Whether an error code says the server is no master to write to (any more).
+fn is_demotion(code: &str) -> bool {
+    matches!(code, "READONLY" | "MASTERDOWN")
 }
 
 /// Whether a reply is (or holds, as `EXEC`'s does) a `READONLY` or `MASTERDOWN` error.
 fn demoted(reply: &Value) -> bool {
     match reply {
-        Value::ServerError(e) => matches!(e.code(), "READONLY" | "MASTERDOWN"),
+        Value::ServerError(e) => is_demotion(e.code()),
         Value::Array(items) => items.iter().any(demoted),
         _ => false,
     }

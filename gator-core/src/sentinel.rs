@@ -112,14 +112,13 @@ impl SentinelUrl {
         if self.tls { "rediss" } else { "redis" }
     }
 
-    /// Each sentinel's connection address.
-    fn sentinel_addrs(&self) -> std::result::Result<Vec<ConnectionAddr>, String> {
+    /// Each sentinel's connection info (address and TLS; no credentials).
+    fn sentinel_infos(&self) -> std::result::Result<Vec<ConnectionInfo>, String> {
         self.sentinels
             .iter()
             .map(|host| {
                 format!("{}://{host}", self.node_scheme())
                     .into_connection_info()
-                    .map(|info| info.addr().clone())
                     .map_err(|e| format!("the sentinel {host} is not a host:port: {e}"))
             })
             .collect()
@@ -179,8 +178,19 @@ pub(crate) struct Sentinels {
 }
 
 impl Sentinels {
+    /// A connection with `config` to the master the sentinels name now.
+    pub(crate) async fn connect(
+        &self,
+        config: &redis::AsyncConnectionConfig,
+    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
+        self.master()
+            .await?
+            .get_multiplexed_async_connection_with_config(config)
+            .await
+    }
+
     /// The master the sentinels name now, checked to be one.
-    pub(crate) async fn master(&self) -> redis::RedisResult<redis::Client> {
+    async fn master(&self) -> redis::RedisResult<redis::Client> {
         let mut client = self.client.lock().await;
         match tokio::time::timeout(RESOLVE_TIMEOUT, client.async_get_client()).await {
             Ok(found) => {
@@ -206,7 +216,8 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(Sentinels, ConnectionIn
         reason,
     };
     let parsed = SentinelUrl::parse(url).map_err(invalid)?;
-    let addrs = parsed.sentinel_addrs().map_err(invalid)?;
+    let infos = parsed.sentinel_infos().map_err(invalid)?;
+    let addrs: Vec<ConnectionAddr> = infos.iter().map(|info| info.addr().clone()).collect();
     let master = parsed.master_info().map_err(invalid)?;
     if !parsed.tls && !tls.is_empty() {
         return Err(Error::Tls {
@@ -218,7 +229,7 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(Sentinels, ConnectionIn
     }
     let tcp = crate::connection::tcp_settings();
     let mut builder =
-        SentinelClientBuilder::new(addrs.clone(), &parsed.service, SentinelServerType::Master)
+        SentinelClientBuilder::new(addrs, &parsed.service, SentinelServerType::Master)
             .map_err(|e| invalid(e.to_string()))?
             .set_client_to_redis_db(master.redis_settings().db())
             .set_client_to_redis_tcp_settings(tcp.clone())
@@ -246,9 +257,8 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(Sentinels, ConnectionIn
         }
     }
     let client = builder.build().map_err(|e| invalid(e.to_string()))?;
-    let first = format!("{}://{}", parsed.node_scheme(), parsed.sentinels[0])
-        .into_connection_info()
-        .map_err(|e| invalid(e.to_string()))?;
+    // `parse` refuses a URL without a sentinel, so there is a first one.
+    let first = infos[0].clone();
     Ok((
         Sentinels {
             client: Arc::new(tokio::sync::Mutex::new(client)),
@@ -275,7 +285,7 @@ mod tests {
         assert_eq!(master.redis_settings().username(), Some("app"));
         assert_eq!(master.redis_settings().password(), Some("s@cret"));
         assert_eq!(master.redis_settings().db(), 3);
-        assert_eq!(parsed.sentinel_addrs().unwrap().len(), 3);
+        assert_eq!(parsed.sentinel_infos().unwrap().len(), 3);
         assert!(SentinelUrl::parse("rediss+sentinel://h1/m").unwrap().tls);
     }
 
