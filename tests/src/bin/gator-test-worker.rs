@@ -108,10 +108,7 @@ async fn poison_unlucky(_n: Unlucky) {}
 /// sleeps, so that a killed worker dies holding jobs both before and after they recorded.
 #[job(queue = "chaos-default", backoff = ["200ms"])]
 async fn chaos_plain(id: u64) -> Result<(), String> {
-    chaos_nap(id).await;
-    chaos_record(id).await?;
-    chaos_nap(id).await;
-    Ok(())
+    napped_run(id, chaos_record(id)).await
 }
 
 /// Chaos suite: fails its first attempt on purpose (counted in `chaos:attempts`), then on
@@ -135,18 +132,11 @@ async fn chaos_flaky(id: u64) -> Result<(), String> {
 /// and counts its run under `id`, in one transaction so the list and the count agree.
 #[job(queue = "chaos-default", backoff = ["200ms"])]
 async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
-    chaos_nap(id).await;
-    redis::pipe()
-        .atomic()
-        .rpush(format!("chaos:chain:{chain}"), step)
-        .ignore()
-        .hincr("chaos:runs", id, 1)
-        .ignore()
-        .query_async::<()>(&mut chaos_connection().await?)
-        .await
-        .map_err(|e| e.to_string())?;
-    chaos_nap(id).await;
-    Ok(())
+    napped_run(
+        id,
+        record_step(&format!("chaos:chain:{chain}"), CHAOS_RUNS, step, id),
+    )
+    .await
 }
 
 /// Chaos suite: an IO-bound job for the worker with 10,000 processors: waits 2–8 s (as a call
@@ -168,13 +158,46 @@ async fn chaos_connection() -> Result<gator_core::Connection, String> {
 
 /// `HINCRBY chaos:runs <id> 1`.
 async fn chaos_record(id: u64) -> Result<(), String> {
+    record_in(CHAOS_RUNS, id).await
+}
+
+const CHAOS_RUNS: &str = "chaos:runs";
+
+/// `HINCRBY <runs> <id> 1`.
+async fn record_in(runs: &str, id: u64) -> Result<(), String> {
     redis::cmd("HINCRBY")
-        .arg("chaos:runs")
+        .arg(runs)
         .arg(id)
         .arg(1)
         .query_async::<()>(&mut chaos_connection().await?)
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Appends `step` to the list `chain` and counts a run of `id` in the hash `runs`, in one
+/// transaction so the list and the count agree.
+async fn record_step(chain: &str, runs: &str, step: u32, id: u64) -> Result<(), String> {
+    redis::pipe()
+        .atomic()
+        .rpush(chain, step)
+        .ignore()
+        .hincr(runs, id, 1)
+        .ignore()
+        .query_async::<()>(&mut chaos_connection().await?)
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// `record` between two naps, so that a killed worker dies holding jobs both before and after
+/// they recorded.
+async fn napped_run(
+    id: u64,
+    record: impl std::future::Future<Output = Result<(), String>>,
+) -> Result<(), String> {
+    chaos_nap(id).await;
+    record.await?;
+    chaos_nap(id).await;
+    Ok(())
 }
 
 /// Sleeps 0–29 ms, varying with the job and the clock (no RNG crate needed for this). Two
@@ -195,34 +218,15 @@ async fn chaos_nap(id: u64) {
 /// Cluster chaos: counts a run of job `id` in the hash `{cchaos}:runs`, between two naps.
 #[job(queue = "cc-0", backoff = ["200ms"])]
 async fn cc_plain(id: u64) -> Result<(), String> {
-    chaos_nap(id).await;
-    redis::cmd("HINCRBY")
-        .arg("{cchaos}:runs")
-        .arg(id)
-        .arg(1)
-        .query_async::<()>(&mut chaos_connection().await?)
-        .await
-        .map_err(|e| e.to_string())?;
-    chaos_nap(id).await;
-    Ok(())
+    napped_run(id, record_in("{cchaos}:runs", id)).await
 }
 
 /// Cluster chaos: step `step` of chain `chain`: appends `step` to `{cchaos}:chain:<chain>` and
 /// counts its run under `id`, in one transaction.
 #[job(queue = "cc-0", backoff = ["200ms"])]
 async fn cc_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
-    chaos_nap(id).await;
-    redis::pipe()
-        .atomic()
-        .rpush(format!("{{cchaos}}:chain:{chain}"), step)
-        .ignore()
-        .hincr("{cchaos}:runs", id, 1)
-        .ignore()
-        .query_async::<()>(&mut chaos_connection().await?)
-        .await
-        .map_err(|e| e.to_string())?;
-    chaos_nap(id).await;
-    Ok(())
+    let list = format!("{{cchaos}}:chain:{chain}");
+    napped_run(id, record_step(&list, "{cchaos}:runs", step, id)).await
 }
 
 fn main() -> std::process::ExitCode {
