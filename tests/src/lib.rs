@@ -21,6 +21,7 @@
 
 pub mod chaos;
 mod cluster;
+pub mod failover;
 mod proxy;
 mod sentinel;
 mod tls;
@@ -31,7 +32,7 @@ pub use sentinel::{RedisSentinel, SENTINEL_SERVICE};
 pub use tls::{TLS_PASSWORD, TestCerts, TlsRedis};
 pub use worker::{
     TestWorker, WorkerCommand, WorkerProcess, client, libfaketime, pid_namespaces_available,
-    spawn_worker_process, spawn_worker_process_with, terminate,
+    run_cli, spawn_worker_process, spawn_worker_process_with, terminate,
 };
 
 use std::future::Future;

@@ -294,3 +294,20 @@ pub fn pid_namespaces_available() -> Result<(), String> {
         Err(e) => Err(format!("`unshare` cannot be run: {e}")),
     }
 }
+
+/// Runs the worker `binary` as the CLI (`gator-worker --redis-url URL ARGS...`), waits for it,
+/// and echoes the command and its output on the test's stderr.
+pub fn run_cli(binary: &str, redis_url: &str, args: &[&str]) -> std::process::Output {
+    let output = Command::new(binary)
+        .args(["--redis-url", redis_url])
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {binary}: {e}"));
+    eprintln!(
+        "$ gator-worker {}\n{}{}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}

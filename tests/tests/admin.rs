@@ -6,7 +6,7 @@
 use gator_core::{SetKind, payload::now_ms};
 use gator_tests::{RedisServer, client};
 use serde_json::{Value, json};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// 2024-11-22T18:26:40Z, the first score used below.
 const T0: u64 = 1_732_300_000_000;
@@ -365,19 +365,7 @@ async fn entries_that_are_not_payloads_are_listed_and_stay_in_dead_on_retry() {
 // ---- the `gator-worker` subcommands, run as a real process ----
 
 fn gator(redis: &RedisServer, args: &[&str]) -> Output {
-    let url = redis.url();
-    let output = Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
-        .args(["--redis-url", &url])
-        .args(args)
-        .output()
-        .expect("run the test worker binary");
-    eprintln!(
-        "$ gator-worker {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    gator_tests::run_cli(env!("CARGO_BIN_EXE_gator-test-worker"), &redis.url(), args)
 }
 
 fn stdout(output: &Output) -> String {

@@ -45,12 +45,28 @@ async fn jobs_dispatched_to_queues_on_every_master_run_on_a_worker_of_the_cluste
         .jobs(["on_cluster"])
         .build()
         .expect("a valid worker");
+    run_until_each_queue_ran_once(worker, &RAN, "job").await;
+    for queue in QUEUES {
+        assert_eq!(
+            cluster.cli(&["LLEN", &format!("gator:{{{queue}}}:queue")]),
+            "0"
+        );
+    }
+}
+
+/// Runs `worker` until `ran` holds a tag for every one of [`QUEUES`], stops it, and asserts
+/// that each job (tagged `<prefix>-<queue>`) ran once.
+async fn run_until_each_queue_ran_once(
+    worker: gator_worker::Worker,
+    ran: &std::sync::Mutex<Vec<String>>,
+    prefix: &str,
+) {
     let stop = gator_worker::CancellationToken::new();
     let running = tokio::spawn(worker.run_until(stop.clone()));
     gator_tests::wait_until(
         "every job to run",
         std::time::Duration::from_secs(15),
-        || async { RAN.lock().unwrap().len() >= QUEUES.len() },
+        || async { ran.lock().unwrap().len() >= QUEUES.len() },
     )
     .await;
     stop.cancel();
@@ -58,17 +74,11 @@ async fn jobs_dispatched_to_queues_on_every_master_run_on_a_worker_of_the_cluste
         .await
         .unwrap()
         .expect("the worker ran on the cluster");
-    let mut ran = RAN.lock().unwrap().clone();
+    let mut ran = ran.lock().unwrap().clone();
     ran.sort();
-    let mut expected: Vec<String> = QUEUES.iter().map(|q| format!("job-{q}")).collect();
+    let mut expected: Vec<String> = QUEUES.iter().map(|q| format!("{prefix}-{q}")).collect();
     expected.sort();
     assert_eq!(ran, expected, "each job ran once");
-    for queue in QUEUES {
-        assert_eq!(
-            cluster.cli(&["LLEN", &format!("gator:{{{queue}}}:queue")]),
-            "0"
-        );
-    }
 }
 
 /// Two queue names whose tags live on different masters of `cluster`.
@@ -394,24 +404,7 @@ async fn rediss_reaches_every_master_of_a_tls_cluster_from_a_node_list_or_a_seed
         .jobs(["on_tls_cluster"])
         .build()
         .expect("a valid worker");
-    let stop = gator_worker::CancellationToken::new();
-    let running = tokio::spawn(worker.run_until(stop.clone()));
-    gator_tests::wait_until(
-        "every job to run",
-        std::time::Duration::from_secs(15),
-        || async { RAN_TLS.lock().unwrap().len() >= QUEUES.len() },
-    )
-    .await;
-    stop.cancel();
-    running
-        .await
-        .unwrap()
-        .expect("the worker ran on the TLS cluster");
-    let mut ran = RAN_TLS.lock().unwrap().clone();
-    ran.sort();
-    let mut expected: Vec<String> = QUEUES.iter().map(|q| format!("tls-{q}")).collect();
-    expected.sort();
-    assert_eq!(ran, expected, "each job ran once");
+    run_until_each_queue_ran_once(worker, &RAN_TLS, "tls").await;
     // A CA that signed no node's certificate: refused.
     let refused = gator_core::Client::builder(seed)
         .cluster(true)

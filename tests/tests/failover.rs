@@ -4,48 +4,33 @@
 //! without it, the jobs lost to asynchronous replication are counted and reported.
 
 use gator_core::{Client, job};
+use gator_tests::failover::{RunLog, assert_none_lost, produce};
 use gator_tests::{RedisCluster, TestWorker, wait_until};
 use std::collections::HashSet;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-static RAN: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
+static RAN: RunLog = RunLog::new();
 
 #[job(queue = "f0")]
 async fn numbered(id: u64) {
-    RAN.lock()
-        .unwrap()
-        .get_or_insert_with(HashSet::new)
-        .insert(id);
+    RAN.record(id);
 }
 
 fn ran() -> HashSet<u64> {
-    RAN.lock().unwrap().clone().unwrap_or_default()
+    RAN.ran()
 }
 
 const QUEUES: [&str; 6] = ["f0", "f1", "f2", "f3", "f4", "f5"];
 
-/// Dispatches jobs `from..` round-robin over [`QUEUES`] until `stop`, one at a time; returns
-/// the ids whose dispatch returned `Ok`, and how many dispatches failed.
-async fn produce(client: Client, from: u64, stop: &AtomicBool) -> (Vec<u64>, usize) {
-    let (mut acked, mut failed) = (Vec::new(), 0);
-    let mut id = from;
-    while !stop.load(Ordering::SeqCst) {
+/// Dispatches jobs `from..` round-robin over [`QUEUES`] until `stop`, one at a time.
+async fn produce_round_robin(client: Client, from: u64, stop: &AtomicBool) -> (Vec<u64>, usize) {
+    produce(from, stop, |id| {
         let queue = QUEUES[id as usize % QUEUES.len()];
-        match Numbered::call(id).queue(queue).dispatch_with(&client).await {
-            Ok(_) => acked.push(id),
-            Err(e) => {
-                if failed == 0 {
-                    eprintln!("first failed dispatch: {e}");
-                }
-                failed += 1;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-        id += 1;
-    }
-    (acked, failed)
+        let client = client.clone();
+        async move { Numbered::call(id).queue(queue).dispatch_with(&client).await }
+    })
+    .await
 }
 
 /// Kills the master of queue `f0` after `acked_before` jobs, waits for its replica to take
@@ -59,7 +44,7 @@ async fn run_through_a_failover(
     let stop = std::sync::Arc::new(AtomicBool::new(false));
     let producer = {
         let (client, stop) = (client.clone(), stop.clone());
-        tokio::spawn(async move { produce(client, from, &stop).await })
+        tokio::spawn(async move { produce_round_robin(client, from, &stop).await })
     };
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let victim = cluster.master_of("gator:{f0}:queue");
@@ -77,20 +62,8 @@ async fn run_through_a_failover(
     let (acked, failed) = producer.await.unwrap();
     let after: Vec<u64> = acked.iter().copied().filter(|id| id % 6 == 0).collect();
     assert!(!after.is_empty());
-    wait_until("the jobs to run", Duration::from_secs(60), || async {
-        // Done when nothing more has run for a while: lost jobs never will.
-        let before = ran().len();
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        ran().len() == before
-    })
-    .await;
+    let lost = RAN.lost_of(&acked).await;
     worker.stop().await;
-    let ran = ran();
-    let lost: Vec<u64> = acked
-        .iter()
-        .copied()
-        .filter(|id| !ran.contains(id))
-        .collect();
     (acked, failed, lost)
 }
 
@@ -108,12 +81,7 @@ async fn with_wait_for_replicas_every_acknowledged_job_survives_a_master_failove
         acked.len(),
         lost.len()
     );
-    assert!(
-        acked.len() > 100,
-        "the producer hardly ran: {}",
-        acked.len()
-    );
-    assert_eq!(lost, Vec::<u64>::new(), "acknowledged jobs were lost");
+    assert_none_lost(&acked, &lost);
     // The worker (never restarted) ran jobs of the failed-over queue dispatched after it.
     let last_f0 = acked.iter().rev().find(|id| *id % 6 == 0).unwrap();
     assert!(ran().contains(last_f0));

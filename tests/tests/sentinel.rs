@@ -4,64 +4,22 @@
 //! `wait_for_replicas(1, ..)` every dispatch that returned `Ok` runs.
 
 use gator_core::{Client, job};
+use gator_tests::failover::{RunLog, assert_none_lost, produce};
 use gator_tests::{RedisSentinel, SENTINEL_SERVICE, TestWorker, wait_until};
 use std::collections::HashSet;
-use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-static RAN: Mutex<Option<HashSet<u64>>> = Mutex::new(None);
+static RAN: RunLog = RunLog::new();
 
 #[job(queue = "sentinel")]
 async fn numbered(id: u64) {
-    RAN.lock()
-        .unwrap()
-        .get_or_insert_with(HashSet::new)
-        .insert(id);
+    RAN.record(id);
 }
 
 fn ran() -> HashSet<u64> {
-    RAN.lock().unwrap().clone().unwrap_or_default()
-}
-
-/// Dispatches jobs `from..` one at a time until `stop`; returns the ids whose dispatch
-/// returned `Ok`, and how many failed (the producer goes on after a failure, as an
-/// application retrying would).
-async fn produce(client: Client, from: u64, stop: Arc<AtomicBool>) -> (Vec<u64>, usize) {
-    let (mut acked, mut failed) = (Vec::new(), 0);
-    let mut id = from;
-    while !stop.load(Ordering::SeqCst) {
-        match Numbered::call(id).dispatch_with(&client).await {
-            Ok(_) => acked.push(id),
-            Err(e) => {
-                if failed == 0 {
-                    eprintln!("first failed dispatch: {e}");
-                }
-                failed += 1;
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        }
-        id += 1;
-    }
-    (acked, failed)
-}
-
-/// Waits until nothing more has run for a while (lost jobs never will); returns the acked ids
-/// that did not run.
-async fn lost_of(acked: &[u64]) -> Vec<u64> {
-    wait_until("the jobs to run", Duration::from_secs(60), || async {
-        let before = ran().len();
-        tokio::time::sleep(Duration::from_millis(1500)).await;
-        ran().len() == before
-    })
-    .await;
-    let ran = ran();
-    acked
-        .iter()
-        .copied()
-        .filter(|id| !ran.contains(id))
-        .collect()
+    RAN.ran()
 }
 
 async fn waiting_client(set: &RedisSentinel) -> Client {
@@ -82,14 +40,19 @@ async fn run_through(
     let client = waiting_client(set).await;
     let worker = TestWorker::start(&set.url(), Some("sentinel"), 10);
     let stop = Arc::new(AtomicBool::new(false));
-    let producer = tokio::spawn(produce(client, from, stop.clone()));
+    let producer = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            produce(from, &stop, |id| Numbered::call(id).dispatch_with(&client)).await
+        })
+    };
     tokio::time::sleep(Duration::from_millis(1500)).await;
     fail(set);
     set.wait_until_replicated();
     tokio::time::sleep(Duration::from_millis(2000)).await; // dispatching on to the new master
     stop.store(true, Ordering::SeqCst);
     let (acked, failed) = producer.await.unwrap();
-    let lost = lost_of(&acked).await;
+    let lost = RAN.lost_of(&acked).await;
     worker.stop().await;
     eprintln!(
         "{} dispatches acknowledged, {failed} failed during the failover, {} lost",
@@ -127,17 +90,7 @@ async fn a_failover_forced_mid_run_is_followed_and_loses_no_acknowledged_job() {
         assert_ne!(new, first);
     })
     .await;
-    assert!(
-        acked.len() > 100,
-        "the producer hardly ran: {}",
-        acked.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged jobs were lost, the first {:?}",
-        lost.len(),
-        &lost[..lost.len().min(10)]
-    );
+    assert_none_lost(&acked, &lost);
     // The worker, never restarted, ran jobs dispatched to the new master.
     assert_ne!(set.master_port(), first);
     assert!(ran().contains(acked.last().unwrap()));
@@ -153,33 +106,12 @@ async fn a_killed_master_is_replaced_by_its_replica_and_no_acknowledged_job_is_l
         set.restart(killed);
     })
     .await;
-    assert!(
-        acked.len() > 100,
-        "the producer hardly ran: {}",
-        acked.len()
-    );
-    assert!(
-        lost.is_empty(),
-        "{} acknowledged jobs were lost, the first {:?}",
-        lost.len(),
-        &lost[..lost.len().min(10)]
-    );
+    assert_none_lost(&acked, &lost);
     assert!(ran().contains(acked.last().unwrap()));
 }
 
 fn gator(url: &str, args: &[&str]) -> std::process::Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_gator-test-worker"))
-        .args(["--redis-url", url])
-        .args(args)
-        .output()
-        .expect("run the test worker binary");
-    eprintln!(
-        "$ gator-worker --redis-url {url} {}\n{}{}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
+    gator_tests::run_cli(env!("CARGO_BIN_EXE_gator-test-worker"), url, args)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
