@@ -179,14 +179,20 @@ pub(crate) struct Sentinels {
 
 impl Sentinels {
     /// A connection with `config` to the master the sentinels name now.
-    pub(crate) async fn connect(
-        &self,
-        config: &redis::AsyncConnectionConfig,
-    ) -> redis::RedisResult<redis::aio::MultiplexedConnection> {
-        self.master()
-            .await?
-            .get_multiplexed_async_connection_with_config(config)
-            .await
+    ///
+    /// Boxed: the future ends up inside every dispatch's (through the connection replacement
+    /// it may spawn), and one more nested `async fn` there takes rustc past its query depth
+    /// limit when it checks that future for `Send`.
+    pub(crate) fn connect<'a>(
+        &'a self,
+        config: &'a redis::AsyncConnectionConfig,
+    ) -> redis::RedisFuture<'a, redis::aio::MultiplexedConnection> {
+        Box::pin(async move {
+            self.master()
+                .await?
+                .get_multiplexed_async_connection_with_config(config)
+                .await
+        })
     }
 
     /// The master the sentinels name now, checked to be one.
