@@ -422,6 +422,7 @@ impl Client {
             When::At(due) => steps[0].enqueued_at = due.max(steps[0].enqueued_at),
             When::In(delay) => steps[0].enqueued_at += crate::store::lease::millis(delay),
         }
+        self.register_controlled(&steps).await?;
         let mut conn = self.connection();
         store::chain::create(&mut conn, self.keys(), &steps, when).await?;
         self.confirm_replicated(&mut conn, vec![steps[0].queue.as_str()])
@@ -432,6 +433,7 @@ impl Client {
     /// Records the queues of `payloads` in the known-queues set if this client has not done so
     /// in the last [`REGISTER_EVERY`], as a command of its own (a global key).
     async fn register_if_due(&self, payloads: &[Payload]) -> Result<()> {
+        self.register_controlled(payloads).await?;
         if !self.due_for_registering(payloads.iter().map(|p| p.queue.as_str())) {
             return Ok(());
         }
@@ -439,6 +441,22 @@ impl Client {
         store::queue::register(&mut self.connection(), self.keys(), &queues).await?;
         self.note_registered(payloads);
         Ok(())
+    }
+
+    /// Records the queues of `payloads` that carry flow options in the global set of controlled
+    /// queues, before a script makes them controlled (see [`store::flow::register`]).
+    async fn register_controlled(&self, payloads: &[Payload]) -> Result<()> {
+        let mut queues: Vec<&str> = payloads
+            .iter()
+            .filter(|p| p.flow.as_ref().is_some_and(|f| !f.is_empty()))
+            .map(|p| p.queue.as_str())
+            .collect();
+        if queues.is_empty() {
+            return Ok(());
+        }
+        queues.sort_unstable();
+        queues.dedup();
+        store::flow::register(&mut self.connection(), self.keys(), &queues).await
     }
 
     /// Pushes payloads to their queues, recording the queues in the known-queues set when this

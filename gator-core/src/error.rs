@@ -111,6 +111,12 @@ pub enum Error {
         /// Why the time was refused.
         reason: String,
     },
+    /// A flow option or queue setting that cannot be used (see [`crate::flow`]).
+    #[error("invalid flow control setting: {reason}")]
+    InvalidFlow {
+        /// Why it was refused.
+        reason: String,
+    },
 }
 
 /// `Result` with gator-core's [`Error`].

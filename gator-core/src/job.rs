@@ -33,6 +33,13 @@ pub trait Job: Sized + Send + Sync + 'static {
     /// The application state types the job fn takes as `State<T>` parameters; the worker
     /// refuses to start without one of each.
     const STATES: &'static [StateNeed] = &[];
+    /// The flow options every job of this type carries (`#[job(priority = 10, cost = 2,
+    /// limit_key = region, critical, rate = "email")]`); a dispatch's builder methods override
+    /// them. See [`crate::flow`].
+    fn flow(args: &Self::Args) -> crate::flow::FlowOptions {
+        let _ = args;
+        crate::flow::FlowOptions::default()
+    }
     /// Turns decoded arguments, and this attempt's context, into the work to run.
     fn execute(args: Self::Args, ctx: Context) -> Execution;
 }
@@ -135,6 +142,7 @@ pub struct PendingJob<J: Job> {
     pub(crate) args: J::Args,
     pub(crate) queue: Cow<'static, str>,
     pub(crate) shard_key: Option<String>,
+    pub(crate) flow: crate::flow::FlowOptions,
 }
 
 impl<J: Job> fmt::Debug for PendingJob<J> {
@@ -143,6 +151,7 @@ impl<J: Job> fmt::Debug for PendingJob<J> {
             .field("job", &J::NAME)
             .field("queue", &self.queue)
             .field("shard_key", &self.shard_key)
+            .field("flow", &self.flow)
             .finish()
     }
 }
@@ -150,11 +159,51 @@ impl<J: Job> fmt::Debug for PendingJob<J> {
 impl<J: Job> PendingJob<J> {
     /// The job `J` with `args`, bound for `J`'s default queue.
     pub fn new(args: J::Args) -> PendingJob<J> {
+        let flow = J::flow(&args);
         PendingJob {
             args,
             queue: Cow::Borrowed(J::QUEUE),
             shard_key: None,
+            flow,
         }
+    }
+
+    /// Runs this job before every job of higher number on its queue (lower runs first; the
+    /// default is 100, the most 9999). Makes the queue controlled ([`crate::flow`]).
+    pub fn priority(mut self, priority: u16) -> PendingJob<J> {
+        self.flow.priority = Some(priority);
+        self
+    }
+
+    /// Takes `cost` units of the queue's concurrency limit while it runs, and `cost` places
+    /// in its rate limiters.
+    pub fn cost(mut self, cost: u32) -> PendingJob<J> {
+        self.flow.cost = Some(cost);
+        self
+    }
+
+    /// Counts this job against the share of limit key `key` (a region, a customer, ...).
+    pub fn limit_key(mut self, key: impl Into<String>) -> PendingJob<J> {
+        self.flow.key = Some(key.into());
+        self
+    }
+
+    /// Runs this job outside the queue's concurrency limit, before its other jobs.
+    pub fn critical(mut self) -> PendingJob<J> {
+        self.flow.critical = true;
+        self
+    }
+
+    /// Also obeys the queue's rate limiter `name` (its rate is set in Redis:
+    /// `gator-worker queue rate QUEUE 100/1s --limiter NAME`).
+    pub fn rate_limiter(mut self, name: impl Into<String>) -> PendingJob<J> {
+        self.flow.rate = Some(name.into());
+        self
+    }
+
+    /// The flow options this job will carry.
+    pub fn flow_options(&self) -> &crate::flow::FlowOptions {
+        &self.flow
     }
 
     /// Sends this one job to `queue` instead of the job's default queue.
@@ -262,9 +311,12 @@ pub(crate) struct Encoded {
 /// A job's payload and shard key.
 pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
     crate::store::keys::validate_queue(&job.queue)?;
+    job.flow.validate()?;
     let args = serde_json::to_value(&job.args)?;
+    let mut payload = Payload::new(J::NAME, &job.queue, args);
+    payload.flow = (!job.flow.is_empty()).then_some(job.flow);
     Ok(Encoded {
-        payload: Payload::new(J::NAME, &job.queue, args),
+        payload,
         shard_key: job.shard_key,
     })
 }

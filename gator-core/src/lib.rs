@@ -32,6 +32,7 @@ pub mod connection;
 pub mod context;
 pub mod endpoint;
 pub mod error;
+pub mod flow;
 pub mod job;
 pub mod payload;
 pub mod registry;

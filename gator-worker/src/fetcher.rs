@@ -28,6 +28,7 @@ use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
 use gator_core::connection::Dedicated;
+use gator_core::store::flow::{self, Admitted, NextLook};
 use gator_core::store::inflight::{self, Batch, Fetched};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -269,7 +270,9 @@ impl Fetcher {
         chain: Option<&gator_core::payload::ChainLink>,
         stop: &CancellationToken,
     ) -> AckAndNext {
-        if chain.is_some_and(|link| link.next_jid.is_some()) {
+        // A chain step with a next step, or a job admitted under flow control (whose units
+        // the ack releases in a script), is settled as usual.
+        if job.fetched.admitted || chain.is_some_and(|link| link.next_jid.is_some()) {
             return AckAndNext::NotTried(job);
         }
         let Job { fetched, slot } = job;
@@ -324,24 +327,58 @@ impl Fetcher {
         }
     }
 
-    /// One `fetch.lua` call on `queue`, taking the lease first if this process holds none.
+    /// One `fetch.lua` call on `queue` (or `admit.lua`, on a queue under flow control),
+    /// taking the lease first if this process holds none.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
+        if self.order.is_controlled(queue) {
+            return Ok(self.admit_from(queue, want).await?.jobs);
+        }
         if !self.leases.valid_for(queue, Duration::ZERO) {
             self.leases.acquire(queue).await?;
         }
         let keys = self.client.keys();
         let mut conn = self.client.connection();
-        match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
-            Batch::Jobs(jobs) => Ok(jobs),
-            Batch::NoLease => {
+        let mut retried = false;
+        loop {
+            match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
+                Batch::Jobs(jobs) => return Ok(jobs),
+                Batch::Controlled => {
+                    // Became controlled since the last refresh: admit from now on.
+                    self.order.mark_controlled(queue);
+                    return Ok(self.admit_from(queue, want).await?.jobs);
+                }
                 // Expired on Redis's clock before our own count ran out (a slow renewal): take
                 // it again and retry once.
-                self.leases.acquire(queue).await?;
-                match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
-                    Batch::Jobs(jobs) => Ok(jobs),
-                    Batch::NoLease => Ok(Vec::new()),
+                Batch::NoLease if !retried => {
+                    self.leases.acquire(queue).await?;
+                    retried = true;
                 }
+                Batch::NoLease => return Ok(Vec::new()),
             }
+        }
+    }
+
+    /// `admit.lua` on controlled `queue`: the jobs its flow controls let start now, and when to
+    /// look again. Takes the lease first if this process holds none (units are leased with it).
+    async fn admit_from(&self, queue: &str, want: usize) -> gator_core::Result<Admitted> {
+        if !self.leases.valid_for(queue, Duration::ZERO) {
+            self.leases.acquire(queue).await?;
+        }
+        let keys = self.client.keys();
+        let mut conn = self.client.connection();
+        let mut retried = false;
+        loop {
+            let admitted = flow::admit(&mut conn, keys, queue, &self.process, want).await?;
+            if admitted.no_lease && !retried {
+                self.leases.acquire(queue).await?;
+                retried = true;
+                continue;
+            }
+            // A call that only parked part of a backlog found nothing yet: go on at once.
+            if admitted.jobs.is_empty() && admitted.next == NextLook::Now {
+                continue;
+            }
+            return Ok(admitted);
         }
     }
 
@@ -375,6 +412,9 @@ impl Fetcher {
     }
 
     async fn block_on(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
+        if self.order.is_controlled(queue) {
+            return self.wait_on_controlled(queue).await;
+        }
         // BLMOVE cannot check a lease, so the lease must outlast the wait: a process that
         // could not renew stops here before its lease runs out.
         if !self.leases.valid_for(queue, BLOCK_LEASE_MARGIN) {
@@ -407,6 +447,47 @@ impl Fetcher {
                 Err(e)
             }
         }
+    }
+
+    /// Step 2 on a queue under flow control, where nothing can be moved by a blocking command:
+    /// admits, and if nothing may start, waits for the queue's signal (a job parked, units
+    /// released, a resume) or, when a rate limiter holds a job back, until it may start (the
+    /// local clock only times the sleep: the script decides on Redis time), then admits once more.
+    async fn wait_on_controlled(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
+        let admitted = self.admit_from(queue, 1).await?;
+        if let Some(job) = self.held_one(admitted.jobs) {
+            return Ok(Some(job));
+        }
+        match admitted.next {
+            NextLook::At(at)
+                if at.saturating_sub(admitted.now_ms) < FETCH_TIMEOUT.as_millis() as u64 =>
+            {
+                tokio::time::sleep(Duration::from_millis(at.saturating_sub(admitted.now_ms))).await;
+            }
+            _ => {
+                let mut conn = match self.take_connection() {
+                    Some(conn) => conn,
+                    None => self.client.dedicated_connection().await?,
+                };
+                let keys = self.client.keys();
+                let wait = match admitted.next {
+                    NextLook::At(at) => Duration::from_millis(at.saturating_sub(admitted.now_ms)),
+                    _ => FETCH_TIMEOUT,
+                }
+                .min(FETCH_TIMEOUT);
+                // A silent connection is closed rather than used again.
+                flow::wait_for_signal(&mut conn, keys, queue, wait).await?;
+                self.lock_connections().push(conn);
+            }
+        }
+        let admitted = self.admit_from(queue, 1).await?;
+        Ok(self.held_one(admitted.jobs))
+    }
+
+    /// Holds what one admit for one slot returned (at most one job).
+    fn held_one(&self, jobs: Vec<Fetched>) -> Option<Fetched> {
+        self.hold(&jobs);
+        jobs.into_iter().next()
     }
 
     fn hold(&self, jobs: &[Fetched]) {

@@ -218,6 +218,7 @@ mod tests {
             queue: "q".into(),
             process: "p".into(),
             raw: vec![0xff, 0xfe, b'{'],
+            admitted: false,
         };
         let reason = PayloadDocument::parse(&job.raw).expect_err("not UTF-8");
         let Outcome::Dead { entry } = malformed(&job, &reason, &RedisClock::default()) else {

@@ -7,7 +7,7 @@ use gator_core::Client;
 use gator_core::shards::{logical_queue, shard_queue};
 use rand::RngExt;
 use rand::seq::SliceRandom;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Mutex, RwLock};
@@ -103,6 +103,11 @@ pub struct QueueOrder {
     selection: QueueSelection,
     /// What Redis said at the last [`QueueOrder::refresh`].
     stored: RwLock<Stored>,
+    /// The queues known to be under flow control ([`gator_core::flow`]): fetched with
+    /// `admit.lua`, and waited on through their signal list. It only grows (a queue stays
+    /// controlled once it is), from the global set at each refresh and from a `fetch.lua` that
+    /// answered "controlled".
+    controlled: RwLock<HashSet<String>>,
 }
 
 /// The queues and shards as last read from Redis.
@@ -123,6 +128,25 @@ impl QueueOrder {
         QueueOrder {
             selection,
             stored: RwLock::new(Stored::default()),
+            controlled: RwLock::new(HashSet::new()),
+        }
+    }
+
+    /// Whether `queue` is known to be under flow control.
+    pub fn is_controlled(&self, queue: &str) -> bool {
+        self.controlled
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(queue)
+    }
+
+    /// Records that `queue` is under flow control (a fetch found it so before a refresh did).
+    pub fn mark_controlled(&self, queue: &str) {
+        if !self.is_controlled(queue) {
+            self.controlled
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(queue.to_owned());
         }
     }
 
@@ -130,6 +154,12 @@ impl QueueOrder {
     pub async fn refresh(&self, client: &Client) -> gator_core::Result<()> {
         let known_lists = client.known_queues().await?;
         let counts = client.shard_counts().await?;
+        let controlled =
+            gator_core::store::flow::controlled(&mut client.connection(), client.keys()).await?;
+        self.controlled
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(controlled);
         let mut known: Vec<String> = Vec::new();
         for list in &known_lists {
             let queue = logical_queue(list);

@@ -179,6 +179,7 @@ impl Recovery {
                     queue: key.0,
                     process: process.to_owned(),
                     raw: key.1,
+                    admitted: false,
                 };
                 match inflight::release(&mut conn, keys, &job).await {
                     Ok(put_back) => released += usize::from(put_back),

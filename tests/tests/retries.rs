@@ -194,6 +194,7 @@ async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
         queue: "r".into(),
         process: "p".into(),
         raw: raw.into(),
+        admitted: false,
     };
     for i in 0..8u64 {
         let raw = format!("job-{i}");

@@ -55,6 +55,10 @@ pub struct Payload {
     /// For a step of a chain: where the rest of the chain waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainLink>,
+    /// The job's flow options (priority, cost, limit key, ...: see [`crate::flow`]); absent for
+    /// a job without any, which a plain queue keeps on its list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::flow::FlowOptions>,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -76,6 +80,7 @@ impl Payload {
             failed_at: None,
             retried_at: None,
             chain: None,
+            flow: None,
             extra: Map::new(),
         }
     }

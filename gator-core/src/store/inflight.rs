@@ -24,6 +24,9 @@ pub struct Fetched {
     /// The payload as stored: possibly not UTF-8, possibly not JSON (decoding is the caller's
     /// step, and a failure there is the job's outcome, not the fetch's).
     pub raw: Vec<u8>,
+    /// Whether `admit.lua` started it (a controlled queue, see [`crate::flow`]): its success
+    /// must release its units (`flow_ack.lua`), never be a bare `LREM`.
+    pub admitted: bool,
 }
 
 /// What one `fetch.lua` call found.
@@ -34,6 +37,9 @@ pub enum Batch {
     /// The process holds no live lease on the queue: take one ([`super::lease::renew`]) and
     /// fetch again. Nothing was moved.
     NoLease,
+    /// The queue is controlled ([`crate::flow`]): nothing was moved; fetch with
+    /// [`super::flow::admit`].
+    Controlled,
 }
 
 /// The most jobs one `fetch.lua` call moves: the script pushes in chunks of 1,000 anyway, and a
@@ -57,8 +63,12 @@ pub async fn fetch_batch(
         .arg(process)
         .invoke_async(conn)
         .await?;
-    if let redis::Value::Int(_) = reply {
-        return Ok(Batch::NoLease);
+    if let redis::Value::Int(code) = reply {
+        return Ok(if code == -2 {
+            Batch::Controlled
+        } else {
+            Batch::NoLease
+        });
     }
     let raws: Vec<Vec<u8>> = redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
     Ok(Batch::Jobs(
@@ -67,6 +77,7 @@ pub async fn fetch_batch(
                 queue: queue.to_owned(),
                 process: process.to_owned(),
                 raw,
+                admitted: false,
             })
             .collect(),
     ))
@@ -96,6 +107,7 @@ pub async fn fetch_blocking(
         queue: queue.to_owned(),
         process: process.to_owned(),
         raw,
+        admitted: false,
     }))
 }
 
@@ -116,6 +128,9 @@ pub async fn ack(
         next_queue: Some(next_queue),
     }) = chain
     else {
+        if job.admitted {
+            return super::flow::ack(conn, keys, job).await;
+        }
         return Ok(ack_and_take(conn, keys, job, 0).await?.0);
     };
     let link = ChainLink {
@@ -207,6 +222,7 @@ pub async fn ack_and_take(
             queue: job.queue.clone(),
             process: job.process.clone(),
             raw,
+            admitted: false,
         })
         .collect();
     Ok((removed == 1, jobs))

@@ -71,6 +71,75 @@ impl Keys {
         format!("{}:shards", self.namespace)
     }
 
+    /// SET of the queues that are controlled (see [`crate::flow`]): workers fetch from them
+    /// with `admit.lua` (global; written before the queue's own `flow` hash).
+    pub fn flow_queues(&self) -> String {
+        format!("{}:flow_queues", self.namespace)
+    }
+
+    /// HASH of `queue`'s flow settings; its existence makes the queue controlled.
+    pub fn flow(&self, queue: &str) -> String {
+        self.of_queue(queue, "flow", "")
+    }
+
+    /// ZSET of the jobs of a controlled `queue` parked under parking key `key` (a limit key,
+    /// then `\x1f` and a rate limiter's name if the jobs name one), by priority score.
+    pub fn held(&self, queue: &str, key: &str) -> String {
+        self.of_queue(queue, "held:", key)
+    }
+
+    /// ZSET of the parked critical jobs of `queue`, by priority score.
+    pub fn critical(&self, queue: &str) -> String {
+        self.of_queue(queue, "critical", "")
+    }
+
+    /// ZSET parking key → score of its head job: the keys whose jobs may start now.
+    pub fn ready(&self, queue: &str) -> String {
+        self.of_queue(queue, "ready", "")
+    }
+
+    /// SET of parking keys waiting for one of their limit key's units.
+    pub fn blocked(&self, queue: &str) -> String {
+        self.of_queue(queue, "blocked", "")
+    }
+
+    /// ZSET parking key → when its rate limiter lets its head job start (ms, Redis time).
+    pub fn timed(&self, queue: &str) -> String {
+        self.of_queue(queue, "timed", "")
+    }
+
+    /// HASH of the units in use in `queue`: `!total`, and `k:<limit key>` per key.
+    pub fn used(&self, queue: &str) -> String {
+        self.of_queue(queue, "used", "")
+    }
+
+    /// HASH of the units process `process` holds in `queue`: payload → `key\ncost\ncount`.
+    pub fn units(&self, queue: &str, process: &str) -> String {
+        self.of_queue(queue, "units:", process)
+    }
+
+    /// STRING counter giving parked jobs their place among equals.
+    pub fn seq(&self, queue: &str) -> String {
+        self.of_queue(queue, "seq", "")
+    }
+
+    /// LIST of wake-up tokens for workers waiting on a controlled `queue` (at most 16).
+    pub fn signal(&self, queue: &str) -> String {
+        self.of_queue(queue, "signal", "")
+    }
+
+    /// LIST of the jobs that were on `queue`'s list when it became controlled, parked a
+    /// thousand at a time by `admit.lua`.
+    pub fn backlog(&self, queue: &str) -> String {
+        self.of_queue(queue, "backlog", "")
+    }
+
+    /// STRING: rate limiter `name`'s theoretical arrival time (ms, Redis time); `name` is
+    /// empty for the queue's own limiter.
+    pub fn tat(&self, queue: &str, name: &str) -> String {
+        self.of_queue(queue, "tat:", name)
+    }
+
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
         self.of_queue(queue, "queue", "")

@@ -3,6 +3,7 @@
 
 pub mod chain;
 pub mod dead;
+pub mod flow;
 pub mod inflight;
 pub mod keys;
 pub mod lease;

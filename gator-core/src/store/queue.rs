@@ -4,38 +4,56 @@
 use crate::error::Result;
 use crate::payload::Payload;
 use crate::store::keys::Keys;
+use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 
-/// Pushes `payloads` to the tails of their queues' lists in one round trip; with `register`,
-/// first records each queue in the known-queues set, in the same pipeline. (On a cluster the
-/// shared connection sends a pipeline's commands one by one, in this order.)
-///
-/// The set is a global key, so it is never written inside a per-queue script (Redis Cluster),
-/// and SADD comes first: a failure between the two can leave an empty queue listed, never a
-/// job nobody looks for. A client registers a queue on its first dispatch and then about once
-/// a minute ([`crate::client::Client`] remembers), so most dispatches are a single RPUSH.
+/// Puts `payloads` on their queues with `enqueue.lua`, one call per queue: the tail of the
+/// queue's list, or parked by priority and limit key if the queue is under flow control
+/// ([`crate::flow`]). With `register`, first records each queue in the known-queues set; a
+/// payload with flow options first records its queue in the set of controlled queues. Both
+/// sets are global keys, so they are written by commands of their own, never inside a per-queue
+/// script (Redis Cluster), and before it: a failure between the two can leave an empty queue
+/// listed, never a job nobody looks for. A client registers a queue on its first dispatch and
+/// then about once a minute ([`crate::client::Client`] remembers), so most dispatches are a
+/// single script call.
 pub async fn enqueue(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     payloads: &[Payload],
     register: bool,
 ) -> Result<()> {
-    let mut by_queue: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut by_queue: BTreeMap<&str, (bool, Vec<String>)> = BTreeMap::new();
     for p in payloads {
-        by_queue
-            .entry(p.queue.as_str())
-            .or_default()
-            .push(p.to_json());
+        let entry = by_queue.entry(p.queue.as_str()).or_default();
+        entry.0 |= p.flow.as_ref().is_some_and(|f| !f.is_empty());
+        entry.1.push(p.to_json());
     }
-    let mut pipe = redis::pipe();
-    for (queue, jobs) in &by_queue {
-        if register {
-            pipe.sadd(keys.queues(), *queue).ignore();
-        }
-        pipe.rpush(keys.queue(queue), jobs).ignore();
+    if register {
+        let queues: Vec<&str> = by_queue.keys().copied().collect();
+        redis::cmd("SADD")
+            .arg(keys.queues())
+            .arg(&queues)
+            .query_async::<()>(conn)
+            .await?;
     }
-    pipe.query_async::<()>(conn).await?;
+    let controlled: Vec<&str> = by_queue
+        .iter()
+        .filter(|(_, (flow, _))| *flow)
+        .map(|(queue, _)| *queue)
+        .collect();
+    if !controlled.is_empty() {
+        super::flow::register(conn, keys, &controlled).await?;
+    }
+    for (queue, (flow, jobs)) in &by_queue {
+        scripts::ENQUEUE
+            .key(keys.queue(queue))
+            .key(keys.flow(queue))
+            .arg(if *flow { "1" } else { "0" })
+            .arg(jobs)
+            .invoke_async::<()>(conn)
+            .await?;
+    }
     Ok(())
 }
 

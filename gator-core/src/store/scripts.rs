@@ -4,8 +4,12 @@
 use redis::Script;
 use std::sync::LazyLock;
 
-/// What every script starts with: `lua/prelude.lua`'s helpers (`now_ms`, `wrong_type`).
-const PRELUDE: &str = include_str!("lua/prelude.lua");
+/// What every script starts with: `lua/prelude.lua`'s helpers (`now_ms`, `wrong_type`), then
+/// `lua/flow_lib.lua`'s (every script that puts a job on a queue decides whether to park it).
+const PRELUDE: &str = concat!(
+    include_str!("lua/prelude.lua"),
+    include_str!("lua/flow_lib.lua")
+);
 
 /// `source` with the prelude inserted after its first line, the `#!lua` line that must stay
 /// first.
@@ -26,6 +30,14 @@ macro_rules! scripts {
 }
 
 scripts! {
+    /// `lua/enqueue.lua`: put jobs on their queue's list, or park them if it is controlled.
+    ENQUEUE => "enqueue.lua";
+    /// `lua/admit.lua`: the fetch of a controlled queue (pause, priority, limits, rates).
+    ADMIT => "admit.lua";
+    /// `lua/flow_ack.lua`: settle the success of an admitted job and release its units.
+    FLOW_ACK => "flow_ack.lua";
+    /// `lua/flow_set.lua`: change a queue's flow settings.
+    FLOW_SET => "flow_set.lua";
     /// `lua/schedule.lua`: enqueue a job (and a chain's waiting steps) now or later, on Redis time.
     SCHEDULE => "schedule.lua";
     /// `lua/promote_due.lua`: move due jobs from the scheduled and retry sets to the queue.

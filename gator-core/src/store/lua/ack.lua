@@ -19,5 +19,6 @@ local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
+free_units(KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[2])
 return 1

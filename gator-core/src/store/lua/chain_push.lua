@@ -2,7 +2,8 @@
 -- chain_push.lua: the second half of handing a chain's next step to its queue, in the slot of
 -- that queue: push the step unless it was pushed before. The guard key, set in the same step
 -- and kept for an hour (far longer than a hand-off takes), makes a repeated hand-off (after a crash between the halves) a no-op, so
--- the queue never holds two copies of a step.
+-- the queue never holds two copies of a step. On a controlled queue the step is parked
+-- (flow_lib.lua).
 -- allow-oom: it only moves a job.
 --
 -- KEYS[1]  STRING  gator:{<next queue>}:handed:<jid>
@@ -14,5 +15,9 @@ local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', tonumber(ARGV[2])) then
   return 0
 end
-redis.call('RPUSH', KEYS[2], ARGV[1])
+local prefix = queue_prefix(KEYS[2])
+if has_flow_options(ARGV[1]) then
+  make_controlled(prefix)
+end
+push_job(prefix, ARGV[1], false)
 return 1

@@ -24,6 +24,7 @@ local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return { -1 }
 end
+free_units(KEYS[1], ARGV[1])
 local now = now_ms()
 redis.call('ZADD', KEYS[2], now, ARGV[2])
 local oldest = '(' .. (now - tonumber(ARGV[4]))

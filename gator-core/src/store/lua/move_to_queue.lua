@@ -2,7 +2,7 @@
 -- move_to_queue.lua: take one entry out of a queue's scheduled, retry or dead set and push a
 -- (possibly rewritten) payload to the queue, in one atomic step: run now, or retry from dead.
 -- The push happens only if the entry was still there, so two admins clicking "retry" at
--- once enqueue the job once.
+-- once enqueue the job once. On a controlled queue the job is parked (flow_lib.lua).
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
@@ -14,5 +14,5 @@ local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
   return 0
 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
+push_job(queue_prefix(KEYS[2]), ARGV[2], false)
 return 1

@@ -3,7 +3,7 @@
 -- and retry sets to the tail of the queue's list, in one atomic step: when many workers poll
 -- at once, a job is either still in a set or on the list, never both and never neither.
 -- Redis's clock decides what is due, so a worker whose own clock runs ahead promotes nothing
--- early. Both sets in one call: an idle worker's poll costs each queue one script, not two.
+-- early. On a controlled queue the jobs are parked instead (flow_lib.lua). Both sets in one call: an idle worker's poll costs each queue one script, not two.
 -- allow-oom: it only moves jobs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:queue
@@ -15,12 +15,18 @@
 --            if none, now (Redis time, ms), 1 if a set had more due than ARGV[1] else 0 }
 local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
 local now = now_ms()
+local prefix = queue_prefix(KEYS[1])
+local controlled = is_controlled(prefix)
 local moved, next_due, more = 0, -1, 0
 for i = 2, 3 do
   local due = redis.call('ZRANGE', KEYS[i], '-inf', now, 'BYSCORE', 'LIMIT', 0, ARGV[1])
   if #due > 0 then
     redis.call('ZREM', KEYS[i], unpack(due))
-    redis.call('RPUSH', KEYS[1], unpack(due))
+    if controlled then
+      for _, job in ipairs(due) do park(prefix, job, now, false) end
+    else
+      redis.call('RPUSH', KEYS[1], unpack(due))
+    end
     moved = moved + #due
     if #due >= tonumber(ARGV[1]) then more = 1 end
   end

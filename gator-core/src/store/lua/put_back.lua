@@ -3,7 +3,8 @@
 -- the queue, oldest fetch first, and (with ARGV[2]) give up its lease on the queue, in one
 -- atomic step: a stopping worker deregisters from a queue only with nothing left in flight
 -- there. Whatever it could not put back stays leased, and the fleet recovers it once the lease
--- expires.
+-- expires. On a controlled queue the process's units are released and its jobs parked first in
+-- line (flow_lib.lua).
 -- allow-oom: it only moves jobs; a Redis at maxmemory must not strand them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
@@ -13,8 +14,14 @@
 -- ARGV[2]  1 to give up the lease, 0 to keep it (a fetch may still land in the list)
 -- Returns  the number of jobs put back
 local moved = 0
-while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do
-  moved = moved + 1
+local prefix = queue_prefix(KEYS[2])
+if is_controlled(prefix) then
+  free_all_units(prefix, ARGV[1])
+  moved = park_all_first(prefix, KEYS[1], now_ms())
+else
+  while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do
+    moved = moved + 1
+  end
 end
 if ARGV[2] == '1' then
   redis.call('ZREM', KEYS[3], ARGV[1])

@@ -1,6 +1,7 @@
 #!lua flags=allow-oom
 -- recover.lua: for one queue, put the in-flight jobs of every process whose lease expired (on
--- Redis time) back at the head of the queue, oldest fetch first. Checking the lease and moving
+-- Redis time) back at the head of the queue, oldest fetch first (on a controlled queue: parked
+-- first in line, with the units the process held released, see flow_lib.lua). Checking the lease and moving
 -- the jobs are one atomic step, so a live process is never recovered, and two workers
 -- recovering at once move each job once.
 --
@@ -29,11 +30,19 @@ local now = now_ms()
 local forget_before = now - tonumber(ARGV[2])
 local result = { -1, now }
 
+local prefix = queue_prefix(KEYS[2])
+local controlled = is_controlled(prefix)
+
 local function put_back(id)
   local key = ARGV[1] .. id
   local moved = 0
-  while redis.call('LMOVE', key, KEYS[2], 'RIGHT', 'LEFT') do
-    moved = moved + 1
+  if controlled then
+    free_all_units(prefix, id)
+    moved = park_all_first(prefix, key, now)
+  else
+    while redis.call('LMOVE', key, KEYS[2], 'RIGHT', 'LEFT') do
+      moved = moved + 1
+    end
   end
   if moved > 0 then
     result[#result + 1] = id

@@ -2,7 +2,8 @@
 -- release.lua: put one job of a live process's in-flight list back at the head of its queue,
 -- atomically and only if it is still there. For a job the process fetched but never received
 -- (the fetch's reply was lost: a timeout, or Redis killed after running it), which nothing in
--- the process would ever settle.
+-- the process would ever settle. On a controlled queue its units are released and it is parked
+-- first in line (flow_lib.lua).
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
@@ -13,5 +14,6 @@ local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-redis.call('LPUSH', KEYS[2], ARGV[1])
+free_units(KEYS[1], ARGV[1])
+push_job(queue_prefix(KEYS[2]), ARGV[1], true)
 return 1

@@ -15,6 +15,7 @@ local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
+free_units(KEYS[1], ARGV[1])
 local due = now_ms() + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], due, ARGV[2])
 return due

@@ -3,7 +3,8 @@
 -- due: due now, it goes to the tail of its queue; later, into the queue's scheduled set. A
 -- chain's waiting steps go into its list in the same step, so a chain is stored whole or not
 -- at all. A delay ('in') counts from Redis's clock, so a producer whose clock is off still
--- schedules the job that long from now.
+-- schedules the job that long from now. A job with flow options makes its queue controlled, and
+-- a due job on a controlled queue is parked (flow_lib.lua).
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:scheduled
 -- KEYS[2]  LIST  gator:{<queue>}:queue
@@ -16,6 +17,10 @@
 local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'list')
   or (KEYS[3] and wrong_type(KEYS[3], 'list'))
 if bad then return bad end
+local prefix = queue_prefix(KEYS[2])
+if has_flow_options(ARGV[3]) then
+  make_controlled(prefix)
+end
 local now = now_ms()
 local due = tonumber(ARGV[2])
 if ARGV[1] == 'in' then
@@ -25,7 +30,7 @@ for i = 4, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 if due <= now then
-  redis.call('RPUSH', KEYS[2], ARGV[3])
+  push_job(prefix, ARGV[3], false, now)
   return 0
 end
 redis.call('ZADD', KEYS[1], due, ARGV[3])

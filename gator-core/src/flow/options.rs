@@ -1,0 +1,115 @@
+//! A job's own flow options, carried in its payload's `flow` object.
+
+use serde::{Deserialize, Serialize};
+
+/// The priority of a job that names none: lower runs first.
+pub const DEFAULT_PRIORITY: u16 = 100;
+
+/// The highest (least urgent) priority a job may have.
+pub const MAX_PRIORITY: u16 = 9999;
+
+/// A job's flow options, as stored in its payload's `flow` object. A job with none set has no
+/// `flow` object, and a queue only ever given such jobs stays plain.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FlowOptions {
+    /// Lower runs first; [`DEFAULT_PRIORITY`] if unset. At most [`MAX_PRIORITY`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u16>,
+    /// The units of the queue's concurrency limit the job takes while it runs (1 if unset),
+    /// and the places it takes in its rate limiters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u32>,
+    /// The limit key whose share the job counts against (for example a region).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Runs outside the concurrency limit, before every other job of the queue.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub critical: bool,
+    /// The named rate limiter the job also obeys (its value is set in Redis).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+}
+
+impl FlowOptions {
+    /// Whether no option is set: the job needs no flow control.
+    pub fn is_empty(&self) -> bool {
+        *self == FlowOptions::default()
+    }
+
+    /// Checks the options a dispatch would store.
+    pub fn validate(&self) -> crate::Result<()> {
+        let refuse = |reason: String| Err(crate::Error::InvalidFlow { reason });
+        if let Some(priority) = self.priority.filter(|p| *p > MAX_PRIORITY) {
+            return refuse(format!(
+                "priority {priority} is above the highest, {MAX_PRIORITY}"
+            ));
+        }
+        if self.cost == Some(0) {
+            return refuse("a cost of 0 would run outside the limit: use `critical`".into());
+        }
+        if let Some(key) = &self.key {
+            check_name("limit key", key)?;
+        }
+        if let Some(rate) = &self.rate {
+            check_name("rate limiter", rate)?;
+        }
+        Ok(())
+    }
+}
+
+/// A limit key or limiter name: not empty, at most 128 bytes, no control characters (the
+/// scripts use one as a separator).
+pub(crate) fn check_name(what: &str, name: &str) -> crate::Result<()> {
+    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+        return Err(crate::Error::InvalidFlow {
+            reason: format!("{what} {name:?} must be 1 to 128 bytes without control characters"),
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_left_unset_are_not_written() {
+        assert_eq!(
+            serde_json::to_string(&FlowOptions::default()).unwrap(),
+            "{}"
+        );
+        let options = FlowOptions {
+            priority: Some(5),
+            key: Some("east".into()),
+            ..FlowOptions::default()
+        };
+        assert_eq!(
+            serde_json::to_string(&options).unwrap(),
+            r#"{"priority":5,"key":"east"}"#
+        );
+    }
+
+    #[test]
+    fn bad_options_are_refused_with_the_reason() {
+        let high = FlowOptions {
+            priority: Some(10_000),
+            ..FlowOptions::default()
+        };
+        assert!(high.validate().unwrap_err().to_string().contains("9999"));
+        let free = FlowOptions {
+            cost: Some(0),
+            ..FlowOptions::default()
+        };
+        assert!(
+            free.validate()
+                .unwrap_err()
+                .to_string()
+                .contains("critical")
+        );
+        let key = FlowOptions {
+            key: Some("a\u{1f}b".into()),
+            ..FlowOptions::default()
+        };
+        assert!(key.validate().is_err());
+    }
+}

@@ -1,0 +1,29 @@
+#!lua
+-- enqueue.lua: put jobs on their queue (all of one queue, in order). A plain queue gets them
+-- at the tail of its list; a controlled queue (see flow_lib.lua) parks them by priority and
+-- parking key. The check and the push are one step, so a pause or a limit set at any moment
+-- holds for every job, whatever the producer knew. A job with flow options makes its queue
+-- controlled first. Not allow-oom: at maxmemory an enqueue fails, and the caller is told.
+--
+-- KEYS[1]  LIST  gator:{<queue>}:queue
+-- KEYS[2]  HASH  gator:{<queue>}:flow
+-- ARGV[1]  '1' if a job carries flow options (priority, cost, limit key, critical, rate)
+-- ARGV[2..]  the payloads, in order
+-- Returns  0 if the jobs went to the list, 1 if they were parked
+local bad = wrong_type(KEYS[1], 'list') or wrong_type(KEYS[2], 'hash')
+if bad then return bad end
+local prefix = queue_prefix(KEYS[2])
+if ARGV[1] == '1' then
+  make_controlled(prefix)
+end
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  for i = 2, #ARGV, 1000 do
+    redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  return 0
+end
+local now = now_ms()
+for i = 2, #ARGV do
+  park(prefix, ARGV[i], now, false)
+end
+return 1

@@ -1,0 +1,15 @@
+#!lua flags=allow-oom
+-- flow_ack.lua: settle the success of a job admitted from a controlled queue: take it out of
+-- its process's in-flight list and release the units it held, in one step, so a unit is never
+-- held by a job that is done. (A chain step with a next step goes through ack.lua, which does
+-- the same.) Nothing happens if the job was no longer in flight: recovery released it.
+-- allow-oom: it only removes a job.
+--
+-- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- ARGV[1]  the payload exactly as fetched
+-- Returns  1 if acked, 0 if the job was not in flight
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+  return 0
+end
+free_units(KEYS[1], ARGV[1])
+return 1

@@ -1,0 +1,247 @@
+-- flow_lib.lua: flow control (priority, pause, limits, rate limits), loaded after prelude.lua
+-- into every script, because every script that puts a job on a queue must decide where it goes.
+-- `store::flow` describes the model; docs/wire-format.md lists the keys.
+--
+-- A queue is *controlled* once its `flow` hash exists. Then its plain list stays empty: every
+-- job is *parked* in a sorted set per parking key (limit key and rate limiter), and only
+-- admit.lua takes jobs from there. The plain fetch paths (fetch.lua, the MULTI of ack-and-take,
+-- BLMOVE) find nothing, so a worker that has not yet learnt that a queue is controlled cannot
+-- run a job past a pause or a limit. A plain queue pays one EXISTS per script that pushes.
+--
+-- Every key is built from the queue's prefix `<ns>:{<queue>}:`, taken from a key the script
+-- was given: the same hash tag, so the same slot.
+--
+-- queue_prefix(key)                 `<ns>:{<queue>}:` of any key of the queue
+-- is_controlled(prefix)             whether the queue is controlled
+-- make_controlled(prefix)           marks it controlled; moves its plain list aside (backlog)
+-- push_job(prefix, job, first, now) puts a job on its queue: parked if controlled, else on
+--                                   the list (at the head with `first`)
+-- park(prefix, job, now, first)     parks a job by its priority and parking key
+-- free_units(inflight_key, job)     releases what a settled job held
+-- free_all_units(prefix, process)   releases what a process held (recovery, shutdown)
+-- take_units(...), ready_head(...), signal(prefix): see each function
+
+-- The origin of time-based scores (2025-01-01): keeps them within a double's exact integers.
+local FLOW_T0 = 1735689600000
+-- Parking key = limit key, or limit key .. RATE_SEP .. rate limiter name.
+local RATE_SEP = '\31'
+
+local function queue_prefix(key)
+  return string.match(key, '^(.-}:)')
+end
+
+local function is_controlled(prefix)
+  return redis.call('EXISTS', prefix .. 'flow') == 1
+end
+
+-- The payload's `flow` object ({} if none, or if the payload is not JSON: such a job is parked
+-- with the defaults, and fails when it runs, as it would on a plain queue).
+local function flow_options(job)
+  if string.find(job, '"flow"', 1, true) then
+    local ok, doc = pcall(cjson.decode, job)
+    if ok and type(doc) == 'table' and type(doc['flow']) == 'table' then
+      return doc['flow']
+    end
+  end
+  return {}
+end
+
+local function has_flow_options(job)
+  return next(flow_options(job)) ~= nil
+end
+
+local function clamp(value, low, high, default)
+  local n = tonumber(value)
+  if not n or n ~= n then return default end
+  return math.max(low, math.min(high, math.floor(n)))
+end
+
+local function job_priority(flow) return clamp(flow['priority'], 0, 9999, 100) end
+local function job_cost(flow) return clamp(flow['cost'], 1, 1000000, 1) end
+
+local function parking_key(flow)
+  local key, rate = flow['key'], flow['rate']
+  if type(key) ~= 'string' then key = '' end
+  if type(rate) ~= 'string' or rate == '' then return key end
+  return key .. RATE_SEP .. rate
+end
+
+local function limit_key_of(pk)
+  return (string.match(pk, '^([^\31]*)'))
+end
+
+local function rate_of(pk)
+  return string.match(pk, '\31(.*)$')
+end
+
+-- Wakes workers waiting on the queue (BLPOP of the signal list): a job was parked, units were
+-- released, the queue was resumed. At most 16 tokens wait; a worker woken for nothing admits
+-- nothing and waits again.
+local function signal(prefix)
+  local key = prefix .. 'signal'
+  redis.call('LPUSH', key, '1')
+  redis.call('LTRIM', key, 0, 15)
+end
+
+-- The score of a parked job; lower runs first. `first` (a job put back) goes before every job
+-- of its priority. Exact in a double: priority < 2^14, seq modulo 2^38 or 2^12, times < 2^40.
+local function held_score(prefix, priority, now, seq, first)
+  local cfg = redis.call('HMGET', prefix .. 'flow', 'aging', 'order')
+  local since = now - FLOW_T0
+  if first then since = 0 end
+  if cfg[2] == 'due' then
+    -- by the time the job became due, priority breaking ties
+    return since * 16384 + priority
+  end
+  local aging = clamp(cfg[1], 0, 86400000, 0)
+  if aging > 0 then
+    -- effective priority = priority - waited / aging: ordered by priority * aging + since
+    return (priority * aging + since) * 4096 + seq % 4096
+  end
+  return priority * 274877906944 + seq % 274877906944
+end
+
+-- Re-indexes parking key `pk` in the ready set at its head job's score, or drops it if empty.
+local function ready_head(prefix, pk)
+  local head = redis.call('ZRANGE', prefix .. 'held:' .. pk, 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    redis.call('ZREM', prefix .. 'ready', pk)
+  else
+    redis.call('ZADD', prefix .. 'ready', head[2], pk)
+  end
+end
+
+local function park(prefix, job, now, first)
+  local flow = flow_options(job)
+  local seq = 0
+  if not first then seq = redis.call('INCR', prefix .. 'seq') end
+  local score = held_score(prefix, job_priority(flow), now, seq, first)
+  -- The seq prefix keeps equal scores in FIFO order; admit.lua strips it.
+  local member = string.format('%016d', seq) .. job
+  if flow['critical'] == true then
+    redis.call('ZADD', prefix .. 'critical', score, member)
+  else
+    local pk = parking_key(flow)
+    redis.call('ZADD', prefix .. 'held:' .. pk, score, member)
+    if redis.call('SISMEMBER', prefix .. 'blocked', pk) == 0
+        and not redis.call('ZSCORE', prefix .. 'timed', pk) then
+      redis.call('ZADD', prefix .. 'ready', 'LT', score, pk)
+    end
+  end
+  signal(prefix)
+end
+
+local function make_controlled(prefix)
+  if redis.call('HSETNX', prefix .. 'flow', 'controlled', '1') == 0 then return end
+  local queue, backlog = prefix .. 'queue', prefix .. 'backlog'
+  if redis.call('EXISTS', queue) == 1 then
+    if redis.call('EXISTS', backlog) == 0 then
+      redis.call('RENAME', queue, backlog)
+    else
+      while redis.call('LMOVE', queue, backlog, 'LEFT', 'RIGHT') do end
+    end
+  end
+end
+
+local function push_job(prefix, job, first, now)
+  if is_controlled(prefix) then
+    park(prefix, job, now or now_ms(), first)
+  elseif first then
+    redis.call('LPUSH', prefix .. 'queue', job)
+  else
+    redis.call('RPUSH', prefix .. 'queue', job)
+  end
+end
+
+-- Parking keys of limit key `lk` that waited for their share may be admissible again.
+local function unblock(prefix, lk)
+  local blocked = prefix .. 'blocked'
+  for _, pk in ipairs(redis.call('SMEMBERS', blocked)) do
+    if limit_key_of(pk) == lk then
+      redis.call('SREM', blocked, pk)
+      ready_head(prefix, pk)
+    end
+  end
+end
+
+local function release_units(prefix, lk, cost)
+  local used = prefix .. 'used'
+  if redis.call('HINCRBY', used, '!total', -cost) <= 0 then redis.call('HDEL', used, '!total') end
+  if redis.call('HINCRBY', used, 'k:' .. lk, -cost) <= 0 then redis.call('HDEL', used, 'k:' .. lk) end
+  unblock(prefix, lk)
+  signal(prefix)
+end
+
+-- Units are leased: held in `units:<process>` (job -> "limit key\ncost\ncount"), the process's
+-- lease on the queue being the lease, so recovery frees them with the jobs. `used` sums them.
+local function take_units(prefix, process, job, lk, cost)
+  local units = prefix .. 'units:' .. process
+  local held = redis.call('HGET', units, job)
+  local count = 1
+  if held then count = tonumber(string.match(held, '\n(%d+)$')) + 1 end
+  redis.call('HSET', units, job, lk .. '\n' .. cost .. '\n' .. count)
+  redis.call('HINCRBY', prefix .. 'used', '!total', cost)
+  redis.call('HINCRBY', prefix .. 'used', 'k:' .. lk, cost)
+end
+
+local function free_units(inflight_key, job)
+  local prefix, process = string.match(inflight_key, '^(.-}:)inflight:(.*)$')
+  if not prefix then return end
+  local units = prefix .. 'units:' .. process
+  local held = redis.call('HGET', units, job)
+  if not held then return end
+  local lk, cost, count = string.match(held, '^(.*)\n(%d+)\n(%d+)$')
+  count = tonumber(count) - 1
+  if count > 0 then
+    redis.call('HSET', units, job, lk .. '\n' .. cost .. '\n' .. count)
+  else
+    redis.call('HDEL', units, job)
+  end
+  release_units(prefix, lk, tonumber(cost))
+end
+
+local function free_all_units(prefix, process)
+  local units = prefix .. 'units:' .. process
+  local all = redis.call('HGETALL', units)
+  for i = 2, #all, 2 do
+    local lk, cost, count = string.match(all[i], '^(.*)\n(%d+)\n(%d+)$')
+    release_units(prefix, lk, tonumber(cost) * tonumber(count))
+  end
+  redis.call('DEL', units)
+end
+
+-- Moves every job of an in-flight list back to its controlled queue, first in line.
+local function park_all_first(prefix, inflight, now)
+  local jobs = redis.call('LRANGE', inflight, 0, -1)
+  for i = #jobs, 1, -1 do
+    park(prefix, jobs[i], now, true)
+  end
+  redis.call('DEL', inflight)
+  return #jobs
+end
+
+-- GCRA on Redis time for limiter `name` ('' for the queue's own) with `spec` "count interval_ms
+-- burst": a job of cost c may start when the limiter's theoretical arrival time (TAT) is at
+-- most `burst - 1` emission intervals ahead of now, and moves the TAT c intervals on. So at
+-- most `burst + count * t / interval` jobs start in any window of t ms: no burst at a window
+-- edge, and with burst 1 starts are spaced evenly. Returns 0 if a job may start now, else the
+-- time (ms) it may.
+local function rate_wait(prefix, spec, name, now)
+  local count, interval, burst = string.match(spec or '', '^(%d+) (%d+) (%d+)$')
+  if not count or tonumber(count) == 0 then return 0 end
+  local t = tonumber(interval) / tonumber(count)
+  local tat = tonumber(redis.call('GET', prefix .. 'tat:' .. name)) or now
+  local at = math.max(tat, now) - (tonumber(burst) - 1) * t
+  if at > now then return math.ceil(at) end
+  return 0
+end
+
+local function rate_take(prefix, spec, name, cost, now)
+  local count, interval = string.match(spec or '', '^(%d+) (%d+) %d+$')
+  if not count or tonumber(count) == 0 then return end
+  local t = tonumber(interval) / tonumber(count)
+  local key = prefix .. 'tat:' .. name
+  local tat = math.max(tonumber(redis.call('GET', key)) or now, now) + t * cost
+  -- kept until it no longer matters (a TAT in the past is the same as none)
+  redis.call('SET', key, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1000)
+end
