@@ -201,6 +201,20 @@ impl<J: Job> PendingJob<J> {
         self
     }
 
+    /// Starts this job only inside these daily time windows (`"05:00-07:00"`, `"22:00-02:00"`
+    /// across midnight) in IANA zone `tz` (UTC if `None`): dispatched outside one, it is
+    /// scheduled at the next opening; still waiting when its window closes, it is rescheduled
+    /// to the next one instead of run. See [`crate::flow::Windows`].
+    pub fn windows<S: Into<String>>(
+        mut self,
+        windows: impl IntoIterator<Item = S>,
+        tz: Option<&str>,
+    ) -> PendingJob<J> {
+        self.flow.windows = windows.into_iter().map(Into::into).collect();
+        self.flow.tz = tz.map(str::to_owned);
+        self
+    }
+
     /// The flow options this job will carry.
     pub fn flow_options(&self) -> &crate::flow::FlowOptions {
         &self.flow

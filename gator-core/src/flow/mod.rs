@@ -32,6 +32,8 @@
 
 mod options;
 mod settings;
+mod windows;
 
 pub use options::{DEFAULT_PRIORITY, FlowOptions, MAX_PRIORITY};
 pub use settings::{FlowSetting, QueueOrdering, RateSpec};
+pub use windows::Windows;

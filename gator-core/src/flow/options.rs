@@ -28,6 +28,13 @@ pub struct FlowOptions {
     /// The named rate limiter the job also obeys (its value is set in Redis).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<String>,
+    /// The time windows the job may start in, as `HH:MM-HH:MM` (see [`super::Windows`]);
+    /// empty: any time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<String>,
+    /// The IANA time zone of `windows` (UTC if unset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
 }
 
 impl FlowOptions {
@@ -53,7 +60,21 @@ impl FlowOptions {
         if let Some(rate) = &self.rate {
             check_name("rate limiter", rate)?;
         }
+        self.parsed_windows()?;
         Ok(())
+    }
+
+    /// The job's time windows, if it has any.
+    pub fn parsed_windows(&self) -> crate::Result<Option<super::Windows>> {
+        if self.windows.is_empty() {
+            if let Some(tz) = &self.tz {
+                return Err(crate::Error::InvalidFlow {
+                    reason: format!("time zone {tz:?} given without time windows"),
+                });
+            }
+            return Ok(None);
+        }
+        super::Windows::parse(&self.windows, self.tz.as_deref()).map(Some)
     }
 }
 

@@ -137,6 +137,8 @@ pub enum FlowSetting {
     Aging(Option<Duration>),
     /// How the queue orders jobs that may start.
     Order(QueueOrdering),
+    /// The time windows the queue starts jobs in; `None` removes them (any time).
+    Windows(Option<super::Windows>),
 }
 
 impl FlowSetting {
@@ -188,6 +190,10 @@ impl FlowSetting {
             ),
             FlowSetting::Order(QueueOrdering::Priority) => ("order".into(), String::new()),
             FlowSetting::Order(QueueOrdering::Due) => ("order".into(), "due".into()),
+            FlowSetting::Windows(windows) => (
+                "windows".into(),
+                windows.as_ref().map(super::Windows::stored).unwrap_or_default(),
+            ),
         })
     }
 }
