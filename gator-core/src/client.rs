@@ -313,8 +313,35 @@ impl Client {
     /// Enqueues `job` now; returns its jid.
     pub async fn dispatch<J: Job>(&self, job: PendingJob<J>) -> Result<String> {
         let payload = self.placed(encode(job)?).await?;
+        if let Some(start) = self.window_start(&payload, None).await? {
+            return self.schedule(payload, When::At(start), start).await;
+        }
         self.enqueue(std::slice::from_ref(&payload)).await?;
         Ok(payload.jid)
+    }
+
+    /// For a job with time windows ([`PendingJob::windows`]): when it may start, on Redis's
+    /// clock, if it is due at `due` (ms; now if `None`): `due` itself if that lies inside a
+    /// window, else the next opening. `None` for a job without windows, or one due now inside
+    /// a window. Costs a `TIME` call, for jobs with windows only.
+    async fn window_start(&self, payload: &Payload, due: Option<u64>) -> Result<Option<u64>> {
+        let Some(windows) = payload
+            .flow
+            .as_ref()
+            .map(crate::flow::FlowOptions::parsed_windows)
+            .transpose()?
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        let now = self.redis_time().await?;
+        let due = due.unwrap_or(now).max(now);
+        let start = i64::try_from(due)
+            .ok()
+            .and_then(|due| windows.next_start(due))
+            .and_then(|start| u64::try_from(start).ok())
+            .unwrap_or(due);
+        Ok((start > now).then_some(start))
     }
 
     /// `job`'s payload, on the shard of its queue it belongs to (see [`crate::shards`]).
@@ -354,8 +381,22 @@ impl Client {
             return Ok(Vec::new());
         }
         let payloads = self.place(jobs).await?;
-        self.enqueue(&payloads).await?;
-        Ok(payloads.into_iter().map(|p| p.jid).collect())
+        let jids = payloads.iter().map(|p| p.jid.clone()).collect();
+        // Jobs with time windows that may not start now are scheduled at their next opening;
+        // the rest go in one round trip.
+        let mut now = Vec::with_capacity(payloads.len());
+        for payload in payloads {
+            match self.window_start(&payload, None).await? {
+                Some(start) => {
+                    self.schedule(payload, When::At(start), start).await?;
+                }
+                None => now.push(payload),
+            }
+        }
+        if !now.is_empty() {
+            self.enqueue(&now).await?;
+        }
+        Ok(jids)
     }
 
     /// Schedules `job` to run at `time` (a `SystemTime`, or Unix seconds as `f64`); at once if
@@ -368,6 +409,8 @@ impl Client {
     ) -> Result<String> {
         let due = time.into().to_ms()?;
         let payload = self.placed(encode(job)?).await?;
+        // A time outside the job's windows moves to the next opening after it.
+        let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
         self.schedule(payload, When::At(due), due).await
     }
 
@@ -376,6 +419,12 @@ impl Client {
     pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
         let estimate = crate::payload::to_ms(time_after(delay)?);
         let payload = self.placed(encode(job)?).await?;
+        if payload.flow.as_ref().is_some_and(|f| !f.windows.is_empty()) {
+            // Counted from Redis's clock, then moved to the next opening if outside a window.
+            let due = self.redis_time().await? + crate::store::lease::millis(delay);
+            let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
+            return self.schedule(payload, When::At(due), due).await;
+        }
         self.schedule(payload, When::In(delay), estimate).await
     }
 

@@ -28,9 +28,10 @@ use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
 use gator_core::connection::Dedicated;
-use gator_core::store::flow::{self, Admitted, NextLook};
+use gator_core::store::flow::{self, Admitted, NextLook, WindowInterval};
 use gator_core::store::inflight::{self, Batch, Fetched};
 use rustc_hash::FxHashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,6 +89,13 @@ pub struct Fetcher {
     wake: Notify,
     /// Fetches under way; shutdown waits for none before putting jobs back.
     fetching: AtomicUsize,
+    /// The controlled queues one of this process's processors sleeps on until their rate
+    /// limiter's next start ([`Fetcher::wait_on_controlled`]).
+    timers: Mutex<HashSet<String>>,
+    /// Wakes a processor waiting for a rate timer that was handed on.
+    timer_free: Notify,
+    /// Each controlled queue's time-window interval, as last computed for `admit.lua`.
+    windows: Mutex<HashMap<String, WindowInterval>>,
     /// Dedicated connections not blocking right now, one per processor that blocked at once
     /// (so never more than there are queues: see step 2).
     idle_connections: Mutex<Vec<Dedicated>>,
@@ -114,6 +122,9 @@ impl Fetcher {
             wake: Notify::new(),
             fetching: AtomicUsize::new(0),
             idle_connections: Mutex::new(Vec::new()),
+            windows: Mutex::new(HashMap::new()),
+            timers: Mutex::new(HashSet::new()),
+            timer_free: Notify::new(),
         }
     }
 
@@ -368,7 +379,15 @@ impl Fetcher {
         let mut conn = self.client.connection();
         let mut retried = false;
         loop {
-            let admitted = flow::admit(&mut conn, keys, queue, &self.process, want).await?;
+            let window = self.lock_windows().get(queue).cloned();
+            let admitted =
+                flow::admit(&mut conn, keys, queue, &self.process, want, window.as_ref()).await?;
+            if let Some(windows) = &admitted.windows {
+                // The queue has time windows, and ours were missing or stale.
+                let interval = WindowInterval::around(windows, admitted.now_ms);
+                self.lock_windows().insert(queue.to_owned(), interval);
+                continue;
+            }
             if admitted.no_lease && !retried {
                 self.leases.acquire(queue).await?;
                 retried = true;
@@ -462,7 +481,22 @@ impl Fetcher {
             NextLook::At(at)
                 if at.saturating_sub(admitted.now_ms) < FETCH_TIMEOUT.as_millis() as u64 =>
             {
+                // One processor per queue sleeps until a rate limiter's next start; the others
+                // wait for it to take that start and hand the timer on, so a process sends one
+                // admit per start, not one per idle processor.
+                if !self.claim_timer(queue) {
+                    tokio::select! {
+                        _ = self.timer_free.notified() => {}
+                        _ = tokio::time::sleep(FETCH_TIMEOUT) => {}
+                    }
+                    let admitted = self.admit_from(queue, 1).await?;
+                    return Ok(self.held_one(admitted.jobs));
+                }
                 tokio::time::sleep(Duration::from_millis(at.saturating_sub(admitted.now_ms))).await;
+                let admitted = self.admit_from(queue, 1).await;
+                self.lock_timers().remove(queue);
+                self.timer_free.notify_one();
+                return Ok(self.held_one(admitted?.jobs));
             }
             _ => {
                 let mut conn = match self.take_connection() {
@@ -482,6 +516,15 @@ impl Fetcher {
         }
         let admitted = self.admit_from(queue, 1).await?;
         Ok(self.held_one(admitted.jobs))
+    }
+
+    /// Whether this processor now holds `queue`'s rate timer (no other one did).
+    fn claim_timer(&self, queue: &str) -> bool {
+        self.lock_timers().insert(queue.to_owned())
+    }
+
+    fn lock_timers(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.timers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Holds what one admit for one slot returned (at most one job).
@@ -525,6 +568,10 @@ impl Fetcher {
 
     fn lock_held(&self) -> std::sync::MutexGuard<'_, FxHashMap<Vec<u8>, usize>> {
         self.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn lock_windows(&self) -> std::sync::MutexGuard<'_, HashMap<String, WindowInterval>> {
+        self.windows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<Dedicated>> {

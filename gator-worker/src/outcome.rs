@@ -24,6 +24,12 @@ pub enum Outcome {
         /// How long until the next attempt.
         delay: Duration,
     },
+    /// It may not start yet (outside its time windows): it goes back, unchanged and without
+    /// counting an attempt, to its queue's scheduled set, due `delay` from now.
+    Reschedule {
+        /// How long until its next window opens.
+        delay: Duration,
+    },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
     Dead {
         /// The dead-set entry.

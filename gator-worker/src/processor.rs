@@ -149,6 +149,10 @@ impl Processor {
         let classify = |failure: Failure<'_>, policy: Policy| {
             outcome::classify(doc, failure, policy, attempt, &self.clock)
         };
+        // 0. Its time windows: a job whose window closed while it waited goes to the next.
+        if let Some(outcome) = self.outside_window(doc).await {
+            return outcome;
+        }
         // 1. Resolve: which registered job the payload names.
         let Some(registration) = self.registry.get(doc.job()) else {
             let reason = format!("no job named {:?} is registered in this worker", doc.job());
@@ -179,6 +183,33 @@ impl Processor {
             }
             Err(error) => classify(Failure::Run(error), policy),
         }
+    }
+
+    /// `Some(Reschedule)` if the job has time windows and Redis's clock is outside them (a
+    /// job that waited past its window's close is not run late). Only jobs with windows pay
+    /// for the `TIME` call. If Redis cannot be asked, the job runs: it was admitted, and its
+    /// dispatch put it inside a window.
+    async fn outside_window(&self, doc: &PayloadDocument<'_>) -> Option<Outcome> {
+        let windows = doc.windows()?;
+        let now = match self.client.redis_time().await {
+            Ok(now) => now,
+            Err(e) => {
+                warn!(error = %e, "cannot read Redis's clock to check the job's time windows; running it");
+                return None;
+            }
+        };
+        let next = windows.next_start(i64::try_from(now).ok()?)?;
+        let delay = u64::try_from(next).ok()?.checked_sub(now)?;
+        if delay == 0 {
+            return None;
+        }
+        info!(
+            delay_ms = delay,
+            "outside the job's time windows: rescheduled to the next opening"
+        );
+        Some(Outcome::Reschedule {
+            delay: Duration::from_millis(delay),
+        })
     }
 
     /// The context of this attempt: who the job is, the app's state, and cancellation at the

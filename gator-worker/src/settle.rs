@@ -88,6 +88,9 @@ async fn try_write(
         Outcome::Retry { payload, delay } => inflight::retry(&mut conn, keys, job, payload, *delay)
             .await
             .map(|due| due.is_some()),
+        Outcome::Reschedule { delay } => inflight::reschedule(&mut conn, keys, job, *delay)
+            .await
+            .map(|due| due.is_some()),
         Outcome::Dead { entry } => {
             match inflight::kill(&mut conn, keys, job, entry, dead_cap).await {
                 Ok(Killed {

@@ -47,7 +47,9 @@ impl Windows {
     /// Parses `HH:MM-HH:MM` windows in IANA zone `tz` (UTC if `None`).
     pub fn parse(specs: &[impl AsRef<str>], tz: Option<&str>) -> Result<Windows> {
         if specs.is_empty() {
-            return Err(invalid("no time window given: use e.g. `05:00-07:00`".into()));
+            return Err(invalid(
+                "no time window given: use e.g. `05:00-07:00`".into(),
+            ));
         }
         let tz_name = tz.unwrap_or("UTC").to_owned();
         let zone = TimeZone::get(&tz_name).map_err(|_| {
@@ -117,8 +119,7 @@ impl Windows {
 
     /// `at_ms` if it lies inside a window, else the next opening.
     pub fn next_start(&self, at_ms: i64) -> Option<i64> {
-        self.current_or_next(at_ms)
-            .map(|(open, _)| open.max(at_ms))
+        self.current_or_next(at_ms).map(|(open, _)| open.max(at_ms))
     }
 
     /// The value stored in a queue's flow hash (see [`Windows::from_stored`]).

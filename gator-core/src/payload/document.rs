@@ -39,6 +39,7 @@ pub struct PayloadDocument<'a> {
     chain: Option<&'a RawValue>,
     created_at: Option<&'a RawValue>,
     enqueued_at: Option<&'a RawValue>,
+    flow: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -58,6 +59,8 @@ struct Needed<'a> {
     created_at: Option<&'a RawValue>,
     #[serde(borrow, default)]
     enqueued_at: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    flow: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -79,6 +82,7 @@ impl<'a> PayloadDocument<'a> {
             chain: needed.chain,
             created_at: needed.created_at,
             enqueued_at: needed.enqueued_at,
+            flow: needed.flow,
         })
     }
 
@@ -113,6 +117,14 @@ impl<'a> PayloadDocument<'a> {
     /// `enqueued_at` in ms since the epoch, read as `created_at` is.
     pub fn enqueued_at_ms(&self) -> Option<u64> {
         super::lenient::number_text_as_u64(self.enqueued_at?.get())
+    }
+
+    /// The job's time windows (its `flow` object's `windows` and `tz`), if it has any that
+    /// parse; windows that do not parse are ignored (the job runs at any time), as dispatch
+    /// refuses them.
+    pub fn windows(&self) -> Option<crate::flow::Windows> {
+        let flow: crate::flow::FlowOptions = serde_json::from_str(self.flow?.get()).ok()?;
+        flow.parsed_windows().ok().flatten()
     }
 
     /// The chain link of a chain step; `None` if absent or not a link.

@@ -66,6 +66,43 @@ pub struct Admitted {
     pub next: NextLook,
     /// The jobs admitted, now in the process's in-flight list, oldest first.
     pub jobs: Vec<Fetched>,
+    /// The queue has time windows and the interval given was missing or stale: its stored
+    /// windows, to turn into the interval around `now_ms` ([`WindowInterval::around`]) and
+    /// admit again. Nothing was admitted.
+    pub windows: Option<String>,
+}
+
+/// A queue's time-window interval as a worker computed it for `admit.lua`: the window that
+/// holds or follows a Redis time, in Unix ms, and the stored windows it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WindowInterval {
+    /// The stored `windows` value.
+    pub windows: String,
+    /// When the window opens.
+    pub open: i64,
+    /// When it closes.
+    pub close: i64,
+}
+
+impl WindowInterval {
+    /// The interval of stored windows `windows` that holds or follows `now_ms`. Windows that
+    /// do not parse (written by hand) count as always open.
+    pub fn around(windows: &str, now_ms: u64) -> WindowInterval {
+        let now = i64::try_from(now_ms).unwrap_or(i64::MAX);
+        let (open, close) = crate::flow::Windows::from_stored(windows)
+            .ok()
+            .and_then(|w| w.current_or_next(now))
+            .unwrap_or((0, i64::MAX));
+        WindowInterval {
+            windows: windows.to_owned(),
+            open,
+            close,
+        }
+    }
+
+    fn arg(&self) -> String {
+        format!("{} {} {}", self.open, self.close, self.windows)
+    }
 }
 
 /// When a worker should call `admit.lua` again for a queue that gave it nothing.
@@ -79,28 +116,47 @@ pub enum NextLook {
     At(u64),
 }
 
-/// Admits up to `max` jobs of controlled `queue` into `process`'s in-flight list.
+/// Admits up to `max` jobs of controlled `queue` into `process`'s in-flight list; `window` is
+/// the queue's time-window interval as last computed (see [`Admitted::windows`]).
 pub async fn admit(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     process: &str,
     max: usize,
+    window: Option<&WindowInterval>,
 ) -> Result<Admitted> {
-    let reply: Vec<redis::Value> = scripts::ADMIT
-        .key(keys.inflight(queue, process))
-        .key(keys.leases(queue))
+    let mut call = scripts::ADMIT.key(keys.inflight(queue, process));
+    call.key(keys.leases(queue))
         .key(keys.flow(queue))
         .arg(process)
-        .arg(max.clamp(1, super::inflight::MAX_BATCH))
-        .invoke_async(conn)
-        .await?;
+        .arg(max.clamp(1, super::inflight::MAX_BATCH));
+    if let Some(window) = window {
+        call.arg(window.arg());
+    }
+    let reply: Vec<redis::Value> = call.invoke_async(conn).await?;
     let mut values = reply.into_iter();
     let mut number = || -> Result<i64> {
         let value = values.next().unwrap_or(redis::Value::Nil);
         Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?)
     };
     let (state, now, next) = (number()?, number()?, number()?);
+    if state == 2 {
+        let windows: String = values
+            .next()
+            .map(redis::from_redis_value)
+            .transpose()
+            .map_err(redis::RedisError::from)?
+            .unwrap_or_default();
+        return Ok(Admitted {
+            paused: false,
+            no_lease: false,
+            now_ms: u64::try_from(now).unwrap_or(0),
+            next: NextLook::Now,
+            jobs: Vec::new(),
+            windows: Some(windows),
+        });
+    }
     let jobs = values
         .map(|value| {
             let raw: Vec<u8> = redis::from_redis_value(value).map_err(redis::RedisError::from)?;
@@ -122,6 +178,7 @@ pub async fn admit(
             at => NextLook::At(at as u64),
         },
         jobs,
+        windows: None,
     })
 }
 

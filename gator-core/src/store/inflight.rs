@@ -249,6 +249,26 @@ pub async fn retry(
     Ok((due > 0).then_some(due))
 }
 
+/// Puts a job that may not start yet (outside its time windows) into its queue's scheduled set,
+/// unchanged, due `delay` from now on Redis's clock, releasing its units (`retry.lua` with the
+/// scheduled set: no attempt is counted). `None` if it was no longer in flight.
+pub async fn reschedule(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    delay: Duration,
+) -> Result<Option<u64>> {
+    let due: u64 = scripts::RETRY
+        .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.scheduled(&job.queue))
+        .arg(&job.raw)
+        .arg(&job.raw)
+        .arg(millis(delay))
+        .invoke_async(conn)
+        .await?;
+    Ok((due > 0).then_some(due))
+}
+
 /// What settling a job into the dead set did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Killed {

@@ -3,7 +3,7 @@
 -- atomic step, which parked jobs may start now, and moves them into the process's in-flight
 -- list, taking their units under the process's lease:
 --
--- 1. a paused queue admits nothing;
+-- 1. a paused queue admits nothing, nor does one outside its time windows;
 -- 2. parking keys whose rate limiter said "later" and whose time came are ready again;
 -- 3. critical jobs first, outside the concurrency limit (rate limits still apply);
 -- 4. then the ready parking key whose head job has the lowest score. Its head job starts if
@@ -18,7 +18,8 @@
 --
 -- A queue that is not controlled (its flow hash is gone) is served like fetch.lua. A plain list
 -- moved aside when the queue became controlled (the backlog) is parked first, 1,000 jobs a
--- call, so jobs queued before the change keep their place.
+-- call, so jobs queued before the change keep their place; then any job pushed onto the plain
+-- list since (by hand, or by a producer older than flow control).
 -- allow-oom: it only moves jobs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
@@ -26,8 +27,13 @@
 -- KEYS[3]  HASH  gator:{<queue>}:flow
 -- ARGV[1]  the process id
 -- ARGV[2]  the most jobs to admit
--- Returns  { state, now, next, job1, job2, ... }: state 0 (looked), 1 (paused) or -1 (the
---          process holds no live lease: take one and admit again); now is Redis time (ms);
+-- ARGV[3]  if the queue has time windows: "open close windows", the window interval (Unix ms)
+--          holding or following the last Redis time the worker saw, and the `windows` value it
+--          was computed from; optional
+-- Returns  { state, now, next, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
+--          process holds no live lease: take one and admit again) or 2 (the queue has time
+--          windows and ARGV[3] is missing, stale or for other windows: the 4th element is the
+--          `windows` value; compute the interval for `now` and admit again); now is Redis time (ms);
 --          next is when a job held back by a rate limiter may start (ms), 0 to call again at
 --          once, or -1 (wait for a signal); then the jobs admitted, oldest first.
 local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
@@ -57,12 +63,39 @@ if cfg['paused'] == '1' then
   return result
 end
 
+-- Time windows: the worker turns the queue's windows (in a time zone) into the interval that
+-- holds or follows the last Redis time it saw; the decision is made here, on Redis time.
+local windows = cfg['windows']
+if windows then
+  local open, close, spec = string.match(ARGV[3] or '', '^(-?%d+) (-?%d+) (.*)$')
+  if spec ~= windows or now >= tonumber(close) then
+    return { 2, now, -1, windows }
+  end
+  if now < tonumber(open) then
+    result[3] = tonumber(open)
+    return result
+  end
+end
+
 local backlog = prefix .. 'backlog'
 if redis.call('EXISTS', backlog) == 1 then
   for _, job in ipairs(redis.call('LPOP', backlog, 1000) or {}) do
     park(prefix, job, now, false)
   end
   if redis.call('EXISTS', backlog) == 1 then
+    result[3] = 0
+    return result
+  end
+end
+
+-- Jobs pushed onto the plain list by hand, or by a producer that predates flow control, are
+-- parked too: a controlled queue's list is only ever a way in.
+local plain = prefix .. 'queue'
+if redis.call('EXISTS', plain) == 1 then
+  for _, job in ipairs(redis.call('LPOP', plain, 1000) or {}) do
+    park(prefix, job, now, false)
+  end
+  if redis.call('EXISTS', plain) == 1 then
     result[3] = 0
     return result
   end

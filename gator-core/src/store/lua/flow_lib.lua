@@ -222,8 +222,9 @@ end
 
 -- GCRA on Redis time for limiter `name` ('' for the queue's own) with `spec` "count interval_ms
 -- burst": a job of cost c may start when the limiter's theoretical arrival time (TAT) is at
--- most `burst - 1` emission intervals ahead of now, and moves the TAT c intervals on. So at
--- most `burst + count * t / interval` jobs start in any window of t ms: no burst at a window
+-- most `burst - 1` emission intervals ahead of now, and moves the TAT c intervals on (from the
+-- TAT itself if it is less than one interval behind now, else from now). So at most
+-- `burst + 1 + count * w / interval` jobs start in any window of w ms: no burst at a window
 -- edge, and with burst 1 starts are spaced evenly. Returns 0 if a job may start now, else the
 -- time (ms) it may.
 local function rate_wait(prefix, spec, name, now)
@@ -241,7 +242,12 @@ local function rate_take(prefix, spec, name, cost, now)
   if not count or tonumber(count) == 0 then return end
   local t = tonumber(interval) / tonumber(count)
   local key = prefix .. 'tat:' .. name
-  local tat = math.max(tonumber(redis.call('GET', key)) or now, now) + t * cost
+  -- A start less than one interval late keeps the schedule (the TAT is not moved up to now):
+  -- workers wake a millisecond or two after each slot, and losing that every time would run
+  -- the limiter below its rate. A limiter idle for longer starts afresh from now.
+  local tat = tonumber(redis.call('GET', key)) or now
+  if tat < now - t then tat = now end
+  tat = tat + t * cost
   -- kept until it no longer matters (a TAT in the past is the same as none)
   redis.call('SET', key, string.format('%.3f', tat), 'PX', math.ceil(tat - now) + 1000)
 end

@@ -1,0 +1,524 @@
+//! Flow control across real worker processes on a real Redis: priority and aging, pause and
+//! resume, concurrency limits with costs, shares and borrowing, critical jobs, rate limits and
+//! evenly spaced starts, time windows, and units released after a SIGKILL.
+//!
+//! Every job here is the test worker binary's `flow_probe`, which records, atomically at each
+//! start, the units running at that moment over every process (`flow:max`, `flow:max_by`),
+//! the order of starts (`flow:order`) and the Redis time of each start (`flow:started_at`).
+
+use gator_core::flow::{FlowSetting, RateSpec, Windows};
+use gator_core::{Client, PendingJob};
+use gator_tests::{RedisServer, WorkerProcess, client, spawn_worker_process_with, wait_until};
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// The test worker binary's `flow_probe`, named here so the test can dispatch it typed.
+#[gator_core::job(name = "flow_probe")]
+async fn flow_probe(_id: u64, _key: String, _cost: u32, _millis: u64) {}
+
+const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
+
+/// Probe `id`, counted under `key` with `cost` units (a cost above 1 is also its flow cost),
+/// running `millis`.
+fn probe(id: u64, key: &str, cost: u32, millis: u64) -> PendingJob<FlowProbe> {
+    let job = FlowProbe::call(id, key.to_owned(), cost, millis);
+    if cost > 1 { job.cost(cost) } else { job }
+}
+
+fn workers(
+    redis: &RedisServer,
+    queue: &str,
+    processes: usize,
+    concurrency: u16,
+) -> Vec<WorkerProcess> {
+    (0..processes)
+        .map(|_| {
+            spawn_worker_process_with(WORKER, &redis.url(), queue, concurrency, &["--lease", "4s"])
+        })
+        .collect()
+}
+
+async fn set(client: &Client, queue: &str, settings: &[FlowSetting]) {
+    gator_core::store::flow::set(&mut client.connection(), client.keys(), queue, settings)
+        .await
+        .expect("flow settings are written");
+}
+
+async fn get_u64(redis: &RedisServer, args: &[&str]) -> u64 {
+    let mut conn = redis.client().await;
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    cmd.query_async::<Option<u64>>(&mut conn)
+        .await
+        .unwrap()
+        .unwrap_or(0)
+}
+
+async fn order(redis: &RedisServer) -> Vec<u64> {
+    let mut conn = redis.client().await;
+    redis::cmd("LRANGE")
+        .arg("flow:order")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+async fn started_at(redis: &RedisServer) -> HashMap<u64, u64> {
+    let mut conn = redis.client().await;
+    redis::cmd("HGETALL")
+        .arg("flow:started_at")
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+async fn wait_for_runs(redis: &RedisServer, n: usize, deadline: Duration) {
+    wait_until(&format!("{n} probe starts"), deadline, || async {
+        order(redis).await.len() >= n
+    })
+    .await;
+}
+
+/// Units the queue's `used` hash holds in total (0 once every unit is released).
+async fn units_in_use(redis: &RedisServer, queue: &str) -> u64 {
+    get_u64(
+        redis,
+        &["HGET", &format!("gator:{{{queue}}}:used"), "!total"],
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lower_priority_numbers_run_first_and_equal_ones_in_order() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    // Queued before any worker exists, so the order of starts is the queue's order.
+    let priorities = [100u16, 5, 100, 50, 5, 9999, 0, 50];
+    for (id, priority) in priorities.iter().enumerate() {
+        client
+            .dispatch(probe(id as u64, "", 1, 0).queue("prio").priority(*priority))
+            .await
+            .unwrap();
+    }
+    let _w = workers(&redis, "prio", 1, 1);
+    wait_for_runs(&redis, priorities.len(), Duration::from_secs(20)).await;
+    // By priority, first in first out among equals: 0, 5 (ids 1, 4), 50 (3, 7), 100 (0, 2), 9999.
+    assert_eq!(order(&redis).await, vec![6, 1, 4, 3, 7, 0, 2, 5]);
+}
+
+/// Under a steady stream of urgent jobs a lower priority would wait for the stream to end;
+/// with aging it gains one step per interval and runs while the stream still flows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn aging_lets_a_low_priority_job_run_under_a_steady_stream_of_urgent_ones() {
+    for aging in [None, Some(Duration::from_millis(10))] {
+        let redis = RedisServer::start_single();
+        let client = client(&redis.url()).await;
+        set(&client, "aging", &[FlowSetting::Aging(aging)]).await;
+        // Priority 150 against 100: 50 steps behind, so 500 ms of waiting with aging.
+        client
+            .dispatch(probe(0, "", 1, 0).queue("aging").priority(150))
+            .await
+            .unwrap();
+        for id in 1..=20 {
+            client
+                .dispatch(probe(id, "", 1, 20).queue("aging").priority(100))
+                .await
+                .unwrap();
+        }
+        let _w = workers(&redis, "aging", 1, 1);
+        // The stream: 20 ms jobs, a new urgent one every 10 ms for 3 s, so it never runs dry.
+        for id in 21..=320 {
+            client
+                .dispatch(probe(id, "", 1, 20).queue("aging").priority(100))
+                .await
+                .unwrap();
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let started = order(&redis).await;
+        let low = started.iter().position(|id| *id == 0);
+        match aging {
+            None => assert_eq!(
+                low, None,
+                "without aging the low priority waits for the stream"
+            ),
+            Some(_) => {
+                let low = low.expect("with aging the low priority job runs during the stream");
+                assert!(
+                    low < started.len() - 1,
+                    "it ran before the stream ended: {low}"
+                );
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_holds_for_a_worker_that_starts_late_and_resume_keeps_the_order() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(&client, "paused", &[FlowSetting::Paused(true)]).await;
+    // A paused queue keeps accepting jobs, plain ones included.
+    for id in 0..10 {
+        client
+            .dispatch(probe(id, "", 1, 0).queue("paused"))
+            .await
+            .unwrap();
+    }
+    let _w = workers(&redis, "paused", 2, 4);
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        order(&redis).await.is_empty(),
+        "nothing runs on a paused queue"
+    );
+    let status = gator_core::store::flow::status(&mut client.connection(), client.keys(), "paused")
+        .await
+        .unwrap();
+    assert!(status.paused);
+    assert_eq!(status.parked.iter().map(|p| p.jobs).sum::<u64>(), 10);
+
+    set(&client, "paused", &[FlowSetting::Paused(false)]).await;
+    wait_for_runs(&redis, 10, Duration::from_secs(10)).await;
+    let mut started = order(&redis).await;
+    // 8 processors take them in order; their starts may interleave by a few places at most.
+    let first_half: Vec<u64> = started.drain(..5).collect();
+    assert!(first_half.iter().all(|id| *id < 8), "{first_half:?}");
+}
+
+/// The limit holds across 3 processes of 4 processors each, sampled at every start; costs count.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_concurrency_limit_is_never_exceeded_across_processes() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(&client, "limited", &[FlowSetting::Limit(Some(5))]).await;
+    let jobs: Vec<_> = (0..60)
+        .map(|id| probe(id, "", if id % 3 == 0 { 2 } else { 1 }, 60).queue("limited"))
+        .collect();
+    client.dispatch_many(jobs).await.unwrap();
+    let _w = workers(&redis, "limited", 3, 4);
+    wait_for_runs(&redis, 60, Duration::from_secs(60)).await;
+    let max = get_u64(&redis, &["GET", "flow:max"]).await;
+    assert!(max <= 5, "at most 5 units ran at once, saw {max}");
+    assert!(max >= 4, "the limit was used, not undercut: {max}");
+    wait_until("every unit released", Duration::from_secs(10), || async {
+        units_in_use(&redis, "limited").await == 0
+    })
+    .await;
+}
+
+/// Shares of 40/30/30 % of a limit of 10: a full `east` never delays `north`, a key alone may
+/// borrow the idle shares, and a critical job runs outside the limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shares_hold_while_others_wait_and_idle_shares_are_borrowed() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(
+        &client,
+        "regions",
+        &[
+            FlowSetting::Limit(Some(10)),
+            FlowSetting::Share {
+                key: Some("east".into()),
+                percent: Some(40),
+            },
+            FlowSetting::Share {
+                key: Some("north".into()),
+                percent: Some(30),
+            },
+            FlowSetting::Share {
+                key: None,
+                percent: Some(30),
+            },
+        ],
+    )
+    .await;
+    // 40 long east jobs queued first, then 6 north ones: north must not wait behind east.
+    let mut jobs: Vec<_> = (0..40)
+        .map(|id| probe(id, "east", 1, 300).queue("regions").limit_key("east"))
+        .collect();
+    jobs.extend((100..106).map(|id| {
+        probe(id, "north", 1, 300)
+            .queue("regions")
+            .limit_key("north")
+    }));
+    client.dispatch_many(jobs).await.unwrap();
+    let _w = workers(&redis, "regions", 3, 6);
+    wait_for_runs(&redis, 46, Duration::from_secs(60)).await;
+    let max_east = get_u64(&redis, &["HGET", "flow:max_by", "east"]).await;
+    let max_north = get_u64(&redis, &["HGET", "flow:max_by", "north"]).await;
+    let started = started_at(&redis).await;
+    let first_north = (100..106).map(|id| started[&id]).min().unwrap();
+    let first_east = (0..40).map(|id| started[&id]).min().unwrap();
+    assert!(
+        first_north < first_east + 250,
+        "north started while east was full, not after it: {}ms",
+        first_north - first_east
+    );
+    assert!(
+        max_north <= 3,
+        "north stayed within 3 units while east waited: {max_north}"
+    );
+    // While north waited, east held at most its 4; once north was done east borrowed up to 10.
+    assert!(
+        max_east > 4,
+        "east alone borrowed the idle shares: {max_east}"
+    );
+    assert!(get_u64(&redis, &["GET", "flow:max"]).await <= 10);
+    let starts = order(&redis).await;
+    let last_north = starts.iter().rposition(|id| *id >= 100).unwrap();
+    let east_before: usize = starts[..last_north].iter().filter(|id| **id < 100).count();
+    assert!(
+        east_before <= 4 + 6,
+        "east kept to its share while north waited: {east_before}"
+    );
+
+    // A critical job runs with every unit taken.
+    let client2 = client.clone();
+    let jobs: Vec<_> = (200..230)
+        .map(|id| {
+            probe(id, "east", 1, 1000)
+                .queue("regions")
+                .limit_key("east")
+        })
+        .collect();
+    client2.dispatch_many(jobs).await.unwrap();
+    wait_until("the limit is full", Duration::from_secs(10), || async {
+        units_in_use(&redis, "regions").await == 10
+    })
+    .await;
+    client
+        .dispatch(probe(999, "vip", 1, 0).queue("regions").critical())
+        .await
+        .unwrap();
+    wait_until("the critical job runs", Duration::from_secs(3), || async {
+        order(&redis).await.contains(&999)
+    })
+    .await;
+    assert_eq!(
+        units_in_use(&redis, "regions").await,
+        10,
+        "the critical job took no unit"
+    );
+}
+
+/// 200 a second, burst 1, over every process: within 5 % over 10 s, and no more than one job
+/// over the rate in any 100 ms (no burst at a window edge).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rate_limit_holds_across_processes_without_edge_bursts() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(
+        &client,
+        "rated",
+        &[FlowSetting::Rate {
+            name: None,
+            rate: Some("200/1s".parse::<RateSpec>().unwrap()),
+        }],
+    )
+    .await;
+    let jobs: Vec<_> = (0..2600)
+        .map(|id| probe(id, "", 1, 0).queue("rated"))
+        .collect();
+    client.dispatch_many(jobs).await.unwrap();
+    let _w = workers(&redis, "rated", 3, 8);
+    wait_for_runs(&redis, 2600, Duration::from_secs(30)).await;
+    let mut times: Vec<u64> = started_at(&redis).await.into_values().collect();
+    times.sort_unstable();
+    let first = times[0];
+    let in_10s = times.iter().filter(|t| **t < first + 10_000).count();
+    assert!(
+        (1900..=2100).contains(&in_10s),
+        "200/s over 10 s is 2000 ± 5 %, saw {in_10s}"
+    );
+    // Any 100 ms window: 20 jobs at 200/s, one more for a start on its edge, one for the
+    // ms rounding of the probe's clock.
+    let mut worst = 0;
+    for (i, t) in times.iter().enumerate() {
+        let n = times[i..].iter().take_while(|u| **u < t + 100).count();
+        worst = worst.max(n);
+    }
+    assert!(worst <= 22, "at most 22 starts in any 100 ms, saw {worst}");
+}
+
+/// A named limiter at 20/s burst 1 spaces starts 50 ms apart over the fleet.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_evenly_spaced_limiter_spaces_starts_over_the_fleet() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(
+        &client,
+        "spaced",
+        &[FlowSetting::Rate {
+            name: Some("partner".into()),
+            rate: Some("20/1s".parse::<RateSpec>().unwrap()),
+        }],
+    )
+    .await;
+    let jobs: Vec<_> = (0..60)
+        .map(|id| probe(id, "", 1, 0).queue("spaced").rate_limiter("partner"))
+        .collect();
+    client.dispatch_many(jobs).await.unwrap();
+    let _w = workers(&redis, "spaced", 3, 2);
+    wait_for_runs(&redis, 60, Duration::from_secs(20)).await;
+    let mut times: Vec<u64> = started_at(&redis).await.into_values().collect();
+    times.sort_unstable();
+    let mut jitter: Vec<u64> = times
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs_diff(50))
+        .collect();
+    jitter.sort_unstable();
+    let p99 = jitter[(jitter.len() * 99 / 100).min(jitter.len() - 1)];
+    assert!(
+        p99 <= 20,
+        "p99 jitter of the spacing is {p99} ms: {jitter:?}"
+    );
+    // A late start does not shift the schedule: 59 gaps of 50 ms, within a slot.
+    let span = times[times.len() - 1] - times[0];
+    assert!(span.abs_diff(59 * 50) <= 50, "60 starts took {span} ms");
+}
+
+/// A SIGKILLed process's units come back within its lease: its jobs run again under the same
+/// limit, and once everything is done no unit is left in use.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_units_are_released_within_its_lease() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(&client, "leased", &[FlowSetting::Limit(Some(2))]).await;
+    for id in 0..2 {
+        client
+            .dispatch(probe(id, "", 1, 4_000).queue("leased"))
+            .await
+            .unwrap();
+    }
+    client
+        .dispatch(probe(10, "", 1, 0).queue("leased"))
+        .await
+        .unwrap();
+    let mut doomed = workers(&redis, "leased", 1, 4);
+    wait_until(
+        "both long jobs hold the limit",
+        Duration::from_secs(10),
+        || async { units_in_use(&redis, "leased").await == 2 && order(&redis).await.len() == 2 },
+    )
+    .await;
+    doomed[0].kill().unwrap();
+    doomed[0].wait().unwrap();
+    let _survivor = workers(&redis, "leased", 1, 4);
+    // The 4 s lease runs out, recovery frees both units and puts the jobs back first in line;
+    // the survivor runs them again, then the queued job.
+    wait_until("every job ran", Duration::from_secs(30), || async {
+        order(&redis).await.len() == 5
+    })
+    .await;
+    let started = order(&redis).await;
+    assert_eq!(started[4], 10, "the recovered jobs went first: {started:?}");
+    assert_eq!(
+        started.iter().filter(|id| **id < 2).count(),
+        4,
+        "{started:?}"
+    );
+    wait_until("no unit left in use", Duration::from_secs(5), || async {
+        units_in_use(&redis, "leased").await == 0
+    })
+    .await;
+}
+
+/// A job with windows dispatched outside them is scheduled at the next opening; a job that
+/// reaches a worker outside its windows (queued by hand, or waiting past the close) is put back
+/// to the next opening, not run; a queue with windows starts nothing outside them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn time_windows_decide_on_redis_time() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let now = client.redis_time().await.unwrap() as i64;
+    // A window that opens in 2 hours, in UTC wall-clock terms (across midnight if need be).
+    let hhmm = |ms: i64| {
+        let min = (ms / 60_000).rem_euclid(24 * 60);
+        format!("{:02}:{:02}", min / 60, min % 60)
+    };
+    let later = format!("{}-{}", hhmm(now + 7_200_000), hhmm(now + 10_800_000));
+    let open = Windows::parse(&[later.as_str()], None)
+        .unwrap()
+        .next_start(now)
+        .unwrap();
+    let jid = client
+        .dispatch(
+            probe(1, "", 1, 0)
+                .queue("windowed")
+                .windows([later.as_str()], Some("UTC")),
+        )
+        .await
+        .unwrap();
+    let mut conn = redis.client().await;
+    let scheduled: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg("gator:{windowed}:scheduled")
+        .arg(0)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(scheduled.len(), 1, "scheduled at the opening, not queued");
+    assert!(scheduled[0].0.contains(&jid));
+    assert_eq!(scheduled[0].1 as i64, open, "due at the window's opening");
+
+    // Queued by hand while its window is closed: the worker puts it back, unrun.
+    let payload = serde_json::json!({
+        "jid": "late-1", "job": "flow_probe", "args": [2, "", 1, 0], "queue": "windowed",
+        "flow": {"windows": [later], "tz": "UTC"}
+    });
+    redis::cmd("RPUSH")
+        .arg("gator:{windowed}:queue")
+        .arg(payload.to_string())
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    let _w = workers(&redis, "windowed,opens", 1, 2);
+    wait_until(
+        "the late job is rescheduled",
+        Duration::from_secs(10),
+        || async { redis.zset_json("gator:{windowed}:scheduled").await.len() == 2 },
+    )
+    .await;
+    assert!(
+        order(&redis).await.is_empty(),
+        "no job ran outside its window"
+    );
+
+    // A queue with windows: closed now, nothing starts; open now, its jobs run.
+    set(
+        &client,
+        "opens",
+        &[FlowSetting::Windows(Some(
+            Windows::parse(&[later.as_str()], None).unwrap(),
+        ))],
+    )
+    .await;
+    client
+        .dispatch(probe(3, "", 1, 0).queue("opens"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        order(&redis).await.is_empty(),
+        "the queue's window is closed"
+    );
+    let now_open = format!("{}-{}", hhmm(now - 60_000), hhmm(now + 3_600_000));
+    set(
+        &client,
+        "opens",
+        &[FlowSetting::Windows(Some(
+            Windows::parse(&[now_open.as_str()], None).unwrap(),
+        ))],
+    )
+    .await;
+    wait_until(
+        "the queue's job runs once its window is open",
+        Duration::from_secs(10),
+        || async { order(&redis).await == vec![3] },
+    )
+    .await;
+}
