@@ -5,6 +5,8 @@
 //! Modes: `single`, `bulk`, `concurrent` (enqueue rates); `process` (N queued jobs through a
 //! worker at concurrency 10); `latency-worker` + `latency-enqueue` (end-to-end latency, run as
 //! two processes); `backlog` (process rate with 5k, 50k, 500k and 5M jobs queued);
+//! `limited` and `rated` (`process` on a queue with a concurrency limit with 3 keys, or a rate
+//! limit, each above what the machine achieves: the cost of flow control's bookkeeping);
 //! `single-floor` (Gator's awaited dispatch against bare sockets doing the same push).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
@@ -28,7 +30,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | latency-worker | latency-enqueue | backlog\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };

@@ -112,6 +112,7 @@ pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "concurrent" => enqueue_rate(mode, n, concurrent(n)).await,
         "latency-enqueue" => enqueue_rate(mode, n, latency_enqueue(n)).await,
         "process" => process(n).await,
+        "limited" | "rated" => flow_process(mode, n).await,
         "latency-worker" => latency_worker(n).await,
         "backlog" => backlog(n).await,
         other => bail!("unknown mode {other:?}"),
@@ -290,6 +291,74 @@ async fn process(n: usize) -> anyhow::Result<()> {
         ),
         format!(
             "process: {n} jobs in {secs:.3} s = {rate:.0} jobs/s at concurrency {CONCURRENCY}; peak RSS {rss:.1} MiB"
+        ),
+    );
+    worker.stop().await
+}
+
+/// `process` on a queue under flow control, with controls that never bind, so the figure is
+/// their bookkeeping alone: `limited`, a concurrency limit of 10,000 units with 3 limit keys
+/// (shares of 40 %, 30 % and the default 30 %); `rated`, a rate limit of 10 million jobs a
+/// second. Compare with `process` in the same run.
+async fn flow_process(mode: &str, n: usize) -> anyhow::Result<()> {
+    use gator_core::flow::FlowSetting;
+    if queues().len() > 1 {
+        bail!("{mode} runs on the one queue `bench`: leave GATOR_BENCH_QUEUES unset");
+    }
+    let client = client().await?;
+    let settings = match mode {
+        "limited" => vec![
+            FlowSetting::Limit(Some(10_000)),
+            FlowSetting::Share {
+                key: Some("east".into()),
+                percent: Some(40),
+            },
+            FlowSetting::Share {
+                key: Some("north".into()),
+                percent: Some(30),
+            },
+            FlowSetting::Share {
+                key: None,
+                percent: Some(30),
+            },
+        ],
+        _ => vec![FlowSetting::Rate {
+            name: None,
+            rate: Some("10000000/1s".parse()?),
+        }],
+    };
+    gator_core::store::flow::set(&mut client.connection(), client.keys(), QUEUE, &settings)
+        .await?;
+    let bar = progress(n, mode);
+    const KEYS: [&str; 3] = ["east", "north", "west"];
+    let mut start = 0;
+    while start < n {
+        let end = (start + BATCH).min(n);
+        let batch = (start..end).map(|i| {
+            let call = Noop::call(i as i64);
+            if mode == "limited" {
+                call.limit_key(KEYS[i % 3])
+            } else {
+                call
+            }
+        });
+        client.dispatch_many(batch).await?;
+        bar.set_position(end as u64);
+        start = end;
+    }
+    bar.finish_and_clear();
+    reset_counters(n);
+    let t0 = Instant::now();
+    let worker = start_worker();
+    let end = wait_for_jobs(n, mode).await;
+    let secs = end.duration_since(t0).as_secs_f64();
+    let (rate, rss) = (n as f64 / secs, peak_rss_mib());
+    report(
+        format!(
+            r#"{{"phase":"{mode}","n":{n},"secs":{secs:.4},"rate":{rate:.1},"rss_mib":{rss:.1}}}"#
+        ),
+        format!(
+            "{mode}: {n} jobs in {secs:.3} s = {rate:.0} jobs/s at concurrency {CONCURRENCY}; peak RSS {rss:.1} MiB"
         ),
     );
     worker.stop().await
