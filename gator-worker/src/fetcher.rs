@@ -281,10 +281,11 @@ impl Fetcher {
         chain: Option<&gator_core::payload::ChainLink>,
         stop: &CancellationToken,
     ) -> AckAndNext {
-        // A chain step with a next step, or a job admitted under flow control (whose units
-        // the ack releases in a script), is settled as usual.
-        if job.fetched.admitted || chain.is_some_and(|link| link.next_jid.is_some()) {
+        if chain.is_some_and(|link| link.next_jid.is_some()) {
             return AckAndNext::NotTried(job);
+        }
+        if job.fetched.admitted {
+            return self.ack_admitted_and_next(job, stop).await;
         }
         let Job { fetched, slot } = job;
         // One draw decides this fetch's first queue, here or in the next `next_from`.
@@ -338,11 +339,52 @@ impl Fetcher {
         }
     }
 
+    /// [`Fetcher::ack_and_next`] for a job admitted from a queue under flow control: when the
+    /// draw picks the same queue, one `admit.lua` call acks it (releasing its units) and admits
+    /// this processor's next job; otherwise `flow_ack.lua` alone.
+    async fn ack_admitted_and_next(&self, job: Job, stop: &CancellationToken) -> AckAndNext {
+        let Job { fetched, slot } = job;
+        let drawn = self.order.draw_first();
+        let take = !stop.is_cancelled() && drawn.as_deref() == Some(fetched.queue.as_str());
+        let _fetching = FetchGuard::new(&self.fetching);
+        let own = match (take, Arc::try_unwrap(slot.0)) {
+            (true, Ok(own)) => own,
+            (_, unused) => {
+                // Not taking (or a sync body's thread still shares the slot): ack alone.
+                drop(unused);
+                let mut conn = self.client.connection();
+                return match flow::ack(&mut conn, self.client.keys(), &fetched).await {
+                    Ok(settled) => {
+                        self.settled(&fetched);
+                        if !settled {
+                            warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+                        }
+                        AckAndNext::Settled(None, drawn)
+                    }
+                    Err(e) => AckAndNext::Failed(fetched, e),
+                };
+            }
+        };
+        match self.admit_from(&fetched.queue, 1, Some(&fetched)).await {
+            Ok(admitted) => {
+                self.settled(&fetched);
+                if !admitted.acked {
+                    warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+                }
+                match self.hand_out(admitted.jobs, own) {
+                    Ok(next) => AckAndNext::Settled(Some(next), None),
+                    Err(_) => AckAndNext::Settled(None, drawn),
+                }
+            }
+            Err(e) => AckAndNext::Failed(fetched, e),
+        }
+    }
+
     /// One `fetch.lua` call on `queue` (or `admit.lua`, on a queue under flow control),
     /// taking the lease first if this process holds none.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
         if self.order.is_controlled(queue) {
-            return Ok(self.admit_from(queue, want).await?.jobs);
+            return Ok(self.admit_from(queue, want, None).await?.jobs);
         }
         if !self.leases.valid_for(queue, Duration::ZERO) {
             self.leases.acquire(queue).await?;
@@ -356,7 +398,7 @@ impl Fetcher {
                 Batch::Controlled => {
                     // Became controlled since the last refresh: admit from now on.
                     self.order.mark_controlled(queue);
-                    return Ok(self.admit_from(queue, want).await?.jobs);
+                    return Ok(self.admit_from(queue, want, None).await?.jobs);
                 }
                 // Expired on Redis's clock before our own count ran out (a slow renewal): take
                 // it again and retry once.
@@ -371,7 +413,12 @@ impl Fetcher {
 
     /// `admit.lua` on controlled `queue`: the jobs its flow controls let start now, and when to
     /// look again. Takes the lease first if this process holds none (units are leased with it).
-    async fn admit_from(&self, queue: &str, want: usize) -> gator_core::Result<Admitted> {
+    async fn admit_from(
+        &self,
+        queue: &str,
+        want: usize,
+        ack: Option<&Fetched>,
+    ) -> gator_core::Result<Admitted> {
         if !self.leases.valid_for(queue, Duration::ZERO) {
             self.leases.acquire(queue).await?;
         }
@@ -380,8 +427,16 @@ impl Fetcher {
         let mut retried = false;
         loop {
             let window = self.lock_windows().get(queue).cloned();
-            let admitted =
-                flow::admit(&mut conn, keys, queue, &self.process, want, window.as_ref()).await?;
+            let admitted = flow::admit(
+                &mut conn,
+                keys,
+                queue,
+                &self.process,
+                want,
+                window.as_ref(),
+                ack,
+            )
+            .await?;
             if let Some(windows) = &admitted.windows {
                 // The queue has time windows, and ours were missing or stale.
                 let interval = WindowInterval::around(windows, admitted.now_ms);
@@ -473,7 +528,7 @@ impl Fetcher {
     /// released, a resume) or, when a rate limiter holds a job back, until it may start (the
     /// local clock only times the sleep: the script decides on Redis time), then admits once more.
     async fn wait_on_controlled(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
-        let admitted = self.admit_from(queue, 1).await?;
+        let admitted = self.admit_from(queue, 1, None).await?;
         if let Some(job) = self.held_one(admitted.jobs) {
             return Ok(Some(job));
         }
@@ -489,11 +544,11 @@ impl Fetcher {
                         _ = self.timer_free.notified() => {}
                         _ = tokio::time::sleep(FETCH_TIMEOUT) => {}
                     }
-                    let admitted = self.admit_from(queue, 1).await?;
+                    let admitted = self.admit_from(queue, 1, None).await?;
                     return Ok(self.held_one(admitted.jobs));
                 }
                 tokio::time::sleep(Duration::from_millis(at.saturating_sub(admitted.now_ms))).await;
-                let admitted = self.admit_from(queue, 1).await;
+                let admitted = self.admit_from(queue, 1, None).await;
                 self.lock_timers().remove(queue);
                 self.timer_free.notify_one();
                 return Ok(self.held_one(admitted?.jobs));
@@ -514,7 +569,7 @@ impl Fetcher {
                 self.lock_connections().push(conn);
             }
         }
-        let admitted = self.admit_from(queue, 1).await?;
+        let admitted = self.admit_from(queue, 1, None).await?;
         Ok(self.held_one(admitted.jobs))
     }
 

@@ -70,6 +70,8 @@ pub struct Admitted {
     /// windows, to turn into the interval around `now_ms` ([`WindowInterval::around`]) and
     /// admit again. Nothing was admitted.
     pub windows: Option<String>,
+    /// Whether the job given to ack was in flight and is now settled.
+    pub acked: bool,
 }
 
 /// A queue's time-window interval as a worker computed it for `admit.lua`: the window that
@@ -117,7 +119,9 @@ pub enum NextLook {
 }
 
 /// Admits up to `max` jobs of controlled `queue` into `process`'s in-flight list; `window` is
-/// the queue's time-window interval as last computed (see [`Admitted::windows`]).
+/// the queue's time-window interval as last computed (see [`Admitted::windows`]). With `ack`,
+/// first settles the success of that job of the same process and queue, releasing its units
+/// ([`ack`]'s step), in the same script: one call per job for a worker draining the queue.
 pub async fn admit(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -125,14 +129,16 @@ pub async fn admit(
     process: &str,
     max: usize,
     window: Option<&WindowInterval>,
+    ack: Option<&Fetched>,
 ) -> Result<Admitted> {
     let mut call = scripts::ADMIT.key(keys.inflight(queue, process));
     call.key(keys.leases(queue))
         .key(keys.flow(queue))
         .arg(process)
-        .arg(max.clamp(1, super::inflight::MAX_BATCH));
-    if let Some(window) = window {
-        call.arg(window.arg());
+        .arg(max.clamp(1, super::inflight::MAX_BATCH))
+        .arg(window.map(WindowInterval::arg).unwrap_or_default());
+    if let Some(job) = ack {
+        call.arg(&job.raw);
     }
     let reply: Vec<redis::Value> = call.invoke_async(conn).await?;
     let mut values = reply.into_iter();
@@ -140,7 +146,7 @@ pub async fn admit(
         let value = values.next().unwrap_or(redis::Value::Nil);
         Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?)
     };
-    let (state, now, next) = (number()?, number()?, number()?);
+    let (state, now, next, acked) = (number()?, number()?, number()?, number()? == 1);
     if state == 2 {
         let windows: String = values
             .next()
@@ -155,6 +161,7 @@ pub async fn admit(
             next: NextLook::Now,
             jobs: Vec::new(),
             windows: Some(windows),
+            acked,
         });
     }
     let jobs = values
@@ -179,6 +186,7 @@ pub async fn admit(
         },
         jobs,
         windows: None,
+        acked,
     })
 }
 

@@ -29,22 +29,33 @@
 -- ARGV[2]  the most jobs to admit
 -- ARGV[3]  if the queue has time windows: "open close windows", the window interval (Unix ms)
 --          holding or following the last Redis time the worker saw, and the `windows` value it
---          was computed from; optional
--- Returns  { state, now, next, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
+--          was computed from; empty or absent otherwise
+-- ARGV[4]  optional: the payload of the process's job that just succeeded, acked first (taken
+--          out of the in-flight list, its units released), as flow_ack.lua does
+-- Returns  { state, now, next, acked, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
 --          process holds no live lease: take one and admit again) or 2 (the queue has time
 --          windows and ARGV[3] is missing, stale or for other windows: the 4th element is the
---          `windows` value; compute the interval for `now` and admit again); now is Redis time (ms);
+--          `windows` value, after acked; compute the interval for `now` and admit again); now
+--          is Redis time (ms); acked is 1 if ARGV[4] was in flight and is now settled;
 --          next is when a job held back by a rate limiter may start (ms), 0 to call again at
 --          once, or -1 (wait for a signal); then the jobs admitted, oldest first.
 local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
 local prefix = queue_prefix(KEYS[3])
 local now = now_ms()
+-- The success of the process's last job, settled first (flow_ack.lua's step): one call per job.
+local acked = 0
+if ARGV[4] and ARGV[4] ~= '' then
+  if redis.call('LREM', KEYS[1], 1, ARGV[4]) == 1 then
+    free_units(KEYS[1], ARGV[4])
+    acked = 1
+  end
+end
 local expiry = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not expiry or tonumber(expiry) <= now then
-  return { -1, now, -1 }
+  return { -1, now, -1, acked }
 end
 local max = tonumber(ARGV[2])
-local result = { 0, now, -1 }
+local result = { 0, now, -1, acked }
 
 if not is_controlled(prefix) then
   local jobs = redis.call('LPOP', prefix .. 'queue', max)
@@ -69,7 +80,7 @@ local windows = cfg['windows']
 if windows then
   local open, close, spec = string.match(ARGV[3] or '', '^(-?%d+) (-?%d+) (.*)$')
   if spec ~= windows or now >= tonumber(close) then
-    return { 2, now, -1, windows }
+    return { 2, now, -1, acked, windows }
   end
   if now < tonumber(open) then
     result[3] = tonumber(open)

@@ -38,6 +38,13 @@ end
 -- with the defaults, and fails when it runs, as it would on a plain queue).
 local function flow_options(job)
   if string.find(job, '"flow"', 1, true) then
+    -- The flow object alone (it holds no nested object), else the whole payload: a key with
+    -- a brace in it, or a `"flow"` that is not the field.
+    local object = string.match(job, '"flow":(%b{})')
+    if object then
+      local ok, flow = pcall(cjson.decode, object)
+      if ok and type(flow) == 'table' then return flow end
+    end
     local ok, doc = pcall(cjson.decode, job)
     if ok and type(doc) == 'table' and type(doc['flow']) == 'table' then
       return doc['flow']
