@@ -324,7 +324,11 @@ impl Client {
     /// clock, if it is due at `due` (ms; now if `None`): `due` itself if that lies inside a
     /// window, else the next opening. `None` for a job without windows, or one due now inside
     /// a window. Costs a `TIME` call, for jobs with windows only.
-    async fn window_start(&self, payload: &Payload, due: Option<u64>) -> Result<Option<u64>> {
+    pub(crate) async fn window_start(
+        &self,
+        payload: &Payload,
+        due: Option<u64>,
+    ) -> Result<Option<u64>> {
         let Some(windows) = payload
             .flow
             .as_ref()
@@ -345,7 +349,7 @@ impl Client {
     }
 
     /// `job`'s payload, on the shard of its queue it belongs to (see [`crate::shards`]).
-    async fn placed(&self, job: Encoded) -> Result<Payload> {
+    pub(crate) async fn placed(&self, job: Encoded) -> Result<Payload> {
         let mut placed = self.place(vec![job]).await?;
         Ok(placed.pop().expect("one payload per job"))
     }
@@ -430,6 +434,11 @@ impl Client {
 
     /// Stores `payload` to run `when` (`enqueued_at_ms` is what its payload records as the
     /// time it becomes due); returns its jid.
+    /// Schedules an encoded `payload` at `due` (ms, Redis time); returns its jid.
+    pub(crate) async fn dispatch_at_ms(&self, payload: Payload, due: u64) -> Result<String> {
+        self.schedule(payload, When::At(due), due).await
+    }
+
     async fn schedule(
         &self,
         mut payload: Payload,
@@ -523,7 +532,11 @@ impl Client {
 
     /// With [`ClientBuilder::wait_for_replicas`]: waits until the replicas have what `conn`
     /// just wrote to the lists of `queues`.
-    async fn confirm_replicated(&self, conn: &mut Connection, queues: Vec<&str>) -> Result<()> {
+    pub(crate) async fn confirm_replicated(
+        &self,
+        conn: &mut Connection,
+        queues: Vec<&str>,
+    ) -> Result<()> {
         let Some(wait) = &self.inner.wait else {
             return Ok(());
         };
@@ -534,7 +547,7 @@ impl Client {
         wait.confirm(conn, keys).await
     }
 
-    fn note_registered(&self, payloads: &[Payload]) {
+    pub(crate) fn note_registered(&self, payloads: &[Payload]) {
         let now = Instant::now();
         let mut registered = self
             .inner
@@ -546,7 +559,10 @@ impl Client {
         }
     }
 
-    fn due_for_registering<'a>(&self, mut queues: impl Iterator<Item = &'a str>) -> bool {
+    pub(crate) fn due_for_registering<'a>(
+        &self,
+        mut queues: impl Iterator<Item = &'a str>,
+    ) -> bool {
         let registered = self
             .inner
             .registered

@@ -522,3 +522,95 @@ async fn time_windows_decide_on_redis_time() {
     )
     .await;
 }
+
+/// An evenly spaced queue (10 a second, burst 1) gives each dispatch a ticket: its place, and
+/// when it will start. The starts keep to them, and a pause keeps the tickets' order and the
+/// spacing after the resume.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tickets_give_each_job_its_place_and_start_time_and_survive_a_pause() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set(
+        &client,
+        "interval",
+        &[
+            FlowSetting::Rate {
+                name: None,
+                rate: Some("10/1s".parse::<RateSpec>().unwrap()),
+            },
+            FlowSetting::Paused(true),
+        ],
+    )
+    .await;
+    let mut tickets = Vec::new();
+    for id in 0..20 {
+        tickets.push(
+            client
+                .dispatch_with_ticket(probe(id, "", 1, 0).queue("interval"))
+                .await
+                .unwrap(),
+        );
+    }
+    let seqs: Vec<u64> = tickets.iter().map(|t| t.seq.unwrap()).collect();
+    assert!(
+        seqs.windows(2).all(|w| w[1] > w[0]),
+        "tickets in dispatch order: {seqs:?}"
+    );
+    let ahead: Vec<u64> = tickets.iter().map(|t| t.ahead).collect();
+    assert_eq!(ahead, (0..20).collect::<Vec<u64>>());
+    let expected: Vec<u64> = tickets
+        .iter()
+        .map(|t| {
+            t.expected_start
+                .unwrap()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        })
+        .collect();
+    assert!(
+        expected
+            .windows(2)
+            .all(|w| (w[1] - w[0]).abs_diff(100) <= 1),
+        "expected starts 100 ms apart: {expected:?}"
+    );
+
+    let _w = workers(&redis, "interval", 2, 2);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(order(&redis).await.is_empty(), "paused");
+    set(&client, "interval", &[FlowSetting::Paused(false)]).await;
+    wait_for_runs(&redis, 20, Duration::from_secs(10)).await;
+    assert_eq!(
+        order(&redis).await,
+        (0..20).collect::<Vec<u64>>(),
+        "started in ticket order"
+    );
+    let at = started_at(&redis).await;
+    let starts: Vec<u64> = (0..20).map(|id| at[&id]).collect();
+    let late: Vec<u64> = starts
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs_diff(100))
+        .collect();
+    assert!(
+        late.iter().filter(|l| **l > 20).count() <= 1,
+        "spacing kept after the resume: {late:?}"
+    );
+
+    // Unpaused, a new ticket's time is when it starts.
+    let ticket = client
+        .dispatch_with_ticket(probe(50, "", 1, 0).queue("interval"))
+        .await
+        .unwrap();
+    wait_for_runs(&redis, 21, Duration::from_secs(5)).await;
+    let expected = ticket
+        .expected_start
+        .unwrap()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64;
+    let started = started_at(&redis).await[&50];
+    assert!(
+        started.abs_diff(expected) <= 30,
+        "started {started}, ticket said {expected}"
+    );
+}

@@ -32,8 +32,10 @@
 
 mod options;
 mod settings;
+mod ticket;
 mod windows;
 
 pub use options::{DEFAULT_PRIORITY, FlowOptions, MAX_PRIORITY};
 pub use settings::{FlowSetting, QueueOrdering, RateSpec};
+pub use ticket::Ticket;
 pub use windows::Windows;

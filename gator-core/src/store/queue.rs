@@ -49,12 +49,59 @@ pub async fn enqueue(
         scripts::ENQUEUE
             .key(keys.queue(queue))
             .key(keys.flow(queue))
-            .arg(if *flow { "1" } else { "0" })
+            .arg(if *flow { "f" } else { "-" })
             .arg(jobs)
             .invoke_async::<()>(conn)
             .await?;
     }
     Ok(())
+}
+
+/// A job's place on a controlled queue, as [`enqueue_with_ticket`] returns it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredTicket {
+    /// The queue's sequence number of the job: tickets of one queue are issued in order.
+    pub seq: u64,
+    /// Jobs of its parking key that start before it.
+    pub ahead: u64,
+    /// When it is expected to start, on Redis's clock (ms), if the queue is rate limited.
+    pub expected_start_ms: Option<u64>,
+}
+
+/// [`enqueue`] for one payload, returning its ticket if the queue is controlled (`None` on a
+/// plain queue, where a job has no place other than the tail of the list).
+pub async fn enqueue_with_ticket(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    payload: &Payload,
+    register: bool,
+) -> Result<Option<StoredTicket>> {
+    if register {
+        redis::cmd("SADD")
+            .arg(keys.queues())
+            .arg(&payload.queue)
+            .query_async::<()>(conn)
+            .await?;
+    }
+    let flow = payload.flow.as_ref().is_some_and(|f| !f.is_empty());
+    if flow {
+        super::flow::register(conn, keys, &[payload.queue.as_str()]).await?;
+    }
+    let tickets: Vec<(u64, u64, i64)> = scripts::ENQUEUE
+        .key(keys.queue(&payload.queue))
+        .key(keys.flow(&payload.queue))
+        .arg(if flow { "ft" } else { "t" })
+        .arg(payload.to_json())
+        .invoke_async(conn)
+        .await?;
+    Ok(tickets
+        .into_iter()
+        .next()
+        .map(|(seq, ahead, expected)| StoredTicket {
+            seq,
+            ahead,
+            expected_start_ms: u64::try_from(expected).ok(),
+        }))
 }
 
 /// Records `queues` in the known-queues set (a worker does this for the queues it serves).

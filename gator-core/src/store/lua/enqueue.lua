@@ -7,23 +7,31 @@
 --
 -- KEYS[1]  LIST  gator:{<queue>}:queue
 -- KEYS[2]  HASH  gator:{<queue>}:flow
--- ARGV[1]  '1' if a job carries flow options (priority, cost, limit key, critical, rate)
+-- ARGV[1]  flags: contains 'f' if a job carries flow options (priority, cost, limit key,
+--          critical, rate, windows), 't' to return each job's ticket
 -- ARGV[2..]  the payloads, in order
--- Returns  0 if the jobs went to the list, 1 if they were parked
+-- Returns  0 if the jobs went to the list, 1 if they were parked; with 't', for each job its
+--          ticket { seq, ahead, expected start (ms, -1 if the queue has no rate limit) }, or an
+--          empty list if the queue is plain
 local bad = wrong_type(KEYS[1], 'list') or wrong_type(KEYS[2], 'hash')
 if bad then return bad end
 local prefix = queue_prefix(KEYS[2])
-if ARGV[1] == '1' then
+local tickets = string.find(ARGV[1], 't', 1, true)
+if string.find(ARGV[1], 'f', 1, true) then
   make_controlled(prefix)
 end
 if redis.call('EXISTS', KEYS[2]) == 0 then
   for i = 2, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
+  if tickets then return {} end
   return 0
 end
 local now = now_ms()
+local issued = {}
 for i = 2, #ARGV do
-  park(prefix, ARGV[i], now, false)
+  local seq, set, member, flow = park(prefix, ARGV[i], now, false)
+  if tickets then issued[#issued + 1] = ticket(prefix, seq, set, member, flow, now) end
 end
+if tickets then return issued end
 return 1

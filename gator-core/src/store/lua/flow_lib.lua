@@ -125,17 +125,41 @@ local function park(prefix, job, now, first)
   local score = held_score(prefix, job_priority(flow), now, seq, first)
   -- The seq prefix keeps equal scores in FIFO order; admit.lua strips it.
   local member = string.format('%016d', seq) .. job
+  local set = prefix .. 'critical'
   if flow['critical'] == true then
-    redis.call('ZADD', prefix .. 'critical', score, member)
+    redis.call('ZADD', set, score, member)
   else
     local pk = parking_key(flow)
-    redis.call('ZADD', prefix .. 'held:' .. pk, score, member)
+    set = prefix .. 'held:' .. pk
+    redis.call('ZADD', set, score, member)
     if redis.call('SISMEMBER', prefix .. 'blocked', pk) == 0
         and not redis.call('ZSCORE', prefix .. 'timed', pk) then
       redis.call('ZADD', prefix .. 'ready', 'LT', score, pk)
     end
   end
   signal(prefix)
+  return seq, set, member, flow
+end
+
+-- The ticket of a job just parked (set, member and flow as park returned them): its sequence
+-- number, how many jobs of its parking key go before it, and, on a rate-limited queue, when it
+-- is expected to start: the limiter's next start plus one emission interval per job ahead
+-- (exact for an evenly spaced queue whose jobs share one parking key; an estimate otherwise).
+local function ticket(prefix, seq, set, member, flow, now)
+  local ahead = redis.call('ZRANK', set, member) or 0
+  local name = flow['rate']
+  if type(name) ~= 'string' or name == '' then name = '' end
+  local spec
+  if name == '' then
+    spec = redis.call('HGET', prefix .. 'flow', 'rate')
+  else
+    spec = redis.call('HGET', prefix .. 'flow', 'rate:' .. name)
+  end
+  local count, interval = string.match(spec or '', '^(%d+) (%d+) %d+$')
+  if not count or tonumber(count) == 0 then return { seq, ahead, -1 } end
+  local t = tonumber(interval) / tonumber(count)
+  local tat = tonumber(redis.call('GET', prefix .. 'tat:' .. name)) or now
+  return { seq, ahead, math.ceil(math.max(tat, now) + ahead * t) }
 end
 
 local function make_controlled(prefix)
