@@ -425,6 +425,7 @@ impl Fetcher {
         let keys = self.client.keys();
         let mut conn = self.client.connection();
         let mut retried = false;
+        let mut shared = None;
         loop {
             let window = self.lock_windows().get(queue).cloned();
             let admitted = flow::admit(
@@ -435,8 +436,14 @@ impl Fetcher {
                 want,
                 window.as_ref(),
                 ack,
+                shared.take().as_ref(),
             )
             .await?;
+            if let Some((name, cost)) = &admitted.needs_shared {
+                // A shared limiter lives on its own slot: take its start there, then admit.
+                shared = Some(flow::take_shared(&mut conn, keys, name, *cost).await?);
+                continue;
+            }
             if let Some(windows) = &admitted.windows {
                 // The queue has time windows, and ours were missing or stale.
                 let interval = WindowInterval::around(windows, admitted.now_ms);

@@ -614,3 +614,55 @@ async fn tickets_give_each_job_its_place_and_start_time_and_survive_a_pause() {
         "started {started}, ticket said {expected}"
     );
 }
+
+/// A limiter shared by two queues holds its rate over both; a queue that defines a limiter of
+/// the same name uses its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_limiter_holds_its_rate_across_queues() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    client
+        .set_shared_rate("partner", Some("20/1s".parse().unwrap()))
+        .await
+        .unwrap();
+    set(
+        &client,
+        "own",
+        &[FlowSetting::Rate {
+            name: Some("partner".into()),
+            rate: Some("1000/1s".parse().unwrap()),
+        }],
+    )
+    .await;
+    for id in 0..40 {
+        let queue = if id % 2 == 0 { "qa" } else { "qb" };
+        client
+            .dispatch(probe(id, "", 1, 0).queue(queue).rate_limiter("partner"))
+            .await
+            .unwrap();
+    }
+    for id in 100..140 {
+        client
+            .dispatch(probe(id, "", 1, 0).queue("own").rate_limiter("partner"))
+            .await
+            .unwrap();
+    }
+    let _w = workers(&redis, "qa,qb,own", 2, 4);
+    wait_for_runs(&redis, 80, Duration::from_secs(20)).await;
+    let at = started_at(&redis).await;
+    let mut shared: Vec<u64> = (0..40).map(|id| at[&id]).collect();
+    shared.sort_unstable();
+    let span = shared[39] - shared[0];
+    // 40 starts at 20 a second, burst 1: 39 intervals of 50 ms, the first at once.
+    assert!(span >= 39 * 50 - 60, "40 shared starts took {span} ms");
+    let mut own: Vec<u64> = (100..140).map(|id| at[&id]).collect();
+    own.sort_unstable();
+    assert!(
+        own[39] - own[0] < 1000,
+        "the queue's own limiter let its jobs through fast"
+    );
+    let limiters = client.shared_limiters().await.unwrap();
+    assert_eq!(limiters.len(), 1);
+    assert_eq!(limiters[0].name, "partner");
+    assert_eq!(limiters[0].rate, "20/1s");
+}

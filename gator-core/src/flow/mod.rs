@@ -32,10 +32,11 @@
 
 mod options;
 mod settings;
+mod shared;
 mod ticket;
 mod windows;
 
-pub use options::{DEFAULT_PRIORITY, FlowOptions, MAX_PRIORITY};
+pub use options::{DEFAULT_PRIORITY, FlowOptions, MAX_PRIORITY, check_limiter_name};
 pub use settings::{FlowSetting, QueueOrdering, RateSpec};
 pub use ticket::Ticket;
 pub use windows::Windows;

@@ -78,6 +78,11 @@ impl FlowOptions {
     }
 }
 
+/// Checks a rate limiter's name (as [`FlowOptions::validate`] does).
+pub fn check_limiter_name(name: &str) -> crate::Result<()> {
+    check_name("rate limiter", name)
+}
+
 /// A limit key or limiter name: not empty, at most 128 bytes, no control characters (the
 /// scripts use one as a separator).
 pub(crate) fn check_name(what: &str, name: &str) -> crate::Result<()> {

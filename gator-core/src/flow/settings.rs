@@ -192,7 +192,10 @@ impl FlowSetting {
             FlowSetting::Order(QueueOrdering::Due) => ("order".into(), "due".into()),
             FlowSetting::Windows(windows) => (
                 "windows".into(),
-                windows.as_ref().map(super::Windows::stored).unwrap_or_default(),
+                windows
+                    .as_ref()
+                    .map(super::Windows::stored)
+                    .unwrap_or_default(),
             ),
         })
     }

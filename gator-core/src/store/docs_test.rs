@@ -37,6 +37,9 @@ fn every_key_is_documented_in_the_wire_format() {
         k.signal(q),
         k.backlog(q),
         k.tat(q, "<limiter>"),
+        k.limiter_rate("<name>"),
+        k.limiter_tat("<name>"),
+        k.limiters(),
     ] {
         assert!(
             DOC.contains(&format!("`{key}`")),

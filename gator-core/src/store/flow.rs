@@ -72,6 +72,134 @@ pub struct Admitted {
     pub windows: Option<String>,
     /// Whether the job given to ack was in flight and is now settled.
     pub acked: bool,
+    /// The next job names a shared rate limiter (name, the job's cost): take a start of it
+    /// ([`take_shared`]) and admit again with the answer. Nothing was admitted.
+    pub needs_shared: Option<(String, u32)>,
+}
+
+/// What [`take_shared`] found, for the next [`admit`] call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SharedStart {
+    /// A start of the limiter was taken for this call.
+    Taken(String),
+    /// The limiter is closed for this many ms (its parking keys wait that long).
+    Closed(String, u64),
+}
+
+impl SharedStart {
+    fn arg(&self) -> String {
+        match self {
+            SharedStart::Taken(name) => name.clone(),
+            SharedStart::Closed(name, ms) => format!("{name}@{ms}"),
+        }
+    }
+}
+
+/// Takes a start (times `cost`) of shared rate limiter `name` on its own slot
+/// (`limiter_take.lua`).
+pub async fn take_shared(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    name: &str,
+    cost: u32,
+) -> Result<SharedStart> {
+    let wait: u64 = scripts::LIMITER_TAKE
+        .key(keys.limiter_rate(name))
+        .key(keys.limiter_tat(name))
+        .arg(cost.max(1))
+        .invoke_async(conn)
+        .await?;
+    Ok(if wait == 0 {
+        SharedStart::Taken(name.to_owned())
+    } else {
+        SharedStart::Closed(name.to_owned(), wait)
+    })
+}
+
+/// Sets (or with `None` removes) shared rate limiter `name`: obeyed by the jobs that name it
+/// (`#[job(rate = "...")]`, [`crate::PendingJob::rate_limiter`]) on every queue that does not
+/// define a limiter of that name itself. First records the name in the global set of shared
+/// limiters, then writes its rate (two commands: different slots).
+pub async fn set_shared_rate(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    name: &str,
+    rate: Option<RateSpec>,
+) -> Result<()> {
+    crate::flow::check_limiter_name(name)?;
+    match rate {
+        Some(rate) => {
+            redis::cmd("SADD")
+                .arg(keys.limiters())
+                .arg(name)
+                .query_async::<()>(conn)
+                .await?;
+            redis::cmd("SET")
+                .arg(keys.limiter_rate(name))
+                .arg(rate.stored())
+                .query_async::<()>(conn)
+                .await?;
+        }
+        None => {
+            redis::cmd("DEL")
+                .arg(keys.limiter_rate(name))
+                .query_async::<()>(conn)
+                .await?;
+            redis::cmd("SREM")
+                .arg(keys.limiters())
+                .arg(name)
+                .query_async::<()>(conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// The shared rate limiters: name, rate, and the next allowed start if not now (ms, the
+/// limiter node's Redis time).
+pub async fn shared_limiters(
+    conn: &mut crate::connection::Connection,
+    keys: &Keys,
+) -> Result<Vec<RateStatus>> {
+    let mut names: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(keys.limiters())
+        .query_async(conn)
+        .await?;
+    names.sort();
+    let mut limiters = Vec::with_capacity(names.len());
+    for name in names {
+        let stored: Option<String> = redis::cmd("GET")
+            .arg(keys.limiter_rate(&name))
+            .query_async(conn)
+            .await?;
+        let Some(stored) = stored else { continue };
+        let tat: Option<f64> = redis::cmd("GET")
+            .arg(keys.limiter_tat(&name))
+            .query_async(conn)
+            .await?;
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await?;
+        let now = secs * 1000 + micros / 1000;
+        limiters.push(rate_status(name, &stored, tat, now));
+    }
+    Ok(limiters)
+}
+
+/// A limiter's status from its stored rate and TAT, at Redis time `now` (ms).
+fn rate_status(name: String, stored: &str, tat: Option<f64>, now: u64) -> RateStatus {
+    let spec = RateSpec::from_stored(stored);
+    let next_allowed_ms = match (spec, tat) {
+        (Some(spec), Some(tat)) => {
+            let step = spec.per.as_millis() as f64 / f64::from(spec.count);
+            let at = tat - f64::from(spec.burst.saturating_sub(1)) * step;
+            (at > now as f64).then_some(at.ceil() as u64)
+        }
+        _ => None,
+    };
+    RateStatus {
+        name,
+        rate: spec.map_or_else(|| stored.to_owned(), |s| s.to_string()),
+        next_allowed_ms,
+    }
 }
 
 /// A queue's time-window interval as a worker computed it for `admit.lua`: the window that
@@ -130,15 +258,17 @@ pub async fn admit(
     max: usize,
     window: Option<&WindowInterval>,
     ack: Option<&Fetched>,
+    shared: Option<&SharedStart>,
 ) -> Result<Admitted> {
     let mut call = scripts::ADMIT.key(keys.inflight(queue, process));
     call.key(keys.leases(queue))
         .key(keys.flow(queue))
         .arg(process)
         .arg(max.clamp(1, super::inflight::MAX_BATCH))
-        .arg(window.map(WindowInterval::arg).unwrap_or_default());
-    if let Some(job) = ack {
-        call.arg(&job.raw);
+        .arg(window.map(WindowInterval::arg).unwrap_or_default())
+        .arg(ack.map(|job| job.raw.as_slice()).unwrap_or_default());
+    if let Some(shared) = shared {
+        call.arg(shared.arg());
     }
     let reply: Vec<redis::Value> = call.invoke_async(conn).await?;
     let mut values = reply.into_iter();
@@ -147,6 +277,30 @@ pub async fn admit(
         Ok(redis::from_redis_value(value).map_err(redis::RedisError::from)?)
     };
     let (state, now, next, acked) = (number()?, number()?, number()?, number()? == 1);
+    if state == 3 {
+        let name: String = values
+            .next()
+            .map(redis::from_redis_value)
+            .transpose()
+            .map_err(redis::RedisError::from)?
+            .unwrap_or_default();
+        let cost: u32 = values
+            .next()
+            .map(redis::from_redis_value)
+            .transpose()
+            .map_err(redis::RedisError::from)?
+            .unwrap_or(1);
+        return Ok(Admitted {
+            paused: false,
+            no_lease: false,
+            now_ms: u64::try_from(now).unwrap_or(0),
+            next: NextLook::Now,
+            jobs: Vec::new(),
+            windows: None,
+            acked,
+            needs_shared: Some((name, cost)),
+        });
+    }
     if state == 2 {
         let windows: String = values
             .next()
@@ -162,6 +316,7 @@ pub async fn admit(
             jobs: Vec::new(),
             windows: Some(windows),
             acked,
+            needs_shared: None,
         });
     }
     let jobs = values
@@ -187,6 +342,7 @@ pub async fn admit(
         jobs,
         windows: None,
         acked,
+        needs_shared: None,
     })
 }
 
@@ -306,7 +462,8 @@ pub async fn status(
     if flow.is_empty() {
         return Ok(status);
     }
-    // Routed by the flow key on a cluster: the node whose clock the scripts use.
+    // On a cluster TIME goes to any node: the next allowed times shown may be off by the
+    // nodes' clock difference (they are for people, not decisions).
     let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await?;
     let now = secs * 1000 + micros / 1000;
     let mut rate_names = Vec::new();
@@ -334,20 +491,7 @@ pub async fn status(
             .arg(keys.tat(queue, &name))
             .query_async(conn)
             .await?;
-        let spec = RateSpec::from_stored(&stored);
-        let next_allowed_ms = match (spec, tat) {
-            (Some(spec), Some(tat)) => {
-                let step = spec.per.as_millis() as f64 / f64::from(spec.count);
-                let at = tat - f64::from(spec.burst.saturating_sub(1)) * step;
-                (at > now as f64).then_some(at.ceil() as u64)
-            }
-            _ => None,
-        };
-        status.rates.push(RateStatus {
-            name,
-            rate: spec.map_or(stored, |s| s.to_string()),
-            next_allowed_ms,
-        });
+        status.rates.push(rate_status(name, &stored, tat, now));
     }
     let used: BTreeMap<String, i64> = redis::cmd("HGETALL")
         .arg(keys.used(queue))

@@ -140,6 +140,24 @@ impl Keys {
         self.of_queue(queue, "tat:", name)
     }
 
+    /// STRING: shared rate limiter `name`'s rate (`count interval_ms burst`). A shared limiter
+    /// is obeyed by every queue whose jobs name it and that sets no limiter of that name of its
+    /// own; its keys carry its own hash tag `{<name>}`, so on a cluster they live on one node,
+    /// usually not their queues' (see `limiter_take.lua`).
+    pub fn limiter_rate(&self, name: &str) -> String {
+        format!("{}:limiter:{{{name}}}:rate", self.namespace)
+    }
+
+    /// STRING: shared rate limiter `name`'s theoretical arrival time (ms, its node's Redis time).
+    pub fn limiter_tat(&self, name: &str) -> String {
+        format!("{}:limiter:{{{name}}}:tat", self.namespace)
+    }
+
+    /// SET of the shared rate limiters' names (global; for listings).
+    pub fn limiters(&self) -> String {
+        format!("{}:limiters", self.namespace)
+    }
+
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
         self.of_queue(queue, "queue", "")

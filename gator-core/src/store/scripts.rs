@@ -38,6 +38,8 @@ scripts! {
     FLOW_ACK => "flow_ack.lua";
     /// `lua/flow_set.lua`: change a queue's flow settings.
     FLOW_SET => "flow_set.lua";
+    /// `lua/limiter_take.lua`: take a start of a shared rate limiter, on its own slot.
+    LIMITER_TAKE => "limiter_take.lua";
     /// `lua/schedule.lua`: enqueue a job (and a chain's waiting steps) now or later, on Redis time.
     SCHEDULE => "schedule.lua";
     /// `lua/promote_due.lua`: move due jobs from the scheduled and retry sets to the queue.

@@ -30,13 +30,18 @@
 -- ARGV[3]  if the queue has time windows: "open close windows", the window interval (Unix ms)
 --          holding or following the last Redis time the worker saw, and the `windows` value it
 --          was computed from; empty or absent otherwise
--- ARGV[4]  optional: the payload of the process's job that just succeeded, acked first (taken
---          out of the in-flight list, its units released), as flow_ack.lua does
+-- ARGV[4]  the payload of the process's job that just succeeded, acked first (taken out of
+--          the in-flight list, its units released), as flow_ack.lua does; empty for none
+-- ARGV[5]  optional: a shared limiter as limiter_take.lua found it: `name` (one start taken
+--          for this call) or `name@ms` (closed for that long: the parking keys that need it
+--          wait, timed, and the others go on)
 -- Returns  { state, now, next, acked, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
 --          process holds no live lease: take one and admit again) or 2 (the queue has time
 --          windows and ARGV[3] is missing, stale or for other windows: the 4th element is the
 --          `windows` value, after acked; compute the interval for `now` and admit again); now
---          is Redis time (ms); acked is 1 if ARGV[4] was in flight and is now settled;
+--          is Redis time (ms); acked is 1 if ARGV[4] was in flight and is now settled; or
+--          state 3 with nothing admitted: the next job names shared limiter { ..., name, cost }:
+--          take a start of it (limiter_take.lua) and admit again with ARGV[5];
 --          next is when a job held back by a rate limiter may start (ms), 0 to call again at
 --          once, or -1 (wait for a signal); then the jobs admitted, oldest first.
 local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
@@ -125,18 +130,37 @@ end
 local jobs = {}
 local queue_rate = cfg['rate']
 
+-- A shared limiter (one the queue does not define) as the worker found it: a start taken for
+-- this call (ARGV[5] = name), or closed for some ms (ARGV[5] = name@ms).
+local shared_name, shared_closed = string.match(ARGV[5] or '', '^(.-)@(%d+)$')
+if not shared_name and ARGV[5] and ARGV[5] ~= '' then shared_name = ARGV[5] end
+local shared_taken = shared_name and not shared_closed
+local needs_shared, needs_cost = nil, 1
+
 -- The rate limiters a job of parking key `pk` and cost `cost` needs: 0 if it may start now
 -- (and then takes its place in them), else when it may, and whether the whole queue waits.
+-- A limiter the queue does not define is shared: its start is taken by the worker first
+-- (limiter_take.lua); without one, `needs_shared` names it and the call ends.
 local function rate_allows(pk, cost)
   local name = rate_of(pk)
   local wait = rate_wait(prefix, queue_rate, '', now)
   if wait > 0 then return wait, true end
-  if name then
-    wait = rate_wait(prefix, cfg['rate:' .. name], name, now)
+  local local_spec = name and cfg['rate:' .. name]
+  if local_spec then
+    wait = rate_wait(prefix, local_spec, name, now)
     if wait > 0 then return wait, false end
+  elseif name then
+    if name == shared_name and shared_closed then
+      return now + tonumber(shared_closed), false
+    elseif name == shared_name and shared_taken then
+      shared_taken = false -- one start per call
+    else
+      needs_shared, needs_cost = name, cost
+      return -1, false
+    end
   end
   rate_take(prefix, queue_rate, '', cost, now)
-  if name then rate_take(prefix, cfg['rate:' .. name], name, cost, now) end
+  if local_spec then rate_take(prefix, local_spec, name, cost, now) end
   return 0, false
 end
 
@@ -147,6 +171,7 @@ while #jobs < max do
   local job = string.sub(head[1], 17)
   local flow = flow_options(job)
   local wait = rate_allows(parking_key(flow), job_cost(flow))
+  if wait < 0 then break end
   if wait > 0 then
     soonest(wait)
     break
@@ -202,7 +227,7 @@ while #jobs < max do
     if verdict == 'run' then
       wait, whole_queue = rate_allows(pk, cost)
     end
-    if verdict == 'full' then
+    if verdict == 'full' or wait < 0 then
       break
     elseif verdict == 'blocked' then
       redis.call('ZREM', ready, pk)
@@ -228,5 +253,7 @@ if #next_timed > 0 then soonest(tonumber(next_timed[2])) end
 if #jobs > 0 then
   redis.call('RPUSH', KEYS[1], unpack(jobs))
   for _, job in ipairs(jobs) do result[#result + 1] = job end
+elseif needs_shared then
+  return { 3, now, -1, acked, needs_shared, needs_cost }
 end
 return result
