@@ -8,8 +8,9 @@
 //!    odd in its own way (see [`Fleet::spawn`]): one runs 10,000 processors and restarts under
 //!    its `--worker-id`; one's clock is 5 minutes ahead; one reaches Redis through a proxy that
 //!    goes silent.
-//! 3. 20,000 jobs: plain, flaky (the first attempt fails), scheduled 2–5 s ahead, and 300
-//!    chains of three steps across the queues. Every job counts its runs in `chaos:runs`.
+//! 3. 20,000 jobs: plain, flaky (the first attempt fails), scheduled 2–5 s ahead, 300
+//!    chains of three steps across the queues, and about 10 % on `chaos-flow`, a queue under
+//!    flow control (limited, with shares and costs, rate limited, windowed). Every job counts its runs in `chaos:runs`.
 //!    Two poison payloads besides: bytes that are not UTF-8, and arguments whose decoder panics.
 //! 4. Nine events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
 //!    respawned at once; Redis frozen with SIGSTOP for 10 s; Redis SIGKILLed and restarted;
@@ -40,7 +41,10 @@ const JOBS: u64 = 20_000;
 const CHAINS: u64 = 300;
 const STEPS: u64 = 3;
 const QUEUES: [&str; 3] = ["chaos-high", "chaos-default", "chaos-low"];
-const QUEUE_SPEC: &str = "chaos-high:3,chaos-default:2,chaos-low:1";
+const QUEUE_SPEC: &str = "chaos-high:3,chaos-default:2,chaos-low:1,chaos-flow:2";
+/// The queue under flow control: a concurrency limit with shares, a queue rate and a named
+/// limiter; its jobs have limit keys, costs and (always open) time windows.
+const FLOW_QUEUE: &str = "chaos-flow";
 const WORKERS: usize = 3;
 /// Processors of the workers in slots 1 and 2; slot 0 runs [`WIDE_CONCURRENCY`].
 const CONCURRENCY: usize = 10;
@@ -86,6 +90,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     .await;
 
     let started = Instant::now();
+    control_flow_queue(&client(&redis.url()).await).await;
     let plan = enqueue(&client(&redis.url()).await, &mut rng).await;
     let poison = enqueue_poison(&redis).await;
     let mut chaos = unleash(&mut redis, &mut fleet, &proxy, &mut rng).await;
@@ -123,6 +128,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         &missing[..missing.len().min(20)]
     );
     assert_only_poison_died(&redis, &poison).await;
+    assert_no_units_left(&redis).await;
     assert_flaky_jobs_failed_first(&redis, &plan.flaky).await;
     let chain_duplicates = assert_chains_ran_in_order(&redis).await;
     assert!(
@@ -202,9 +208,63 @@ fn redis_server() -> RedisServer {
     })
 }
 
+/// Puts [`FLOW_QUEUE`] under flow control: 6 units with shares of 50 % for `a` and 30 % for
+/// the rest, 400 starts a second for the queue and 300 for its limiter `chaos-rate`.
+async fn control_flow_queue(client: &Client) {
+    use gator_core::flow::FlowSetting;
+    let settings = [
+        FlowSetting::Limit(Some(6)),
+        FlowSetting::Share {
+            key: Some("a".into()),
+            percent: Some(50),
+        },
+        FlowSetting::Share {
+            key: None,
+            percent: Some(30),
+        },
+        FlowSetting::Rate {
+            name: None,
+            rate: Some("400/1s".parse().expect("a rate")),
+        },
+        FlowSetting::Rate {
+            name: Some("chaos-rate".into()),
+            rate: Some("300/1s".parse().expect("a rate")),
+        },
+    ];
+    gator_core::store::flow::set(
+        &mut client.connection(),
+        client.keys(),
+        FLOW_QUEUE,
+        &settings,
+    )
+    .await
+    .expect("flow settings");
+}
+
+/// After the drain, no unit of the controlled queue is held: every killed worker's units were
+/// released by the recovery that put its jobs back.
+async fn assert_no_units_left(redis: &RedisServer) {
+    let used: HashMap<String, i64> = query(
+        redis,
+        redis::cmd("HGETALL").arg(format!("gator:{{{FLOW_QUEUE}}}:used")),
+    )
+    .await;
+    let held: Vec<String> = query(
+        redis,
+        redis::cmd("KEYS").arg(format!("gator:{{{FLOW_QUEUE}}}:units:*")),
+    )
+    .await;
+    assert!(
+        used.is_empty() && held.is_empty(),
+        "units leaked on {FLOW_QUEUE}: in use {used:?}, held by {held:?}"
+    );
+}
+
 /// What was enqueued, for the checks and the report.
 struct Plan {
     plain: usize,
+    /// Jobs on the controlled queue.
+    controlled: usize,
     flaky: Vec<u64>,
     scheduled: usize,
 }
@@ -223,9 +283,25 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         pending.spawn(async move { chain.dispatch_with(&client).await });
     }
     let (mut plain, mut flaky, mut flaky_ids, mut scheduled) = (vec![], vec![], vec![], 0);
+    let mut controlled = vec![];
     for id in CHAINS * STEPS..JOBS {
         let queue = QUEUES[rng.below(3) as usize];
         match rng.below(10) {
+            2 => {
+                let mut job = ChaosPlain::call(id)
+                    .queue(FLOW_QUEUE)
+                    .limit_key(["a", "b", "c"][(id % 3) as usize]);
+                if id % 4 == 0 {
+                    job = job.cost(2);
+                }
+                if id % 5 == 0 {
+                    job = job.rate_limiter("chaos-rate");
+                }
+                if id % 7 == 0 {
+                    job = job.windows(["00:00-24:00"], Some("Europe/Berlin"));
+                }
+                controlled.push(job);
+            }
             0 => {
                 flaky.push(ChaosFlaky::call(id).queue(queue));
                 flaky_ids.push(id);
@@ -241,6 +317,11 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         }
     }
     let plain_count = plain.len();
+    let controlled_count = controlled.len();
+    client
+        .dispatch_many(controlled)
+        .await
+        .expect("enqueue the controlled queue's jobs");
     client
         .dispatch_many(plain)
         .await
@@ -261,6 +342,7 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
     Plan {
         plain: plain_count,
+        controlled: controlled_count,
         flaky: flaky_ids,
         scheduled,
     }
@@ -480,7 +562,7 @@ async fn drain(redis: &RedisServer) -> Vec<String> {
 /// Every key still holding work, with its size, and how many jobs have not run yet.
 async fn leftovers(redis: &RedisServer) -> Vec<String> {
     let mut keys = Vec::new();
-    for queue in QUEUES.iter().chain([&WIDE_QUEUE]) {
+    for queue in QUEUES.iter().chain([&WIDE_QUEUE, &FLOW_QUEUE]) {
         keys.push((format!("gator:{{{queue}}}:queue"), "LLEN"));
         keys.push((format!("gator:{{{queue}}}:scheduled"), "ZCARD"));
         keys.push((format!("gator:{{{queue}}}:retry"), "ZCARD"));
@@ -489,6 +571,15 @@ async fn leftovers(redis: &RedisServer) -> Vec<String> {
         let found: Vec<String> = query(redis, redis::cmd("KEYS").arg(pattern)).await;
         keys.extend(found.into_iter().map(|key| (key, "LLEN")));
     }
+    // The controlled queue's parked jobs.
+    let parked: Vec<String> = query(
+        redis,
+        redis::cmd("KEYS").arg(format!("gator:{{{FLOW_QUEUE}}}:held:*")),
+    )
+    .await;
+    keys.extend(parked.into_iter().map(|key| (key, "ZCARD")));
+    keys.push((format!("gator:{{{FLOW_QUEUE}}}:critical"), "ZCARD"));
+    keys.push((format!("gator:{{{FLOW_QUEUE}}}:backlog"), "LLEN"));
     let mut left = Vec::new();
     for (key, len) in keys {
         let n: u64 = query(redis, redis::cmd(len).arg(&key)).await;
@@ -505,7 +596,7 @@ async fn leftovers(redis: &RedisServer) -> Vec<String> {
 
 /// No chaos job died; the two poison payloads did, each kept whole with its reason.
 async fn assert_only_poison_died(redis: &RedisServer, poison: &Poison) {
-    for queue in QUEUES.iter().chain([&WIDE_QUEUE]) {
+    for queue in QUEUES.iter().chain([&WIDE_QUEUE, &FLOW_QUEUE]) {
         let dead = redis.zset_json(&format!("gator:{{{queue}}}:dead")).await;
         let errors: Vec<&Value> = dead.iter().map(|entry| &entry["error"]).take(10).collect();
         let expected = if *queue == "chaos-default" { 2 } else { 0 };
@@ -594,13 +685,14 @@ fn report(
 ) {
     let duplicates = in_killed + other;
     eprintln!(
-        "chaos: {JOBS} jobs ({} plain, {} flaky, {} scheduled, {CHAINS} chains of {STEPS}) and \
+        "chaos: {JOBS} jobs ({} plain, {} under flow control, {} flaky, {} scheduled, {CHAINS} chains of {STEPS}) and \
          {WIDE_JOBS} IO-bound ones at concurrency {WIDE_CONCURRENCY}, \
          {WORKER_KILLS} worker kills ({} jobs in flight), redis paused {}s, restarted, full for \
          a while, a worker's connections silenced ({} jobs in flight at the outages); \
          duplicates: {duplicates} ({in_killed} in killed workers, {other} others, \
          {chain_duplicates} of them chain steps); took {:.1} s",
         plan.plain,
+        plan.controlled,
         plan.flaky.len(),
         plan.scheduled,
         chaos.in_flight_total,
