@@ -123,6 +123,12 @@ pub enum Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// Whether Redis refused a command on a queue's list key for its type: the queue is under
+    /// flow control ([`crate::flow`]) and its list key holds the `controlled` marker.
+    pub fn is_controlled_queue(&self) -> bool {
+        matches!(self, Error::Redis(e) if crate::store::queue::is_wrong_type(e))
+    }
+
     /// Whether this is Redis being away or unreachable (a lost connection, a timeout, a refused
     /// connection), not a refusal of what was asked.
     pub fn is_connection(&self) -> bool {

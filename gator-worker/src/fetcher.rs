@@ -521,6 +521,12 @@ impl Fetcher {
                 }
                 Ok(job)
             }
+            Err(e) if e.is_controlled_queue() => {
+                // The queue came under flow control: nothing moved; admit from it from now on.
+                self.lock_connections().push(conn);
+                self.order.mark_controlled(queue);
+                Ok(None)
+            }
             Err(e) => {
                 // It may be silent for good: close it rather than use it again. A job the
                 // server moved meanwhile is in flight, unheld, and released by recovery.

@@ -465,22 +465,31 @@ async fn time_windows_decide_on_redis_time() {
     assert!(scheduled[0].0.contains(&jid));
     assert_eq!(scheduled[0].1 as i64, open, "due at the window's opening");
 
-    // Queued by hand while its window is closed: the worker puts it back, unrun.
+    // Queued by hand on a plain queue while its window is closed (as a producer in another
+    // language would): the worker puts it back to the next opening, unrun.
     let payload = serde_json::json!({
-        "jid": "late-1", "job": "flow_probe", "args": [2, "", 1, 0], "queue": "windowed",
+        "jid": "late-1", "job": "flow_probe", "args": [2, "", 1, 0], "queue": "handmade",
         "flow": {"windows": [later], "tz": "UTC"}
     });
     redis::cmd("RPUSH")
-        .arg("gator:{windowed}:queue")
+        .arg("gator:{handmade}:queue")
         .arg(payload.to_string())
         .query_async::<()>(&mut conn)
         .await
         .unwrap();
-    let _w = workers(&redis, "windowed,opens", 1, 2);
+    // A bare RPUSH onto a controlled queue is refused, not lost: its list key is a marker.
+    let refused = redis::cmd("RPUSH")
+        .arg("gator:{windowed}:queue")
+        .arg(payload.to_string())
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code(), Some("WRONGTYPE"));
+    let _w = workers(&redis, "windowed,opens,handmade", 1, 2);
     wait_until(
         "the late job is rescheduled",
         Duration::from_secs(10),
-        || async { redis.zset_json("gator:{windowed}:scheduled").await.len() == 2 },
+        || async { redis.zset_json("gator:{handmade}:scheduled").await.len() == 1 },
     )
     .await;
     assert!(
@@ -665,4 +674,36 @@ async fn a_shared_limiter_holds_its_rate_across_queues() {
     assert_eq!(limiters.len(), 1);
     assert_eq!(limiters[0].name, "partner");
     assert_eq!(limiters[0].rate, "20/1s");
+}
+
+/// Workers draining a plain queue (taking each next job with their ack) stop at once when it is
+/// paused: its list key becomes a marker their plain commands cannot take from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pause_stops_workers_already_draining_a_plain_queue() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jobs: Vec<_> = (0..400)
+        .map(|id| probe(id, "", 1, 10).queue("live"))
+        .collect();
+    client.dispatch_many(jobs).await.unwrap();
+    let _w = workers(&redis, "live", 2, 2);
+    wait_for_runs(&redis, 30, Duration::from_secs(20)).await;
+    set(&client, "live", &[FlowSetting::Paused(true)]).await;
+    // Jobs already started may still record their start; then nothing more starts.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let at_pause = order(&redis).await.len();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let later = order(&redis).await.len();
+    assert_eq!(later, at_pause, "no job started while paused");
+    assert!(at_pause < 400, "the pause came before the queue ran dry");
+    assert_eq!(
+        client.queue_len("live").await.unwrap(),
+        400 - at_pause,
+        "the rest wait, parked"
+    );
+    set(&client, "live", &[FlowSetting::Paused(false)]).await;
+    wait_for_runs(&redis, 400, Duration::from_secs(30)).await;
+    let started = order(&redis).await;
+    let distinct: std::collections::HashSet<_> = started.iter().collect();
+    assert_eq!(distinct.len(), 400, "every job ran after the resume");
 }

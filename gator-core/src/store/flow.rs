@@ -45,6 +45,32 @@ pub async fn register(conn: &mut impl ConnectionLike, keys: &Keys, queues: &[&st
     Ok(())
 }
 
+/// How many jobs wait parked in controlled `queue` (and in its backlog), whatever holds them
+/// back.
+pub async fn parked(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) -> Result<usize> {
+    let mut total: usize = redis::cmd("ZCARD")
+        .arg(keys.critical(queue))
+        .query_async(conn)
+        .await?;
+    total += redis::cmd("LLEN")
+        .arg(keys.backlog(queue))
+        .query_async::<usize>(conn)
+        .await?;
+    let ready: Vec<String> = zmembers(conn, &keys.ready(queue)).await?;
+    let timed: Vec<String> = zmembers(conn, &keys.timed(queue)).await?;
+    let blocked: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(keys.blocked(queue))
+        .query_async(conn)
+        .await?;
+    for parking_key in ready.iter().chain(&timed).chain(&blocked) {
+        total += redis::cmd("ZCARD")
+            .arg(keys.held(queue, parking_key))
+            .query_async::<usize>(conn)
+            .await?;
+    }
+    Ok(total)
+}
+
 /// The queues known to be controlled.
 pub async fn controlled(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<HashSet<String>> {
     Ok(redis::cmd("SMEMBERS")

@@ -103,6 +103,8 @@ pub async fn fetch_blocking(
         .arg(timeout.as_secs_f64())
         .query_async(conn)
         .await?;
+    // (A controlled queue's list key is the `controlled` marker: BLMOVE fails at once with
+    // WRONGTYPE, `Error::is_controlled_queue`, and moves nothing.)
     Ok(raw.map(|raw| Fetched {
         queue: queue.to_owned(),
         process: process.to_owned(),
@@ -206,12 +208,22 @@ pub async fn ack_and_take(
             .arg("RIGHT");
     }
     let (removed, taken): (i64, Vec<Option<Vec<u8>>>) = {
-        let mut replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+        let mut replies: Vec<redis::Value> = match pipe.query_async(conn).await {
+            Ok(replies) => replies,
+            // The queue became controlled (its list key is the `controlled` marker): the LREM
+            // ran in the MULTI, the LMOVEs found no list. Nothing taken; the worker learns of
+            // the control at its next fetch.
+            Err(e) if super::queue::is_wrong_type(&e) => return Ok((true, Vec::new())),
+            Err(e) => return Err(e.into()),
+        };
         let taken = replies.split_off(1.min(replies.len()));
         let removed = parse(replies.pop())?;
         let taken = taken
             .into_iter()
-            .map(|raw| parse(Some(raw)))
+            .map(|raw| match raw {
+                redis::Value::ServerError(e) if e.code() == "WRONGTYPE" => Ok(None),
+                raw => parse(Some(raw)),
+            })
             .collect::<Result<Vec<Option<Vec<u8>>>>>()?;
         (removed, taken)
     };

@@ -8,15 +8,17 @@ use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 
-/// Puts `payloads` on their queues with `enqueue.lua`, one call per queue: the tail of the
-/// queue's list, or parked by priority and limit key if the queue is under flow control
-/// ([`crate::flow`]). With `register`, first records each queue in the known-queues set; a
-/// payload with flow options first records its queue in the set of controlled queues. Both
-/// sets are global keys, so they are written by commands of their own, never inside a per-queue
-/// script (Redis Cluster), and before it: a failure between the two can leave an empty queue
-/// listed, never a job nobody looks for. A client registers a queue on its first dispatch and
-/// then about once a minute ([`crate::client::Client`] remembers), so most dispatches are a
-/// single script call.
+/// Puts `payloads` on their queues: a bare `RPUSH` per queue onto a plain queue's list, and
+/// `enqueue.lua` for jobs with flow options and for the queues whose `RPUSH` failed with
+/// WRONGTYPE (a controlled queue's list key holds the `controlled` marker, see [`crate::flow`]):
+/// parked there by priority and limit key. So the plain path costs what it did, and a pause or
+/// a limit set at any moment holds for every job. With `register`, first records each queue in
+/// the known-queues set; a payload with flow options first records its queue in the set of
+/// controlled queues. Both sets are global keys, written by commands of their own, never inside
+/// a per-queue script (Redis Cluster), and before it: a failure between the two can leave an
+/// empty queue listed, never a job nobody looks for. A client registers a queue on its first
+/// dispatch and then about once a minute ([`crate::client::Client`] remembers), so most
+/// dispatches are a single command.
 pub async fn enqueue(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -46,6 +48,19 @@ pub async fn enqueue(
         super::flow::register(conn, keys, &controlled).await?;
     }
     for (queue, (flow, jobs)) in &by_queue {
+        if !*flow {
+            let pushed = redis::cmd("RPUSH")
+                .arg(keys.queue(queue))
+                .arg(jobs)
+                .query_async::<()>(conn)
+                .await;
+            match pushed {
+                Ok(()) => continue,
+                // Controlled: nothing was pushed; park them.
+                Err(e) if is_wrong_type(&e) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
         scripts::ENQUEUE
             .key(keys.queue(queue))
             .key(keys.flow(queue))
@@ -55,6 +70,12 @@ pub async fn enqueue(
             .await?;
     }
     Ok(())
+}
+
+/// Whether Redis refused a command for a key of the wrong type: on a queue's list key, the
+/// `controlled` marker of a queue under flow control.
+pub fn is_wrong_type(error: &redis::RedisError) -> bool {
+    error.code() == Some("WRONGTYPE")
 }
 
 /// A job's place on a controlled queue, as [`enqueue_with_ticket`] returns it.
@@ -121,12 +142,17 @@ pub async fn register(
     Ok(())
 }
 
-/// How many jobs wait in `queue`.
+/// How many jobs wait in `queue`. On a queue under flow control, the jobs parked there.
 pub async fn len(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) -> Result<usize> {
-    Ok(redis::cmd("LLEN")
+    match redis::cmd("LLEN")
         .arg(keys.queue(queue))
         .query_async(conn)
-        .await?)
+        .await
+    {
+        Ok(len) => Ok(len),
+        Err(e) if is_wrong_type(&e) => super::flow::parked(conn, keys, queue).await,
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The known-queues set, sorted: the queues clients dispatched to and workers serve. Members

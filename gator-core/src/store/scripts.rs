@@ -4,17 +4,22 @@
 use redis::Script;
 use std::sync::LazyLock;
 
-/// What every script starts with: `lua/prelude.lua`'s helpers (`now_ms`, `wrong_type`), then
-/// `lua/flow_lib.lua`'s (every script that puts a job on a queue decides whether to park it).
-const PRELUDE: &str = concat!(
-    include_str!("lua/prelude.lua"),
-    include_str!("lua/flow_lib.lua")
-);
+/// What every script starts with: `lua/prelude.lua`'s helpers (`now_ms`, `wrong_type`).
+const PRELUDE: &str = include_str!("lua/prelude.lua");
+
+/// `lua/flow_lib.lua`, the flow-control library (parking, units, rates), inserted where a
+/// script says `-- @flow_lib`: only the scripts that may put a job on a queue or settle one
+/// pay for defining it, and a script can run its plain path before it.
+const FLOW_LIB: &str = include_str!("lua/flow_lib.lua");
+
+/// The marker line a script puts where it needs the flow library.
+const FLOW_LIB_MARKER: &str = "-- @flow_lib\n";
 
 /// `source` with the prelude inserted after its first line, the `#!lua` line that must stay
-/// first.
+/// first, and the flow library at its marker.
 fn with_prelude(source: &str) -> Script {
     let (shebang, body) = source.split_once('\n').unwrap_or((source, ""));
+    let body = body.replacen(FLOW_LIB_MARKER, FLOW_LIB, 1);
     Script::new(&format!("{shebang}\n{PRELUDE}{body}"))
 }
 

@@ -15,6 +15,7 @@
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  the hand-off: the step's chain link as JSON ({id, list_queue, next_jid, next_queue})
 -- Returns  0 if the job was not in flight; 1 if acked and the hand-off recorded
+-- @flow_lib
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0

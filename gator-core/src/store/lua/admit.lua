@@ -18,8 +18,8 @@
 --
 -- A queue that is not controlled (its flow hash is gone) is served like fetch.lua. A plain list
 -- moved aside when the queue became controlled (the backlog) is parked first, 1,000 jobs a
--- call, so jobs queued before the change keep their place; then any job pushed onto the plain
--- list since (by hand, or by a producer older than flow control).
+-- call, so jobs queued before the change keep their place; then any list found in place of
+-- the queue's `controlled` marker.
 -- allow-oom: it only moves jobs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
@@ -44,6 +44,7 @@
 --          take a start of it (limiter_take.lua) and admit again with ARGV[5];
 --          next is when a job held back by a rate limiter may start (ms), 0 to call again at
 --          once, or -1 (wait for a signal); then the jobs admitted, oldest first.
+-- @flow_lib
 local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
 local prefix = queue_prefix(KEYS[3])
 local now = now_ms()
@@ -104,10 +105,10 @@ if redis.call('EXISTS', backlog) == 1 then
   end
 end
 
--- Jobs pushed onto the plain list by hand, or by a producer that predates flow control, are
--- parked too: a controlled queue's list is only ever a way in.
+-- A list in place of the marker (the marker deleted by hand, then jobs pushed): its jobs are
+-- parked too, and the marker put back.
 local plain = prefix .. 'queue'
-if redis.call('EXISTS', plain) == 1 then
+if redis.call('TYPE', plain)['ok'] == 'list' then
   for _, job in ipairs(redis.call('LPOP', plain, 1000) or {}) do
     park(prefix, job, now, false)
   end
@@ -115,6 +116,7 @@ if redis.call('EXISTS', plain) == 1 then
     result[3] = 0
     return result
   end
+  redis.call('SET', plain, 'controlled')
 end
 
 local ready, blocked, timed = prefix .. 'ready', prefix .. 'blocked', prefix .. 'timed'

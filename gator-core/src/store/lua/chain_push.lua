@@ -11,7 +11,8 @@
 -- ARGV[1]  the step's payload
 -- ARGV[2]  how long the guard is kept, ms
 -- Returns  1 if pushed, 0 if it had been pushed before
-local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
+-- @flow_lib
+local bad = wrong_queue(KEYS[2]) if bad then return bad end
 if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', tonumber(ARGV[2])) then
   return 0
 end

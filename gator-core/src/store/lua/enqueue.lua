@@ -7,13 +7,25 @@
 --
 -- KEYS[1]  LIST  gator:{<queue>}:queue
 -- KEYS[2]  HASH  gator:{<queue>}:flow
--- ARGV[1]  flags: contains 'f' if a job carries flow options (priority, cost, limit key,
+-- ARGV[1]  flags: '-' for none; contains 'f' if a job carries flow options (priority, cost, limit key,
 --          critical, rate, windows), 't' to return each job's ticket
 -- ARGV[2..]  the payloads, in order
 -- Returns  0 if the jobs went to the list, 1 if they were parked; with 't', for each job its
 --          ticket { seq, ahead, expected start (ms, -1 if the queue has no rate limit) }, or an
 --          empty list if the queue is plain
-local bad = wrong_type(KEYS[1], 'list') or wrong_type(KEYS[2], 'hash')
+
+-- The plain path first, before the flow library is defined: a plain queue pays one EXISTS.
+-- (A key of the wrong type makes RPUSH fail before it writes anything.) Clients push plain
+-- jobs with a bare RPUSH instead, and use this script for jobs with flow options, tickets, and
+-- the queues whose RPUSH failed with WRONGTYPE: the controlled ones.
+if ARGV[1] == '-' and redis.call('EXISTS', KEYS[2]) == 0 then
+  for i = 2, #ARGV, 1000 do
+    redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+  end
+  return 0
+end
+-- @flow_lib
+local bad = wrong_queue(KEYS[1]) or wrong_type(KEYS[2], 'hash')
 if bad then return bad end
 local prefix = queue_prefix(KEYS[2])
 local tickets = string.find(ARGV[1], 't', 1, true)

@@ -20,13 +20,13 @@
 --          process holds no live lease on the queue (it must take one and fetch again), or -2
 --          if the queue is controlled (flow_lib.lua): nothing moved, admit.lua fetches from it
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
+if redis.call('EXISTS', string.match(KEYS[1], '^(.-}:)') .. 'flow') == 1 then
+  return -2
+end
 local now = now_ms()
 local expiry = redis.call('ZSCORE', KEYS[3], ARGV[2])
 if not expiry or tonumber(expiry) <= now then
   return -1
-end
-if is_controlled(queue_prefix(KEYS[1])) then
-  return -2
 end
 local jobs = redis.call('LPOP', KEYS[1], ARGV[1])
 if not jobs then

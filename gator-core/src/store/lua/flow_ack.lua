@@ -8,6 +8,7 @@
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- ARGV[1]  the payload exactly as fetched
 -- Returns  1 if acked, 0 if the job was not in flight
+-- @flow_lib
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end

@@ -2,11 +2,13 @@
 -- into every script, because every script that puts a job on a queue must decide where it goes.
 -- `store::flow` describes the model; docs/wire-format.md lists the keys.
 --
--- A queue is *controlled* once its `flow` hash exists. Then its plain list stays empty: every
--- job is *parked* in a sorted set per parking key (limit key and rate limiter), and only
--- admit.lua takes jobs from there. The plain fetch paths (fetch.lua, the MULTI of ack-and-take,
--- BLMOVE) find nothing, so a worker that has not yet learnt that a queue is controlled cannot
--- run a job past a pause or a limit. A plain queue pays one EXISTS per script that pushes.
+-- A queue is *controlled* once its `flow` hash exists. Then its list key holds the STRING
+-- marker `controlled` instead of a list: every job is *parked* in a sorted set per parking key
+-- (limit key and rate limiter), and only admit.lua takes jobs from there. A bare RPUSH of a
+-- producer, and the plain fetch paths of a worker (the MULTI of ack-and-take, BLMOVE) fail with
+-- WRONGTYPE, and fetch.lua answers -2, so one that has not yet learnt that a queue is
+-- controlled cannot run a job past a pause or a limit. A plain queue pays one EXISTS per
+-- script that pushes, and nothing on a bare RPUSH.
 --
 -- Every key is built from the queue's prefix `<ns>:{<queue>}:`, taken from a key the script
 -- was given: the same hash tag, so the same slot.
@@ -162,15 +164,22 @@ local function ticket(prefix, seq, set, member, flow, now)
   return { seq, ahead, math.ceil(math.max(tat, now) + ahead * t) }
 end
 
+-- The queue's list is moved aside (the backlog, parked by admit.lua in order) and replaced by
+-- the STRING marker `controlled`: a bare RPUSH, an LMOVE or a BLMOVE on it fails with
+-- WRONGTYPE, so a producer or a worker that has not learnt that the queue is controlled cannot
+-- put a job where the controls would not see it, or take one past them.
 local function make_controlled(prefix)
-  if redis.call('HSETNX', prefix .. 'flow', 'controlled', '1') == 0 then return end
   local queue, backlog = prefix .. 'queue', prefix .. 'backlog'
-  if redis.call('EXISTS', queue) == 1 then
+  if redis.call('HSETNX', prefix .. 'flow', 'controlled', '1') == 1
+      and redis.call('TYPE', queue)['ok'] == 'list' then
     if redis.call('EXISTS', backlog) == 0 then
       redis.call('RENAME', queue, backlog)
     else
       while redis.call('LMOVE', queue, backlog, 'LEFT', 'RIGHT') do end
     end
+  end
+  if redis.call('TYPE', queue)['ok'] ~= 'string' then
+    redis.call('SET', queue, 'controlled')
   end
 end
 

@@ -7,6 +7,7 @@
 -- KEYS[1]  HASH  gator:{<queue>}:flow
 -- ARGV     field, value, field, value, ...: an empty value deletes the field
 -- Returns  1
+-- @flow_lib
 local prefix = queue_prefix(KEYS[1])
 make_controlled(prefix)
 for i = 1, #ARGV, 2 do

@@ -20,6 +20,7 @@
 -- ARGV[4]  the most age (ms) an entry may reach; older ones are removed
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
+-- @flow_lib
 local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return { -1 }

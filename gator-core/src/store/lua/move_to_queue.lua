@@ -10,7 +10,8 @@
 -- ARGV[1]  the entry exactly as stored in the set
 -- ARGV[2]  the payload to enqueue (the entry with attempts reset, for a retry from dead)
 -- Returns  1 if the entry was moved, 0 if it was no longer in the set
-local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
+-- @flow_lib
+local bad = wrong_queue(KEYS[2]) if bad then return bad end
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then
   return 0
 end

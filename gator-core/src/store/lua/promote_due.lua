@@ -13,7 +13,8 @@
 --          has a limit)
 -- Returns  { number of jobs moved, due time (ms) of the earliest job left in either set or -1
 --            if none, now (Redis time, ms), 1 if a set had more due than ARGV[1] else 0 }
-local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
+-- @flow_lib
+local bad = wrong_queue(KEYS[1]) if bad then return bad end
 local now = now_ms()
 local prefix = queue_prefix(KEYS[1])
 local controlled = is_controlled(prefix)

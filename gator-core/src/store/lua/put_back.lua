@@ -13,6 +13,7 @@
 -- ARGV[1]  the process id
 -- ARGV[2]  1 to give up the lease, 0 to keep it (a fetch may still land in the list)
 -- Returns  the number of jobs put back
+-- @flow_lib
 local moved = 0
 local prefix = queue_prefix(KEYS[2])
 if is_controlled(prefix) then

@@ -26,6 +26,7 @@
 -- Returns  { next, now, id1, n1, id2, n2, ... }: next is when the earliest live lease of another
 --          process expires (ms, -1 if none), now is Redis time (ms), then each process whose
 --          jobs were put back with how many
+-- @flow_lib
 local now = now_ms()
 local forget_before = now - tonumber(ARGV[2])
 local result = { -1, now }

@@ -10,7 +10,8 @@
 -- KEYS[2]  LIST  gator:{<queue>}:queue
 -- ARGV[1]  the payload exactly as in the in-flight list
 -- Returns  1 if the job was put back, 0 if it was no longer in flight
-local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
+-- @flow_lib
+local bad = wrong_queue(KEYS[2]) if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end

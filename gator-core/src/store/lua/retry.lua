@@ -11,6 +11,7 @@
 -- ARGV[2]  the updated payload (attempt, error, failed_at, ...)
 -- ARGV[3]  the delay before it runs again, ms
 -- Returns  the due time (ms, its score) if recorded, 0 if the job was not in flight
+-- @flow_lib
 local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0

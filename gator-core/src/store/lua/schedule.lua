@@ -14,7 +14,8 @@
 -- ARGV[3]  the payload
 -- ARGV[4..]  the chain's waiting steps, in order (payloads)
 -- Returns  the due time (ms) if the job was scheduled, 0 if it was due and went to its queue
-local bad = wrong_type(KEYS[1], 'zset') or wrong_type(KEYS[2], 'list')
+-- @flow_lib
+local bad = wrong_type(KEYS[1], 'zset') or wrong_queue(KEYS[2])
   or (KEYS[3] and wrong_type(KEYS[3], 'list'))
 if bad then return bad end
 local prefix = queue_prefix(KEYS[2])
