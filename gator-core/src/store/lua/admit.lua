@@ -63,7 +63,10 @@ end
 local max = tonumber(ARGV[2])
 local result = { 0, now, -1, acked }
 
-if not is_controlled(prefix) then
+local cfg = {}
+local raw = redis.call('HGETALL', KEYS[3])
+if #raw == 0 then
+  -- Not controlled (its flow hash is gone): served like fetch.lua.
   local jobs = redis.call('LPOP', prefix .. 'queue', max)
   if jobs then
     redis.call('RPUSH', KEYS[1], unpack(jobs))
@@ -71,9 +74,6 @@ if not is_controlled(prefix) then
   end
   return result
 end
-
-local cfg = {}
-local raw = redis.call('HGETALL', KEYS[3])
 for i = 1, #raw, 2 do cfg[raw[i]] = raw[i + 1] end
 if cfg['paused'] == '1' then
   result[1] = 1
@@ -145,11 +145,12 @@ local needs_shared, needs_cost = nil, 1
 -- (limiter_take.lua); without one, `needs_shared` names it and the call ends.
 local function rate_allows(pk, cost)
   local name = rate_of(pk)
-  local wait = rate_wait(prefix, queue_rate, '', now)
+  local wait, queue_tat = rate_wait(prefix, queue_rate, '', now)
   if wait > 0 then return wait, true end
   local local_spec = name and cfg['rate:' .. name]
+  local name_tat
   if local_spec then
-    wait = rate_wait(prefix, local_spec, name, now)
+    wait, name_tat = rate_wait(prefix, local_spec, name, now)
     if wait > 0 then return wait, false end
   elseif name then
     if name == shared_name and shared_closed then
@@ -161,8 +162,8 @@ local function rate_allows(pk, cost)
       return -1, false
     end
   end
-  rate_take(prefix, queue_rate, '', cost, now)
-  if local_spec then rate_take(prefix, local_spec, name, cost, now) end
+  rate_take(prefix, queue_rate, '', cost, now, queue_tat)
+  if local_spec then rate_take(prefix, local_spec, name, cost, now, name_tat) end
   return 0, false
 end
 
@@ -184,7 +185,8 @@ end
 
 local limit = tonumber(cfg['limit'])
 local used = prefix .. 'used'
-local total = tonumber(redis.call('HGET', used, '!total')) or 0
+local total = 0
+if limit then total = tonumber(redis.call('HGET', used, '!total')) or 0 end
 
 local function share_cap(lk)
   local pct = tonumber(cfg['share:' .. lk]) or tonumber(cfg['share_default']) or 100
@@ -242,15 +244,19 @@ while #jobs < max do
     else
       redis.call('ZREM', held, head[1])
       ready_head(prefix, pk)
-      take_units(prefix, ARGV[1], job, lk, cost)
+      -- Units are only counted under a limit (a queue given one later counts the jobs it
+      -- starts from then on).
+      if limit then take_units(prefix, ARGV[1], job, lk, cost) end
       total = total + cost
       jobs[#jobs + 1] = job
     end
   end
 end
 
-local next_timed = redis.call('ZRANGE', timed, 0, 0, 'WITHSCORES')
-if #next_timed > 0 then soonest(tonumber(next_timed[2])) end
+if #jobs == 0 then
+  local next_timed = redis.call('ZRANGE', timed, 0, 0, 'WITHSCORES')
+  if #next_timed > 0 then soonest(tonumber(next_timed[2])) end
+end
 
 if #jobs > 0 then
   redis.call('RPUSH', KEYS[1], unpack(jobs))

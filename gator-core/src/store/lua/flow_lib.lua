@@ -271,13 +271,15 @@ local function rate_wait(prefix, spec, name, now)
   local count, interval, burst = string.match(spec or '', '^(%d+) (%d+) (%d+)$')
   if not count or tonumber(count) == 0 then return 0 end
   local t = tonumber(interval) / tonumber(count)
-  local tat = tonumber(redis.call('GET', prefix .. 'tat:' .. name)) or now
+  local stored = tonumber(redis.call('GET', prefix .. 'tat:' .. name))
+  local tat = stored or now
   local at = math.max(tat, now) - (tonumber(burst) - 1) * t
-  if at > now then return math.ceil(at) end
-  return 0
+  if at > now then return math.ceil(at), stored end
+  return 0, stored
 end
 
-local function rate_take(prefix, spec, name, cost, now)
+-- Takes a start of cost `cost` (the TAT as rate_wait read it, `stored`, saves a GET).
+local function rate_take(prefix, spec, name, cost, now, stored)
   local count, interval = string.match(spec or '', '^(%d+) (%d+) %d+$')
   if not count or tonumber(count) == 0 then return end
   local t = tonumber(interval) / tonumber(count)
@@ -285,7 +287,7 @@ local function rate_take(prefix, spec, name, cost, now)
   -- A start less than one interval late keeps the schedule (the TAT is not moved up to now):
   -- workers wake a millisecond or two after each slot, and losing that every time would run
   -- the limiter below its rate. A limiter idle for longer starts afresh from now.
-  local tat = tonumber(redis.call('GET', key)) or now
+  local tat = stored or now
   if tat < now - t then tat = now end
   tat = tat + t * cost
   -- kept until it no longer matters (a TAT in the past is the same as none)
