@@ -6,13 +6,27 @@
 //! every mistake at once.
 
 use crate::Errors;
+use proc_macro2::Span;
 use proc_macro2::TokenStream;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
 use syn::{Expr, ExprLit, Ident, Lit, LitStr, Meta, Path, Token};
 
 /// Every option, in the order errors list them.
-const OPTIONS: &[&str] = &["queue", "name", "retries", "backoff", "timeout"];
+const OPTIONS: &[&str] = &[
+    "queue",
+    "name",
+    "retries",
+    "backoff",
+    "timeout",
+    "priority",
+    "cost",
+    "critical",
+    "limit_key",
+    "rate",
+    "windows",
+    "tz",
+];
 
 /// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
 #[derive(Default)]
@@ -27,6 +41,25 @@ pub(crate) struct JobOptions {
     pub backoff: Option<Backoff>,
     /// `timeout = "30s"`: how long one attempt may run, in ms.
     pub timeout_ms: Option<u64>,
+    /// `priority = 10`: lower runs first on its queue (0 to 9999).
+    pub priority: Option<u16>,
+    /// `cost = 2`: units of the queue's concurrency limit the job takes.
+    pub cost: Option<u32>,
+    /// `critical`: runs outside the queue's concurrency limit.
+    pub critical: Option<Span>,
+    /// `limit_key = region`: the argument whose value is the job's limit key.
+    pub limit_key: Option<Ident>,
+    /// Which wire argument `limit_key` names (set once the fn is checked, see
+    /// [`JobOptions::resolve_limit_key`]).
+    pub limit_key_index: Option<usize>,
+    /// `rate = "email"`: the named rate limiter the job obeys.
+    pub rate: Option<LitStr>,
+    /// `windows = ["05:00-07:00"]`: the daily windows the job may start in.
+    pub windows: Option<Vec<LitStr>>,
+    /// `tz = "Europe/Berlin"`: the windows' time zone.
+    pub tz: Option<LitStr>,
+    /// Whether `windows` was given at all (even if refused), for the `tz` check.
+    pub windows_given: bool,
 }
 
 /// The `backoff` option.
@@ -51,7 +84,46 @@ impl JobOptions {
             }
             Err(err) => errors.push(err),
         }
+        if let (Some(tz), false) = (&options.tz, options.windows_given) {
+            errors.push(syn::Error::new(
+                tz.span(),
+                "`tz` is the time zone of `windows`: add `windows = [\"05:00-07:00\"]`, or leave `tz` out",
+            ));
+        }
         options
+    }
+
+    /// Finds the wire argument `limit_key` names among `params` (the job's arguments, without
+    /// its `Context` and `State` parameters); an error if there is none.
+    pub fn resolve_limit_key(&mut self, params: &[crate::validate::Param]) -> syn::Result<()> {
+        use syn::ext::IdentExt;
+        let Some(key) = &self.limit_key else {
+            return Ok(());
+        };
+        match params.iter().position(|p| p.ident.unraw() == key.unraw()) {
+            Some(index) => {
+                self.limit_key_index = Some(index);
+                Ok(())
+            }
+            None => {
+                let names: Vec<String> = params
+                    .iter()
+                    .map(|p| format!("`{}`", p.ident.unraw()))
+                    .collect();
+                Err(syn::Error::new(
+                    key.span(),
+                    format!(
+                        "`limit_key = {key}` names no argument of the job; its arguments are {} \
+                         (a `Context` or `State` parameter cannot be the limit key)",
+                        if names.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                ))
+            }
+        }
     }
 
     fn set(&mut self, meta: &Meta) -> syn::Result<()> {
@@ -95,6 +167,99 @@ impl JobOptions {
                     ));
                 }
                 self.timeout_ms = Some(ms);
+            }
+            "priority" => {
+                check_unset(&self.priority, &key)?;
+                let n = int_value(
+                    meta,
+                    &key,
+                    "a priority from 0 (first) to 9999, as in `priority = 10`",
+                )?;
+                match u16::try_from(n).ok().filter(|p| *p <= 9999) {
+                    Some(p) => self.priority = Some(p),
+                    None => {
+                        return Err(syn::Error::new_spanned(
+                            meta,
+                            "a priority is from 0 (runs first) to 9999; the default is 100",
+                        ));
+                    }
+                }
+            }
+            "cost" => {
+                check_unset(&self.cost, &key)?;
+                let n = int_value(meta, &key, "a cost of 1 or more units, as in `cost = 2`")?;
+                match u32::try_from(n).ok().filter(|c| *c >= 1) {
+                    Some(c) => self.cost = Some(c),
+                    None => {
+                        return Err(syn::Error::new_spanned(
+                            meta,
+                            "a cost is a whole number of units from 1 up; for a job outside the \
+                             limit write `critical`",
+                        ));
+                    }
+                }
+            }
+            "critical" => {
+                check_unset(&self.critical, &key)?;
+                if !matches!(meta, Meta::Path(_)) {
+                    return Err(syn::Error::new_spanned(
+                        meta,
+                        "`critical` takes no value: write `#[job(critical)]`",
+                    ));
+                }
+                self.critical = Some(key.span());
+            }
+            "limit_key" => {
+                check_unset(&self.limit_key, &key)?;
+                let expected = "the name of one of the job's arguments, as in `limit_key = region`";
+                match meta {
+                    Meta::NameValue(nv) => match &nv.value {
+                        Expr::Path(path) if path.path.get_ident().is_some() => {
+                            self.limit_key = path.path.get_ident().cloned();
+                        }
+                        other => {
+                            return Err(syn::Error::new_spanned(
+                                other,
+                                format!("expected {expected}"),
+                            ));
+                        }
+                    },
+                    _ => {
+                        return Err(syn::Error::new(
+                            key.span(),
+                            format!("`limit_key` needs {expected}"),
+                        ));
+                    }
+                }
+            }
+            "rate" => {
+                check_unset(&self.rate, &key)?;
+                let rate = string_value(meta, &key, "email")?;
+                let name = rate.value();
+                if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+                    return Err(syn::Error::new(
+                        rate.span(),
+                        "a rate limiter's name is 1 to 128 bytes without control characters; \
+                         its rate is set in Redis (`gator-worker queue rate QUEUE 100/1s --limiter NAME`)",
+                    ));
+                }
+                self.rate = Some(rate);
+            }
+            "windows" => {
+                check_unset(&self.windows, &key)?;
+                self.windows_given = true;
+                self.windows = Some(windows_value(meta, &key)?);
+            }
+            "tz" => {
+                check_unset(&self.tz, &key)?;
+                let tz = string_value(meta, &key, "Europe/Berlin")?;
+                if tz.value().trim().is_empty() {
+                    return Err(syn::Error::new(
+                        tz.span(),
+                        "the time zone is empty: write an IANA zone such as `tz = \"Europe/Berlin\"`",
+                    ));
+                }
+                self.tz = Some(tz);
             }
             _ => {
                 return Err(syn::Error::new(
@@ -155,6 +320,114 @@ fn string_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<LitStr> 
         )),
         Meta::List(_) => Err(syn::Error::new_spanned(meta, format!("write {expected}"))),
     }
+}
+
+/// The value of `key = N`, a whole number; `expected` says what to write.
+fn int_value(meta: &Meta, key: &Ident, expected: &str) -> syn::Result<u64> {
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Lit(ExprLit {
+                lit: Lit::Int(int), ..
+            }) => int
+                .base10_parse::<u64>()
+                .map_err(|_| syn::Error::new(int.span(), format!("expected {expected}"))),
+            other => Err(syn::Error::new_spanned(
+                other,
+                format!("expected {expected}"),
+            )),
+        },
+        _ => Err(syn::Error::new(
+            key.span(),
+            format!("`{key}` needs {expected}"),
+        )),
+    }
+}
+
+/// The value of `windows = ["05:00-07:00", ...]`, each window checked.
+fn windows_value(meta: &Meta, key: &Ident) -> syn::Result<Vec<LitStr>> {
+    let expected = "a list of daily windows, as in `windows = [\"05:00-07:00\", \"22:00-02:00\"]`";
+    let Meta::NameValue(nv) = meta else {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{key}` needs {expected}"),
+        ));
+    };
+    let Expr::Array(array) = &nv.value else {
+        return Err(syn::Error::new_spanned(
+            &nv.value,
+            format!("expected {expected}"),
+        ));
+    };
+    if array.elems.is_empty() {
+        return Err(syn::Error::new_spanned(
+            array,
+            format!("no window given: expected {expected}"),
+        ));
+    }
+    let mut windows = Vec::new();
+    let mut errors: Option<syn::Error> = None;
+    let mut refuse = |err: syn::Error| match &mut errors {
+        Some(errors) => errors.combine(err),
+        None => errors = Some(err),
+    };
+    for elem in &array.elems {
+        let Expr::Lit(ExprLit {
+            lit: Lit::Str(window),
+            ..
+        }) = elem
+        else {
+            refuse(syn::Error::new_spanned(
+                elem,
+                "expected a window such as \"05:00-07:00\"",
+            ));
+            continue;
+        };
+        match check_window(&window.value()) {
+            Ok(()) => windows.push(window.clone()),
+            Err(e) => refuse(syn::Error::new(window.span(), e)),
+        }
+    }
+    match errors {
+        Some(errors) => Err(errors),
+        None => Ok(windows),
+    }
+}
+
+/// `HH:MM-HH:MM`: hours 00 to 23 (24:00 only as an end), a start unlike its end (an end before
+/// the start crosses midnight).
+pub(crate) fn check_window(window: &str) -> Result<(), String> {
+    let refuse = || {
+        format!(
+            "time window {window:?} is not HH:MM-HH:MM, as in \"05:00-07:00\" or \"22:00-02:00\" \
+             (across midnight)"
+        )
+    };
+    let minutes = |text: &str| -> Option<u16> {
+        let (h, m) = text.trim().split_once(':')?;
+        if h.len() != 2 || m.len() != 2 {
+            return None;
+        }
+        let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+        match (h, m) {
+            (24, 0) => Some(24 * 60),
+            (0..=23, 0..=59) => Some(h * 60 + m),
+            _ => None,
+        }
+    };
+    let (start, end) = window.trim().split_once('-').ok_or_else(refuse)?;
+    let (start, end) = (
+        minutes(start).ok_or_else(refuse)?,
+        minutes(end).ok_or_else(refuse)?,
+    );
+    if start >= 24 * 60 {
+        return Err(refuse());
+    }
+    if start == end {
+        return Err(format!(
+            "time window {window:?} is empty: its start and end are the same"
+        ));
+    }
+    Ok(())
 }
 
 /// The value of `retries = N`.

@@ -185,7 +185,56 @@ fn policy(options: &JobOptions) -> TokenStream {
             }
         },
     });
-    quote!(#retries #timeout #backoff)
+    let flow = flow_fn(options);
+    quote!(#retries #timeout #backoff #flow)
+}
+
+/// `fn flow(args)` of `impl Job`, only for a job with flow-control options: the options every
+/// job of this type carries (a dispatch's builder methods override them).
+fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
+    let has_flow = options.priority.is_some()
+        || options.cost.is_some()
+        || options.critical.is_some()
+        || options.limit_key_index.is_some()
+        || options.rate.is_some()
+        || options.windows.is_some();
+    if !has_flow {
+        return None;
+    }
+    let args = Ident::new("args", Span::mixed_site());
+    let flow = Ident::new("flow", Span::mixed_site());
+    let priority = options
+        .priority
+        .map(|p| quote!(#flow.priority = ::core::option::Option::Some(#p);));
+    let cost = options
+        .cost
+        .map(|c| quote!(#flow.cost = ::core::option::Option::Some(#c);));
+    let critical = options.critical.map(|_| quote!(#flow.critical = true;));
+    let key = options.limit_key_index.map(|index| {
+        let index = syn::Index::from(index);
+        quote!(#flow.key = ::core::option::Option::Some(::std::string::ToString::to_string(&#args.#index));)
+    });
+    let rate = options.rate.as_ref().map(
+        |rate| quote!(#flow.rate = ::core::option::Option::Some(::std::string::String::from(#rate));),
+    );
+    let windows = options.windows.as_ref().map(
+        |windows| quote!(#flow.windows = ::std::vec![#(::std::string::String::from(#windows)),*];),
+    );
+    let tz = options.tz.as_ref().map(
+        |tz| quote!(#flow.tz = ::core::option::Option::Some(::std::string::String::from(#tz));),
+    );
+    let use_args = match options.limit_key_index {
+        Some(_) => quote!(),
+        None => quote!(let _ = #args;),
+    };
+    Some(quote! {
+        fn flow(#args: &Self::Args) -> ::gator_core::flow::FlowOptions {
+            #use_args
+            let mut #flow = ::gator_core::flow::FlowOptions::default();
+            #priority #cost #critical #key #rate #windows #tz
+            #flow
+        }
+    })
 }
 
 /// The job fn's return value as a `::gator_core::JobResult`.

@@ -58,6 +58,13 @@ use quote::quote;
 /// | `retries = 5` | 25 | Retries after the first attempt; `0` sends a failure straight to the dead set. |
 /// | `backoff = ["10s", "1m"]` or `backoff = my_fn` | Sidekiq's curve | The delays before each retry (the last one repeats), or a `fn(u32) -> Duration` given the failures so far. |
 /// | `timeout = "30s"` | none | How long one attempt may run before it fails. An async job is cancelled; a sync job's thread runs on with its result ignored. |
+/// | `priority = 10` | 100 | Flow control: lower runs first on its queue (0 to 9999). `.priority(n)` overrides it per dispatch. |
+/// | `cost = 2` | 1 | Flow control: units of the queue's concurrency limit (and places in its rate limiters) the job takes. |
+/// | `critical` | off | Flow control: runs outside the queue's concurrency limit, before its other jobs. |
+/// | `limit_key = region` | none | Flow control: the argument (by name) whose value is the job's limit key, for per-key shares. |
+/// | `rate = "email"` | none | Flow control: the named rate limiter the job obeys; its rate is set in Redis. |
+/// | `windows = ["05:00-07:00"]` | any time | Flow control: the daily windows (`HH:MM-HH:MM`, across midnight if the end comes first) the job may start in. |
+/// | `tz = "Europe/Berlin"` | UTC | The IANA time zone of `windows`. |
 ///
 /// Options are separated by commas, in any order, each at most once:
 /// `#[job(queue = "mail", name = "mail.welcome", retries = 3, timeout = "30s")]`.
@@ -157,7 +164,7 @@ fn job_impl(
     item: proc_macro2::TokenStream,
 ) -> proc_macro2::TokenStream {
     let mut errors = Errors::default();
-    let options = args::JobOptions::parse(args, &mut errors);
+    let mut options = args::JobOptions::parse(args, &mut errors);
     let job_fn = match syn::parse2::<syn::Item>(item.clone()) {
         Ok(parsed) => validate::job_fn(parsed, &mut errors),
         Err(err) => {
@@ -165,6 +172,11 @@ fn job_impl(
             None
         }
     };
+    if let Some(job_fn) = &job_fn {
+        if let Err(err) = options.resolve_limit_key(&job_fn.params) {
+            errors.push(err);
+        }
+    }
     let errors = errors.to_compile_errors();
     match job_fn {
         // A bad option falls back to its default, so the job type still exists and code that

@@ -302,3 +302,45 @@ fn a_state_missing_at_run_time_fails_the_attempt_naming_the_type() {
     assert!(err.is_retryable());
     assert!(runs("t10").is_empty());
 }
+
+#[job(queue = "partner", priority = 10, cost = 2, limit_key = region, rate = "partner_api")]
+async fn region_sync(batch: u64, region: String) {
+    let _ = (batch, region);
+}
+
+#[job(queue = "batch", critical, windows = ["05:00-07:00", "22:00-02:00"], tz = "Europe/Berlin")]
+fn nightly(day: String) {
+    let _ = day;
+}
+
+#[job]
+fn no_flow(n: u32) {
+    let _ = n;
+}
+
+#[test]
+fn flow_options_come_from_the_attribute_and_the_limit_key_from_the_named_argument() {
+    let flow = <RegionSync as Job>::flow(&(7, "east".to_owned()));
+    assert_eq!(flow.priority, Some(10));
+    assert_eq!(flow.cost, Some(2));
+    assert_eq!(flow.key.as_deref(), Some("east"));
+    assert_eq!(flow.rate.as_deref(), Some("partner_api"));
+    assert!(!flow.critical);
+    assert!(flow.windows.is_empty());
+
+    let flow = <Nightly as Job>::flow(&("2026-11-25".to_owned(),));
+    assert!(flow.critical);
+    assert_eq!(flow.windows, vec!["05:00-07:00", "22:00-02:00"]);
+    assert_eq!(flow.tz.as_deref(), Some("Europe/Berlin"));
+    assert_eq!(flow.priority, None);
+    assert!(flow.parsed_windows().unwrap().is_some());
+
+    assert!(<NoFlow as Job>::flow(&(1,)).is_empty());
+    // A dispatch's builder methods override the job's own options.
+    let pending = RegionSync::call(1, "west".to_owned())
+        .priority(3)
+        .limit_key("north");
+    assert_eq!(pending.flow_options().priority, Some(3));
+    assert_eq!(pending.flow_options().key.as_deref(), Some("north"));
+    assert_eq!(pending.flow_options().cost, Some(2));
+}
