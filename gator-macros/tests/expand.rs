@@ -177,7 +177,10 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
         [
             "ctx_job",
             "expand.async",
+            "nightly",
+            "no_flow",
             "pair",
+            "region_sync",
             "send_sync",
             "sync_ctx_job",
             "tick",
@@ -192,7 +195,8 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
     assert_eq!(
         queues,
         [
-            "default", "async-q", "default", "mail", "default", "default", "default"
+            "default", "async-q", "batch", "default", "default", "partner", "mail", "default",
+            "default", "default"
         ]
     );
     let sync = registry.get("send_sync").unwrap();
