@@ -1,6 +1,7 @@
 //! The admin subcommands, `gator-worker dead|retry|scheduled list|run|delete ...`: inspect and
 //! repair a queue's sets through [`gator_core::admin`] instead of running the worker (and
-//! `gator-worker shards`, in `shards_admin`). Results
+//! `gator-worker shards`, in `shards_admin`; `gator-worker queue|limiter`, in `flow_admin`).
+//! Results
 //! go to stdout, errors to stderr with exit code 1.
 
 use clap::{ArgGroup, Args, Subcommand};
@@ -58,6 +59,32 @@ pub enum AdminCommand {
         new lists are drained side by side, jobs of one shard key may run out of order."
     )]
     Shards(crate::shards_admin::ShardsArgs),
+    /// Flow control of a queue: pause, resume, limit, share, rate, aging, order, windows, show.
+    #[command(
+        long_about = "Flow control of a queue, for every worker at once (README, \"Flow \
+        control\"): `queue pause mail`, `queue resume mail`, `queue limit partner 10`, `queue \
+        share partner east 40`, `queue rate mail 100/1s [--limiter email]`, `queue aging mail \
+        30s`, `queue order mail due`, `queue windows batch 22:00-06:00 --tz Europe/Berlin`, \
+        `queue show partner [--json]`. The settings live in Redis; a queue given one is under \
+        flow control from then on."
+    )]
+    Queue {
+        /// What to do with the queue.
+        #[command(subcommand)]
+        action: crate::flow_admin::QueueAction,
+    },
+    /// Rate limiters shared across queues: set, clear, list.
+    #[command(
+        long_about = "Rate limiters shared across queues: `limiter set email 100/1s` limits \
+        every job that names `email` (`#[job(rate = \"email\")]`), on every queue that defines \
+        no limiter of that name itself; each start costs one more round trip, to the limiter's \
+        node on a cluster. `limiter clear email`, `limiter list [--json]`."
+    )]
+    Limiter {
+        /// What to do with the shared limiters.
+        #[command(subcommand)]
+        action: crate::flow_admin::LimiterAction,
+    },
 }
 
 /// What `gator-worker dead` does.
@@ -204,6 +231,12 @@ impl AdminCommand {
             AdminCommand::Retry { action } => (SetKind::Retry, action),
             AdminCommand::Scheduled { action } => (SetKind::Scheduled, action),
             AdminCommand::Shards(args) => return crate::shards_admin::run(client, args, out).await,
+            AdminCommand::Queue { action } => {
+                return crate::flow_admin::run_queue(client, action, out).await;
+            }
+            AdminCommand::Limiter { action } => {
+                return crate::flow_admin::run_limiter(client, action, out).await;
+            }
         };
         match action {
             SetAction::List(args) => list(client, kind, args, out).await,

@@ -122,6 +122,7 @@ pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
+pub mod flow_admin;
 pub mod shards_admin;
 
 pub use builder::{BuildError, WorkerBuilder};

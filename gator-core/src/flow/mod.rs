@@ -30,6 +30,7 @@
 //! Redis, set by the CLI (`gator-worker queue ...`) or [`crate::admin`]; what is in Redis is
 //! what every worker obeys at once.
 
+mod admin;
 mod options;
 mod settings;
 mod shared;

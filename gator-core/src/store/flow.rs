@@ -431,6 +431,8 @@ pub struct FlowStatus {
     pub aging: Option<Duration>,
     /// How jobs are ordered.
     pub order: String,
+    /// The queue's time windows (`05:00-07:00,22:00-23:00 Europe/Berlin`), if any.
+    pub windows: Option<String>,
 }
 
 /// Parked jobs of one parking key.
@@ -501,6 +503,7 @@ pub async fn status(
             "aging" => status.aging = value.parse().ok().map(Duration::from_millis),
             "order" if value == "due" => status.order = QueueOrdering::Due.to_string(),
             "rate" => rate_names.push((String::new(), value.clone())),
+            "windows" => status.windows = Some(value.clone()),
             _ => {
                 if let Some(key) = field.strip_prefix("share:") {
                     if let Ok(p) = value.parse() {

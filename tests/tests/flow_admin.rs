@@ -1,0 +1,200 @@
+//! `gator-worker queue ...` and `gator-worker limiter ...` against a real Redis: each setting
+//! round-trips through `queue show --json`, bad input exits 1 with the reason and changes
+//! nothing, and a sharded queue is refused.
+
+use gator_tests::{RedisServer, client, run_cli};
+use serde_json::Value;
+
+fn cli(redis: &RedisServer, args: &[&str]) -> std::process::Output {
+    run_cli(env!("CARGO_BIN_EXE_gator-test-worker"), &redis.url(), args)
+}
+
+fn ok(redis: &RedisServer, args: &[&str]) -> String {
+    let output = cli(redis, args);
+    assert!(output.status.success(), "gator-worker {args:?} failed");
+    String::from_utf8(output.stdout).unwrap()
+}
+
+fn refused(redis: &RedisServer, args: &[&str]) -> String {
+    let output = cli(redis, args);
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "gator-worker {args:?} should fail"
+    );
+    String::from_utf8(output.stderr).unwrap()
+}
+
+fn show(redis: &RedisServer, queue: &str) -> Value {
+    serde_json::from_str(&ok(redis, &["queue", "show", queue, "--json"])).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_setting_round_trips_through_show() {
+    let redis = RedisServer::start();
+    assert_eq!(show(&redis, "partner")["controlled"], false);
+    assert!(ok(&redis, &["queue", "show", "partner"]).contains("plain"));
+
+    ok(&redis, &["queue", "pause", "partner"]);
+    ok(&redis, &["queue", "limit", "partner", "10"]);
+    ok(&redis, &["queue", "share", "partner", "east", "40"]);
+    ok(&redis, &["queue", "share", "partner", "--default", "30"]);
+    ok(&redis, &["queue", "rate", "partner", "100/1s"]);
+    ok(
+        &redis,
+        &[
+            "queue",
+            "rate",
+            "partner",
+            "5/2m burst 3",
+            "--limiter",
+            "bulk",
+        ],
+    );
+    ok(&redis, &["queue", "aging", "partner", "30s"]);
+    ok(&redis, &["queue", "order", "partner", "due"]);
+    ok(
+        &redis,
+        &[
+            "queue",
+            "windows",
+            "partner",
+            "05:00-07:00",
+            "22:00-02:00",
+            "--tz",
+            "Europe/Berlin",
+        ],
+    );
+    let status = show(&redis, "partner");
+    assert_eq!(status["controlled"], true);
+    assert_eq!(status["paused"], true);
+    assert_eq!(status["limit"], 10);
+    assert_eq!(status["shares"]["east"], 40);
+    assert_eq!(status["default_share"], 30);
+    let rates: Vec<(String, String)> = status["rates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap().to_owned(),
+                r["rate"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert!(
+        rates.contains(&(String::new(), "100/1s".into())),
+        "{rates:?}"
+    );
+    assert!(
+        rates.contains(&("bulk".into(), "5/2m burst 3".into())),
+        "{rates:?}"
+    );
+    assert_eq!(status["aging"], 30_000);
+    assert_eq!(status["order"], "due");
+    assert_eq!(status["windows"], "05:00-07:00,22:00-02:00 Europe/Berlin");
+    let text = ok(&redis, &["queue", "show", "partner"]);
+    assert!(
+        text.contains("PAUSED") && text.contains("0 of 10 units"),
+        "{text}"
+    );
+
+    ok(&redis, &["queue", "resume", "partner"]);
+    ok(&redis, &["queue", "limit", "partner", "--clear"]);
+    ok(&redis, &["queue", "share", "partner", "east", "--clear"]);
+    ok(&redis, &["queue", "rate", "partner", "--clear"]);
+    ok(&redis, &["queue", "aging", "partner", "--clear"]);
+    ok(&redis, &["queue", "order", "partner", "priority"]);
+    ok(&redis, &["queue", "windows", "partner", "--clear"]);
+    let status = show(&redis, "partner");
+    assert_eq!(status["paused"], false);
+    assert_eq!(status["limit"], Value::Null);
+    assert_eq!(status["shares"], serde_json::json!({}));
+    assert_eq!(status["aging"], Value::Null);
+    assert_eq!(status["order"], "priority");
+    assert_eq!(status["windows"], Value::Null);
+    assert_eq!(
+        status["rates"].as_array().unwrap().len(),
+        1,
+        "only `bulk` is left"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_is_refused_with_the_reason_and_changes_nothing() {
+    let redis = RedisServer::start();
+    ok(&redis, &["queue", "limit", "q", "4"]);
+    let before = show(&redis, "q");
+    for (args, reason) in [
+        (
+            &["queue", "rate", "q", "nonsense"][..],
+            "is not COUNT/INTERVAL",
+        ),
+        (
+            &["queue", "share", "q", "east", "150"],
+            "percentage from 1 to 100",
+        ),
+        (&["queue", "limit", "q", "0"], "pause the queue instead"),
+        (
+            &["queue", "windows", "q", "25:00-26:00"],
+            "is not HH:MM-HH:MM",
+        ),
+        (
+            &[
+                "queue",
+                "windows",
+                "q",
+                "05:00-07:00",
+                "--tz",
+                "Mars/Olympus",
+            ],
+            "IANA zone",
+        ),
+        (
+            &["queue", "order", "q", "sideways"],
+            "neither `priority` nor `due`",
+        ),
+        (&["queue", "aging", "q", "soon"], "aging interval"),
+        (&["queue", "pause", "no spaces"], "queue"),
+        (&["limiter", "set", "email", "0/1s"], "at least one job"),
+    ] {
+        let stderr = refused(&redis, args);
+        assert!(stderr.contains(reason), "{args:?}: {stderr}");
+    }
+    assert_eq!(show(&redis, "q"), before, "nothing changed");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_queue_is_refused() {
+    let redis = RedisServer::start();
+    ok(&redis, &["shards", "wide", "4"]);
+    let stderr = refused(&redis, &["queue", "pause", "wide"]);
+    assert!(stderr.contains("shards"), "{stderr}");
+    assert_eq!(show(&redis, "wide")["controlled"], false);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shared_limiters_are_set_listed_and_cleared() {
+    let redis = RedisServer::start();
+    ok(&redis, &["limiter", "set", "email", "100/1s"]);
+    ok(&redis, &["limiter", "set", "sms", "10/1m burst 5"]);
+    let list: Value = serde_json::from_str(&ok(&redis, &["limiter", "list", "--json"])).unwrap();
+    let names: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["email", "sms"]);
+    assert_eq!(list[1]["rate"], "10/1m burst 5");
+    ok(&redis, &["limiter", "clear", "email"]);
+    assert!(ok(&redis, &["limiter", "list"]).contains("1 shared limiters"));
+
+    // The same through the API.
+    let client = client(&redis.url()).await;
+    client.pause_queue("api").await.unwrap();
+    client.set_queue_limit("api", Some(3)).await.unwrap();
+    let status = client.flow_status("api").await.unwrap();
+    assert!(status.paused);
+    assert_eq!(status.limit, Some(3));
+}
