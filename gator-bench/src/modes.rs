@@ -327,8 +327,7 @@ async fn flow_process(mode: &str, n: usize) -> anyhow::Result<()> {
             rate: Some("10000000/1s".parse()?),
         }],
     };
-    gator_core::store::flow::set(&mut client.connection(), client.keys(), QUEUE, &settings)
-        .await?;
+    gator_core::store::flow::set(&mut client.connection(), client.keys(), QUEUE, &settings).await?;
     let bar = progress(n, mode);
     const KEYS: [&str; 3] = ["east", "north", "west"];
     let mut start = 0;

@@ -172,10 +172,10 @@ fn job_impl(
             None
         }
     };
-    if let Some(job_fn) = &job_fn {
-        if let Err(err) = options.resolve_limit_key(&job_fn.params) {
-            errors.push(err);
-        }
+    if let Some(job_fn) = &job_fn
+        && let Err(err) = options.resolve_limit_key(&job_fn.params)
+    {
+        errors.push(err);
     }
     let errors = errors.to_compile_errors();
     match job_fn {

@@ -428,17 +428,16 @@ impl Fetcher {
         let mut shared = None;
         loop {
             let window = self.lock_windows().get(queue).cloned();
-            let admitted = flow::admit(
-                &mut conn,
-                keys,
+            let shared_start = shared.take();
+            let request = flow::AdmitRequest {
                 queue,
-                &self.process,
-                want,
-                window.as_ref(),
+                process: &self.process,
+                max: want,
+                window: window.as_ref(),
                 ack,
-                shared.take().as_ref(),
-            )
-            .await?;
+                shared: shared_start.as_ref(),
+            };
+            let admitted = flow::admit(&mut conn, keys, &request).await?;
             if let Some((name, cost)) = &admitted.needs_shared {
                 // A shared limiter lives on its own slot: take its start there, then admit.
                 shared = Some(flow::take_shared(&mut conn, keys, name, *cost).await?);

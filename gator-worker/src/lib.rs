@@ -111,6 +111,7 @@ pub mod builder;
 pub mod clock;
 pub mod config;
 pub mod fetcher;
+pub mod flow_admin;
 pub mod heartbeat;
 pub mod launcher;
 pub mod leases;
@@ -122,7 +123,6 @@ pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
-pub mod flow_admin;
 pub mod shards_admin;
 
 pub use builder::{BuildError, WorkerBuilder};

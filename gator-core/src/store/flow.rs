@@ -272,20 +272,40 @@ pub enum NextLook {
     At(u64),
 }
 
-/// Admits up to `max` jobs of controlled `queue` into `process`'s in-flight list; `window` is
-/// the queue's time-window interval as last computed (see [`Admitted::windows`]). With `ack`,
-/// first settles the success of that job of the same process and queue, releasing its units
-/// ([`ack`]'s step), in the same script: one call per job for a worker draining the queue.
+/// One `admit.lua` call: what to admit, and what the worker knows already.
+#[derive(Debug, Clone, Copy)]
+pub struct AdmitRequest<'a> {
+    /// The controlled queue.
+    pub queue: &'a str,
+    /// The process whose in-flight list the jobs go to.
+    pub process: &'a str,
+    /// The most jobs to admit.
+    pub max: usize,
+    /// The queue's time-window interval as last computed (see [`Admitted::windows`]).
+    pub window: Option<&'a WindowInterval>,
+    /// A job of the same process and queue that succeeded: settled first, its units released
+    /// ([`ack`]'s step), in the same script, so a worker draining the queue makes one call per
+    /// job.
+    pub ack: Option<&'a Fetched>,
+    /// A shared limiter's answer ([`take_shared`]), after [`Admitted::needs_shared`].
+    pub shared: Option<&'a SharedStart>,
+}
+
+/// Admits up to `request.max` jobs of controlled `request.queue` into its process's in-flight
+/// list (`admit.lua`).
 pub async fn admit(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    queue: &str,
-    process: &str,
-    max: usize,
-    window: Option<&WindowInterval>,
-    ack: Option<&Fetched>,
-    shared: Option<&SharedStart>,
+    request: &AdmitRequest<'_>,
 ) -> Result<Admitted> {
+    let AdmitRequest {
+        queue,
+        process,
+        max,
+        window,
+        ack,
+        shared,
+    } = *request;
     let mut call = scripts::ADMIT.key(keys.inflight(queue, process));
     call.key(keys.leases(queue))
         .key(keys.flow(queue))
