@@ -55,6 +55,8 @@
 //! | info | `job finished` | `duration_ms`, `outcome = "done"` |
 //! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_ms` |
 //! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
+//! | info | `outside the job's time windows: rescheduled to the next opening` | `delay_ms` |
+//! | warn | `cannot read Redis's clock to check the job's time windows; running it` | `error` |
 //!
 //! Worker-level:
 //!

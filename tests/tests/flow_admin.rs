@@ -198,3 +198,84 @@ async fn shared_limiters_are_set_listed_and_cleared() {
     assert!(status.paused);
     assert_eq!(status.limit, Some(3));
 }
+
+/// Jobs of this test file, run by an in-process worker (so the test also runs on a cluster,
+/// `scripts/test-cluster`): each counts itself running in `RUNNING`, keeps the most in `PEAK`.
+static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static PEAK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static DONE: std::sync::Mutex<Vec<u64>> = std::sync::Mutex::new(Vec::new());
+
+#[gator_core::job]
+async fn flow_admin_probe(id: u64) {
+    use std::sync::atomic::Ordering;
+    let now = RUNNING.fetch_add(1, Ordering::SeqCst) + 1;
+    PEAK.fetch_max(now, Ordering::SeqCst);
+    tokio::time::sleep(std::time::Duration::from_millis(40)).await;
+    RUNNING.fetch_sub(1, Ordering::SeqCst);
+    DONE.lock().unwrap().push(id);
+}
+
+/// On one server or a cluster: a limit holds, a pause holds, a shared limiter (on another
+/// slot than its queues) spaces its jobs, and every job runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn controls_hold_on_a_single_server_or_a_cluster() {
+    use std::time::Duration;
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    client.set_queue_limit("fa", Some(2)).await.unwrap();
+    client.pause_queue("fb").await.unwrap();
+    client
+        .set_shared_rate("shared-api", Some("20/1s".parse().unwrap()))
+        .await
+        .unwrap();
+    for id in 0..20 {
+        FlowAdminProbe::call(id)
+            .queue("fa")
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+    }
+    for id in 100..110 {
+        FlowAdminProbe::call(id)
+            .queue("fb")
+            .rate_limiter("shared-api")
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+    }
+    let worker = gator_tests::TestWorker::start(&redis.url(), Some("fa,fb"), 8);
+    gator_tests::wait_until(
+        "the limited queue drains",
+        Duration::from_secs(20),
+        || async { DONE.lock().unwrap().len() >= 20 },
+    )
+    .await;
+    assert!(
+        PEAK.load(std::sync::atomic::Ordering::SeqCst) <= 2,
+        "the limit of 2 held"
+    );
+    assert!(
+        DONE.lock().unwrap().iter().all(|id| *id < 100),
+        "nothing ran on the paused queue"
+    );
+    assert_eq!(client.queue_len("fb").await.unwrap(), 10);
+    client.resume_queue("fb").await.unwrap();
+    let started = std::time::Instant::now();
+    gator_tests::wait_until(
+        "the paused queue drains",
+        Duration::from_secs(20),
+        || async { DONE.lock().unwrap().len() >= 30 },
+    )
+    .await;
+    // 10 starts at 20 a second: 9 intervals of 50 ms at least.
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "{:?}",
+        started.elapsed()
+    );
+    let mut done = DONE.lock().unwrap().clone();
+    done.sort_unstable();
+    let expected: Vec<u64> = (0..20).chain(100..110).collect();
+    assert_eq!(done, expected, "every job ran once");
+    worker.stop().await;
+}
