@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-/// A running [`Worker`] inside the test process.
+/// A running [`gator_worker::Worker`] inside the test process.
 #[derive(Debug)]
 pub struct TestWorker {
     stop: CancellationToken,
