@@ -1,16 +1,18 @@
 //! The options inside `#[job(...)]`, parsed into [`JobOptions`].
 //!
-//! Each option is a `key = value` pair. To add one (say `unique_for = "1h"`), give
-//! `JobOptions` a field, add the key to [`OPTIONS`], and add an arm to `JobOptions::set` that
-//! reads and checks the value. A bad option is reported and skipped, so one attribute reports
-//! every mistake at once.
+//! Each option is a `key = value` pair or a bare flag (`critical`). To add one (say
+//! `unique_for = "1h"`), give `JobOptions` a field, add the key to [`OPTIONS`], and add an arm
+//! to `JobOptions::set` that reads and checks the value. A bad option is reported and
+//! skipped, so one attribute reports every mistake at once.
 
 use crate::Errors;
+use crate::validate::{Input, JobFn};
 use proc_macro2::Span;
 use proc_macro2::TokenStream;
+use syn::ext::IdentExt;
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Expr, ExprLit, Ident, Lit, LitStr, Meta, Path, Token};
+use syn::{Expr, ExprLit, FnArg, Ident, Lit, LitStr, Meta, Pat, Path, Token};
 
 /// Every option, in the order errors list them.
 const OPTIONS: &[&str] = &[
@@ -93,37 +95,38 @@ impl JobOptions {
         options
     }
 
-    /// Finds the wire argument `limit_key` names among `params` (the job's arguments, without
-    /// its `Context` and `State` parameters); an error if there is none.
-    pub fn resolve_limit_key(&mut self, params: &[crate::validate::Param]) -> syn::Result<()> {
-        use syn::ext::IdentExt;
+    /// Finds the wire argument `limit_key` names among the job fn's arguments (its
+    /// parameters other than `Context` and `State`); an error if there is none.
+    pub fn resolve_limit_key(&mut self, job: &JobFn) -> syn::Result<()> {
         let Some(key) = &self.limit_key else {
             return Ok(());
         };
-        match params.iter().position(|p| p.ident.unraw() == key.unraw()) {
-            Some(index) => {
-                self.limit_key_index = Some(index);
-                Ok(())
-            }
-            None => {
-                let names: Vec<String> = params
-                    .iter()
-                    .map(|p| format!("`{}`", p.ident.unraw()))
-                    .collect();
-                Err(syn::Error::new(
-                    key.span(),
-                    format!(
-                        "`limit_key = {key}` names no argument of the job; its arguments are {} \
-                         (a `Context` or `State` parameter cannot be the limit key)",
-                        if names.is_empty() {
-                            "none".to_owned()
-                        } else {
-                            names.join(", ")
-                        }
-                    ),
-                ))
-            }
+        let params = &job.params;
+        if let Some(index) = params.iter().position(|p| p.ident.unraw() == key.unraw()) {
+            self.limit_key_index = Some(index);
+            return Ok(());
         }
+        let names: Vec<String> = params
+            .iter()
+            .map(|p| format!("`{}`", p.ident.unraw()))
+            .collect();
+        let instead = if names.is_empty() {
+            "the job takes no argument to key by: leave `limit_key` out (a dispatch can still \
+             set a key with `.limit_key(..)`)"
+                .to_owned()
+        } else {
+            format!("name one of its arguments: {}", names.join(", "))
+        };
+        // A `Context` or `State` parameter has a name too, but comes from the worker: it is
+        // not stored with the job, so the queue cannot read a key from it.
+        let message = match worker_param_named(job, key) {
+            Some(kind) => format!(
+                "`limit_key = {key}` names the job's {kind} parameter, which the worker supplies \
+                 and is not stored with the job; {instead}"
+            ),
+            None => format!("`limit_key = {key}` names no argument of the job; {instead}"),
+        };
+        Err(syn::Error::new(key.span(), message))
     }
 
     fn set(&mut self, meta: &Meta) -> syn::Result<()> {
@@ -170,7 +173,7 @@ impl JobOptions {
             }
             "priority" => {
                 check_unset(&self.priority, &key)?;
-                let n = int_value(
+                let (n, span) = int_value(
                     meta,
                     &key,
                     "a priority from 0 (first) to 9999, as in `priority = 10`",
@@ -178,23 +181,33 @@ impl JobOptions {
                 match u16::try_from(n).ok().filter(|p| *p <= 9999) {
                     Some(p) => self.priority = Some(p),
                     None => {
-                        return Err(syn::Error::new_spanned(
-                            meta,
-                            "a priority is from 0 (runs first) to 9999; the default is 100",
+                        return Err(syn::Error::new(
+                            span,
+                            format!(
+                                "priority {n} is too high: a priority is from 0 (runs first) to \
+                                 9999; the default is 100"
+                            ),
                         ));
                     }
                 }
             }
             "cost" => {
                 check_unset(&self.cost, &key)?;
-                let n = int_value(meta, &key, "a cost of 1 or more units, as in `cost = 2`")?;
-                match u32::try_from(n).ok().filter(|c| *c >= 1) {
-                    Some(c) => self.cost = Some(c),
-                    None => {
-                        return Err(syn::Error::new_spanned(
-                            meta,
-                            "a cost is a whole number of units from 1 up; for a job outside the \
-                             limit write `critical`",
+                let (n, span) =
+                    int_value(meta, &key, "a cost of 1 or more units, as in `cost = 2`")?;
+                match u32::try_from(n) {
+                    Ok(0) => {
+                        return Err(syn::Error::new(
+                            span,
+                            "a cost of 0 would take no part of the limit: a cost is 1 or more \
+                             units; for a job that runs outside the limit write `critical`",
+                        ));
+                    }
+                    Ok(c) => self.cost = Some(c),
+                    Err(_) => {
+                        return Err(syn::Error::new(
+                            span,
+                            format!("cost {n} is too high: a cost is from 1 to {}", u32::MAX),
                         ));
                     }
                 }
@@ -217,6 +230,20 @@ impl JobOptions {
                         Expr::Path(path) if path.path.get_ident().is_some() => {
                             self.limit_key = path.path.get_ident().cloned();
                         }
+                        Expr::Lit(ExprLit {
+                            lit: Lit::Str(name),
+                            ..
+                        }) => {
+                            return Err(syn::Error::new(
+                                name.span(),
+                                format!(
+                                    "`limit_key` names an argument, not a string: write it without \
+                                     quotes, as in `limit_key = {}`",
+                                    syn::parse_str::<Ident>(&name.value())
+                                        .map_or("region".to_owned(), |i| i.to_string())
+                                ),
+                            ));
+                        }
                         other => {
                             return Err(syn::Error::new_spanned(
                                 other,
@@ -236,17 +263,30 @@ impl JobOptions {
                 check_unset(&self.rate, &key)?;
                 let rate = string_value(meta, &key, "email")?;
                 let name = rate.value();
-                if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+                let problem = if name.is_empty() {
+                    Some("it is empty".to_owned())
+                } else if name.len() > 128 {
+                    Some(format!("it is {} bytes long", name.len()))
+                } else {
+                    name.chars()
+                        .find(|c| c.is_control())
+                        .map(|c| format!("it contains the control character {c:?}"))
+                };
+                if let Some(problem) = problem {
                     return Err(syn::Error::new(
                         rate.span(),
-                        "a rate limiter's name is 1 to 128 bytes without control characters; \
-                         its rate is set in Redis (`gator-worker queue rate QUEUE 100/1s --limiter NAME`)",
+                        format!(
+                            "invalid rate limiter name: {problem}; a name is 1 to 128 bytes \
+                             without control characters, as in `rate = \"email\"` (its rate is \
+                             set in Redis: `gator-worker queue rate QUEUE 100/1s --limiter NAME`)"
+                        ),
                     ));
                 }
                 self.rate = Some(rate);
             }
             "windows" => {
-                check_unset(&self.windows, &key)?;
+                // Also once refused: a second `windows` is a duplicate either way.
+                check_unset(&self.windows_given.then_some(()), &key)?;
                 self.windows_given = true;
                 self.windows = Some(windows_value(meta, &key)?);
             }
@@ -272,6 +312,41 @@ impl JobOptions {
             }
         }
         Ok(())
+    }
+}
+
+/// What the `Context` or `State<T>` parameter that binds `name` is, as in "`Context`", if
+/// one does.
+fn worker_param_named(job: &JobFn, name: &Ident) -> Option<&'static str> {
+    // A checked fn has one input per parameter, in order.
+    let typed = job.item.sig.inputs.iter().filter_map(|arg| match arg {
+        FnArg::Typed(arg) => Some(arg),
+        FnArg::Receiver(_) => None,
+    });
+    typed.zip(&job.inputs).find_map(|(arg, input)| {
+        let kind = match input {
+            Input::Arg(_) => return None,
+            Input::Context => "`Context`",
+            Input::State(_) => "`State`",
+        };
+        binds(&arg.pat, name).then_some(kind)
+    })
+}
+
+/// Whether pattern `pat` binds `name` (`ctx`, `State(db)`, `State((a, b))`...).
+fn binds(pat: &Pat, name: &Ident) -> bool {
+    match pat {
+        Pat::Ident(pat) => {
+            pat.ident.unraw() == name.unraw()
+                || pat.subpat.as_ref().is_some_and(|(_, sub)| binds(sub, name))
+        }
+        Pat::TupleStruct(pat) => pat.elems.iter().any(|p| binds(p, name)),
+        Pat::Tuple(pat) => pat.elems.iter().any(|p| binds(p, name)),
+        Pat::Struct(pat) => pat.fields.iter().any(|f| binds(&f.pat, name)),
+        Pat::Paren(pat) => binds(&pat.pat, name),
+        Pat::Reference(pat) => binds(&pat.pat, name),
+        Pat::Type(pat) => binds(&pat.pat, name),
+        _ => false,
     }
 }
 
@@ -322,15 +397,16 @@ fn string_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<LitStr> 
     }
 }
 
-/// The value of `key = N`, a whole number; `expected` says what to write.
-fn int_value(meta: &Meta, key: &Ident, expected: &str) -> syn::Result<u64> {
+/// The value of `key = N`, a whole number, and its span; `expected` says what to write.
+fn int_value(meta: &Meta, key: &Ident, expected: &str) -> syn::Result<(u64, Span)> {
     match meta {
         Meta::NameValue(nv) => match &nv.value {
             Expr::Lit(ExprLit {
                 lit: Lit::Int(int), ..
-            }) => int
-                .base10_parse::<u64>()
-                .map_err(|_| syn::Error::new(int.span(), format!("expected {expected}"))),
+            }) => match int.base10_parse::<u64>() {
+                Ok(n) => Ok((n, int.span())),
+                Err(_) => Err(syn::Error::new(int.span(), format!("expected {expected}"))),
+            },
             other => Err(syn::Error::new_spanned(
                 other,
                 format!("expected {expected}"),
@@ -394,33 +470,46 @@ fn windows_value(meta: &Meta, key: &Ident) -> syn::Result<Vec<LitStr>> {
 }
 
 /// `HH:MM-HH:MM`: hours 00 to 23 (24:00 only as an end), a start unlike its end (an end before
-/// the start crosses midnight).
+/// the start crosses midnight). The runtime's rule (`gator_core::flow::Windows`), with each
+/// part two digits; the error says what is wrong.
 pub(crate) fn check_window(window: &str) -> Result<(), String> {
-    let refuse = || {
-        format!(
-            "time window {window:?} is not HH:MM-HH:MM, as in \"05:00-07:00\" or \"22:00-02:00\" \
-             (across midnight)"
-        )
-    };
-    let minutes = |text: &str| -> Option<u16> {
-        let (h, m) = text.trim().split_once(':')?;
-        if h.len() != 2 || m.len() != 2 {
-            return None;
+    let shape = "write HH:MM-HH:MM, as in \"05:00-07:00\" or \"22:00-02:00\" (across midnight)";
+    let minutes = |text: &str| -> Result<u16, String> {
+        let text = text.trim();
+        let not_a_time = |why: &str| format!("time window {window:?}: {text:?} {why}; {shape}");
+        let Some((h, m)) = text.split_once(':') else {
+            return Err(not_a_time("is not HH:MM"));
+        };
+        // Two digits each (`u16::from_str` alone would take "+5").
+        let two_digits = |part: &str| part.len() == 2 && part.bytes().all(|b| b.is_ascii_digit());
+        if !two_digits(h) || !two_digits(m) {
+            return Err(not_a_time("is not HH:MM, two digits each"));
         }
-        let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+        let (h, m): (u16, u16) = (
+            h.parse().map_err(|_| not_a_time("is not HH:MM"))?,
+            m.parse().map_err(|_| not_a_time("is not HH:MM"))?,
+        );
         match (h, m) {
-            (24, 0) => Some(24 * 60),
-            (0..=23, 0..=59) => Some(h * 60 + m),
-            _ => None,
+            (24, 0) => Ok(24 * 60),
+            (0..=23, 0..=59) => Ok(h * 60 + m),
+            _ => Err(not_a_time(
+                "is not a time of day: hours are 00 to 23 (24:00 as an end), minutes 00 to 59",
+            )),
         }
     };
-    let (start, end) = window.trim().split_once('-').ok_or_else(refuse)?;
-    let (start, end) = (
-        minutes(start).ok_or_else(refuse)?,
-        minutes(end).ok_or_else(refuse)?,
-    );
+    let (start, end) = match window.trim().split('-').collect::<Vec<_>>()[..] {
+        [start, end] => (start, end),
+        _ => {
+            return Err(format!(
+                "time window {window:?} is not a start and an end; {shape}"
+            ));
+        }
+    };
+    let (start, end) = (minutes(start)?, minutes(end)?);
     if start >= 24 * 60 {
-        return Err(refuse());
+        return Err(format!(
+            "time window {window:?} starts at 24:00, which is only an end: start at 00:00"
+        ));
     }
     if start == end {
         return Err(format!(
@@ -578,5 +667,199 @@ mod tests {
         assert_eq!(errors.len(), 3);
         assert_eq!(options.queue.map(|q| q.value()).as_deref(), Some("mail"));
         assert!(options.name.is_none());
+    }
+
+    /// The options of `#[job(#tokens)]` and how many errors they got.
+    fn parse(tokens: TokenStream) -> (JobOptions, usize) {
+        let mut errors = Errors::default();
+        let options = JobOptions::parse(tokens, &mut errors);
+        let count = errors.errors.map_or(0, |e| e.into_iter().count());
+        (options, count)
+    }
+
+    #[test]
+    fn flow_options_are_read() {
+        let (options, errors) = parse(quote!(
+            priority = 0,
+            cost = 3,
+            critical,
+            limit_key = region,
+            rate = "email",
+            windows = ["05:00-07:00", "22:00-02:00"],
+            tz = "Europe/Berlin"
+        ));
+        assert_eq!(errors, 0);
+        assert_eq!(options.priority, Some(0));
+        assert_eq!(options.cost, Some(3));
+        assert!(options.critical.is_some());
+        assert_eq!(
+            options.limit_key.map(|k| k.to_string()).as_deref(),
+            Some("region")
+        );
+        assert_eq!(options.rate.map(|r| r.value()).as_deref(), Some("email"));
+        let windows: Vec<String> = options
+            .windows
+            .unwrap_or_default()
+            .iter()
+            .map(LitStr::value)
+            .collect();
+        assert_eq!(windows, ["05:00-07:00", "22:00-02:00"]);
+        assert_eq!(
+            options.tz.map(|tz| tz.value()).as_deref(),
+            Some("Europe/Berlin")
+        );
+        let (options, errors) = parse(quote!(priority = 9999, cost = 4294967295));
+        assert_eq!(
+            (errors, options.priority, options.cost),
+            (0, Some(9999), Some(u32::MAX))
+        );
+    }
+
+    #[test]
+    fn bad_flow_options_are_each_refused() {
+        let long = "r".repeat(129);
+        let cases = [
+            quote!(priority = 10000),
+            quote!(priority = -1),
+            quote!(priority = "10"),
+            quote!(priority),
+            quote!(cost = 0),
+            quote!(cost = 4294967296),
+            quote!(cost = 1.5),
+            quote!(critical = true),
+            quote!(critical(yes)),
+            quote!(limit_key = "region"),
+            quote!(limit_key = args.region),
+            quote!(limit_key),
+            quote!(rate = ""),
+            quote!(rate = #long),
+            quote!(rate = "a\tb"),
+            quote!(rate = email),
+            quote!(windows = []),
+            quote!(windows = "05:00-07:00"),
+            quote!(windows = [5]),
+            quote!(windows = ["05:00-07:00"], windows = ["08:00-09:00"]),
+            quote!(tz = "UTC"),
+            quote!(windows = ["05:00-07:00"], tz = ""),
+            quote!(windows = ["05:00-07:00"], tz = Berlin),
+            quote!(critical, critical),
+        ];
+        for tokens in cases {
+            assert_eq!(parse(tokens.clone()).1, 1, "{tokens}");
+        }
+        // Each bad window is reported, and a refused `windows` still excuses `tz`.
+        assert_eq!(
+            parse(quote!(windows = ["5-7", "05:00-05:00", 9], tz = "UTC")).1,
+            3
+        );
+        let (options, errors) = parse(quote!(rate = #long, cost = 2));
+        assert_eq!(
+            (errors, options.rate.is_none(), options.cost),
+            (1, true, Some(2))
+        );
+        let just_long_enough = "é".repeat(64);
+        assert_eq!(parse(quote!(rate = #just_long_enough)).1, 0);
+    }
+
+    #[test]
+    fn windows_are_hh_mm_to_hh_mm() {
+        for good in [
+            "05:00-07:00",
+            "22:00-02:00",
+            "00:00-24:00",
+            "23:59-00:00",
+            " 05:00 - 07:00 ",
+        ] {
+            assert_eq!(check_window(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "",
+            "05:00",
+            "5:00-07:00",
+            "05:0-07:00",
+            "+5:00-07:00",
+            "05:00-07:00-09:00",
+            "24:00-02:00",
+            "05:00-24:30",
+            "05:60-07:00",
+            "25:00-26:00",
+            "05:00-05:00",
+            "00:00-00:00",
+        ] {
+            assert!(check_window(bad).is_err(), "{bad:?}");
+        }
+        assert!(
+            check_window("05:00-05:00")
+                .unwrap_err()
+                .contains("start and end are the same")
+        );
+    }
+
+    /// `fn #item` checked as `#[job]` would, and the `limit_key` error it gets, if any.
+    fn limit_key_error(key: TokenStream, item: TokenStream) -> Option<String> {
+        let mut errors = Errors::default();
+        let mut options = JobOptions::parse(quote!(limit_key = #key), &mut errors);
+        let job = crate::validate::job_fn(syn::parse2(item).unwrap(), &mut errors).unwrap();
+        assert_eq!(errors.len(), 0);
+        match options.resolve_limit_key(&job) {
+            Ok(()) => {
+                assert!(options.limit_key_index.is_some());
+                None
+            }
+            Err(err) => {
+                assert!(options.limit_key_index.is_none());
+                Some(err.to_string())
+            }
+        }
+    }
+
+    #[test]
+    fn the_limit_key_is_a_wire_argument_by_name() {
+        let item = quote! {
+            async fn sync(
+                ctx: Context,
+                State(db): State<Db>,
+                batch: u64,
+                r#type: String,
+                _: State<u8>,
+            ) {}
+        };
+        let index = |key: TokenStream| {
+            let mut errors = Errors::default();
+            let mut options = JobOptions::parse(quote!(limit_key = #key), &mut errors);
+            let job =
+                crate::validate::job_fn(syn::parse2(item.clone()).unwrap(), &mut errors).unwrap();
+            options
+                .resolve_limit_key(&job)
+                .map(|()| options.limit_key_index)
+        };
+        // The index among the wire arguments: `Context` and `State` are not among them.
+        assert_eq!(index(quote!(batch)).unwrap(), Some(0));
+        assert_eq!(index(quote!(r#type)).unwrap(), Some(1));
+
+        let err = limit_key_error(quote!(ctx), item.clone()).unwrap();
+        assert!(err.contains("`Context` parameter"), "{err}");
+        assert!(err.contains("`batch`, `type`"), "{err}");
+        let err = limit_key_error(quote!(db), item.clone()).unwrap();
+        assert!(err.contains("`State` parameter"), "{err}");
+        let err = limit_key_error(quote!(regoin), item).unwrap();
+        assert!(err.contains("names no argument of the job"), "{err}");
+        let err = limit_key_error(
+            quote!(region),
+            quote!(
+                fn tick(ctx: Context) {}
+            ),
+        )
+        .unwrap();
+        assert!(err.contains("no argument to key by"), "{err}");
+        assert_eq!(
+            limit_key_error(
+                quote!(n),
+                quote!(
+                    fn one(n: u32) {}
+                )
+            ),
+            None
+        );
     }
 }

@@ -210,10 +210,19 @@ fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
         .cost
         .map(|c| quote!(#flow.cost = ::core::option::Option::Some(#c);));
     let critical = options.critical.map(|_| quote!(#flow.critical = true;));
-    let key = options.limit_key_index.map(|index| {
-        let index = syn::Index::from(index);
-        quote!(#flow.key = ::core::option::Option::Some(::std::string::ToString::to_string(&#args.#index));)
-    });
+    let key = options
+        .limit_key
+        .as_ref()
+        .zip(options.limit_key_index)
+        .map(|(name, index)| {
+            let index = syn::Index::from(index);
+            // Spanned at the name, so an argument type without `Display` (hence without
+            // `ToString`) is reported with a label on `limit_key = name`.
+            let to_string = quote_spanned! {name.span()=>
+                ::std::string::ToString::to_string(&#args.#index)
+            };
+            quote!(#flow.key = ::core::option::Option::Some(#to_string);)
+        });
     let rate = options.rate.as_ref().map(
         |rate| quote!(#flow.rate = ::core::option::Option::Some(::std::string::String::from(#rate));),
     );

@@ -58,16 +58,31 @@ use quote::quote;
 /// | `retries = 5` | 25 | Retries after the first attempt; `0` sends a failure straight to the dead set. |
 /// | `backoff = ["10s", "1m"]` or `backoff = my_fn` | Sidekiq's curve | The delays before each retry (the last one repeats), or a `fn(u32) -> Duration` given the failures so far. |
 /// | `timeout = "30s"` | none | How long one attempt may run before it fails. An async job is cancelled; a sync job's thread runs on with its result ignored. |
-/// | `priority = 10` | 100 | Flow control: lower runs first on its queue (0 to 9999). `.priority(n)` overrides it per dispatch. |
-/// | `cost = 2` | 1 | Flow control: units of the queue's concurrency limit (and places in its rate limiters) the job takes. |
-/// | `critical` | off | Flow control: runs outside the queue's concurrency limit, before its other jobs. |
-/// | `limit_key = region` | none | Flow control: the argument (by name) whose value is the job's limit key, for per-key shares. |
-/// | `rate = "email"` | none | Flow control: the named rate limiter the job obeys; its rate is set in Redis. |
-/// | `windows = ["05:00-07:00"]` | any time | Flow control: the daily windows (`HH:MM-HH:MM`, across midnight if the end comes first) the job may start in. |
-/// | `tz = "Europe/Berlin"` | UTC | The IANA time zone of `windows`. |
+/// | `priority = 10` | 100 | Flow control: lower runs first on its queue (0 to 9999). |
+/// | `cost = 2` | 1 | Flow control: units of the queue's concurrency limit (and places in its rate limiters) the job takes; 1 or more. |
+/// | `critical` | off | Flow control, a bare flag: runs outside the queue's concurrency limit, before its other jobs. |
+/// | `limit_key = region` | none | Flow control: the wire argument (by name; not a `Context` or `State` parameter) whose value, by `ToString`, is the job's limit key, for per-key shares. |
+/// | `rate = "email"` | none | Flow control: the named rate limiter the job obeys (1 to 128 bytes, no control characters); its rate is set in Redis. |
+/// | `windows = ["05:00-07:00"]` | any time | Flow control: the daily windows the job may start in, `HH:MM-HH:MM` (00:00 to 24:00, 24:00 only as an end; across midnight if the end comes first). |
+/// | `tz = "Europe/Berlin"` | UTC | The IANA time zone of `windows` (only with `windows`; the zone is checked at dispatch). |
 ///
 /// Options are separated by commas, in any order, each at most once:
 /// `#[job(queue = "mail", name = "mail.welcome", retries = 3, timeout = "30s")]`.
+///
+/// The flow-control options are the defaults of every job of the type; a dispatch overrides
+/// them with the builder's methods (`.priority(n)`, `.cost(n)`, `.limit_key(k)`...). A job
+/// without any keeps the trait's default `Job::flow` (no flow options):
+///
+/// ```no_run
+/// use gator_core::job;
+///
+/// /// Keyed by region (for per-region shares), through the "partner" rate limiter, at night.
+/// #[job(queue = "partner", priority = 10, cost = 2, limit_key = region, rate = "partner",
+///       windows = ["22:00-06:00"], tz = "Europe/Berlin")]
+/// pub async fn sync_region(region: String, batch: u64) {
+///     println!("syncing batch {batch} of {region}");
+/// }
+/// ```
 ///
 /// # The fn
 ///
@@ -108,6 +123,8 @@ use quote::quote;
 ///     const QUEUE: &'static str = "mail";
 ///     // Only for the options given: `RETRIES`, `TIMEOUT` and `fn backoff(..)` override the
 ///     // trait's defaults (25, none, Sidekiq's curve).
+///     // Only with flow-control options: `fn flow(args: &Self::Args) -> FlowOptions`, the
+///     // options given (`limit_key = to` sets `key: Some(args.0.to_string())`).
 ///     // Only with `State<T>` parameters: the types the worker must be given.
 ///     // const STATES: &'static [gator_core::StateNeed] = &[StateNeed::of::<T>()];
 ///     fn execute(args: Self::Args, ctx: gator_core::Context) -> gator_core::Execution {
@@ -173,7 +190,7 @@ fn job_impl(
         }
     };
     if let Some(job_fn) = &job_fn
-        && let Err(err) = options.resolve_limit_key(&job_fn.params)
+        && let Err(err) = options.resolve_limit_key(job_fn)
     {
         errors.push(err);
     }

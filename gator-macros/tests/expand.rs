@@ -2,6 +2,7 @@
 //! arguments, errors become `JobError`s, every job is in the inventory, and the arguments
 //! are a JSON array.
 
+use gator_core::flow::FlowOptions;
 use gator_core::{
     CancellationToken, Context, Execution, Job, JobError, JobInfo, JobResult, Registry, State,
     StateMap, job,
@@ -175,6 +176,7 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
     assert_eq!(
         registry.names(),
         [
+            "by_type",
             "ctx_job",
             "expand.async",
             "nightly",
@@ -183,6 +185,7 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
             "region_sync",
             "send_sync",
             "sync_ctx_job",
+            "tenant_sync",
             "tick",
             "tock"
         ]
@@ -195,8 +198,8 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
     assert_eq!(
         queues,
         [
-            "default", "async-q", "batch", "default", "default", "partner", "mail", "default",
-            "default", "default"
+            "default", "default", "async-q", "batch", "default", "default", "partner", "mail",
+            "default", "default", "default", "default"
         ]
     );
     let sync = registry.get("send_sync").unwrap();
@@ -322,6 +325,19 @@ fn no_flow(n: u32) {
     let _ = n;
 }
 
+/// The key is a wire argument after a `Context` and a `State`: it is read from `Args` at its
+/// index among the wire arguments, whatever type it has (here a `u64`, by its `Display`).
+#[job(limit_key = tenant, priority = 9999)]
+async fn tenant_sync(ctx: Context, State(greeting): State<Greeting>, label: String, tenant: u64) {
+    let _ = (ctx, greeting, label, tenant);
+}
+
+/// A job with one argument (`Args` is `(T,)`), named with a raw identifier.
+#[job(limit_key = r#type, priority = 0, cost = 1)]
+fn by_type(r#type: String) {
+    let _ = r#type;
+}
+
 #[test]
 fn flow_options_come_from_the_attribute_and_the_limit_key_from_the_named_argument() {
     let flow = <RegionSync as Job>::flow(&(7, "east".to_owned()));
@@ -340,6 +356,47 @@ fn flow_options_come_from_the_attribute_and_the_limit_key_from_the_named_argumen
     assert!(flow.parsed_windows().unwrap().is_some());
 
     assert!(<NoFlow as Job>::flow(&(1,)).is_empty());
+    assert!(<Tick as Job>::flow(&[]).is_empty());
+    assert_eq!(
+        <TenantSync as Job>::flow(&("t".to_owned(), 42)),
+        FlowOptions {
+            priority: Some(9999),
+            key: Some("42".to_owned()),
+            ..FlowOptions::default()
+        }
+    );
+    assert_eq!(
+        <ByType as Job>::flow(&("pdf".to_owned(),)),
+        FlowOptions {
+            priority: Some(0),
+            cost: Some(1),
+            key: Some("pdf".to_owned()),
+            ..FlowOptions::default()
+        }
+    );
+    // The whole value, so no option is set that the attribute did not give.
+    assert_eq!(
+        <Nightly as Job>::flow(&("d".to_owned(),)),
+        FlowOptions {
+            critical: true,
+            windows: vec!["05:00-07:00".to_owned(), "22:00-02:00".to_owned()],
+            tz: Some("Europe/Berlin".to_owned()),
+            ..FlowOptions::default()
+        }
+    );
+    assert!(
+        <RegionSync as Job>::flow(&(1, "x".to_owned()))
+            .validate()
+            .is_ok()
+    );
+    // The key is read from each job's own arguments.
+    assert_eq!(
+        RegionSync::call(1, "south".to_owned())
+            .flow_options()
+            .key
+            .as_deref(),
+        Some("south")
+    );
     // A dispatch's builder methods override the job's own options.
     let pending = RegionSync::call(1, "west".to_owned())
         .priority(3)
