@@ -23,15 +23,16 @@
 //! 3. otherwise waits until it is woken: a processor got a job (there may be more), or a slot
 //!    came free.
 
+use crate::admission::Admission;
+use crate::held::Held;
 use crate::leases::Leases;
 use crate::queues::{QueueOrder, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
 use gator_core::connection::Dedicated;
-use gator_core::store::flow::{self, Admitted, NextLook, WindowInterval};
+use gator_core::store::admit::{self, NextLook};
 use gator_core::store::inflight::{self, Batch, Fetched};
-use rustc_hash::FxHashMap;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -75,12 +76,10 @@ pub struct Fetcher {
     leases: Arc<Leases>,
     process: String,
     slots: Arc<Semaphore>,
-    /// Every job this process received from a fetch and has not settled, by payload bytes
-    /// (with a count, should one payload be in flight twice). An in-flight job missing here
-    /// is stranded: its fetch's reply was lost.
-    /// (FxHash: two lookups per job of a payload's bytes, where SipHash cost more than the
-    /// rest of the bookkeeping.)
-    held: Mutex<FxHashMap<Vec<u8>, usize>>,
+    /// Every job this process received from a fetch and has not settled.
+    held: Arc<Held>,
+    /// Admission from controlled queues, by group commit.
+    admission: Admission,
     /// Which queue each blocked processor watches.
     watchers: Watchers,
     /// Processors blocked in Redis right now.
@@ -94,8 +93,6 @@ pub struct Fetcher {
     timers: Mutex<HashSet<String>>,
     /// Wakes a processor waiting for a rate timer that was handed on.
     timer_free: Notify,
-    /// Each controlled queue's time-window interval, as last computed for `admit.lua`.
-    windows: Mutex<HashMap<String, WindowInterval>>,
     /// Dedicated connections not blocking right now, one per processor that blocked at once
     /// (so never more than there are queues: see step 2).
     idle_connections: Mutex<Vec<Dedicated>>,
@@ -110,19 +107,26 @@ impl Fetcher {
         process: String,
         concurrency: usize,
     ) -> Fetcher {
+        let held = Arc::new(Held::default());
+        let admission = Admission::new(
+            client.clone(),
+            leases.clone(),
+            held.clone(),
+            process.clone(),
+        );
         Fetcher {
             client,
             order,
             leases,
             process,
             slots: Arc::new(Semaphore::new(concurrency.max(1))),
-            held: Mutex::new(FxHashMap::default()),
+            held,
+            admission,
             watchers: Watchers::default(),
             blockers: AtomicUsize::new(0),
             wake: Notify::new(),
             fetching: AtomicUsize::new(0),
             idle_connections: Mutex::new(Vec::new()),
-            windows: Mutex::new(HashMap::new()),
             timers: Mutex::new(HashSet::new()),
             timer_free: Notify::new(),
         }
@@ -249,14 +253,13 @@ impl Fetcher {
         Ok(Found::Nothing(slot))
     }
 
-    /// Takes what one fetch for one slot found: holds it and gives it its slot, or gives the
+    /// Takes what one fetch for one slot found (held already): gives it its slot, or gives the
     /// slot back if there was nothing.
     fn hand_out(
         &self,
         jobs: Vec<Fetched>,
         slot: OwnedSemaphorePermit,
     ) -> Result<Job, OwnedSemaphorePermit> {
-        self.hold(&jobs);
         let mut jobs = jobs.into_iter();
         let Some(fetched) = jobs.next() else {
             return Err(slot);
@@ -329,6 +332,7 @@ impl Fetcher {
                         warn!(queue = %fetched.queue, error = %e, "could not renew the lease after a recovery");
                     }
                 }
+                self.hold(&jobs);
                 match slots.map(|slots| self.hand_out(jobs, slots)) {
                     Some(Ok(next)) => AckAndNext::Settled(Some(next), None),
                     // Nothing taken from this queue: the next fetch starts where the draw said.
@@ -339,52 +343,48 @@ impl Fetcher {
         }
     }
 
-    /// [`Fetcher::ack_and_next`] for a job admitted from a queue under flow control: when the
-    /// draw picks the same queue, one `admit.lua` call acks it (releasing its units) and admits
-    /// this processor's next job; otherwise `flow_ack.lua` alone.
+    /// [`Fetcher::ack_and_next`] for a job admitted from a queue under flow control: one
+    /// `admit.lua` call, shared with the other processors that reach the queue meanwhile
+    /// ([`Admission`]), acks it (releasing its units) and, when the draw picks the same queue,
+    /// admits this processor's next job.
     async fn ack_admitted_and_next(&self, job: Job, stop: &CancellationToken) -> AckAndNext {
         let Job { fetched, slot } = job;
         let drawn = self.order.draw_first();
         let take = !stop.is_cancelled() && drawn.as_deref() == Some(fetched.queue.as_str());
         let _fetching = FetchGuard::new(&self.fetching);
         let own = match (take, Arc::try_unwrap(slot.0)) {
-            (true, Ok(own)) => own,
+            (true, Ok(own)) => Some(own),
+            // Not taking (or a sync body's thread still shares the slot): ack alone.
             (_, unused) => {
-                // Not taking (or a sync body's thread still shares the slot): ack alone.
                 drop(unused);
-                let mut conn = self.client.connection();
-                return match flow::ack(&mut conn, self.client.keys(), &fetched).await {
-                    Ok(settled) => {
-                        self.settled(&fetched);
-                        if !settled {
-                            warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
-                        }
-                        AckAndNext::Settled(None, drawn)
-                    }
-                    Err(e) => AckAndNext::Failed(fetched, e),
-                };
+                None
             }
         };
-        match self.admit_from(&fetched.queue, 1, Some(&fetched)).await {
-            Ok(admitted) => {
+        let want = usize::from(own.is_some());
+        match self
+            .admission
+            .admit(&fetched.queue, Some(fetched.clone()), want)
+            .await
+        {
+            Ok(turn) => {
                 self.settled(&fetched);
-                if !admitted.acked {
+                if !turn.acked {
                     warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
                 }
-                match self.hand_out(admitted.jobs, own) {
-                    Ok(next) => AckAndNext::Settled(Some(next), None),
-                    Err(_) => AckAndNext::Settled(None, drawn),
+                match own.map(|own| self.hand_out(turn.jobs, own)) {
+                    Some(Ok(next)) => AckAndNext::Settled(Some(next), None),
+                    Some(Err(_)) | None => AckAndNext::Settled(None, drawn),
                 }
             }
             Err(e) => AckAndNext::Failed(fetched, e),
         }
     }
 
-    /// One `fetch.lua` call on `queue` (or `admit.lua`, on a queue under flow control),
-    /// taking the lease first if this process holds none.
+    /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
+    /// taking the lease first if this process holds none. The jobs come back held.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
         if self.order.is_controlled(queue) {
-            return Ok(self.admit_from(queue, want, None).await?.jobs);
+            return Ok(self.admission.admit(queue, None, want).await?.jobs);
         }
         if !self.leases.valid_for(queue, Duration::ZERO) {
             self.leases.acquire(queue).await?;
@@ -394,11 +394,14 @@ impl Fetcher {
         let mut retried = false;
         loop {
             match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
-                Batch::Jobs(jobs) => return Ok(jobs),
+                Batch::Jobs(jobs) => {
+                    self.hold(&jobs);
+                    return Ok(jobs);
+                }
                 Batch::Controlled => {
                     // Became controlled since the last refresh: admit from now on.
                     self.order.mark_controlled(queue);
-                    return Ok(self.admit_from(queue, want, None).await?.jobs);
+                    return Ok(self.admission.admit(queue, None, want).await?.jobs);
                 }
                 // Expired on Redis's clock before our own count ran out (a slow renewal): take
                 // it again and retry once.
@@ -408,57 +411,6 @@ impl Fetcher {
                 }
                 Batch::NoLease => return Ok(Vec::new()),
             }
-        }
-    }
-
-    /// `admit.lua` on controlled `queue`: the jobs its flow controls let start now, and when to
-    /// look again. Takes the lease first if this process holds none (units are leased with it).
-    async fn admit_from(
-        &self,
-        queue: &str,
-        want: usize,
-        ack: Option<&Fetched>,
-    ) -> gator_core::Result<Admitted> {
-        if !self.leases.valid_for(queue, Duration::ZERO) {
-            self.leases.acquire(queue).await?;
-        }
-        let keys = self.client.keys();
-        let mut conn = self.client.connection();
-        let mut retried = false;
-        let mut shared = None;
-        loop {
-            let window = self.lock_windows().get(queue).cloned();
-            let shared_start = shared.take();
-            let request = flow::AdmitRequest {
-                queue,
-                process: &self.process,
-                max: want,
-                window: window.as_ref(),
-                ack,
-                shared: shared_start.as_ref(),
-            };
-            let admitted = flow::admit(&mut conn, keys, &request).await?;
-            if let Some((name, cost)) = &admitted.needs_shared {
-                // A shared limiter lives on its own slot: take its start there, then admit.
-                shared = Some(flow::take_shared(&mut conn, keys, name, *cost).await?);
-                continue;
-            }
-            if let Some(windows) = &admitted.windows {
-                // The queue has time windows, and ours were missing or stale.
-                let interval = WindowInterval::around(windows, admitted.now_ms);
-                self.lock_windows().insert(queue.to_owned(), interval);
-                continue;
-            }
-            if admitted.no_lease && !retried {
-                self.leases.acquire(queue).await?;
-                retried = true;
-                continue;
-            }
-            // A call that only parked part of a backlog found nothing yet: go on at once.
-            if admitted.jobs.is_empty() && admitted.next == NextLook::Now {
-                continue;
-            }
-            return Ok(admitted);
         }
     }
 
@@ -540,7 +492,7 @@ impl Fetcher {
     /// released, a resume) or, when a rate limiter holds a job back, until it may start (the
     /// local clock only times the sleep: the script decides on Redis time), then admits once more.
     async fn wait_on_controlled(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
-        let admitted = self.admit_from(queue, 1, None).await?;
+        let admitted = self.admission.admit(queue, None, 1).await?;
         if let Some(job) = self.held_one(admitted.jobs) {
             return Ok(Some(job));
         }
@@ -556,11 +508,11 @@ impl Fetcher {
                         _ = self.timer_free.notified() => {}
                         _ = tokio::time::sleep(FETCH_TIMEOUT) => {}
                     }
-                    let admitted = self.admit_from(queue, 1, None).await?;
+                    let admitted = self.admission.admit(queue, None, 1).await?;
                     return Ok(self.held_one(admitted.jobs));
                 }
                 tokio::time::sleep(Duration::from_millis(at.saturating_sub(admitted.now_ms))).await;
-                let admitted = self.admit_from(queue, 1, None).await;
+                let admitted = self.admission.admit(queue, None, 1).await;
                 self.lock_timers().remove(queue);
                 self.timer_free.notify_one();
                 return Ok(self.held_one(admitted?.jobs));
@@ -577,11 +529,11 @@ impl Fetcher {
                 }
                 .min(FETCH_TIMEOUT);
                 // A silent connection is closed rather than used again.
-                flow::wait_for_signal(&mut conn, keys, queue, wait).await?;
+                admit::wait_for_signal(&mut conn, keys, queue, wait).await?;
                 self.lock_connections().push(conn);
             }
         }
-        let admitted = self.admit_from(queue, 1, None).await?;
+        let admitted = self.admission.admit(queue, None, 1).await?;
         Ok(self.held_one(admitted.jobs))
     }
 
@@ -594,34 +546,24 @@ impl Fetcher {
         self.timers.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Holds what one admit for one slot returned (at most one job).
+    /// The one job an admission for one slot returned (held already), if any.
     fn held_one(&self, jobs: Vec<Fetched>) -> Option<Fetched> {
-        self.hold(&jobs);
         jobs.into_iter().next()
     }
 
     fn hold(&self, jobs: &[Fetched]) {
-        let mut held = self.lock_held();
-        for job in jobs {
-            *held.entry(job.raw.clone()).or_default() += 1;
-        }
+        self.held.hold(jobs);
     }
 
     /// Records that `job` was settled (or left for recovery): it is no longer this process's
     /// to hold.
     pub fn settled(&self, job: &Fetched) {
-        let mut held = self.lock_held();
-        if let Some(count) = held.get_mut(&job.raw) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&job.raw);
-            }
-        }
+        self.held.settled(job);
     }
 
     /// Whether this process received the in-flight payload `raw` and has not settled it.
     pub fn holds(&self, raw: &[u8]) -> bool {
-        self.lock_held().contains_key(raw)
+        self.held.holds(raw)
     }
 
     /// How many fetches are under way.
@@ -631,14 +573,6 @@ impl Fetcher {
 
     fn take_connection(&self) -> Option<Dedicated> {
         self.lock_connections().pop()
-    }
-
-    fn lock_held(&self) -> std::sync::MutexGuard<'_, FxHashMap<Vec<u8>, usize>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn lock_windows(&self) -> std::sync::MutexGuard<'_, HashMap<String, WindowInterval>> {
-        self.windows.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn lock_connections(&self) -> std::sync::MutexGuard<'_, Vec<Dedicated>> {

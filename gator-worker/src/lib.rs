@@ -109,12 +109,14 @@
 //! `RUST_LOG` filters them (default `info`).
 
 pub mod admin;
+pub mod admission;
 pub mod builder;
 pub mod clock;
 pub mod config;
 pub mod fetcher;
 pub mod flow_admin;
 pub mod heartbeat;
+pub mod held;
 pub mod launcher;
 pub mod leases;
 pub mod memory;

@@ -38,7 +38,7 @@ pub enum Batch {
     /// fetch again. Nothing was moved.
     NoLease,
     /// The queue is controlled ([`crate::flow`]): nothing was moved; fetch with
-    /// [`super::flow::admit`].
+    /// [`super::admit::admit`].
     Controlled,
 }
 
@@ -131,7 +131,7 @@ pub async fn ack(
     }) = chain
     else {
         if job.admitted {
-            return super::flow::ack(conn, keys, job).await;
+            return super::admit::ack(conn, keys, job).await;
         }
         return Ok(ack_and_take(conn, keys, job, 0).await?.0);
     };

@@ -1,6 +1,7 @@
 //! The only code that talks to Redis. Each fn wraps one command, pipeline or script and
 //! returns typed results; callers never spell a key or a command.
 
+pub mod admit;
 pub mod chain;
 pub mod dead;
 pub mod flow;

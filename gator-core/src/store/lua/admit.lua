@@ -1,12 +1,14 @@
 #!lua flags=allow-oom
--- admit.lua: the fetch of a controlled queue (see flow_lib.lua). Decides on Redis time, in one
--- atomic step, which parked jobs may start now, and moves them into the process's in-flight
--- list, taking their units under the process's lease:
+-- admit.lua: the fetch of a controlled queue (see flow_lib.lua). Settles the process's jobs
+-- that succeeded, then decides on Redis time, in one atomic step, which parked jobs may start
+-- now, and moves them into the process's in-flight list, taking their units under the
+-- process's lease:
 --
 -- 1. a paused queue admits nothing, nor does one outside its time windows;
 -- 2. parking keys whose rate limiter said "later" and whose time came are ready again;
 -- 3. critical jobs first, outside the concurrency limit (rate limits still apply);
--- 4. then the ready parking key whose head job has the lowest score. Its head job starts if
+-- 4. then the parked jobs in score order across the ready parking keys (lowest first). A job
+--    starts if
 --    - the queue's units in use plus its cost fit the limit (else nothing more starts: the
 --      total limit is first come, first served, so a costly job is not starved by cheap ones);
 --    - its limit key's units plus its cost fit the key's share, or the key runs nothing yet,
@@ -15,6 +17,14 @@
 --    - the queue's rate limiter and its own allow it now; else the queue waits (queue limiter)
 --      or the parking key is *timed* until its limiter allows (named limiter).
 --    A blocked or timed key leaves the ready set, so it never delays another key's jobs.
+--
+-- Batches. A worker sends the successes and the fetches of all its processors that reached
+-- the queue while its previous call was in flight in one call (a group commit), so a call
+-- settles and admits many jobs. Step 4 is done per batch: the best ready keys' first jobs are
+-- merged in score order and decided one by one on local copies of the counters and rate
+-- limiters, then each key's jobs taken are removed with one ZREMRANGEBYRANK, the units taken
+-- with one HSET, and each limiter's TAT written once. The decisions are those of one job at a
+-- time, in the same order.
 --
 -- A queue that is not controlled (its flow hash is gone) is served like fetch.lua. A plain list
 -- moved aside when the queue became controlled (the backlog) is parked first, 1,000 jobs a
@@ -26,41 +36,54 @@
 -- KEYS[2]  ZSET  gator:{<queue>}:leases
 -- KEYS[3]  HASH  gator:{<queue>}:flow
 -- ARGV[1]  the process id
--- ARGV[2]  the most jobs to admit
+-- ARGV[2]  the most jobs to admit; 0 to only settle the successes
 -- ARGV[3]  if the queue has time windows: "open close windows", the window interval (Unix ms)
 --          holding or following the last Redis time the worker saw, and the `windows` value it
---          was computed from; empty or absent otherwise
--- ARGV[4]  the payload of the process's job that just succeeded, acked first (taken out of
---          the in-flight list, its units released), as flow_ack.lua does; empty for none
--- ARGV[5]  optional: a shared limiter as limiter_take.lua found it: `name` (one start taken
---          for this call) or `name@ms` (closed for that long: the parking keys that need it
---          wait, timed, and the others go on)
+--          was computed from; empty otherwise
+-- ARGV[4]  a shared limiter as limiter_take.lua found it: `name` (one start taken for this
+--          call) or `name@ms` (closed for that long: the parking keys that need it wait, timed,
+--          and the others go on); empty for none
+-- ARGV[5..] the payloads of the process's jobs that succeeded, acked first (taken out of the
+--          in-flight list, their units released), as flow_ack.lua does for one
 -- Returns  { state, now, next, acked, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
 --          process holds no live lease: take one and admit again) or 2 (the queue has time
---          windows and ARGV[3] is missing, stale or for other windows: the 4th element is the
---          `windows` value, after acked; compute the interval for `now` and admit again); now
---          is Redis time (ms); acked is 1 if ARGV[4] was in flight and is now settled; or
---          state 3 with nothing admitted: the next job names shared limiter { ..., name, cost }:
---          take a start of it (limiter_take.lua) and admit again with ARGV[5];
+--          windows and ARGV[3] is missing, stale or for other windows: the 5th element is the
+--          `windows` value; compute the interval for `now` and admit again); now is Redis time
+--          (ms); acked has one character per ARGV[5..] payload, '1' if it was in flight and is
+--          now settled, '0' if not; or state 3 with nothing admitted: the next job names shared
+--          limiter { ..., name, cost }: take a start of it (limiter_take.lua) and admit again
+--          with ARGV[4];
 --          next is when a job held back by a rate limiter may start (ms), 0 to call again at
 --          once, or -1 (wait for a signal); then the jobs admitted, oldest first.
 -- @flow_lib
-local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
+-- A wrong-typed in-flight list fails the call before anything moved: the first LREM below
+-- does that check when there are successes to settle.
+if #ARGV < 5 then
+  local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
+end
 local prefix = queue_prefix(KEYS[3])
 local now = now_ms()
--- The success of the process's last job, settled first (flow_ack.lua's step): one call per job.
-local acked = 0
-if ARGV[4] and ARGV[4] ~= '' then
-  if redis.call('LREM', KEYS[1], 1, ARGV[4]) == 1 then
-    free_units(KEYS[1], ARGV[4])
-    acked = 1
+
+-- The successes, settled first (flow_ack.lua's step, batched): units are released before the
+-- admission below, so a job that ends frees its units for the next one in the same call.
+local acked, settled = {}, {}
+for i = 5, #ARGV do
+  if redis.call('LREM', KEYS[1], 1, ARGV[i]) == 1 then
+    acked[#acked + 1] = '1'
+    settled[#settled + 1] = ARGV[i]
+  else
+    acked[#acked + 1] = '0'
   end
 end
+acked = table.concat(acked)
+free_units_many(prefix, ARGV[1], settled)
+
+local max = tonumber(ARGV[2])
+if max < 1 then return { 0, now, -1, acked } end
 local expiry = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not expiry or tonumber(expiry) <= now then
   return { -1, now, -1, acked }
 end
-local max = tonumber(ARGV[2])
 local result = { 0, now, -1, acked }
 
 local cfg = {}
@@ -130,12 +153,14 @@ local function soonest(at)
 end
 
 local jobs = {}
-local queue_rate = cfg['rate']
+-- Each rate limiter's state, read once and written back once (rate_state, rate_save).
+local limiters = {}
+local queue_limiter = rate_state(prefix, cfg['rate'], '', limiters)
 
 -- A shared limiter (one the queue does not define) as the worker found it: a start taken for
--- this call (ARGV[5] = name), or closed for some ms (ARGV[5] = name@ms).
-local shared_name, shared_closed = string.match(ARGV[5] or '', '^(.-)@(%d+)$')
-if not shared_name and ARGV[5] and ARGV[5] ~= '' then shared_name = ARGV[5] end
+-- this call (ARGV[4] = name), or closed for some ms (ARGV[4] = name@ms).
+local shared_name, shared_closed = string.match(ARGV[4] or '', '^(.-)@(%d+)$')
+if not shared_name and ARGV[4] and ARGV[4] ~= '' then shared_name = ARGV[4] end
 local shared_taken = shared_name and not shared_closed
 local needs_shared, needs_cost = nil, 1
 
@@ -143,14 +168,21 @@ local needs_shared, needs_cost = nil, 1
 -- (and then takes its place in them), else when it may, and whether the whole queue waits.
 -- A limiter the queue does not define is shared: its start is taken by the worker first
 -- (limiter_take.lua); without one, `needs_shared` names it and the call ends.
+local named_rates = {} -- parking key -> its limiter's name and the queue's spec for it
 local function rate_allows(pk, cost)
-  local name = rate_of(pk)
-  local wait, queue_tat = rate_wait(prefix, queue_rate, '', now)
+  local wait = rate_wait(queue_limiter, now)
   if wait > 0 then return wait, true end
-  local local_spec = name and cfg['rate:' .. name]
-  local name_tat
+  local rates = named_rates[pk]
+  if not rates then
+    local name = rate_of(pk)
+    rates = { name or false, name and cfg['rate:' .. name] or false }
+    named_rates[pk] = rates
+  end
+  local name, local_spec = rates[1], rates[2]
+  local named = false
   if local_spec then
-    wait, name_tat = rate_wait(prefix, local_spec, name, now)
+    named = rate_state(prefix, local_spec, name, limiters)
+    wait = rate_wait(named, now)
     if wait > 0 then return wait, false end
   elseif name then
     if name == shared_name and shared_closed then
@@ -162,8 +194,8 @@ local function rate_allows(pk, cost)
       return -1, false
     end
   end
-  rate_take(prefix, queue_rate, '', cost, now, queue_tat)
-  if local_spec then rate_take(prefix, local_spec, name, cost, now, name_tat) end
+  rate_take(queue_limiter, cost, now)
+  rate_take(named, cost, now)
   return 0, false
 end
 
@@ -187,6 +219,17 @@ local limit = tonumber(cfg['limit'])
 local used = prefix .. 'used'
 local total = 0
 if limit then total = tonumber(redis.call('HGET', used, '!total')) or 0 end
+-- Units in use per limit key, read once and counted on here; the units this call takes (job,
+-- limit key and cost of each, in three lists).
+local used_by_key, units_job, units_key, units_cost = {}, {}, {}, {}
+local function used_of(lk)
+  local n = used_by_key[lk]
+  if n == nil then
+    n = tonumber(redis.call('HGET', used, 'k:' .. lk)) or 0
+    used_by_key[lk] = n
+  end
+  return n
+end
 
 local function share_cap(lk)
   local pct = tonumber(cfg['share:' .. lk]) or tonumber(cfg['share_default']) or 100
@@ -198,29 +241,81 @@ local function others_wait()
     or redis.call('ZCARD', timed) > 0
 end
 
-while #jobs < max do
-  local top = redis.call('ZRANGE', ready, 0, 0)
-  if #top == 0 and limit and redis.call('SCARD', blocked) == 1
-      and redis.call('ZCARD', timed) == 0 then
-    -- The only key that waits may borrow the idle shares.
-    local pk = redis.call('SPOP', blocked)
-    ready_head(prefix, pk)
-    top = redis.call('ZRANGE', ready, 0, 0)
+-- One pass of step 4, over the best `want` ready keys (the best `want` jobs of the queue are
+-- among their first `want` jobs): a k-way merge of their parked jobs in score order (ties in
+-- parking order), each key's jobs read in chunks as the merge reaches them. Each job is
+-- decided in turn; a key stops at its first job that may not start. The pass ends before a
+-- job that scores above the best key it did not read (the next pass reads that one). Then
+-- each key's jobs taken are removed at once, and the key re-indexed. Returns whether anything
+-- changed (a job taken, a key blocked, timed or found empty), and whether the queue must stop
+-- (full, its own limiter closed, or a shared limiter to ask). No table per job, and scores
+-- only when the merge needs them: both cost more than the Redis calls here.
+local function admit_pass()
+  local want = max - #jobs
+  local top = redis.call('ZRANGE', ready, 0, want, 'WITHSCORES')
+  local count = math.min(#top / 2, want)
+  if count == 0 then return false, false end
+  local bound = tonumber(top[2 * want + 2]) -- the best key left out, if any
+  local scored = count > 1 or bound ~= nil
+  local chunk = math.ceil(want / count)
+  -- per key i: its name, the chunk read (flat, with scores if `scored`), the cursor into it,
+  -- where the chunk starts in the key's set, whether more may follow, and jobs taken
+  local pk, read, cur, offset, more, taken, stopped = {}, {}, {}, {}, {}, {}, {}
+  local lks = {} -- each key's limit key
+  local width = scored and 2 or 1
+  local function fetch(i)
+    local key = prefix .. 'held:' .. pk[i]
+    if scored then
+      read[i] = redis.call('ZRANGE', key, offset[i], offset[i] + chunk - 1, 'WITHSCORES')
+    else
+      read[i] = redis.call('ZRANGE', key, offset[i], offset[i] + chunk - 1)
+    end
+    cur[i] = 1
+    more[i] = #read[i] == chunk * width
   end
-  if #top == 0 then break end
-  local pk = top[1]
-  local held = prefix .. 'held:' .. pk
-  local head = redis.call('ZRANGE', held, 0, 0)
-  if #head == 0 then
-    redis.call('ZREM', ready, pk)
-  else
-    local job = string.sub(head[1], 17)
-    local flow = flow_options(job)
-    local cost = job_cost(flow)
-    local lk = limit_key_of(pk)
+  local changed = false
+  for i = 1, count do
+    pk[i], offset[i], taken[i] = top[2 * i - 1], 0, 0
+    lks[i] = limit_key_of(pk[i])
+    fetch(i)
+    if #read[i] == 0 then
+      redis.call('ZREM', ready, pk[i])
+      stopped[i], changed = true, true
+    end
+  end
+  -- whether key i's current job goes before key j's
+  local function before(i, j)
+    local si, sj = tonumber(read[i][cur[i] + 1]), tonumber(read[j][cur[j] + 1])
+    if si ~= sj then return si < sj end
+    return read[i][cur[i]] < read[j][cur[j]]
+  end
+  local halt = false
+  while #jobs < max do
+    local best
+    for i = 1, count do
+      if not stopped[i] and cur[i] <= #read[i] and (not best or before(i, best)) then
+        best = i
+      end
+    end
+    if not best then break end
+    if bound and tonumber(read[best][cur[best] + 1]) > bound then
+      -- A key read scores above its index (it lost its head some other way): index it
+      -- afresh, so the next pass orders it right.
+      for i = 1, count do
+        if taken[i] == 0 and not stopped[i] and tonumber(read[i][2]) ~= tonumber(top[2 * i]) then
+          redis.call('ZADD', ready, read[i][2], pk[i])
+          changed = true
+        end
+      end
+      break
+    end
+    local member = read[best][cur[best]]
+    local job = string.sub(member, 17)
+    local cost = payload_cost(job)
+    local key, lk = pk[best], lks[best]
     local verdict = 'run'
     if limit then
-      local used_k = tonumber(redis.call('HGET', used, 'k:' .. lk)) or 0
+      local used_k = used_of(lk)
       if total > 0 and total + cost > limit then
         verdict = 'full'
       elseif used_k > 0 and used_k + cost > share_cap(lk) and others_wait() then
@@ -229,29 +324,69 @@ while #jobs < max do
     end
     local wait, whole_queue = 0, false
     if verdict == 'run' then
-      wait, whole_queue = rate_allows(pk, cost)
+      wait, whole_queue = rate_allows(key, cost)
     end
-    if verdict == 'full' or wait < 0 then
+    changed = true
+    if verdict == 'full' or wait < 0 or (wait > 0 and whole_queue) then
+      if wait > 0 then soonest(wait) end
+      halt = true
       break
     elseif verdict == 'blocked' then
-      redis.call('ZREM', ready, pk)
-      redis.call('SADD', blocked, pk)
+      stopped[best] = true
+      redis.call('ZREM', ready, key)
+      redis.call('SADD', blocked, key)
     elseif wait > 0 then
       soonest(wait)
-      if whole_queue then break end
-      redis.call('ZREM', ready, pk)
-      redis.call('ZADD', timed, wait, pk)
+      stopped[best] = true
+      redis.call('ZREM', ready, key)
+      redis.call('ZADD', timed, wait, key)
     else
-      redis.call('ZREM', held, head[1])
-      ready_head(prefix, pk)
+      taken[best] = taken[best] + 1
       -- Units are only counted under a limit (a queue given one later counts the jobs it
       -- starts from then on).
-      if limit then take_units(prefix, ARGV[1], job, lk, cost) end
+      if limit then
+        units_job[#units_job + 1], units_key[#units_job + 1] = job, lk
+        units_cost[#units_job] = cost
+        used_by_key[lk] = used_of(lk) + cost
+      end
       total = total + cost
       jobs[#jobs + 1] = job
+      cur[best] = cur[best] + width
+      if cur[best] > #read[best] and more[best] then
+        offset[best] = offset[best] + chunk
+        fetch(best)
+      end
     end
   end
+  for i = 1, count do
+    if taken[i] > 0 then
+      redis.call('ZREMRANGEBYRANK', prefix .. 'held:' .. pk[i], 0, taken[i] - 1)
+      if not stopped[i] then
+        if scored and cur[i] <= #read[i] then
+          redis.call('ZADD', prefix .. 'ready', read[i][cur[i] + 1], pk[i])
+        else
+          ready_head(prefix, pk[i])
+        end
+      end
+    end
+  end
+  return changed, halt
 end
+
+while #jobs < max do
+  local changed, halt = admit_pass()
+  if halt then break end
+  if not changed then
+    -- No key is ready. The only key that waits may borrow the idle shares.
+    if not (limit and redis.call('SCARD', blocked) == 1 and redis.call('ZCARD', timed) == 0) then
+      break
+    end
+    ready_head(prefix, redis.call('SPOP', blocked))
+  end
+end
+
+take_units_many(prefix, ARGV[1], units_job, units_key, units_cost)
+rate_save(prefix, limiters, now)
 
 if #jobs == 0 then
   local next_timed = redis.call('ZRANGE', timed, 0, 0, 'WITHSCORES')
@@ -261,6 +396,8 @@ end
 if #jobs > 0 then
   redis.call('RPUSH', KEYS[1], unpack(jobs))
   for _, job in ipairs(jobs) do result[#result + 1] = job end
+  -- A job that needs a shared limiter waits behind these: look again at once.
+  if needs_shared then result[3] = 0 end
 elseif needs_shared then
   return { 3, now, -1, acked, needs_shared, needs_cost }
 end
