@@ -486,14 +486,21 @@ async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &
 /// 0 (its `--worker-id`), `<host>:<pid>:<nonce>` for the others.
 fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> String {
     let registered = redis.cli(&["ZRANGE", "gator:processes", "0", "-1"]);
-    let wanted = if slot == 0 {
-        "chaos-0:".to_owned()
+    let found = if slot == 0 {
+        // Every run of slot 0 is `chaos-0:<nonce>`, and a killed one stays registered until
+        // its registration expires: the live one is the one whose description has this pid.
+        registered.lines().find(|id| {
+            let info = redis.cli(&["GET", &format!("gator:process:{id}")]);
+            id.starts_with("chaos-0:")
+                && serde_json::from_str::<Value>(info.trim())
+                    .is_ok_and(|info| info["pid"].as_u64() == Some(u64::from(pid)))
+        })
     } else {
-        format!(":{pid}:")
+        registered
+            .lines()
+            .find(|id| id.contains(&format!(":{pid}:")))
     };
-    registered
-        .lines()
-        .find(|id| id.contains(&wanted))
+    found
         .unwrap_or_else(|| panic!("worker {slot} (pid {pid}) is not registered: {registered}"))
         .to_owned()
 }
