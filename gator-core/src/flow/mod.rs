@@ -24,6 +24,11 @@
 //! Units are leased: they are held under the process's lease on the queue, and the recovery
 //! that puts a dead process's jobs back releases its units in the same script.
 //!
+//! **Batches.** One `admit.lua` call ([`crate::store::admit`]) settles the successes of a
+//! worker's processors and starts a job for each processor that asked, deciding job after job
+//! exactly as one call per job would: the worker gathers the processors that reach a queue
+//! while its last call is in flight into the next (a group commit).
+//!
 //! **Which setting wins.** A job's own options (priority, cost, limit key, critical, rate
 //! limiter) come from `#[job(...)]`, and a per-dispatch builder method overrides them. The
 //! queue's settings (pause, limit, shares, rate limiters' values, aging, order) live only in
