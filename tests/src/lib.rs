@@ -32,7 +32,7 @@ pub use sentinel::{RedisSentinel, SENTINEL_SERVICE};
 pub use tls::{TLS_PASSWORD, TestCerts, TlsRedis};
 pub use worker::{
     TestWorker, WorkerCommand, WorkerProcess, client, libfaketime, pid_namespaces_available,
-    run_cli, spawn_worker_process, spawn_worker_process_with, terminate,
+    run_cli, set_flow, spawn_worker_process, spawn_worker_process_with, terminate,
 };
 
 use std::future::Future;

@@ -60,6 +60,13 @@ pub async fn client(url: &str) -> Client {
         .expect("connect to the test redis")
 }
 
+/// Writes flow-control `settings` for `queue` (making it controlled), as the CLI does.
+pub async fn set_flow(client: &Client, queue: &str, settings: &[gator_core::flow::FlowSetting]) {
+    gator_core::store::flow::set(&mut client.connection(), client.keys(), queue, settings)
+        .await
+        .expect("flow settings are written");
+}
+
 /// A worker process that is SIGKILLed when dropped, so a failing test leaves none behind.
 #[derive(Debug)]
 pub struct WorkerProcess(pub Child);

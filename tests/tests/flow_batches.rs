@@ -7,7 +7,7 @@ use gator_core::flow::FlowSetting;
 use gator_core::store::admit::{self, AdmitRequest, Admitted, NextLook};
 use gator_core::store::inflight::Fetched;
 use gator_core::{Client, PendingJob};
-use gator_tests::{RedisServer, client};
+use gator_tests::{RedisServer, client, set_flow};
 use std::time::Duration;
 
 #[gator_core::job(name = "batch_probe")]
@@ -22,12 +22,6 @@ fn probe(queue: &str, id: u64, key: &str) -> PendingJob<BatchProbe> {
     } else {
         job.limit_key(key)
     }
-}
-
-async fn set(client: &Client, queue: &str, settings: &[FlowSetting]) {
-    gator_core::store::flow::set(&mut client.connection(), client.keys(), queue, settings)
-        .await
-        .expect("flow settings are written");
 }
 
 /// One `admit.lua` call for `max` jobs, settling `acks` first, as the worker's group sends it
@@ -113,7 +107,7 @@ async fn one_batch_starts_jobs_across_limit_keys_by_priority_then_in_dispatch_or
 async fn one_batch_never_starts_more_units_than_the_limit_and_blocks_a_key_at_its_share() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(
+    set_flow(
         &client,
         "capped",
         &[
@@ -146,7 +140,7 @@ async fn one_batch_never_starts_more_units_than_the_limit_and_blocks_a_key_at_it
 async fn the_successes_a_batch_settles_free_their_units_for_the_jobs_it_starts() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(&client, "relay", &[FlowSetting::Limit(Some(2))]).await;
+    set_flow(&client, "relay", &[FlowSetting::Limit(Some(2))]).await;
     for id in 0..6 {
         client.dispatch(probe("relay", id, "")).await.unwrap();
     }
@@ -173,7 +167,7 @@ async fn the_successes_a_batch_settles_free_their_units_for_the_jobs_it_starts()
 async fn one_batch_starts_only_what_the_rate_allows_and_says_when_the_next_may_start() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(
+    set_flow(
         &client,
         "paced",
         &[FlowSetting::Rate {

@@ -7,8 +7,10 @@
 //! the order of starts (`flow:order`) and the Redis time of each start (`flow:started_at`).
 
 use gator_core::flow::{FlowSetting, RateSpec, Windows};
-use gator_core::{Client, PendingJob};
-use gator_tests::{RedisServer, WorkerProcess, client, spawn_worker_process_with, wait_until};
+use gator_core::PendingJob;
+use gator_tests::{
+    RedisServer, WorkerProcess, client, set_flow, spawn_worker_process_with, wait_until,
+};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -40,12 +42,6 @@ fn workers(
             spawn_worker_process_with(WORKER, &redis.url(), queue, concurrency, &["--lease", "4s"])
         })
         .collect()
-}
-
-async fn set(client: &Client, queue: &str, settings: &[FlowSetting]) {
-    gator_core::store::flow::set(&mut client.connection(), client.keys(), queue, settings)
-        .await
-        .expect("flow settings are written");
 }
 
 async fn get_u64(redis: &RedisServer, args: &[&str]) -> u64 {
@@ -121,7 +117,7 @@ async fn aging_lets_a_low_priority_job_run_under_a_steady_stream_of_urgent_ones(
     for aging in [None, Some(Duration::from_millis(10))] {
         let redis = RedisServer::start_single();
         let client = client(&redis.url()).await;
-        set(&client, "aging", &[FlowSetting::Aging(aging)]).await;
+        set_flow(&client, "aging", &[FlowSetting::Aging(aging)]).await;
         // Priority 150 against 100: 50 steps behind, so 500 ms of waiting with aging.
         client
             .dispatch(probe(0, "", 1, 0).queue("aging").priority(150))
@@ -164,7 +160,7 @@ async fn aging_lets_a_low_priority_job_run_under_a_steady_stream_of_urgent_ones(
 async fn a_pause_holds_for_a_worker_that_starts_late_and_resume_keeps_the_order() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(&client, "paused", &[FlowSetting::Paused(true)]).await;
+    set_flow(&client, "paused", &[FlowSetting::Paused(true)]).await;
     // A paused queue keeps accepting jobs, plain ones included.
     for id in 0..10 {
         client
@@ -184,7 +180,7 @@ async fn a_pause_holds_for_a_worker_that_starts_late_and_resume_keeps_the_order(
     assert!(status.paused);
     assert_eq!(status.parked.iter().map(|p| p.jobs).sum::<u64>(), 10);
 
-    set(&client, "paused", &[FlowSetting::Paused(false)]).await;
+    set_flow(&client, "paused", &[FlowSetting::Paused(false)]).await;
     wait_for_runs(&redis, 10, Duration::from_secs(10)).await;
     let mut started = order(&redis).await;
     // 8 processors take them in order; their starts may interleave by a few places at most.
@@ -197,7 +193,7 @@ async fn a_pause_holds_for_a_worker_that_starts_late_and_resume_keeps_the_order(
 async fn the_concurrency_limit_is_never_exceeded_across_processes() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(&client, "limited", &[FlowSetting::Limit(Some(5))]).await;
+    set_flow(&client, "limited", &[FlowSetting::Limit(Some(5))]).await;
     let jobs: Vec<_> = (0..60)
         .map(|id| probe(id, "", if id % 3 == 0 { 2 } else { 1 }, 60).queue("limited"))
         .collect();
@@ -219,7 +215,7 @@ async fn the_concurrency_limit_is_never_exceeded_across_processes() {
 async fn shares_hold_while_others_wait_and_idle_shares_are_borrowed() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(
+    set_flow(
         &client,
         "regions",
         &[
@@ -315,7 +311,7 @@ async fn a_rate_limit_holds_across_processes_without_edge_bursts() {
     let _timing = TIMING.lock().await;
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(
+    set_flow(
         &client,
         "rated",
         &[FlowSetting::Rate {
@@ -354,7 +350,7 @@ async fn an_evenly_spaced_limiter_spaces_starts_over_the_fleet() {
     let _timing = TIMING.lock().await;
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(
+    set_flow(
         &client,
         "spaced",
         &[FlowSetting::Rate {
@@ -392,7 +388,7 @@ async fn an_evenly_spaced_limiter_spaces_starts_over_the_fleet() {
 async fn a_killed_workers_units_are_released_within_its_lease() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(&client, "leased", &[FlowSetting::Limit(Some(2))]).await;
+    set_flow(&client, "leased", &[FlowSetting::Limit(Some(2))]).await;
     for id in 0..2 {
         client
             .dispatch(probe(id, "", 1, 4_000).queue("leased"))
@@ -504,7 +500,7 @@ async fn time_windows_decide_on_redis_time() {
     );
 
     // A queue with windows: closed now, nothing starts; open now, its jobs run.
-    set(
+    set_flow(
         &client,
         "opens",
         &[FlowSetting::Windows(Some(
@@ -522,7 +518,7 @@ async fn time_windows_decide_on_redis_time() {
         "the queue's window is closed"
     );
     let now_open = format!("{}-{}", hhmm(now - 60_000), hhmm(now + 3_600_000));
-    set(
+    set_flow(
         &client,
         "opens",
         &[FlowSetting::Windows(Some(
@@ -546,7 +542,7 @@ async fn tickets_give_each_job_its_place_and_start_time_and_survive_a_pause() {
     let _timing = TIMING.lock().await;
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    set(
+    set_flow(
         &client,
         "interval",
         &[
@@ -601,7 +597,7 @@ async fn tickets_give_each_job_its_place_and_start_time_and_survive_a_pause() {
     let _w = workers(&redis, "interval", 2, 2);
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert!(order(&redis).await.is_empty(), "paused");
-    set(&client, "interval", &[FlowSetting::Paused(false)]).await;
+    set_flow(&client, "interval", &[FlowSetting::Paused(false)]).await;
     wait_for_runs(&redis, 20, Duration::from_secs(10)).await;
     assert_eq!(
         order(&redis).await,
@@ -649,7 +645,7 @@ async fn a_shared_limiter_holds_its_rate_across_queues() {
         .set_shared_rate("partner", Some("20/1s".parse().unwrap()))
         .await
         .unwrap();
-    set(
+    set_flow(
         &client,
         "own",
         &[FlowSetting::Rate {
@@ -703,7 +699,7 @@ async fn a_pause_stops_workers_already_draining_a_plain_queue() {
     client.dispatch_many(jobs).await.unwrap();
     let _w = workers(&redis, "live", 2, 2);
     wait_for_runs(&redis, 30, Duration::from_secs(20)).await;
-    set(&client, "live", &[FlowSetting::Paused(true)]).await;
+    set_flow(&client, "live", &[FlowSetting::Paused(true)]).await;
     // Jobs already started may still record their start; then nothing more starts.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let at_pause = order(&redis).await.len();
@@ -716,7 +712,7 @@ async fn a_pause_stops_workers_already_draining_a_plain_queue() {
         400 - at_pause,
         "the rest wait, parked"
     );
-    set(&client, "live", &[FlowSetting::Paused(false)]).await;
+    set_flow(&client, "live", &[FlowSetting::Paused(false)]).await;
     wait_for_runs(&redis, 400, Duration::from_secs(30)).await;
     let started = order(&redis).await;
     let distinct: std::collections::HashSet<_> = started.iter().collect();
