@@ -485,19 +485,34 @@ async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &
 /// The registered id of the worker process in `slot` with `pid`: `chaos-0:<nonce>` for slot
 /// 0 (its `--worker-id`), `<host>:<pid>:<nonce>` for the others.
 fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> String {
-    let registered = redis.cli(&["ZRANGE", "gator:processes", "0", "-1"]);
+    let registered = redis.cli(&["ZRANGE", "gator:processes", "0", "-1", "WITHSCORES"]);
+    let entries: Vec<(&str, f64)> = registered
+        .lines()
+        .collect::<Vec<_>>()
+        .chunks(2)
+        .filter_map(|pair| Some((pair[0], pair.get(1)?.trim().parse().ok()?)))
+        .collect();
     let found = if slot == 0 {
         // Every run of slot 0 is `chaos-0:<nonce>`, and a killed one stays registered until
-        // its registration expires: the live one is the one whose description has this pid.
-        registered.lines().find(|id| {
-            let info = redis.cli(&["GET", &format!("gator:process:{id}")]);
-            id.starts_with("chaos-0:")
-                && serde_json::from_str::<Value>(info.trim())
+        // its registration expires. The live one is the one whose description has this pid;
+        // failing that (a description is a plain SET, refused while Redis is full, and then
+        // expires), the one that beat last, as each run starts after its predecessor died.
+        let runs: Vec<&(&str, f64)> = entries
+            .iter()
+            .filter(|(id, _)| id.starts_with("chaos-0:"))
+            .collect();
+        runs.iter()
+            .find(|(id, _)| {
+                let info = redis.cli(&["GET", &format!("gator:process:{id}")]);
+                serde_json::from_str::<Value>(info.trim())
                     .is_ok_and(|info| info["pid"].as_u64() == Some(u64::from(pid)))
-        })
+            })
+            .or_else(|| runs.iter().max_by(|a, b| a.1.total_cmp(&b.1)))
+            .map(|(id, _)| *id)
     } else {
-        registered
-            .lines()
+        entries
+            .iter()
+            .map(|(id, _)| *id)
             .find(|id| id.contains(&format!(":{pid}:")))
     };
     found

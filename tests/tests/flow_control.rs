@@ -6,8 +6,8 @@
 //! start, the units running at that moment over every process (`flow:max`, `flow:max_by`),
 //! the order of starts (`flow:order`) and the Redis time of each start (`flow:started_at`).
 
-use gator_core::flow::{FlowSetting, RateSpec, Windows};
 use gator_core::PendingJob;
+use gator_core::flow::{FlowSetting, RateSpec, Windows};
 use gator_tests::{
     RedisServer, WorkerProcess, client, set_flow, spawn_worker_process_with, wait_until,
 };
