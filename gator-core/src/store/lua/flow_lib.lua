@@ -236,22 +236,6 @@ local function release_units(prefix, lk, cost)
   signal(prefix)
 end
 
-local function free_units(inflight_key, job)
-  local prefix, process = string.match(inflight_key, '^(.-}:)inflight:(.*)$')
-  if not prefix then return end
-  local units = prefix .. 'units:' .. process
-  local held = redis.call('HGET', units, job)
-  if not held then return end
-  local lk, cost, count = string.match(held, '^(.*)\n(%d+)\n(%d+)$')
-  count = tonumber(count) - 1
-  if count > 0 then
-    redis.call('HSET', units, job, lk .. '\n' .. cost .. '\n' .. count)
-  else
-    redis.call('HDEL', units, job)
-  end
-  release_units(prefix, lk, tonumber(cost))
-end
-
 -- Units are leased: held in `units:<process>` (job -> "limit key\ncost\ncount"), the process's
 -- lease on the queue being the lease, so recovery frees them with the jobs. `used` sums them.
 -- admit.lua takes them for a batch of jobs (`jobs`, with each one's limit key in `keys` and
@@ -328,6 +312,13 @@ local function free_units_many(prefix, process, jobs)
     unblock_keys(prefix, by_key)
     signal(prefix)
   end
+end
+
+-- What a settled job held, released: free_units_many for one job, its process and prefix read
+-- from the in-flight list's key.
+local function free_units(inflight_key, job)
+  local prefix, process = string.match(inflight_key, '^(.-}:)inflight:(.*)$')
+  if prefix then free_units_many(prefix, process, { job }) end
 end
 
 local function free_all_units(prefix, process)
