@@ -1,46 +1,48 @@
-//! Admission from controlled queues (see `gator_core::flow`), by group commit.
+//! Admission from controlled queues (see `gator_core::flow`): asynchronous acks and a small
+//! buffer of jobs taken ahead, per queue, so that one `admit.lua` call serves many jobs.
 //!
-//! Every processor of this process that reaches a controlled queue, to settle a success, to
-//! fetch its next job, or both, hands a request to the queue's group. While a call to the
-//! queue is in flight, requests gather; when it returns, one of the waiting processors sends
-//! them all in one `admit.lua` call, which settles every success and admits one job for each
-//! processor that wants one. A worker draining a controlled queue thus makes one call per batch
-//! of jobs, not one per job (Redis's single thread, not the round trip, was what made flow
-//! control slow), and a call in flight is never waited for by more than one batch. Each job
-//! still follows its own processor's draw of the queue weights: a processor asks for a job only
-//! when its draw picked the queue.
+//! Redis's cost of an admission is mostly per call (about twenty commands of fixed work inside
+//! the script), so the processors of a process never call `admit.lua` themselves:
 //!
-//! 1. A processor adds its request to the group's pending list.
-//! 2. If no call is in flight, it takes the pending requests (up to [`MAX_GROUP`]) and makes
-//!    the call; else it waits until the call in flight ends, and looks again: its request may
-//!    have gone out with that call, and then its answer is there.
-//! 3. The caller hands each request its answer: whether its success was settled, and its job,
-//!    held for it before it is handed over (so recovery never takes it for stranded).
-//!
-//! If the caller is cancelled mid-call, the requests it took are answered with an error: a
-//! success is then written again the usual way (which finds it settled, or settles it), and a
-//! job admitted for nobody stays unheld in flight, where recovery puts it back.
+//! 1. A processor whose job succeeded hands its success to the queue's group and moves on: the
+//!    success is written by the next call, and the job stays held (recovery leaves it alone)
+//!    until it is. A crash before then runs it again: at least once, as always.
+//! 2. A processor that wants a job takes one from the group's buffer at once, or waits for the
+//!    next call, which serves the waiting processors first.
+//! 3. One call at a time per queue, driven by a task of its own while there are successes to
+//!    write, processors waiting, or room in the buffer the controls let it fill: each call
+//!    carries every success that gathered, asks for a job per waiting processor, and for
+//!    *spares* up to the buffer's size.
+//! 4. `admit.lua` starts spares only where starting a job early changes no decision: no time
+//!    windows, no rate limiter closer than a millisecond per spare, and under a concurrency
+//!    limit only while at most half the limit (and half the key's share) is in use. Elsewhere a
+//!    call admits what waiting processors ask for, one job each, as before.
+//! 5. A paused answer puts the buffer back first in line; shutdown writes the pending successes
+//!    ([`Admission::flush`]) before this process's in-flight jobs are put back.
 
 use crate::held::Held;
 use crate::leases::Leases;
 use gator_core::Client;
 use gator_core::store::admit::{self, AdmitRequest, Admitted, MAX_ACKS, NextLook, WindowInterval};
-use gator_core::store::inflight::Fetched;
-use std::collections::HashMap;
+use gator_core::store::inflight::{self, Fetched};
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{Notify, oneshot};
+use tracing::warn;
 
-/// The most requests one call carries: within [`MAX_ACKS`] successes and
-/// `gator_core::store::inflight::MAX_BATCH` jobs, and short enough to keep Redis responsive.
-pub const MAX_GROUP: usize = 256;
+/// The most jobs a process keeps taken ahead per controlled queue.
+pub const MAX_BUFFER: usize = 64;
 
-const _: () = assert!(MAX_GROUP <= MAX_ACKS);
-
-/// How many calls to one queue a process has in flight at once. Two: while Redis runs one,
-/// the next gathers its requests and is sent as soon as it is ready, so the queue's calls
-/// follow each other on Redis without a round trip's gap; more would only split the batches.
+/// Call tasks per queue and process at once: while Redis runs one call, the next gathers its
+/// requests and is sent as soon as it is ready.
 pub const MAX_CALLS: usize = 2;
+
+/// How far ahead a process takes jobs: as many as its processors finish in this long, at the
+/// pace they finished lately. Jobs that take a millisecond or more are never taken ahead (a
+/// processor waits for its call, as without a buffer); a stream of short ones fills calls of
+/// dozens of jobs, and no job waits in a buffer much longer than this.
+const HORIZON_MS: f64 = 2.0;
 
 /// The admissions of one worker process, one group per controlled queue.
 pub struct Admission {
@@ -56,50 +58,61 @@ pub struct Admission {
 /// What one processor's request got.
 #[derive(Debug)]
 pub struct Turn {
-    /// Whether its success was in flight and is now settled (false if it gave none).
-    pub acked: bool,
-    /// Its jobs (at most as many as it asked for), held for it.
+    /// Its job, if one could start, held for it.
     pub jobs: Vec<Fetched>,
-    /// Redis time of the decision, ms.
+    /// Redis time of the last decision, ms.
     pub now_ms: u64,
     /// When to look again, if it got no job.
     pub next: NextLook,
-}
-
-struct Request {
-    ack: Option<Fetched>,
-    want: usize,
-    answer: oneshot::Sender<gator_core::Result<Turn>>,
 }
 
 #[derive(Default)]
 struct Group {
     state: Mutex<GroupState>,
     /// Notified when a call ends.
-    done: Notify,
+    idle: Notify,
 }
 
 #[derive(Default)]
 struct GroupState {
-    pending: Vec<Request>,
-    /// Calls in flight.
+    /// Jobs taken ahead (held, in flight), oldest first.
+    buffer: VecDeque<Fetched>,
+    /// Successes not written yet (still held).
+    acks: Vec<Fetched>,
+    /// Processors waiting for a job.
+    waiters: VecDeque<oneshot::Sender<gator_core::Result<Turn>>>,
+    /// Call tasks running (at most [`MAX_CALLS`]).
     calling: usize,
+    /// Successes per ms lately (a moving average, taken at each call).
+    pace: f64,
+    /// When the last call took the successes.
+    since: Option<std::time::Instant>,
+    /// Whether the last call was refused spares (the controls bind): no call is made for
+    /// the buffer alone until a call for successes or waiters finds them allowed again.
+    spares_refused: bool,
+}
+
+impl GroupState {
+    /// How many jobs to keep taken ahead now ([`HORIZON_MS`] at the recent pace).
+    fn target(&self) -> usize {
+        ((self.pace * HORIZON_MS) as usize).min(MAX_BUFFER)
+    }
+
+    /// Notes the successes a call takes, for the pace.
+    fn note_pace(&mut self, successes: usize) {
+        let now = std::time::Instant::now();
+        if let Some(since) = self.since {
+            let ms = now.duration_since(since).as_secs_f64() * 1000.0;
+            let pace = successes as f64 / ms.max(0.05);
+            self.pace = 0.7 * self.pace + 0.3 * pace;
+        }
+        self.since = Some(now);
+    }
 }
 
 impl Group {
     fn lock(&self) -> MutexGuard<'_, GroupState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
-/// Marks a group's call in flight until dropped (also when the caller is cancelled), then
-/// wakes the processors waiting to send the next one.
-struct Calling<'a>(&'a Group);
-
-impl Drop for Calling<'_> {
-    fn drop(&mut self) {
-        self.0.lock().calling -= 1;
-        self.0.done.notify_waiters();
     }
 }
 
@@ -116,96 +129,244 @@ impl Admission {
         }
     }
 
-    /// Settles `ack` (a success of this process on controlled `queue`), if given, and admits
-    /// up to `want` jobs of `queue` for the caller, in one call shared with every processor
-    /// that reached the queue meanwhile (see the module docs).
+    /// Hands over `ack` (a success of this process on controlled `queue`), if given, to be
+    /// written by the next call, and, if `want`, a job of `queue` for the caller: from the
+    /// buffer at once, else from the next call.
     pub async fn admit(
-        &self,
+        self: &Arc<Self>,
         queue: &str,
         ack: Option<Fetched>,
-        want: usize,
+        want: bool,
     ) -> gator_core::Result<Turn> {
         let group = self.group(queue);
-        let (answer, mut answered) = oneshot::channel();
-        group.lock().pending.push(Request { ack, want, answer });
-        loop {
-            // Registered before looking, so the end of a call between the look and the wait
-            // is not missed.
-            let done = group.done.notified();
-            tokio::pin!(done);
-            done.as_mut().enable();
-            let batch = {
-                let mut state = group.lock();
-                if state.calling >= MAX_CALLS || state.pending.is_empty() {
-                    None
-                } else {
-                    state.calling += 1;
-                    let n = state.pending.len().min(MAX_GROUP);
-                    Some(state.pending.drain(..n).collect::<Vec<_>>())
-                }
-            };
-            if let Some(batch) = batch {
-                let _calling = Calling(&group);
-                self.call(queue, batch).await;
+        let waiting = {
+            let mut state = group.lock();
+            if let Some(ack) = ack {
+                state.acks.push(ack);
             }
-            tokio::select! {
-                biased;
-                turn = &mut answered => return turn.unwrap_or_else(|_| Err(abandoned())),
-                _ = &mut done => {}
+            if !want {
+                None
+            } else if let Some(job) = state.buffer.pop_front() {
+                drop(state);
+                self.kick(queue, &group);
+                return Ok(Turn {
+                    jobs: vec![job],
+                    now_ms: 0,
+                    next: NextLook::Now,
+                });
+            } else {
+                let (answer, answered) = oneshot::channel();
+                state.waiters.push_back(answer);
+                Some(answered)
+            }
+        };
+        self.kick(queue, &group);
+        match waiting {
+            None => Ok(Turn {
+                jobs: Vec::new(),
+                now_ms: 0,
+                next: NextLook::Now,
+            }),
+            Some(answered) => answered.await.unwrap_or_else(|_| Err(abandoned())),
+        }
+    }
+
+    /// Writes every pending success of every queue, and lets the calls in flight end (for
+    /// shutdown, before this process's in-flight jobs are put back). Gives up at `deadline`.
+    pub async fn flush(self: &Arc<Self>, deadline: tokio::time::Instant) {
+        let groups: Vec<(String, Arc<Group>)> = self
+            .lock_groups()
+            .iter()
+            .map(|(q, g)| (q.clone(), g.clone()))
+            .collect();
+        for (queue, group) in groups {
+            loop {
+                let idle = group.idle.notified();
+                tokio::pin!(idle);
+                idle.as_mut().enable();
+                {
+                    let state = group.lock();
+                    if state.acks.is_empty() && state.calling == 0 {
+                        break;
+                    }
+                }
+                self.kick(&queue, &group);
+                if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                    warn!(queue = %queue, "shutdown: successes of jobs under flow control not written in time; they run again");
+                    return;
+                }
             }
         }
     }
 
     fn group(&self, queue: &str) -> Arc<Group> {
-        let mut groups = self.groups.lock().unwrap_or_else(|e| e.into_inner());
-        groups.entry(queue.to_owned()).or_default().clone()
+        self.lock_groups()
+            .entry(queue.to_owned())
+            .or_default()
+            .clone()
     }
 
-    /// One call for `batch`, and each request's answer.
-    async fn call(&self, queue: &str, batch: Vec<Request>) {
-        let acks: Vec<&Fetched> = batch.iter().filter_map(|r| r.ack.as_ref()).collect();
-        let want = batch.iter().map(|r| r.want).sum();
-        let (acked, result) = self.admit_all(queue, &acks, want).await;
-        let mut acked = acked.into_iter();
-        let (mut jobs, now_ms, next, error) = match result {
-            Ok(admitted) => (
-                admitted.jobs.into_iter(),
-                admitted.now_ms,
-                admitted.next,
-                None,
-            ),
-            Err(e) => (Vec::new().into_iter(), 0, NextLook::Now, Some(e)),
-        };
-        for request in batch {
-            // Whether its success was settled; None if it gave none, or no call got through.
-            let settled = request.ack.as_ref().and_then(|_| acked.next());
-            let turn = match (&error, settled) {
-                (None, settled) => {
-                    let mine: Vec<Fetched> = jobs.by_ref().take(request.want).collect();
-                    self.held.hold(&mine);
-                    Ok(Turn {
-                        acked: settled.unwrap_or(false),
-                        jobs: mine,
-                        now_ms,
-                        next,
-                    })
-                }
-                // Its success was settled, then the admission failed: the processor fetches
-                // again the usual way.
-                (Some(_), Some(acked)) => Ok(Turn {
-                    acked,
-                    jobs: Vec::new(),
-                    now_ms,
-                    next,
-                }),
-                (Some(e), None) => Err(share(e)),
-            };
-            if let Err(Ok(turn)) = request.answer.send(turn) {
-                // Its processor is gone: its job is left in flight, for recovery.
-                for job in &turn.jobs {
-                    self.held.settled(job);
-                }
+    fn lock_groups(&self) -> MutexGuard<'_, HashMap<String, Arc<Group>>> {
+        self.groups.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Starts the queue's call task if none runs and there is work for one.
+    fn kick(self: &Arc<Self>, queue: &str, group: &Arc<Group>) {
+        {
+            let mut state = group.lock();
+            if state.calling >= MAX_CALLS || !self.has_work(&state) {
+                return;
             }
+            state.calling += 1;
+        }
+        let admission = self.clone();
+        let (queue, group) = (queue.to_owned(), group.clone());
+        tokio::spawn(async move { admission.drive(&queue, &group).await });
+    }
+
+    fn has_work(&self, state: &GroupState) -> bool {
+        !state.acks.is_empty()
+            || !state.waiters.is_empty()
+            || (!state.spares_refused && state.buffer.len() * 2 < state.target())
+    }
+
+    /// The queue's call task: one call after another while there is work for one. It ends
+    /// under the lock a request takes to join, so a request is either served by this task or
+    /// starts the next one.
+    async fn drive(&self, queue: &str, group: &Group) {
+        let mut done = Done {
+            group,
+            ended: false,
+        };
+        loop {
+            let (acks, waiters, spare) = {
+                let mut state = group.lock();
+                if !self.has_work(&state) {
+                    state.calling -= 1;
+                    drop(state);
+                    done.end();
+                    return;
+                }
+                let n = state.acks.len().min(MAX_ACKS);
+                let acks: Vec<Fetched> = state.acks.drain(..n).collect();
+                state.note_pace(acks.len());
+                let waiters: Vec<_> = state.waiters.drain(..).collect();
+                let spare = state
+                    .target()
+                    .saturating_sub(state.buffer.len() + waiters.len());
+                (acks, waiters, spare)
+            };
+            if let Err(e) = self.call(queue, group, acks, waiters, spare).await {
+                // Every waiter left is told (each tries again after its backoff, which calls
+                // again); the successes wait for that call.
+                let mut state = group.lock();
+                for waiter in state.waiters.drain(..) {
+                    let _ = waiter.send(Err(share(&e)));
+                }
+                state.calling -= 1;
+                drop(state);
+                done.end();
+                return;
+            }
+        }
+    }
+
+    /// One call: writes `acks`, admits `want` jobs and up to `spare` more, and hands them out
+    /// (on a paused queue, the buffer goes back). An error if the call failed: the successes it
+    /// did not write wait for the next.
+    async fn call(
+        &self,
+        queue: &str,
+        group: &Group,
+        acks: Vec<Fetched>,
+        waiters: Vec<oneshot::Sender<gator_core::Result<Turn>>>,
+        spare: usize,
+    ) -> gator_core::Result<()> {
+        let ack_refs: Vec<&Fetched> = acks.iter().collect();
+        let want = waiters.len();
+        let (acked, result) = self.admit_all(queue, &ack_refs, want, spare).await;
+        // Successes the call wrote (or found gone): no longer this process's to hold.
+        for (job, acked) in acks.iter().zip(acked.iter()) {
+            if !acked {
+                warn!(queue = %queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+            }
+            self.held.settled(job);
+        }
+        let buffered = self.hand_out(group, acks, &acked, result, waiters, spare)?;
+        if !buffered.is_empty() {
+            self.put_back(queue, buffered).await;
+        }
+        Ok(())
+    }
+
+    /// Hands out what a call found: the jobs to the waiting processors first, the rest to the
+    /// buffer. Returns the buffer to put back if the queue is paused.
+    fn hand_out(
+        &self,
+        group: &Group,
+        acks: Vec<Fetched>,
+        acked: &[bool],
+        result: gator_core::Result<Admitted>,
+        waiters: Vec<oneshot::Sender<gator_core::Result<Turn>>>,
+        spare: usize,
+    ) -> gator_core::Result<Vec<Fetched>> {
+        let mut state = group.lock();
+        if acked.len() < acks.len() {
+            // Not written: they go with the next call.
+            state.acks.extend(acks.into_iter().skip(acked.len()));
+        }
+        let admitted = match result {
+            Ok(admitted) => admitted,
+            Err(e) => {
+                for waiter in waiters {
+                    let _ = waiter.send(Err(share(&e)));
+                }
+                return Err(e);
+            }
+        };
+        self.held.hold(&admitted.jobs);
+        let jobs = admitted.jobs.into_iter();
+        state.spares_refused = jobs.len() < waiters.len() + spare;
+        // This call's waiters first, then any that came since, then the buffer.
+        let mut waiters: VecDeque<_> = waiters.into();
+        for job in jobs {
+            match waiters.pop_front().or_else(|| state.waiters.pop_front()) {
+                Some(waiter) => {
+                    let turn = Turn {
+                        jobs: vec![job],
+                        now_ms: admitted.now_ms,
+                        next: admitted.next,
+                    };
+                    if let Err(Ok(turn)) = waiter.send(Ok(turn)) {
+                        // Its processor is gone: the job is kept for the next one.
+                        state.buffer.extend(turn.jobs);
+                    }
+                }
+                None => state.buffer.push_back(job),
+            }
+        }
+        // No job for the rest of this call's waiters: they look again when `next` says.
+        for waiter in waiters {
+            let _ = waiter.send(Ok(Turn {
+                jobs: Vec::new(),
+                now_ms: admitted.now_ms,
+                next: admitted.next,
+            }));
+        }
+        if admitted.paused {
+            return Ok(state.buffer.drain(..).collect());
+        }
+        Ok(Vec::new())
+    }
+
+    /// A paused queue: the jobs taken ahead go back first in line (their units released).
+    async fn put_back(&self, queue: &str, jobs: Vec<Fetched>) {
+        let mut conn = self.client.connection();
+        for job in jobs {
+            if let Err(e) = inflight::release(&mut conn, self.client.keys(), &job).await {
+                warn!(queue = %queue, error = %e, "could not put back a job taken ahead of a pause; recovery puts it back");
+            }
+            self.held.settled(&job);
         }
     }
 
@@ -219,6 +380,7 @@ impl Admission {
         queue: &str,
         acks: &[&Fetched],
         want: usize,
+        spare: usize,
     ) -> (Vec<bool>, gator_core::Result<Admitted>) {
         let keys = self.client.keys();
         let mut conn = self.client.connection();
@@ -226,7 +388,7 @@ impl Admission {
         let mut acks = acks;
         let (mut retried, mut shared) = (false, None);
         let result = loop {
-            if want > 0
+            if want + spare > 0
                 && !self.leases.valid_for(queue, Duration::ZERO)
                 && let Err(e) = self.leases.acquire(queue).await
             {
@@ -238,6 +400,7 @@ impl Admission {
                 queue,
                 process: &self.process,
                 max: want,
+                spare,
                 window: window.as_ref(),
                 acks,
                 shared: shared_start.as_ref(),
@@ -285,6 +448,36 @@ impl Admission {
     }
 }
 
+/// Marks a queue's call task gone. A task that ends by itself does so under the group's lock
+/// ([`Done::end`]); one cancelled or panicking mid-call frees the group here, and tells the
+/// processors still waiting.
+struct Done<'a> {
+    group: &'a Group,
+    ended: bool,
+}
+
+impl Done<'_> {
+    fn end(&mut self) {
+        self.ended = true;
+        self.group.idle.notify_waiters();
+    }
+}
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        if self.ended {
+            return;
+        }
+        let mut state = self.group.lock();
+        state.calling -= 1;
+        for waiter in state.waiters.drain(..) {
+            let _ = waiter.send(Err(abandoned()));
+        }
+        drop(state);
+        self.group.idle.notify_waiters();
+    }
+}
+
 impl std::fmt::Debug for Admission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Admission")
@@ -293,7 +486,7 @@ impl std::fmt::Debug for Admission {
     }
 }
 
-/// The error of a call, for each request it carried (the caller keeps the original).
+/// The error of a call, for each waiter it served.
 fn share(error: &gator_core::Error) -> gator_core::Error {
     match error {
         gator_core::Error::Redis(e) => gator_core::Error::Redis(e.clone()),
@@ -301,7 +494,7 @@ fn share(error: &gator_core::Error) -> gator_core::Error {
     }
 }
 
-/// The answer of a request whose call was abandoned (its caller was cancelled).
+/// The answer of a request whose call task ended without one.
 fn abandoned() -> gator_core::Error {
     redis_io("the admit call carrying this request was abandoned".to_owned())
 }

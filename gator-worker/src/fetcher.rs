@@ -78,8 +78,8 @@ pub struct Fetcher {
     slots: Arc<Semaphore>,
     /// Every job this process received from a fetch and has not settled.
     held: Arc<Held>,
-    /// Admission from controlled queues, by group commit.
-    admission: Admission,
+    /// Admission from controlled queues: asynchronous acks and jobs taken ahead.
+    admission: Arc<Admission>,
     /// Which queue each blocked processor watches.
     watchers: Watchers,
     /// Processors blocked in Redis right now.
@@ -108,12 +108,12 @@ impl Fetcher {
         concurrency: usize,
     ) -> Fetcher {
         let held = Arc::new(Held::default());
-        let admission = Admission::new(
+        let admission = Arc::new(Admission::new(
             client.clone(),
             leases.clone(),
             held.clone(),
             process.clone(),
-        );
+        ));
         Fetcher {
             client,
             order,
@@ -343,10 +343,10 @@ impl Fetcher {
         }
     }
 
-    /// [`Fetcher::ack_and_next`] for a job admitted from a queue under flow control: one
-    /// `admit.lua` call, shared with the other processors that reach the queue meanwhile
-    /// ([`Admission`]), acks it (releasing its units) and, when the draw picks the same queue,
-    /// admits this processor's next job.
+    /// [`Fetcher::ack_and_next`] for a job admitted from a queue under flow control: its
+    /// success goes to the queue's [`Admission`], which writes it with its next call (the job
+    /// stays held until then), and, when the draw picks the same queue, this processor's next
+    /// job comes from the jobs taken ahead, or from that call.
     async fn ack_admitted_and_next(&self, job: Job, stop: &CancellationToken) -> AckAndNext {
         let Job { fetched, slot } = job;
         let drawn = self.order.draw_first();
@@ -360,31 +360,32 @@ impl Fetcher {
                 None
             }
         };
-        let want = usize::from(own.is_some());
+        let queue = fetched.queue.clone();
         match self
             .admission
-            .admit(&fetched.queue, Some(fetched.clone()), want)
+            .admit(&queue, Some(fetched), own.is_some())
             .await
         {
-            Ok(turn) => {
-                self.settled(&fetched);
-                if !turn.acked {
-                    warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
-                }
-                match own.map(|own| self.hand_out(turn.jobs, own)) {
-                    Some(Ok(next)) => AckAndNext::Settled(Some(next), None),
-                    Some(Err(_)) | None => AckAndNext::Settled(None, drawn),
-                }
-            }
-            Err(e) => AckAndNext::Failed(fetched, e),
+            Ok(turn) => match own.map(|own| self.hand_out(turn.jobs, own)) {
+                Some(Ok(next)) => AckAndNext::Settled(Some(next), None),
+                Some(Err(_)) | None => AckAndNext::Settled(None, drawn),
+            },
+            // The success is in the admission's hands; only the next job failed: fetch again.
+            Err(_) => AckAndNext::Settled(None, drawn),
         }
+    }
+
+    /// Writes the pending successes of jobs under flow control, for shutdown (see
+    /// [`Admission::flush`]).
+    pub async fn flush_admissions(&self, deadline: tokio::time::Instant) {
+        self.admission.flush(deadline).await;
     }
 
     /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
     /// taking the lease first if this process holds none. The jobs come back held.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
         if self.order.is_controlled(queue) {
-            return Ok(self.admission.admit(queue, None, want).await?.jobs);
+            return Ok(self.admission.admit(queue, None, want > 0).await?.jobs);
         }
         if !self.leases.valid_for(queue, Duration::ZERO) {
             self.leases.acquire(queue).await?;
@@ -401,7 +402,7 @@ impl Fetcher {
                 Batch::Controlled => {
                     // Became controlled since the last refresh: admit from now on.
                     self.order.mark_controlled(queue);
-                    return Ok(self.admission.admit(queue, None, want).await?.jobs);
+                    return Ok(self.admission.admit(queue, None, want > 0).await?.jobs);
                 }
                 // Expired on Redis's clock before our own count ran out (a slow renewal): take
                 // it again and retry once.
@@ -492,7 +493,7 @@ impl Fetcher {
     /// released, a resume) or, when a rate limiter holds a job back, until it may start (the
     /// local clock only times the sleep: the script decides on Redis time), then admits once more.
     async fn wait_on_controlled(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
-        let admitted = self.admission.admit(queue, None, 1).await?;
+        let admitted = self.admission.admit(queue, None, true).await?;
         if let Some(job) = self.held_one(admitted.jobs) {
             return Ok(Some(job));
         }
@@ -508,11 +509,11 @@ impl Fetcher {
                         _ = self.timer_free.notified() => {}
                         _ = tokio::time::sleep(FETCH_TIMEOUT) => {}
                     }
-                    let admitted = self.admission.admit(queue, None, 1).await?;
+                    let admitted = self.admission.admit(queue, None, true).await?;
                     return Ok(self.held_one(admitted.jobs));
                 }
                 tokio::time::sleep(Duration::from_millis(at.saturating_sub(admitted.now_ms))).await;
-                let admitted = self.admission.admit(queue, None, 1).await;
+                let admitted = self.admission.admit(queue, None, true).await;
                 self.lock_timers().remove(queue);
                 self.timer_free.notify_one();
                 return Ok(self.held_one(admitted?.jobs));
@@ -533,7 +534,7 @@ impl Fetcher {
                 self.lock_connections().push(conn);
             }
         }
-        let admitted = self.admission.admit(queue, None, 1).await?;
+        let admitted = self.admission.admit(queue, None, true).await?;
         Ok(self.held_one(admitted.jobs))
     }
 

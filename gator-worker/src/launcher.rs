@@ -208,6 +208,11 @@ impl Worker {
                 .await
                 .is_ok();
         }
+        // The successes of jobs under flow control are written before anything is put back,
+        // or those jobs would run again.
+        fetcher
+            .flush_admissions(tokio::time::Instant::now() + FLUSH_TIMEOUT)
+            .await;
         let fetches_done = wait_for_fetches(&fetcher).await;
         let complete = recovery.put_back_own(fetches_done, finished).await;
         heartbeat_stop.cancel();
@@ -218,6 +223,9 @@ impl Worker {
         Ok(())
     }
 }
+
+/// How long shutdown waits for the pending successes of jobs under flow control to be written.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Waits until no fetch is under way, so none can land a job after the lists were emptied;
 /// false if one still is at the deadline (a blocked fetch ends by then unless its connection

@@ -42,6 +42,7 @@ async fn admit_batch(client: &Client, queue: &str, max: usize, acks: &[Fetched])
         queue,
         process: PROCESS,
         max,
+        spare: 0,
         window: None,
         acks: &acks,
         shared: None,

@@ -23,6 +23,10 @@ pub struct AdmitRequest<'a> {
     pub process: &'a str,
     /// The most jobs to admit; 0 to only settle `acks`.
     pub max: usize,
+    /// Up to how many more to admit where starting a job early changes no decision (no time
+    /// windows, no rate limiter closer than 1 ms per spare, under a limit at most half of it
+    /// in use): jobs a worker keeps taken ahead.
+    pub spare: usize,
     /// The queue's time-window interval as last computed (see [`Admitted::windows`]).
     pub window: Option<&'a WindowInterval>,
     /// Jobs of the same process and queue that succeeded (at most [`MAX_ACKS`]): settled first,
@@ -153,6 +157,7 @@ pub async fn admit(
         queue,
         process,
         max,
+        spare,
         window,
         acks,
         shared,
@@ -161,7 +166,11 @@ pub async fn admit(
     call.key(keys.leases(queue))
         .key(keys.flow(queue))
         .arg(process)
-        .arg(max.min(MAX_BATCH))
+        .arg(format!(
+            "{} {}",
+            max.min(MAX_BATCH),
+            spare.min(MAX_BATCH - max.min(MAX_BATCH))
+        ))
         .arg(window.map(WindowInterval::arg).unwrap_or_default())
         .arg(shared.map(SharedStart::arg).unwrap_or_default());
     for job in acks.iter().take(MAX_ACKS) {

@@ -36,7 +36,8 @@
 -- KEYS[2]  ZSET  gator:{<queue>}:leases
 -- KEYS[3]  HASH  gator:{<queue>}:flow
 -- ARGV[1]  the process id
--- ARGV[2]  the most jobs to admit; 0 to only settle the successes
+-- ARGV[2]  "max spare": the most jobs to admit (0 to only settle the successes), and up to how
+--          many more where starting a job early changes no decision (see spare_allowed)
 -- ARGV[3]  if the queue has time windows: "open close windows", the window interval (Unix ms)
 --          holding or following the last Redis time the worker saw, and the `windows` value it
 --          was computed from; empty otherwise
@@ -78,8 +79,9 @@ end
 acked = table.concat(acked)
 free_units_many(prefix, ARGV[1], settled)
 
-local max = tonumber(ARGV[2])
-if max < 1 then return { 0, now, -1, acked } end
+local max, spare = string.match(ARGV[2], '^(%d+) ?(%d*)$')
+max, spare = tonumber(max), tonumber(spare) or 0
+if max + spare < 1 then return { 0, now, -1, acked } end
 local expiry = redis.call('ZSCORE', KEYS[2], ARGV[1])
 if not expiry or tonumber(expiry) <= now then
   return { -1, now, -1, acked }
@@ -241,6 +243,29 @@ local function others_wait()
     or redis.call('ZCARD', timed) > 0
 end
 
+-- Spares: jobs a worker takes ahead of its processors (ARGV[2]), only where starting one early
+-- changes no decision: no time windows; no rate limiter whose interval times the spares asked
+-- for exceeds SPARE_MS (so the starts a buffer may bunch are within a millisecond's allowance);
+-- under a concurrency limit, at most half the limit and half the key's share in use with it.
+local SPARE_MS = 1
+local cap = max + spare
+local function spare_allowed(pk, cost, lk)
+  if cfg['windows'] then return false end
+  if queue_limiter and queue_limiter.t * spare > SPARE_MS then return false end
+  local name = rate_of(pk)
+  if name then
+    local spec = cfg['rate:' .. name]
+    if not spec then return false end -- a shared limiter: one start per call
+    local named = rate_state(prefix, spec, name, limiters)
+    if named and named.t * spare > SPARE_MS then return false end
+  end
+  if limit then
+    if (total + cost) * 2 > limit then return false end
+    if (used_of(lk) + cost) * 2 > share_cap(lk) then return false end
+  end
+  return true
+end
+
 -- One pass of step 4, over the best `want` ready keys (the best `want` jobs of the queue are
 -- among their first `want` jobs): a k-way merge of their parked jobs in score order (ties in
 -- parking order), each key's jobs read in chunks as the merge reaches them. Each job is
@@ -251,7 +276,7 @@ end
 -- (full, its own limiter closed, or a shared limiter to ask). No table per job, and scores
 -- only when the merge needs them: both cost more than the Redis calls here.
 local function admit_pass()
-  local want = max - #jobs
+  local want = cap - #jobs
   local top = redis.call('ZRANGE', ready, 0, want, 'WITHSCORES')
   local count = math.min(#top / 2, want)
   if count == 0 then return false, false end
@@ -290,7 +315,7 @@ local function admit_pass()
     return read[i][cur[i]] < read[j][cur[j]]
   end
   local halt = false
-  while #jobs < max do
+  while #jobs < cap do
     local best
     for i = 1, count do
       if not stopped[i] and cur[i] <= #read[i] and (not best or before(i, best)) then
@@ -313,6 +338,12 @@ local function admit_pass()
     local job = string.sub(member, 17)
     local cost = payload_cost(job)
     local key, lk = pk[best], lks[best]
+    if #jobs >= max and not spare_allowed(key, cost, lk) then
+      -- No spare here: the jobs asked for are taken, and taking this one early could change
+      -- a decision.
+      cap = #jobs
+      break
+    end
     local verdict = 'run'
     if limit then
       local used_k = used_of(lk)
@@ -373,7 +404,7 @@ local function admit_pass()
   return changed, halt
 end
 
-while #jobs < max do
+while #jobs < cap do
   local changed, halt = admit_pass()
   if halt then break end
   if not changed then
