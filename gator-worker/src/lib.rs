@@ -92,6 +92,8 @@
 //! | warn | `could not promote the queue's due jobs; …`, `could not recover the queue's in-flight jobs of dead processes; …` | `queue`, `error` |
 //! | warn | `could not look for stranded in-flight jobs` | `queue`, `error` |
 //! | warn | `could not put back a stranded in-flight job; …` | `queue`, `error` |
+//! | warn | `could not put back a job taken ahead of a pause; …` | `queue`, `error` |
+//! | warn | `shutdown: successes of jobs under flow control not written in time; …` | `queue` |
 //! | warn | `could not delete the waiting steps of chains whose dead step was trimmed` | `error`, `chains` |
 //! | warn | `could not hand a chain's next step to its queue yet; …` | `queue`, `error` |
 //! | warn | `could not drain the queue's outbox of chain hand-offs; …` | `queue`, `error` |

@@ -718,3 +718,48 @@ async fn a_pause_stops_workers_already_draining_a_plain_queue() {
     let distinct: std::collections::HashSet<_> = started.iter().collect();
     assert_eq!(distinct.len(), 400, "every job ran after the resume");
 }
+
+/// A worker takes jobs of a fast, unbound queue ahead and writes its successes with its next
+/// call: stopping it must write those successes before it puts anything back (else finished
+/// jobs would run again), and put the jobs it took ahead back to run once elsewhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_worker_writes_its_pending_successes_and_puts_back_what_it_took_ahead() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set_flow(&client, "ahead", &[FlowSetting::Limit(Some(100_000))]).await;
+    let n = 4000;
+    let jobs: Vec<_> = (0..n)
+        .map(|id| probe(id, "", 1, 0).queue("ahead"))
+        .collect();
+    client.dispatch_many(jobs).await.unwrap();
+    let mut first = workers(&redis, "ahead", 1, 8);
+    wait_until(
+        "the first worker is draining",
+        Duration::from_secs(30),
+        || async { order(&redis).await.len() >= 500 },
+    )
+    .await;
+    let status = gator_tests::terminate(&mut first[0].0);
+    assert!(status.success(), "the worker stopped cleanly: {status:?}");
+    let ran_by_first = order(&redis).await.len();
+    assert!(
+        ran_by_first < n as usize,
+        "the first worker was stopped mid-stream ({ran_by_first} of {n} ran)"
+    );
+    let _second = workers(&redis, "ahead", 1, 8);
+    wait_for_runs(&redis, n as usize, Duration::from_secs(60)).await;
+    let starts = order(&redis).await;
+    let mut ids = starts.clone();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), n as usize, "every job ran");
+    assert_eq!(
+        starts.len(),
+        n as usize,
+        "no job ran twice: a stop writes its successes before it puts jobs back"
+    );
+    wait_until("every unit released", Duration::from_secs(10), || async {
+        units_in_use(&redis, "ahead").await == 0
+    })
+    .await;
+}

@@ -25,9 +25,11 @@
 //! that puts a dead process's jobs back releases its units in the same script.
 //!
 //! **Batches.** One `admit.lua` call ([`crate::store::admit`]) settles the successes of a
-//! worker's processors and starts a job for each processor that asked, deciding job after job
-//! exactly as one call per job would: the worker gathers the processors that reach a queue
-//! while its last call is in flight into the next (a group commit).
+//! worker's processors, starts a job for each processor that waits, and takes *spares* ahead
+//! where that changes no decision (no time windows, no rate limiter closer than 1 ms per spare,
+//! at most half a concurrency limit in use), deciding job after job exactly as one call per job
+//! would. The worker writes successes asynchronously with its next call and hands out the jobs
+//! taken ahead from a small buffer (`gator_worker::admission`).
 //!
 //! **Which setting wins.** A job's own options (priority, cost, limit key, critical, rate
 //! limiter) come from `#[job(...)]`, and a per-dispatch builder method overrides them. The
