@@ -39,10 +39,16 @@ pub const MAX_BUFFER: usize = 64;
 pub const MAX_CALLS: usize = 2;
 
 /// How far ahead a process takes jobs: as many as its processors finish in this long, at the
-/// pace they finished lately. Jobs that take a millisecond or more are never taken ahead (a
-/// processor waits for its call, as without a buffer); a stream of short ones fills calls of
-/// dozens of jobs, and no job waits in a buffer much longer than this.
+/// pace measured over the last [`PACE_WINDOW_MS`]. A stream of short jobs fills calls of dozens
+/// of jobs; jobs that take long are not taken ahead (a processor waits for its call, as without
+/// a buffer), and no job waits in a buffer much longer than this.
 const HORIZON_MS: f64 = 2.0;
+
+/// The span over which the pace is counted. Successes come in bursts (several processors often
+/// finish within a few microseconds of each other); a pace taken between two calls would read
+/// such a burst as thousands of jobs a second and take ahead jobs that then wait in the buffer,
+/// holding their units, until one of the busy processors is free.
+const PACE_WINDOW_MS: f64 = 20.0;
 
 /// The admissions of one worker process, one group per controlled queue.
 pub struct Admission {
@@ -83,10 +89,10 @@ struct GroupState {
     waiters: VecDeque<oneshot::Sender<gator_core::Result<Turn>>>,
     /// Call tasks running (at most [`MAX_CALLS`]).
     calling: usize,
-    /// Successes per ms lately (a moving average, taken at each call).
+    /// Successes per ms over the last whole [`PACE_WINDOW_MS`].
     pace: f64,
-    /// When the last call took the successes.
-    since: Option<std::time::Instant>,
+    /// When the current pace window began, and the successes counted in it so far.
+    window: Option<(std::time::Instant, usize)>,
     /// Whether the last call was refused spares (the controls bind): no call is made for
     /// the buffer alone until a call for successes or waiters finds them allowed again.
     spares_refused: bool,
@@ -98,15 +104,16 @@ impl GroupState {
         ((self.pace * HORIZON_MS) as usize).min(MAX_BUFFER)
     }
 
-    /// Notes the successes a call takes, for the pace.
+    /// Counts the successes a call takes, for the pace.
     fn note_pace(&mut self, successes: usize) {
         let now = std::time::Instant::now();
-        if let Some(since) = self.since {
-            let ms = now.duration_since(since).as_secs_f64() * 1000.0;
-            let pace = successes as f64 / ms.max(0.05);
-            self.pace = 0.7 * self.pace + 0.3 * pace;
+        let (start, counted) = self.window.get_or_insert((now, 0));
+        *counted += successes;
+        let ms = now.duration_since(*start).as_secs_f64() * 1000.0;
+        if ms >= PACE_WINDOW_MS {
+            self.pace = *counted as f64 / ms;
+            self.window = Some((now, 0));
         }
-        self.since = Some(now);
     }
 }
 
@@ -156,18 +163,39 @@ impl Admission {
                 });
             } else {
                 let (answer, answered) = oneshot::channel();
-                state.waiters.push_back(answer);
-                Some(answered)
+                // With a call free, this processor makes it itself, first in line for its
+                // jobs: an admission reaches it with no hop through another task, so starts
+                // follow the decisions (a rate limiter's spacing) as closely as they can.
+                let lead = state.calling < MAX_CALLS;
+                if lead {
+                    state.calling += 1;
+                    state.waiters.push_front(answer);
+                } else {
+                    state.waiters.push_back(answer);
+                }
+                Some((answered, lead))
             }
         };
-        self.kick(queue, &group);
         match waiting {
-            None => Ok(Turn {
-                jobs: Vec::new(),
-                now_ms: 0,
-                next: NextLook::Now,
-            }),
-            Some(answered) => answered.await.unwrap_or_else(|_| Err(abandoned())),
+            None => {
+                self.kick(queue, &group);
+                Ok(Turn {
+                    jobs: Vec::new(),
+                    now_ms: 0,
+                    next: NextLook::Now,
+                })
+            }
+            Some((answered, true)) => {
+                self.drive(queue, &group, Drive::Once).await;
+                // What gathered meanwhile goes with the queue's call task.
+                self.kick(queue, &group);
+                // Ready at once, unless another call took this request first.
+                answered.await.unwrap_or_else(|_| Err(abandoned()))
+            }
+            Some((answered, false)) => {
+                self.kick(queue, &group);
+                answered.await.unwrap_or_else(|_| Err(abandoned()))
+            }
         }
     }
 
@@ -221,7 +249,7 @@ impl Admission {
         }
         let admission = self.clone();
         let (queue, group) = (queue.to_owned(), group.clone());
-        tokio::spawn(async move { admission.drive(&queue, &group).await });
+        tokio::spawn(async move { admission.drive(&queue, &group, Drive::WhileWork).await });
     }
 
     fn has_work(&self, state: &GroupState) -> bool {
@@ -230,18 +258,20 @@ impl Admission {
             || (!state.spares_refused && state.buffer.len() * 2 < state.target())
     }
 
-    /// The queue's call task: one call after another while there is work for one. It ends
-    /// under the lock a request takes to join, so a request is either served by this task or
+    /// Calls for the queue, counted in `calling` already: one call after another while there is
+    /// work for one (the queue's call task), or one call (a processor leading its own). It ends
+    /// under the lock a request takes to join, so a request is either served by this call or
     /// starts the next one.
-    async fn drive(&self, queue: &str, group: &Group) {
+    async fn drive(&self, queue: &str, group: &Group, drive: Drive) {
         let mut done = Done {
             group,
             ended: false,
         };
+        let mut calls = 0;
         loop {
             let (acks, waiters, spare) = {
                 let mut state = group.lock();
-                if !self.has_work(&state) {
+                if !self.has_work(&state) || (drive == Drive::Once && calls == 1) {
                     state.calling -= 1;
                     drop(state);
                     done.end();
@@ -256,6 +286,7 @@ impl Admission {
                     .saturating_sub(state.buffer.len() + waiters.len());
                 (acks, waiters, spare)
             };
+            calls += 1;
             if let Err(e) = self.call(queue, group, acks, waiters, spare).await {
                 // Every waiter left is told (each tries again after its backoff, which calls
                 // again); the successes wait for that call.
@@ -446,6 +477,15 @@ impl Admission {
     fn lock_windows(&self) -> MutexGuard<'_, HashMap<String, WindowInterval>> {
         self.windows.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// How long [`Admission::drive`] goes on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Drive {
+    /// One call: a processor that wants a job makes it.
+    Once,
+    /// While there is work for a call: the queue's call task.
+    WhileWork,
 }
 
 /// Marks a queue's call task gone. A task that ends by itself does so under the group's lock
