@@ -2,15 +2,18 @@
 //! buffer of jobs taken ahead, per queue, so that one `admit.lua` call serves many jobs.
 //!
 //! Redis's cost of an admission is mostly per call (about twenty commands of fixed work inside
-//! the script), so the processors of a process never call `admit.lua` themselves:
+//! the script), so calls carry as many jobs as they can without changing a decision:
 //!
 //! 1. A processor whose job succeeded hands its success to the queue's group and moves on: the
 //!    success is written by the next call, and the job stays held (recovery leaves it alone)
 //!    until it is. A crash before then runs it again: at least once, as always.
-//! 2. A processor that wants a job takes one from the group's buffer at once, or waits for the
-//!    next call, which serves the waiting processors first.
-//! 3. One call at a time per queue, driven by a task of its own while there are successes to
-//!    write, processors waiting, or room in the buffer the controls let it fill: each call
+//! 2. A processor that wants a job takes one from the group's buffer at once. Else, with a call
+//!    free, it makes the next call itself and is first in line for its jobs: an admission then
+//!    reaches it with no hop through another task, so starts follow the decisions (a rate
+//!    limiter's spacing) as closely as they can. Else it waits for a call in flight.
+//! 3. At most [`MAX_CALLS`] calls per queue: a processor's own, or the queue's call task, which
+//!    goes on while there are successes to write, processors waiting, or room in the buffer
+//!    the controls let it fill. Each call
 //!    carries every success that gathered, asks for a job per waiting processor, and for
 //!    *spares* up to the buffer's size.
 //! 4. `admit.lua` starts spares only where starting a job early changes no decision: no time
