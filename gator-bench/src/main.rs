@@ -7,7 +7,9 @@
 //! two processes); `backlog` (process rate with 5k, 50k, 500k and 5M jobs queued);
 //! `limited` and `rated` (`process` on a queue with a concurrency limit with 3 keys, or a rate
 //! limit, each above what the machine achieves: the cost of flow control's bookkeeping);
-//! `single-floor` (Gator's awaited dispatch against bare sockets doing the same push).
+//! `single-floor` (Gator's awaited dispatch against bare sockets doing the same push); `soak`
+//! (N jobs through a worker in a steady stream, with Redis's memory sampled: finished jobs'
+//! status records are bounded by the retention).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -20,6 +22,7 @@
 mod floor;
 mod measure;
 mod modes;
+mod soak;
 
 use std::process::ExitCode;
 
@@ -30,7 +33,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };

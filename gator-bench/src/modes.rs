@@ -15,7 +15,7 @@ const QUEUE: &str = "bench";
 const BATCH: usize = 1000;
 const CONCURRENCY: usize = 10;
 
-static DONE: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static DONE: AtomicUsize = AtomicUsize::new(0);
 static TARGET: AtomicUsize = AtomicUsize::new(usize::MAX);
 static MEASURE_LATENCY: AtomicBool = AtomicBool::new(false);
 static LATENCIES_US: Mutex<Vec<i64>> = Mutex::new(Vec::new());
@@ -25,7 +25,7 @@ static CLIENT: OnceLock<Client> = OnceLock::new();
 
 /// The no-op job every peer runs: one integer argument (in latency mode, its enqueue time).
 #[job(queue = "bench")]
-async fn noop(arg: i64) {
+pub(crate) async fn noop(arg: i64) {
     if MEASURE_LATENCY.load(Ordering::Relaxed) {
         let latency = now_us() - arg;
         LATENCIES_US
@@ -58,7 +58,7 @@ fn queues() -> &'static [String] {
 }
 
 /// Job `i` of a run, on its queue.
-fn job(i: usize, arg: i64) -> gator_core::PendingJob<Noop> {
+pub(crate) fn job(i: usize, arg: i64) -> gator_core::PendingJob<Noop> {
     let queues = queues();
     let call = Noop::call(arg);
     if queues.len() == 1 {
@@ -68,11 +68,11 @@ fn job(i: usize, arg: i64) -> gator_core::PendingJob<Noop> {
     }
 }
 
-fn redis_url() -> String {
+pub(crate) fn redis_url() -> String {
     std::env::var("REDIS_URL").unwrap_or_else(|_| gator_core::client::DEFAULT_REDIS_URL.to_owned())
 }
 
-async fn client() -> anyhow::Result<&'static Client> {
+pub(crate) async fn client() -> anyhow::Result<&'static Client> {
     if let Some(client) = CLIENT.get() {
         return Ok(client);
     }
@@ -115,6 +115,7 @@ pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "limited" | "rated" => flow_process(mode, n).await,
         "latency-worker" => latency_worker(n).await,
         "backlog" => backlog(n).await,
+        "soak" => crate::soak::soak(n).await,
         other => bail!("unknown mode {other:?}"),
     }
 }
@@ -220,26 +221,32 @@ async fn latency_enqueue(n: usize) -> anyhow::Result<()> {
 }
 
 /// A worker running in this process on the bench queue.
-struct RunningWorker {
+pub(crate) struct RunningWorker {
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
 }
 
 impl RunningWorker {
     /// Shuts the worker down and waits until it has: its in-flight jobs are back in the queue.
-    async fn stop(self) -> anyhow::Result<()> {
+    pub(crate) async fn stop(self) -> anyhow::Result<()> {
         self.stop.cancel();
         Ok(self.task.await?)
     }
 }
 
 fn start_worker() -> RunningWorker {
+    start_worker_with(|_| {})
+}
+
+/// [`start_worker`] with the benchmark's config changed by `tune`.
+pub(crate) fn start_worker_with(tune: impl FnOnce(&mut WorkerConfig)) -> RunningWorker {
     let mut config = WorkerConfig::new(redis_url());
     config.queues = match queues() {
         [one] => QueueSelection::Strict(vec![one.clone()]),
         many => QueueSelection::Weighted(many.iter().map(|q| (q.clone(), 1)).collect()),
     };
     config.concurrency = CONCURRENCY;
+    tune(&mut config);
     let stop = CancellationToken::new();
     let worker = gator_worker::WorkerBuilder::from_config(config)
         .build()
@@ -255,7 +262,7 @@ fn start_worker() -> RunningWorker {
 }
 
 /// Waits until `n` job bodies ran since the counters were reset; returns when the last one ran.
-async fn wait_for_jobs(n: usize, what: &str) -> Instant {
+pub(crate) async fn wait_for_jobs(n: usize, what: &str) -> Instant {
     let bar = progress(n, what);
     loop {
         let done = DONE.load(Ordering::Acquire);
@@ -271,7 +278,7 @@ async fn wait_for_jobs(n: usize, what: &str) -> Instant {
         .unwrap_or_else(Instant::now)
 }
 
-fn reset_counters(target: usize) {
+pub(crate) fn reset_counters(target: usize) {
     DONE.store(0, Ordering::Release);
     *END.lock().unwrap_or_else(|e| e.into_inner()) = None;
     TARGET.store(target, Ordering::Release);
@@ -435,7 +442,7 @@ async fn backlog(n: usize) -> anyhow::Result<()> {
 }
 
 /// Empties the benchmark's queues (one `DEL` each: on a cluster they live on different nodes).
-async fn clear_queues(client: &Client) -> anyhow::Result<()> {
+pub(crate) async fn clear_queues(client: &Client) -> anyhow::Result<()> {
     for queue in queues() {
         redis::cmd("DEL")
             .arg(client.keys().queue(queue))

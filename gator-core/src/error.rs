@@ -111,6 +111,16 @@ pub enum Error {
         /// Why the time was refused.
         reason: String,
     },
+    /// [`crate::Client::wait_for`] gave up before the job was done or dead.
+    #[error("job {jid} was still {state} after waiting {waited:?}")]
+    WaitTimedOut {
+        /// The job waited for.
+        jid: String,
+        /// Its state when the wait ended.
+        state: &'static str,
+        /// How long it was waited for.
+        waited: std::time::Duration,
+    },
     /// A flow option or queue setting that cannot be used (see [`crate::flow`]).
     #[error("invalid flow control setting: {reason}")]
     InvalidFlow {

@@ -62,8 +62,9 @@ impl fmt::Debug for Execution {
     }
 }
 
-/// The outcome of one run of a job body.
-pub type JobResult = std::result::Result<(), JobError>;
+/// The outcome of one run of a job body: on success, what it returned as JSON (`None` for
+/// `()` or a value that serializes to `null`), stored with its status (`Client::result`).
+pub type JobResult = std::result::Result<Option<String>, JobError>;
 
 /// Why a job failed. Return one directly (`Err(JobError::discard("bad input"))`) to choose
 /// whether it is retried; any other error type becomes a retryable `JobError` by its message.
@@ -109,10 +110,11 @@ impl fmt::Display for JobError {
 
 impl std::error::Error for JobError {}
 
-/// What a job fn may return: `()` or `Result<(), E>` with `E: Display`.
+/// What a job fn may return: `()`, or `Result<T, E>` with `T: Serialize` (its result, read
+/// back with `Client::result`) and `E: Display`.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is not a job result: a job returns `()` or `Result<(), E>` where E: Display",
-    label = "a job must return `()` or `Result<(), E>` where E: Display"
+    message = "`{Self}` is not a job result: a job returns `()` or `Result<T, E>` where T: Serialize, E: Display",
+    label = "a job must return `()` or `Result<T, E>` where T: Serialize, E: Display"
 )]
 pub trait IntoJobResult {
     /// Converts the job fn's return value into success or a [`JobError`].
@@ -121,17 +123,28 @@ pub trait IntoJobResult {
 
 impl IntoJobResult for () {
     fn into_job_result(self) -> JobResult {
-        Ok(())
+        Ok(None)
     }
 }
 
-impl<E: fmt::Display + 'static> IntoJobResult for std::result::Result<(), E> {
+impl<T: Serialize, E: fmt::Display + 'static> IntoJobResult for std::result::Result<T, E> {
     fn into_job_result(self) -> JobResult {
-        self.map_err(|e| match (&e as &dyn Any).downcast_ref::<JobError>() {
-            Some(job_error) => job_error.clone(),
-            // `{:#}` so anyhow-style errors keep their whole chain of causes.
-            None => JobError::new(format!("{e:#}")),
-        })
+        match self {
+            Ok(value) => match serde_json::to_string(&value) {
+                Ok(json) if json == "null" => Ok(None),
+                Ok(json) => Ok(Some(json)),
+                // The work is done, but its result cannot be kept: running it again would
+                // fail the same way, so it is not retried.
+                Err(e) => Err(JobError::discard(format!(
+                    "the job succeeded, but its result could not be serialized: {e}"
+                ))),
+            },
+            Err(e) => Err(match (&e as &dyn Any).downcast_ref::<JobError>() {
+                Some(job_error) => job_error.clone(),
+                // `{:#}` so anyhow-style errors keep their whole chain of causes.
+                None => JobError::new(format!("{e:#}")),
+            }),
+        }
     }
 }
 

@@ -40,6 +40,7 @@ pub mod replication;
 pub mod retry;
 pub mod sentinel;
 pub mod shards;
+pub mod status;
 pub mod store;
 
 pub use chain::Chain;
@@ -55,6 +56,7 @@ pub use job::{
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
 pub use replication::ReplicaWait;
+pub use status::{JobDetails, JobStatus};
 pub use store::sets::{SetEntry, SetKind};
 
 /// Cancels a [`Context`]: re-exported so no extra crate is needed to make one.

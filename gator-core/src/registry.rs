@@ -148,7 +148,7 @@ mod tests {
     use super::*;
 
     fn never(_: &str, _: Context) -> serde_json::Result<Execution> {
-        Ok(Execution::Blocking(Box::new(|| Ok(()))))
+        Ok(Execution::Blocking(Box::new(|| Ok(None))))
     }
 
     const TEMPLATE: JobRegistration = JobRegistration {

@@ -251,7 +251,7 @@ fn job_result(output: &ReturnType, call: TokenStream) -> TokenStream {
     match output {
         ReturnType::Type(_, ty) if !is_unit(ty) => {
             // `output` is spanned at the return type, so "`X: IntoJobResult` is not satisfied"
-            // (say `Result<usize, E>`, or an `E` without `Display`) points there.
+            // (say an `E` without `Display`, or a `T` without `Serialize`) points there.
             let output = Ident::new("output", ty.span());
             quote_spanned! {ty.span()=> {
                 let #output = #call;
@@ -261,7 +261,7 @@ fn job_result(output: &ReturnType, call: TokenStream) -> TokenStream {
         // `()` needs no conversion; passing it to a fn would trip `clippy::unit_arg`.
         _ => quote! {{
             #call;
-            ::gator_core::JobResult::Ok(())
+            ::gator_core::JobResult::Ok(::core::option::Option::None)
         }},
     }
 }

@@ -99,8 +99,9 @@ use quote::quote;
 ///   wire argument: `call` and `dispatch` take only the others. They are recognised by their
 ///   type's name (`Context`, `State<..>`), so a wire argument's type cannot be named either.
 ///   A worker lacking a `State<T>` that one of its jobs takes refuses to build.
-/// - **Return type:** `()` (nothing can fail), or `Result<(), E>` with `E: Display` (e.g.
-///   `anyhow::Result<()>` or `std::io::Result<()>`). An `Err` fails this attempt: it is retried
+/// - **Return type:** `()` (nothing can fail), or `Result<T, E>` with `T: Serialize` and
+///   `E: Display` (e.g. `anyhow::Result<()>`, `std::io::Result<Receipt>`). An `Ok` value is the
+///   job's result, kept with its status (`Client::result`). An `Err` fails this attempt: it is retried
 ///   with backoff, unless it is a `gator_core::JobError::discard(..)`, which goes straight to
 ///   the dead set. A panic is a failure too.
 /// - **Not allowed:** generics or `where` clauses (the worker must know the concrete types to

@@ -294,7 +294,8 @@ fn check_return_type(output: &ReturnType, errors: &mut Errors) {
     if !is_unit_or_result(ty) {
         errors.push(syn::Error::new_spanned(
             ty,
-            "a job returns `()` or `Result<(), E>` where E: Display",
+            "a job returns `()` or `Result<T, E>` where T: Serialize (its result) and E: Display; \
+             return a value as `Ok(value)`",
         ));
     }
 }

@@ -73,6 +73,17 @@ pub enum AdminCommand {
         #[command(subcommand)]
         action: crate::flow_admin::QueueAction,
     },
+    /// One job by its jid: its status, attempts, last error and result.
+    #[command(
+        long_about = "One job by its jid: `job show JID [--json]` prints its status (queued, \
+        scheduled, running, retrying, dead, done or unknown), its queue, its attempts, its \
+        last error and the result it returned. Every known queue is searched."
+    )]
+    Job {
+        /// What to do with the job.
+        #[command(subcommand)]
+        action: crate::job_admin::JobAction,
+    },
     /// Rate limiters shared across queues: set, clear, list.
     #[command(
         long_about = "Rate limiters shared across queues: `limiter set email 100/1s` limits \
@@ -236,6 +247,9 @@ impl AdminCommand {
             }
             AdminCommand::Limiter { action } => {
                 return crate::flow_admin::run_limiter(client, action, out).await;
+            }
+            AdminCommand::Job { action } => {
+                return crate::job_admin::run(client, action, out).await;
             }
         };
         match action {

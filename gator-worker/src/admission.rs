@@ -59,10 +59,16 @@ pub struct Admission {
     leases: Arc<Leases>,
     held: Arc<Held>,
     process: String,
+    /// How long successes' status records (and results) are kept.
+    retention: Duration,
     groups: Mutex<HashMap<String, Arc<Group>>>,
     /// Each controlled queue's time-window interval, as last computed for `admit.lua`.
     windows: Mutex<HashMap<String, WindowInterval>>,
 }
+
+/// A success handed to a queue's group: the job, and the tail of its status record
+/// ([`gator_core::store::status::Done::tail`]: attempts and result).
+pub type Success = (Fetched, String);
 
 /// What one processor's request got.
 #[derive(Debug)]
@@ -86,8 +92,8 @@ struct Group {
 struct GroupState {
     /// Jobs taken ahead (held, in flight), oldest first.
     buffer: VecDeque<Fetched>,
-    /// Successes not written yet (still held).
-    acks: Vec<Fetched>,
+    /// Successes not written yet (still held), each with its status record's tail.
+    acks: Vec<Success>,
     /// Processors waiting for a job.
     waiters: VecDeque<oneshot::Sender<gator_core::Result<Turn>>>,
     /// Call tasks running (at most [`MAX_CALLS`]).
@@ -128,12 +134,19 @@ impl Group {
 
 impl Admission {
     /// The admissions of process `process`, which holds the jobs it admits in `held`.
-    pub fn new(client: Client, leases: Arc<Leases>, held: Arc<Held>, process: String) -> Admission {
+    pub fn new(
+        client: Client,
+        leases: Arc<Leases>,
+        held: Arc<Held>,
+        process: String,
+        retention: Duration,
+    ) -> Admission {
         Admission {
             client,
             leases,
             held,
             process,
+            retention,
             groups: Mutex::new(HashMap::new()),
             windows: Mutex::new(HashMap::new()),
         }
@@ -145,7 +158,7 @@ impl Admission {
     pub async fn admit(
         self: &Arc<Self>,
         queue: &str,
-        ack: Option<Fetched>,
+        ack: Option<Success>,
         want: bool,
     ) -> gator_core::Result<Turn> {
         let group = self.group(queue);
@@ -281,7 +294,7 @@ impl Admission {
                     return;
                 }
                 let n = state.acks.len().min(MAX_ACKS);
-                let acks: Vec<Fetched> = state.acks.drain(..n).collect();
+                let acks: Vec<Success> = state.acks.drain(..n).collect();
                 state.note_pace(acks.len());
                 let waiters: Vec<_> = state.waiters.drain(..).collect();
                 let spare = state
@@ -312,15 +325,18 @@ impl Admission {
         &self,
         queue: &str,
         group: &Group,
-        acks: Vec<Fetched>,
+        acks: Vec<Success>,
         waiters: Vec<oneshot::Sender<gator_core::Result<Turn>>>,
         spare: usize,
     ) -> gator_core::Result<()> {
-        let ack_refs: Vec<&Fetched> = acks.iter().collect();
+        let ack_refs: Vec<(&Fetched, &str)> = acks
+            .iter()
+            .map(|(job, tail)| (job, tail.as_str()))
+            .collect();
         let want = waiters.len();
         let (acked, result) = self.admit_all(queue, &ack_refs, want, spare).await;
         // Successes the call wrote (or found gone): no longer this process's to hold.
-        for (job, acked) in acks.iter().zip(acked.iter()) {
+        for ((job, _), acked) in acks.iter().zip(acked.iter()) {
             if !acked {
                 warn!(queue = %queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
             }
@@ -338,7 +354,7 @@ impl Admission {
     fn hand_out(
         &self,
         group: &Group,
-        acks: Vec<Fetched>,
+        acks: Vec<Success>,
         acked: &[bool],
         result: gator_core::Result<Admitted>,
         waiters: Vec<oneshot::Sender<gator_core::Result<Turn>>>,
@@ -412,7 +428,7 @@ impl Admission {
     async fn admit_all(
         &self,
         queue: &str,
-        acks: &[&Fetched],
+        acks: &[(&Fetched, &str)],
         want: usize,
         spare: usize,
     ) -> (Vec<bool>, gator_core::Result<Admitted>) {
@@ -437,6 +453,7 @@ impl Admission {
                 spare,
                 window: window.as_ref(),
                 acks,
+                retention: self.retention,
                 shared: shared_start.as_ref(),
             };
             let admitted = match admit::admit(&mut conn, keys, &request).await {

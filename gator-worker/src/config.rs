@@ -25,6 +25,9 @@ pub struct WorkerConfig {
     pub poll_interval: Duration,
     /// How much of each queue's dead set to keep.
     pub dead_cap: gator_core::store::dead::DeadCap,
+    /// How long a finished job's status record, and the result it returned, are kept
+    /// (`Client::status`, `Client::result`).
+    pub retention: Duration,
     /// The average time between passes that look for dead processes and stranded jobs.
     pub recovery_interval: Duration,
     /// How long this process's lease on each queue lasts unless renewed (it is renewed every
@@ -54,6 +57,7 @@ impl fmt::Debug for WorkerConfig {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("poll_interval", &self.poll_interval)
             .field("dead_cap", &self.dead_cap)
+            .field("retention", &self.retention)
             .field("recovery_interval", &self.recovery_interval)
             .field("lease", &self.lease)
             .field("worker_id", &self.worker_id)
@@ -75,6 +79,7 @@ impl WorkerConfig {
             shutdown_timeout: Duration::from_secs(25),
             poll_interval: Duration::from_secs(1),
             dead_cap: gator_core::store::dead::DeadCap::default(),
+            retention: gator_core::store::status::DEFAULT_RETENTION,
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: crate::leases::DEFAULT_LEASE,
             worker_id: None,
@@ -204,6 +209,11 @@ pub struct Cli {
     #[arg(long, default_value = "180days", value_parser = humantime::parse_duration)]
     pub dead_max_age: Duration,
 
+    /// How long a finished job's status and result are kept (`gator-worker job show`,
+    /// `Client::status`, `Client::result`).
+    #[arg(long, default_value = "24h", value_parser = humantime::parse_duration)]
+    pub retention: Duration,
+
     /// How long this process's lease on its queues lasts unless renewed (every quarter of it).
     /// When a worker dies, its in-flight jobs run again once its lease has expired.
     #[arg(long, env = "GATOR_LEASE", default_value = "20s", value_parser = parse_lease)]
@@ -256,6 +266,7 @@ impl Cli {
                 max_jobs: self.dead_max_jobs,
                 max_age: self.dead_max_age,
             },
+            retention: self.retention,
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: self.lease,
             worker_id: self.worker_id,

@@ -32,6 +32,7 @@ use gator_core::client::MAX_BLOCK;
 use gator_core::connection::Dedicated;
 use gator_core::store::admit::{self, NextLook};
 use gator_core::store::inflight::{self, Batch, Fetched};
+use gator_core::store::status::Done;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -106,6 +107,7 @@ impl Fetcher {
         leases: Arc<Leases>,
         process: String,
         concurrency: usize,
+        retention: Duration,
     ) -> Fetcher {
         let held = Arc::new(Held::default());
         let admission = Arc::new(Admission::new(
@@ -113,6 +115,7 @@ impl Fetcher {
             leases.clone(),
             held.clone(),
             process.clone(),
+            retention,
         ));
         Fetcher {
             client,
@@ -282,13 +285,14 @@ impl Fetcher {
         &self,
         job: Job,
         chain: Option<&gator_core::payload::ChainLink>,
+        done: &Done<'_>,
         stop: &CancellationToken,
     ) -> AckAndNext {
         if chain.is_some_and(|link| link.next_jid.is_some()) {
             return AckAndNext::NotTried(job);
         }
         if job.fetched.admitted {
-            return self.ack_admitted_and_next(job, stop).await;
+            return self.ack_admitted_and_next(job, done.tail(), stop).await;
         }
         let Job { fetched, slot } = job;
         // One draw decides this fetch's first queue, here or in the next `next_from`.
@@ -316,7 +320,7 @@ impl Fetcher {
         let mut conn = self.client.connection();
         let want = slots.as_ref().map_or(0, |s| s.num_permits());
         let _fetching = FetchGuard::new(&self.fetching);
-        let call = inflight::ack_and_take(&mut conn, keys, &fetched, want);
+        let call = inflight::ack_and_take(&mut conn, keys, &fetched, done, want);
         let acked = crate::settle::sent_then(call, move || {
             drop(spare);
             drop(spare_shared);
@@ -347,7 +351,12 @@ impl Fetcher {
     /// success goes to the queue's [`Admission`], which writes it with its next call (the job
     /// stays held until then), and, when the draw picks the same queue, this processor's next
     /// job comes from the jobs taken ahead, or from that call.
-    async fn ack_admitted_and_next(&self, job: Job, stop: &CancellationToken) -> AckAndNext {
+    async fn ack_admitted_and_next(
+        &self,
+        job: Job,
+        tail: String,
+        stop: &CancellationToken,
+    ) -> AckAndNext {
         let Job { fetched, slot } = job;
         let drawn = self.order.draw_first();
         let take = !stop.is_cancelled() && drawn.as_deref() == Some(fetched.queue.as_str());
@@ -363,7 +372,7 @@ impl Fetcher {
         let queue = fetched.queue.clone();
         match self
             .admission
-            .admit(&queue, Some(fetched), own.is_some())
+            .admit(&queue, Some((fetched, tail)), own.is_some())
             .await
         {
             Ok(turn) => match own.map(|own| self.hand_out(turn.jobs, own)) {

@@ -139,6 +139,7 @@ impl Worker {
             leases.clone(),
             id.clone(),
             config.concurrency,
+            config.retention,
         ));
         let heartbeat = Arc::new(Heartbeat::new(
             client.clone(),
@@ -179,7 +180,10 @@ impl Worker {
                 client: client.clone(),
                 registry: registry.clone(),
                 fetcher: fetcher.clone(),
-                dead_cap: config.dead_cap,
+                kept: crate::settle::Kept {
+                    dead_cap: config.dead_cap,
+                    retention: config.retention,
+                },
                 clock: clock.clone(),
                 states: states.clone(),
                 deadline: deadline.clone(),

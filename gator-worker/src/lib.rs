@@ -119,6 +119,7 @@ pub mod fetcher;
 pub mod flow_admin;
 pub mod heartbeat;
 pub mod held;
+pub mod job_admin;
 pub mod launcher;
 pub mod leases;
 pub mod memory;

@@ -15,7 +15,16 @@ use tracing::{error, warn};
 #[derive(Debug)]
 pub enum Outcome {
     /// It succeeded; if it is a chain step, its chain moves on.
-    Done(Option<ChainLink>),
+    Done {
+        /// Its chain link, if it is a chain step.
+        chain: Option<ChainLink>,
+        /// What it returned, as JSON, kept in its status record.
+        result: Option<String>,
+        /// The attempts it took (1 if the first run succeeded).
+        attempts: u32,
+        /// When it finished (the worker's estimate of Redis time, ms).
+        at_ms: u64,
+    },
     /// It failed and runs again `delay` from now (on Redis's clock); the payload records the
     /// failure.
     Retry {

@@ -22,7 +22,7 @@ use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
 use crate::run::{catch_unwind, execute, panic_message};
 use crate::settle;
 use gator_core::payload::PayloadDocument;
-use gator_core::store::dead::DeadCap;
+use gator_core::store::status::Done;
 use gator_core::{
     Client, Context, Execution, JobError, JobInfo, JobRegistration, Registry, StateMap,
 };
@@ -49,8 +49,8 @@ pub struct Processor {
     pub registry: Arc<Registry>,
     /// Where jobs come from (shared by the pool).
     pub fetcher: Arc<Fetcher>,
-    /// How much of each dead set to keep.
-    pub dead_cap: DeadCap,
+    /// How much of each dead set to keep, and how long successes' records.
+    pub kept: settle::Kept,
     /// Redis's clock as this process estimates it, for the stamps in failed payloads.
     pub clock: Arc<RedisClock>,
     /// The application's state, handed to jobs that take `State<T>`.
@@ -115,8 +115,23 @@ impl Processor {
     /// Redis settles this job before it moves the next one in.
     async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
         let (fetched, slot) = match &outcome {
-            Outcome::Done(link) => {
-                match self.fetcher.ack_and_next(job, link.as_ref(), stop).await {
+            Outcome::Done {
+                chain,
+                result,
+                attempts,
+                at_ms,
+            } => {
+                let done = Done {
+                    result: result.as_deref(),
+                    attempts: *attempts,
+                    at_ms: *at_ms,
+                    retention: self.kept.retention,
+                };
+                match self
+                    .fetcher
+                    .ack_and_next(job, chain.as_ref(), &done, stop)
+                    .await
+                {
                     AckAndNext::Settled(Some(next), _) => return Next::Job(next),
                     AckAndNext::Settled(None, first) => return Next::Fetch(first),
                     AckAndNext::NotTried(job) => (job.fetched, Some(job.slot)),
@@ -128,7 +143,7 @@ impl Processor {
             }
             _ => (job.fetched, Some(job.slot)),
         };
-        settle::write(&self.client, &fetched, &outcome, self.dead_cap, slot).await;
+        settle::write(&self.client, &fetched, &outcome, self.kept, slot).await;
         self.fetcher.settled(&fetched);
         Next::Fetch(None)
     }
@@ -170,19 +185,66 @@ impl Processor {
         };
         // 3. Execute.
         info!("job started");
-        let result = execute(execution, registration.timeout, &job.slot, &ctx).await;
+        let result = self
+            .run_marked(doc, job, execution, registration.timeout, &ctx)
+            .await;
         // 4. Classify: done, or a failure to retry or bury.
         match result {
-            Ok(()) => {
+            Ok(result) => {
                 info!(
                     duration_ms = outcome::elapsed_ms(attempt.started),
                     outcome = "done",
                     "job finished"
                 );
-                Outcome::Done(doc.chain())
+                Outcome::Done {
+                    chain: doc.chain(),
+                    result,
+                    attempts: doc.attempt().saturating_add(1),
+                    at_ms: self.clock.now_ms(),
+                }
             }
             Err(error) => classify(Failure::Run(error), policy),
         }
+    }
+
+    /// Runs the job with its status record set to `running` (`store::status`). The record is
+    /// sent before the body starts but not waited for, so a job starts no later than it did;
+    /// its reply is read before the outcome is written, on the same connection, so the outcome's
+    /// record always lands after it. A record that could not be written is only logged: the
+    /// job runs all the same.
+    async fn run_marked(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+        execution: gator_core::Execution,
+        timeout: Option<std::time::Duration>,
+        ctx: &Context,
+    ) -> gator_core::JobResult {
+        let mut conn = self.client.connection();
+        let fetched = &job.fetched;
+        let mark = gator_core::store::status::mark_running(
+            &mut conn,
+            self.client.keys(),
+            &fetched.queue,
+            doc.jid(),
+            &fetched.process,
+            doc.attempt().saturating_add(1),
+            self.clock.now_ms(),
+        );
+        let mut mark = std::pin::pin!(mark);
+        // One poll hands the SET to the connection.
+        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(mark.as_mut().poll(cx))).await;
+        let result = execute(execution, timeout, &job.slot, ctx).await;
+        let marked = match first {
+            std::task::Poll::Ready(marked) => marked,
+            std::task::Poll::Pending => mark.await,
+        };
+        if let Err(e) = marked {
+            // Debug, not warn: at maxmemory this fails for every job, and the worker already
+            // says loudly that Redis is full.
+            debug!(error = %e, "could not record that the job started; its status shows it queued");
+        }
+        result
     }
 
     /// `Some(Reschedule)` if the job has time windows and Redis's clock is outside them (a

@@ -9,10 +9,21 @@ use crate::outcome::Outcome;
 use gator_core::Client;
 use gator_core::store::dead::DeadCap;
 use gator_core::store::inflight::{self, Fetched};
+use gator_core::store::status::Done;
 use gator_core::store::{chain, inflight::Killed};
 use redis::{ErrorKind, ServerErrorKind};
 use std::time::Duration;
 use tracing::{error, warn};
+
+/// How long outcomes are kept: the dead set's cap, and how long a success's status record
+/// (and result) is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept {
+    /// How much of each dead set to keep.
+    pub dead_cap: DeadCap,
+    /// How long a success's status record and result are kept.
+    pub retention: Duration,
+}
 
 /// Settles `job` with `outcome`; returns once it is written, or once it is clear it never will
 /// be. `slot` is given back once the first try is sent (Redis runs one connection's commands in
@@ -21,12 +32,12 @@ pub async fn write(
     client: &Client,
     job: &Fetched,
     outcome: &Outcome,
-    dead_cap: DeadCap,
+    kept: Kept,
     mut slot: Option<Slot>,
 ) {
     let mut delay = Duration::from_millis(100);
     loop {
-        let attempt = try_write(client, job, outcome, dead_cap);
+        let attempt = try_write(client, job, outcome, kept);
         let settled = match slot.take() {
             Some(slot) => sent_then(attempt, move || drop(slot)).await,
             None => attempt.await,
@@ -77,13 +88,35 @@ async fn try_write(
     client: &Client,
     job: &Fetched,
     outcome: &Outcome,
-    dead_cap: DeadCap,
+    Kept {
+        dead_cap,
+        retention,
+    }: Kept,
 ) -> gator_core::Result<bool> {
     let mut conn = client.connection();
     let keys = client.keys();
     match outcome {
-        Outcome::Done(link) => {
-            inflight::ack(&mut conn, keys, job, link.as_ref(), client.replica_wait()).await
+        Outcome::Done {
+            chain,
+            result,
+            attempts,
+            at_ms,
+        } => {
+            let done = Done {
+                result: result.as_deref(),
+                attempts: *attempts,
+                at_ms: *at_ms,
+                retention,
+            };
+            inflight::ack(
+                &mut conn,
+                keys,
+                job,
+                &done,
+                chain.as_ref(),
+                client.replica_wait(),
+            )
+            .await
         }
         Outcome::Retry { payload, delay } => inflight::retry(&mut conn, keys, job, payload, *delay)
             .await

@@ -188,13 +188,19 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
     let first: gator_core::Payload = serde_json::from_slice(&job.raw).unwrap();
     let link = first.chain.expect("a chain step carries its link");
     let ack = gator_core::store::inflight::ack;
+    let done = gator_core::store::status::Done {
+        result: None,
+        attempts: 1,
+        at_ms: 0,
+        retention: Duration::from_secs(60),
+    };
     assert!(
-        ack(&mut conn, &keys, &job, Some(&link), None)
+        ack(&mut conn, &keys, &job, &done, Some(&link), None)
             .await
             .unwrap()
     );
     assert!(
-        !ack(&mut conn, &keys, &job, Some(&link), None)
+        !ack(&mut conn, &keys, &job, &done, Some(&link), None)
             .await
             .unwrap(),
         "a second ack is a no-op"

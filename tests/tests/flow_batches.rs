@@ -37,7 +37,7 @@ async fn admit_batch(client: &Client, queue: &str, max: usize, acks: &[Fetched])
     )
     .await
     .expect("lease taken");
-    let acks: Vec<&Fetched> = acks.iter().collect();
+    let acks: Vec<(&Fetched, &str)> = acks.iter().map(|job| (job, "1 ")).collect();
     let request = AdmitRequest {
         queue,
         process: PROCESS,
@@ -45,6 +45,7 @@ async fn admit_batch(client: &Client, queue: &str, max: usize, acks: &[Fetched])
         spare: 0,
         window: None,
         acks: &acks,
+        retention: Duration::from_secs(60),
         shared: None,
     };
     admit::admit(&mut conn, client.keys(), &request)

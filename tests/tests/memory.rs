@@ -40,7 +40,7 @@ fn fill_to_maxmemory(redis: &RedisServer) {
 async fn at_maxmemory_a_worker_still_runs_settles_retries_and_kills_every_queued_job() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
+    let remembered = client
         .dispatch_many((0..200).map(Remember::call))
         .await
         .unwrap();
@@ -69,6 +69,17 @@ async fn at_maxmemory_a_worker_still_runs_settles_retries_and_kills_every_queued
     assert_eq!(redis.cli(&["LLEN", "gator:{mem}:queue"]), "0");
     assert_eq!(redis.cli(&["ZCARD", "gator:{mem}:retry"]), "0");
     assert_eq!(redis.cli(&["KEYS", "gator:*:inflight:*"]), "");
+    // Settled with their status records (`ack_plain.lua`: a MULTI holding a SET is refused
+    // whole at maxmemory).
+    for jid in &remembered {
+        assert!(
+            matches!(
+                client.status(jid).await.unwrap(),
+                gator_core::JobStatus::Done { .. }
+            ),
+            "job {jid} is done"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

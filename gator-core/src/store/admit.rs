@@ -32,7 +32,11 @@ pub struct AdmitRequest<'a> {
     /// Jobs of the same process and queue that succeeded (at most [`MAX_ACKS`]): settled first,
     /// their units released ([`ack`]'s step), in the same script, so a worker draining the
     /// queue makes one call for the successes and the fetches of all its processors.
-    pub acks: &'a [&'a Fetched],
+    /// Each with the tail of its status record ([`super::status::Done::tail`]: attempts and
+    /// result).
+    pub acks: &'a [(&'a Fetched, &'a str)],
+    /// How long the successes' status records are kept.
+    pub retention: Duration,
     /// A shared limiter's answer ([`take_shared`]), after [`Admitted::needs_shared`].
     pub shared: Option<&'a SharedStart>,
 }
@@ -160,6 +164,7 @@ pub async fn admit(
         spare,
         window,
         acks,
+        retention,
         shared,
     } = *request;
     let mut call = scripts::ADMIT.key(keys.inflight(queue, process));
@@ -172,9 +177,10 @@ pub async fn admit(
             spare.min(MAX_BATCH - max.min(MAX_BATCH))
         ))
         .arg(window.map(WindowInterval::arg).unwrap_or_default())
-        .arg(shared.map(SharedStart::arg).unwrap_or_default());
-    for job in acks.iter().take(MAX_ACKS) {
-        call.arg(job.raw.as_slice());
+        .arg(shared.map(SharedStart::arg).unwrap_or_default())
+        .arg(super::status::retention_ms(retention));
+    for (job, tail) in acks.iter().take(MAX_ACKS) {
+        call.arg(job.raw.as_slice()).arg(*tail);
     }
     let reply: Vec<Value> = call.invoke_async(conn).await?;
     let mut values = reply.into_iter();
@@ -238,10 +244,17 @@ fn next_value<T: redis::FromRedisValue>(
 
 /// Settles the success of an admitted job and releases its units (`flow_ack.lua`); false if
 /// it was no longer in flight.
-pub async fn ack(conn: &mut impl ConnectionLike, keys: &Keys, job: &Fetched) -> Result<bool> {
+pub async fn ack(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    done: &super::status::Done<'_>,
+) -> Result<bool> {
     let acked: i64 = scripts::FLOW_ACK
         .key(keys.inflight(&job.queue, &job.process))
         .arg(&job.raw)
+        .arg(done.tail())
+        .arg(super::status::retention_ms(done.retention))
         .invoke_async(conn)
         .await?;
     Ok(acked == 1)

@@ -24,6 +24,7 @@ fn every_key_is_documented_in_the_wire_format() {
         k.scheduled(q),
         k.retry(q),
         k.dead(q),
+        k.job(q, "<jid>"),
         k.flow_queues(),
         k.flow(q),
         k.held(q, "<parking key>"),

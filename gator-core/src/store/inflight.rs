@@ -11,6 +11,7 @@ use crate::store::dead::DeadCap;
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
 use crate::store::scripts;
+use crate::store::status::Done;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
@@ -120,6 +121,7 @@ pub async fn ack(
     conn: &mut crate::connection::Connection,
     keys: &Keys,
     job: &Fetched,
+    done: &Done<'_>,
     chain: Option<&ChainLink>,
     wait: Option<&crate::replication::ReplicaWait>,
 ) -> Result<bool> {
@@ -131,9 +133,9 @@ pub async fn ack(
     }) = chain
     else {
         if job.admitted {
-            return super::admit::ack(conn, keys, job).await;
+            return super::admit::ack(conn, keys, job, done).await;
         }
-        return Ok(ack_and_take(conn, keys, job, 0).await?.0);
+        return Ok(ack_and_take(conn, keys, job, done, 0).await?.0);
     };
     let link = ChainLink {
         id: id.clone(),
@@ -147,6 +149,8 @@ pub async fn ack(
         .key(keys.outbox(&job.queue))
         .arg(&job.raw)
         .arg(&record)
+        .arg(done.tail())
+        .arg(super::status::retention_ms(done.retention))
         .invoke_async(conn)
         .await?;
     if settled == 0 {
@@ -180,19 +184,11 @@ pub async fn ack_and_take(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
+    done: &Done<'_>,
     take: usize,
 ) -> Result<(bool, Vec<Fetched>)> {
     let inflight = keys.inflight(&job.queue, &job.process);
     let take = take.min(MAX_TAKE);
-    if take == 0 {
-        let removed: i64 = redis::cmd("LREM")
-            .arg(&inflight)
-            .arg(1)
-            .arg(&job.raw)
-            .query_async(conn)
-            .await?;
-        return Ok((removed == 1, Vec::new()));
-    }
     let queue = keys.queue(&job.queue);
     let mut pipe = redis::pipe();
     pipe.atomic()
@@ -200,6 +196,16 @@ pub async fn ack_and_take(
         .arg(&inflight)
         .arg(1)
         .arg(&job.raw);
+    // The status record, `done` (a job without a jid has none). Written even if the job was
+    // no longer in flight: its recovered copy writes `running` and its own outcome after.
+    if let Some(jid) = super::status::jid_of(&job.raw) {
+        pipe.cmd("SET")
+            .arg(keys.job(&job.queue, &jid))
+            .arg(done.record())
+            .arg("PX")
+            .arg(super::status::retention_ms(done.retention))
+            .ignore();
+    }
     for _ in 0..take {
         pipe.cmd("LMOVE")
             .arg(&queue)
@@ -210,6 +216,11 @@ pub async fn ack_and_take(
     let (removed, taken): (i64, Vec<Option<Vec<u8>>>) = {
         let mut replies: Vec<redis::Value> = match pipe.query_async(conn).await {
             Ok(replies) => replies,
+            // At maxmemory Redis aborts the whole MULTI for its SET: settle with the script,
+            // which may still write.
+            Err(e) if is_out_of_memory(&e) => {
+                return ack_at_maxmemory(conn, keys, job, done, take).await;
+            }
             // The queue became controlled (its list key is the `controlled` marker): the LREM
             // ran in the MULTI, the LMOVEs found no list. Nothing taken; the worker learns of
             // the control at its next fetch.
@@ -237,6 +248,48 @@ pub async fn ack_and_take(
             admitted: false,
         })
         .collect();
+    Ok((removed == 1, jobs))
+}
+
+/// Whether Redis refused a command (or a `MULTI`) because it is at `maxmemory`.
+fn is_out_of_memory(error: &redis::RedisError) -> bool {
+    error.code() == Some("OOM")
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == "OOM"))
+}
+
+/// [`ack_and_take`] through `ack_plain.lua`, for a Redis at `maxmemory` (its `allow-oom` flag
+/// lets it settle where the `MULTI` was refused).
+async fn ack_at_maxmemory(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    done: &Done<'_>,
+    take: usize,
+) -> Result<(bool, Vec<Fetched>)> {
+    let reply: Vec<redis::Value> = scripts::ACK_PLAIN
+        .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.queue(&job.queue))
+        .arg(&job.raw)
+        .arg(done.record())
+        .arg(super::status::retention_ms(done.retention))
+        .arg(take)
+        .invoke_async(conn)
+        .await?;
+    let mut values = reply.into_iter();
+    let removed: i64 = parse(values.next())?;
+    let jobs = values
+        .map(|raw| {
+            Ok(Fetched {
+                queue: job.queue.clone(),
+                process: job.process.clone(),
+                raw: parse(Some(raw))?,
+                admitted: false,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
     Ok((removed == 1, jobs))
 }
 

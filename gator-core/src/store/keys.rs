@@ -222,6 +222,12 @@ impl Keys {
         self.of_queue(queue, "dead", "")
     }
 
+    /// `<namespace>:{<queue>}:job:<jid>` (STRING): the job's status record, the index
+    /// [`crate::Client::status`] reads (see `store::status`).
+    pub fn job(&self, queue: &str, jid: &str) -> String {
+        self.of_queue(queue, "job:", jid)
+    }
+
     /// `<namespace>:{<queue>}:<kind><suffix>`, built without `format!`: the worker builds a few
     /// keys per job, and the formatting machinery cost more than the rest of a settle.
     fn of_queue(&self, queue: &str, kind: &str, suffix: &str) -> String {

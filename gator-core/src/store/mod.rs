@@ -14,6 +14,7 @@ pub mod schedule;
 pub mod scripts;
 pub mod sets;
 pub mod shards;
+pub mod status;
 
 #[cfg(test)]
 mod docs_test;

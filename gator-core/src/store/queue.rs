@@ -8,7 +8,8 @@ use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::collections::BTreeMap;
 
-/// Puts `payloads` on their queues: a bare `RPUSH` per queue onto a plain queue's list, and
+/// Puts `payloads` on their queues, each with its status record `queued` (`store::status`): an
+/// `RPUSH` per queue onto a plain queue's list (in a `MULTI` with an `MSET` of the records), and
 /// `enqueue.lua` for jobs with flow options and for the queues whose `RPUSH` failed with
 /// WRONGTYPE (a controlled queue's list key holds the `controlled` marker, see [`crate::flow`]):
 /// parked there by priority and limit key. So the plain path costs what it did, and a pause or
@@ -25,11 +26,12 @@ pub async fn enqueue(
     payloads: &[Payload],
     register: bool,
 ) -> Result<()> {
-    let mut by_queue: BTreeMap<&str, (bool, Vec<String>)> = BTreeMap::new();
+    let mut by_queue: BTreeMap<&str, (bool, Vec<String>, Vec<&str>)> = BTreeMap::new();
     for p in payloads {
         let entry = by_queue.entry(p.queue.as_str()).or_default();
         entry.0 |= p.flow.as_ref().is_some_and(|f| !f.is_empty());
         entry.1.push(p.to_json());
+        entry.2.push(&p.jid);
     }
     if register {
         let queues: Vec<&str> = by_queue.keys().copied().collect();
@@ -41,23 +43,38 @@ pub async fn enqueue(
     }
     let controlled: Vec<&str> = by_queue
         .iter()
-        .filter(|(_, (flow, _))| *flow)
+        .filter(|(_, (flow, _, _))| *flow)
         .map(|(queue, _)| *queue)
         .collect();
     if !controlled.is_empty() {
         super::flow::register(conn, keys, &controlled).await?;
     }
-    for (queue, (flow, jobs)) in &by_queue {
+    for (queue, (flow, jobs, jids)) in &by_queue {
         if !*flow {
-            let pushed = redis::cmd("RPUSH")
+            // The jobs and their status records (`store::status`) in one MULTI: one round trip.
+            let mut records = redis::cmd("MSET");
+            for jid in jids {
+                records.arg(keys.job(queue, jid)).arg("queued");
+            }
+            let replies = redis::pipe()
+                .atomic()
+                .add_command(records)
+                .cmd("RPUSH")
                 .arg(keys.queue(queue))
                 .arg(jobs)
-                .query_async::<()>(conn)
+                .query_async::<Vec<redis::Value>>(conn)
                 .await;
-            match pushed {
-                Ok(()) => continue,
-                // Controlled: nothing was pushed; park them.
+            // The RPUSH's own reply says whether it pushed: an error inside a MULTI does not
+            // undo the MSET, and may come back as a value rather than as the pipeline's error.
+            match replies.map(|mut replies| replies.pop()) {
+                // Controlled: nothing was pushed; park them (the records say `queued` already,
+                // and enqueue.lua writes them again).
+                Ok(Some(redis::Value::ServerError(e))) if e.code() == "WRONGTYPE" => {}
                 Err(e) if is_wrong_type(&e) => {}
+                Ok(Some(redis::Value::ServerError(e))) => {
+                    return Err(redis::RedisError::from(e).into());
+                }
+                Ok(_) => continue,
                 Err(e) => return Err(e.into()),
             }
         }
@@ -72,10 +89,15 @@ pub async fn enqueue(
     Ok(())
 }
 
-/// Whether Redis refused a command for a key of the wrong type: on a queue's list key, the
-/// `controlled` marker of a queue under flow control.
+/// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a
+/// queue's list key, the `controlled` marker of a queue under flow control.
 pub fn is_wrong_type(error: &redis::RedisError) -> bool {
+    // A failure inside a MULTI comes back as a pipeline error holding the server's errors.
     error.code() == Some("WRONGTYPE")
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
 }
 
 /// A job's place on a controlled queue, as [`enqueue_with_ticket`] returns it.

@@ -41,6 +41,10 @@ scripts! {
     ADMIT => "admit.lua";
     /// `lua/flow_ack.lua`: settle the success of an admitted job and release its units.
     FLOW_ACK => "flow_ack.lua";
+    /// `lua/ack_plain.lua`: a plain success, when Redis refused its `MULTI` at maxmemory.
+    ACK_PLAIN => "ack_plain.lua";
+    /// `lua/delete.lua`: delete set entries for good, with their jobs' status records.
+    DELETE => "delete.lua";
     /// `lua/flow_set.lua`: change a queue's flow settings.
     FLOW_SET => "flow_set.lua";
     /// `lua/limiter_take.lua`: take a start of a shared rate limiter, on its own slot.

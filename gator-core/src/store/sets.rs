@@ -189,15 +189,22 @@ pub async fn move_to_queue(
 /// Removes `entry` from its set. Returns false if it was already gone. A dead chain step
 /// takes its chain's waiting steps with it: nothing could resume them any more.
 pub async fn delete(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
-    let removed: i64 = redis::cmd("ZREM")
-        .arg(entry.kind.key(keys, &entry.queue))
-        .arg(&entry.raw)
-        .query_async(conn)
-        .await?;
-    if removed == 1 {
+    let removed = remove(conn, &entry.kind.key(keys, &entry.queue), &[&entry.raw]).await? == 1;
+    if removed {
         super::chain::forget(conn, keys, &orphaned_chains(std::slice::from_ref(entry))).await?;
     }
-    Ok(removed == 1)
+    Ok(removed)
+}
+
+/// Removes `members` from set `key` with their jobs' status records (`delete.lua`); returns how
+/// many were still there.
+async fn remove(conn: &mut impl ConnectionLike, key: &str, members: &[&str]) -> Result<usize> {
+    let removed: String = scripts::DELETE
+        .key(key)
+        .arg(members)
+        .invoke_async(conn)
+        .await?;
+    Ok(removed.bytes().filter(|b| *b == b'1').count())
 }
 
 /// How many entries [`clear`] removes per round trip.
@@ -219,12 +226,7 @@ pub async fn clear(
             return Ok(cleared);
         }
         let members: Vec<&str> = page.iter().map(|entry| entry.raw.as_str()).collect();
-        let removed: usize = redis::cmd("ZREM")
-            .arg(&key)
-            .arg(&members)
-            .query_async(conn)
-            .await?;
-        cleared += removed;
+        cleared += remove(conn, &key, &members).await?;
         super::chain::forget(conn, keys, &orphaned_chains(&page)).await?;
     }
 }

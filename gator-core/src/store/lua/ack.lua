@@ -14,6 +14,9 @@
 -- KEYS[2]  LIST  gator:{<queue>}:outbox
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  the hand-off: the step's chain link as JSON ({id, list_queue, next_jid, next_queue})
+-- ARGV[3]  `<attempts> <result JSON>` (the result empty for none): its status record is
+--          `done <now> ` and this
+-- ARGV[4]  how long (ms) the status record is kept
 -- Returns  0 if the job was not in flight; 1 if acked and the hand-off recorded
 -- @flow_lib
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
@@ -22,4 +25,5 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
 end
 free_units(KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[2])
+set_status(queue_prefix(KEYS[1]), ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[3], tonumber(ARGV[4]))
 return 1

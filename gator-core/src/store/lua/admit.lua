@@ -44,13 +44,15 @@
 -- ARGV[4]  a shared limiter as limiter_take.lua found it: `name` (one start taken for this
 --          call) or `name@ms` (closed for that long: the parking keys that need it wait, timed,
 --          and the others go on); empty for none
--- ARGV[5..] the payloads of the process's jobs that succeeded, acked first (taken out of the
---          in-flight list, their units released), as flow_ack.lua does for one
+-- ARGV[5]  how long (ms) a success's status record is kept (its result with it)
+-- ARGV[6..] the process's jobs that succeeded, as pairs: the payload, and the tail of its
+--          status record, `<attempts> <result JSON>` (the result empty for none); acked first (taken out of the in-flight list, their units
+--          released, their status set to `done`), as flow_ack.lua does for one
 -- Returns  { state, now, next, acked, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
 --          process holds no live lease: take one and admit again) or 2 (the queue has time
 --          windows and ARGV[3] is missing, stale or for other windows: the 5th element is the
 --          `windows` value; compute the interval for `now` and admit again); now is Redis time
---          (ms); acked has one character per ARGV[5..] payload, '1' if it was in flight and is
+--          (ms); acked has one character per ARGV[6..] success, '1' if it was in flight and is
 --          now settled, '0' if not; or state 3 with nothing admitted: the next job names shared
 --          limiter { ..., name, cost }: take a start of it (limiter_take.lua) and admit again
 --          with ARGV[4];
@@ -59,19 +61,21 @@
 -- @flow_lib
 -- A wrong-typed in-flight list fails the call before anything moved: the first LREM below
 -- does that check when there are successes to settle.
-if #ARGV < 5 then
+if #ARGV < 6 then
   local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
 end
 local prefix = queue_prefix(KEYS[3])
 local now = now_ms()
+local retention = tonumber(ARGV[5])
 
 -- The successes, settled first (flow_ack.lua's step, batched): units are released before the
 -- admission below, so a job that ends frees its units for the next one in the same call.
 local acked, settled = {}, {}
-for i = 5, #ARGV do
+for i = 6, #ARGV, 2 do
   if redis.call('LREM', KEYS[1], 1, ARGV[i]) == 1 then
     acked[#acked + 1] = '1'
     settled[#settled + 1] = ARGV[i]
+    set_status(prefix, ARGV[i], 'done ' .. now .. ' ' .. ARGV[i + 1], retention)
   else
     acked[#acked + 1] = '0'
   end

@@ -22,6 +22,8 @@ if ARGV[1] == '-' and redis.call('EXISTS', KEYS[2]) == 0 then
   for i = 2, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
+  local prefix = queue_prefix(KEYS[1])
+  for i = 2, #ARGV do set_status(prefix, ARGV[i], 'queued') end
   return 0
 end
 -- @flow_lib
@@ -36,6 +38,7 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
   for i = 2, #ARGV, 1000 do
     redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
   end
+  for i = 2, #ARGV do set_status(prefix, ARGV[i], 'queued') end
   if tickets then return {} end
   return 0
 end
@@ -43,6 +46,7 @@ local now = now_ms()
 local issued = {}
 for i = 2, #ARGV do
   local seq, set, member, flow = park(prefix, ARGV[i], now, false)
+  set_status(prefix, ARGV[i], 'queued')
   if tickets then issued[#issued + 1] = ticket(prefix, seq, set, member, flow, now) end
 end
 if tickets then return issued end

@@ -7,10 +7,14 @@
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- ARGV[1]  the payload exactly as fetched
+-- ARGV[2]  `<attempts> <result JSON>` (the result empty for none): its status record is
+--          `done <now> ` and this
+-- ARGV[3]  how long (ms) the status record is kept
 -- Returns  1 if acked, 0 if the job was not in flight
 -- @flow_lib
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
 free_units(KEYS[1], ARGV[1])
+set_status(queue_prefix(KEYS[1]), ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[2], tonumber(ARGV[3]))
 return 1

@@ -13,7 +13,6 @@
 -- Every key is built from the queue's prefix `<ns>:{<queue>}:`, taken from a key the script
 -- was given: the same hash tag, so the same slot.
 --
--- queue_prefix(key)                 `<ns>:{<queue>}:` of any key of the queue
 -- is_controlled(prefix)             whether the queue is controlled
 -- make_controlled(prefix)           marks it controlled; moves its plain list aside (backlog)
 -- push_job(prefix, job, first, now) puts a job on its queue: parked if controlled, else on
@@ -30,10 +29,6 @@
 local FLOW_T0 = 1735689600000
 -- Parking key = limit key, or limit key .. RATE_SEP .. rate limiter name.
 local RATE_SEP = '\31'
-
-local function queue_prefix(key)
-  return string.match(key, '^(.-}:)')
-end
 
 local function is_controlled(prefix)
   return redis.call('EXISTS', prefix .. 'flow') == 1
@@ -196,6 +191,7 @@ local function make_controlled(prefix)
 end
 
 local function push_job(prefix, job, first, now)
+  set_status(prefix, job, 'queued')
   if is_controlled(prefix) then
     park(prefix, job, now or now_ms(), first)
   elseif first then
@@ -336,6 +332,7 @@ local function park_all_first(prefix, inflight, now)
   local jobs = redis.call('LRANGE', inflight, 0, -1)
   for i = #jobs, 1, -1 do
     park(prefix, jobs[i], now, true)
+    set_status(prefix, jobs[i], 'queued')
   end
   redis.call('DEL', inflight)
   return #jobs

@@ -28,6 +28,16 @@ end
 free_units(KEYS[1], ARGV[1])
 local now = now_ms()
 redis.call('ZADD', KEYS[2], now, ARGV[2])
+do
+  local ok, doc = pcall(cjson.decode, ARGV[2])
+  local reason, attempts = '', 0
+  if ok and type(doc) == 'table' then
+    if type(doc['error']) == 'string' then reason = doc['error'] end
+    attempts = tonumber(doc['attempt']) or 0
+  end
+  -- An unreadable payload's entry wraps it: its jid is not known, and it has no record.
+  set_status(queue_prefix(KEYS[2]), ARGV[2], 'dead ' .. now .. ' ' .. attempts .. ' ' .. reason, tonumber(ARGV[4]))
+end
 local oldest = '(' .. (now - tonumber(ARGV[4]))
 local keep = tonumber(ARGV[3])
 local result = { 0 }

@@ -8,6 +8,15 @@
 --                        does not roll a script back when a command fails halfway, so a script
 --                        that removes a job checks the keys it writes first, and fails before
 --                        anything moved: `local bad = wrong_type(k, 'list') if bad then return bad end`.
+-- queue_prefix(key)      `<ns>:{<queue>}:` of any key of the queue.
+-- set_status(prefix, payload, value, ttl)
+--                        writes the job's status record (`<prefix>job:<jid>`, a STRING:
+--                        `queued`, `scheduled <due>`, `running <since> <attempt> <process>`,
+--                        `retrying <due> <attempts> <error>`, `dead <at> <attempts> <error>`,
+--                        `done <at> <attempts> <result>`),
+--                        expiring after `ttl` ms if given. One SET per state change: the index
+--                        `Client::status` reads. A payload without a jid has no record.
+-- set_statuses(prefix, payloads, value)   set_status for each of a batch, without expiry.
 local function now_ms()
   local t = redis.call('TIME')
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -25,3 +34,25 @@ local function wrong_queue(key)
   return wrong_type(key, 'list')
 end
 
+local function queue_prefix(key)
+  return string.match(key, '^(.-}:)')
+end
+-- A payload written by Gator starts with its jid; any other is decoded.
+local function jid_of(payload)
+  local jid = string.match(payload, '^{"jid":"([^"\\]*)"')
+  if jid then return jid end
+  local ok, doc = pcall(cjson.decode, payload)
+  if ok and type(doc) == 'table' and type(doc['jid']) == 'string' then return doc['jid'] end
+end
+local function set_status(prefix, payload, value, ttl)
+  local jid = jid_of(payload)
+  if not jid then return end
+  if ttl then
+    redis.call('SET', prefix .. 'job:' .. jid, value, 'PX', ttl)
+  else
+    redis.call('SET', prefix .. 'job:' .. jid, value)
+  end
+end
+local function set_statuses(prefix, payloads, value)
+  for _, payload in ipairs(payloads) do set_status(prefix, payload, value) end
+end

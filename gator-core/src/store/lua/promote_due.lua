@@ -28,6 +28,7 @@ for i = 2, 3 do
     else
       redis.call('RPUSH', KEYS[1], unpack(due))
     end
+    set_statuses(prefix, due, 'queued')
     moved = moved + #due
     if #due >= tonumber(ARGV[1]) then more = 1 end
   end

@@ -20,7 +20,10 @@ if is_controlled(prefix) then
   free_all_units(prefix, ARGV[1])
   moved = park_all_first(prefix, KEYS[1], now_ms())
 else
-  while redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT') do
+  while true do
+    local job = redis.call('LMOVE', KEYS[1], KEYS[2], 'RIGHT', 'LEFT')
+    if not job then break end
+    set_status(prefix, job, 'queued')
     moved = moved + 1
   end
 end

@@ -41,7 +41,10 @@ local function put_back(id)
     free_all_units(prefix, id)
     moved = park_all_first(prefix, key, now)
   else
-    while redis.call('LMOVE', key, KEYS[2], 'RIGHT', 'LEFT') do
+    while true do
+      local job = redis.call('LMOVE', key, KEYS[2], 'RIGHT', 'LEFT')
+      if not job then break end
+      set_status(prefix, job, 'queued')
       moved = moved + 1
     end
   end

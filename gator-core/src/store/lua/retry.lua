@@ -19,4 +19,16 @@ end
 free_units(KEYS[1], ARGV[1])
 local due = now_ms() + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], due, ARGV[2])
+local prefix = queue_prefix(KEYS[2])
+if KEYS[2] == prefix .. 'retry' then
+  local ok, doc = pcall(cjson.decode, ARGV[2])
+  local attempt, reason = 0, ''
+  if ok and type(doc) == 'table' then
+    attempt = tonumber(doc['attempt']) or 0
+    if type(doc['error']) == 'string' then reason = doc['error'] end
+  end
+  set_status(prefix, ARGV[2], 'retrying ' .. due .. ' ' .. attempt .. ' ' .. reason)
+else
+  set_status(prefix, ARGV[2], 'scheduled ' .. due)
+end
 return due

@@ -35,4 +35,5 @@ if due <= now then
   return 0
 end
 redis.call('ZADD', KEYS[1], due, ARGV[3])
+set_status(prefix, ARGV[3], 'scheduled ' .. due)
 return due

@@ -1,0 +1,25 @@
+#!lua flags=allow-oom
+-- ack_plain.lua: a success that starts no chain step, as the plain path's MULTI does it (LREM
+-- of the job from its in-flight list, SET of its status record, LMOVEs of the next jobs), for
+-- when Redis refused that MULTI at maxmemory: a MULTI holding a SET is aborted whole there,
+-- while a script with allow-oom still settles the job (and its record grows memory by one
+-- small string, as the dead set's entries do). The worker uses it only after such a refusal.
+--
+-- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- KEYS[2]  LIST  gator:{<queue>}:queue
+-- ARGV[1]  the payload exactly as fetched
+-- ARGV[2]  its status record, `done <at> <attempts> <result>` (see set_status)
+-- ARGV[3]  how long (ms) the record is kept
+-- ARGV[4]  how many of the queue's next jobs to move into the in-flight list
+-- Returns  { 1 if the job was in flight else 0, job1, job2, ... }: the jobs moved, oldest first
+local removed = redis.call('LREM', KEYS[1], 1, ARGV[1])
+set_status(queue_prefix(KEYS[1]), ARGV[1], ARGV[2], tonumber(ARGV[3]))
+local result = { removed }
+if redis.call('TYPE', KEYS[2])['ok'] == 'list' then
+  for _ = 1, tonumber(ARGV[4]) do
+    local job = redis.call('LMOVE', KEYS[2], KEYS[1], 'LEFT', 'RIGHT')
+    if not job then break end
+    result[#result + 1] = job
+  end
+end
+return result

@@ -1,0 +1,23 @@
+#!lua
+-- delete.lua: delete entries from a scheduled, retry or dead set for good, with the status
+-- records of the jobs it removed (set_status's keys), in one step: a job deleted by an admin is
+-- `unknown` from then on, never a `retrying` or `scheduled` record left behind. Entries gone
+-- already (a worker promoted them, another admin moved them) are left alone, and so are their
+-- records, which describe where those jobs are now.
+--
+-- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
+-- ARGV[1..]  the entries exactly as stored
+-- Returns  one character per entry: '1' if it was removed, '0' if it was gone already
+local bad = wrong_type(KEYS[1], 'zset') if bad then return bad end
+local prefix = queue_prefix(KEYS[1])
+local removed = {}
+for i = 1, #ARGV do
+  if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
+    removed[i] = '1'
+    local jid = jid_of(ARGV[i])
+    if jid then redis.call('DEL', prefix .. 'job:' .. jid) end
+  else
+    removed[i] = '0'
+  end
+end
+return table.concat(removed)
