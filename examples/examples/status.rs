@@ -20,7 +20,7 @@ struct Receipt {
 
 #[job(queue = "billing")]
 async fn charge(order: u64, cents: u64) -> Result<Receipt, String> {
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
     Ok(Receipt { order, cents })
 }
 
@@ -61,7 +61,8 @@ async fn main() -> anyhow::Result<()> {
         .run_until(stop.clone());
     let worker = tokio::spawn(worker);
 
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A job reads `running` once it has run 100 ms (shorter ones go from queued to done).
+    tokio::time::sleep(Duration::from_millis(250)).await;
     println!("==> a worker runs them:");
     show(&client, "charge", &charge).await?;
     show(&client, "refund", &refund).await?;
