@@ -216,9 +216,9 @@ impl Processor {
     /// [`MARK_RUNNING_AFTER`]: a shorter job goes from `queued` to `done` with no write of its
     /// own for the start (a status read meanwhile says `queued`), so the stream of short jobs a
     /// worker drains pays one write per job less. The record, stamped with the start, is sent
-    /// but not waited for, so the job runs on; its reply is read before the outcome is
-    /// written, on the same connection, so the outcome's record lands after it. A record that
-    /// could not be written is only logged: the job runs all the same.
+    /// while the job runs on; its reply is read before the outcome is written, on the same
+    /// connection, so the outcome's record lands after it. A record that could not be written
+    /// is only logged: the job runs all the same.
     async fn run_marked(
         &self,
         doc: &PayloadDocument<'_>,
@@ -246,14 +246,10 @@ impl Processor {
             doc.attempt().saturating_add(1),
             since,
         );
-        let mut mark = std::pin::pin!(mark);
-        // One poll hands the SET to the connection.
-        let first = std::future::poll_fn(|cx| std::task::Poll::Ready(mark.as_mut().poll(cx))).await;
-        let result = body.await;
-        let marked = match first {
-            std::task::Poll::Ready(marked) => marked,
-            std::task::Poll::Pending => mark.await,
-        };
+        // Both are polled together, so the record's reply is read as it comes: a request left
+        // unpolled while the job runs would count the whole run against its response timeout,
+        // fail, and have the shared connection replaced under every other request.
+        let (result, marked) = tokio::join!(body, mark);
         if let Err(e) = marked {
             // Debug, not warn: at maxmemory this fails for every job, and the worker already
             // says loudly that Redis is full.
