@@ -46,6 +46,27 @@ pub enum Outcome {
     },
 }
 
+impl Outcome {
+    /// What a success records with its settle (`None` for any other outcome), its record
+    /// kept for `retention`.
+    pub fn done(&self, retention: Duration) -> Option<gator_core::store::status::Done<'_>> {
+        match self {
+            Outcome::Done {
+                result,
+                attempts,
+                at_ms,
+                ..
+            } => Some(gator_core::store::status::Done {
+                result: result.as_deref(),
+                attempts: *attempts,
+                at_ms: *at_ms,
+                retention,
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// A job's retry policy, from its `#[job]` options (or the defaults for an unknown job).
 #[derive(Clone, Copy)]
 pub struct Policy {

@@ -22,7 +22,6 @@ use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
 use crate::run::{catch_unwind, execute, panic_message};
 use crate::settle;
 use gator_core::payload::PayloadDocument;
-use gator_core::store::status::Done;
 use gator_core::{
     Client, Context, Execution, JobError, JobInfo, JobRegistration, Registry, StateMap,
 };
@@ -119,19 +118,8 @@ impl Processor {
     /// write is sent: a fetch that takes the slot goes out after it on the same connection, so
     /// Redis settles this job before it moves the next one in.
     async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
-        let (fetched, slot) = match &outcome {
-            Outcome::Done {
-                chain,
-                result,
-                attempts,
-                at_ms,
-            } => {
-                let done = Done {
-                    result: result.as_deref(),
-                    attempts: *attempts,
-                    at_ms: *at_ms,
-                    retention: self.kept.retention,
-                };
+        let (fetched, slot) = match (&outcome, outcome.done(self.kept.retention)) {
+            (Outcome::Done { chain, .. }, Some(done)) => {
                 match self
                     .fetcher
                     .ack_and_next(job, chain.as_ref(), &done, stop)

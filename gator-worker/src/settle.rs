@@ -9,7 +9,6 @@ use crate::outcome::Outcome;
 use gator_core::Client;
 use gator_core::store::dead::DeadCap;
 use gator_core::store::inflight::{self, Fetched};
-use gator_core::store::status::Done;
 use gator_core::store::{chain, inflight::Killed};
 use redis::{ErrorKind, ServerErrorKind};
 use std::time::Duration;
@@ -96,17 +95,9 @@ async fn try_write(
     let mut conn = client.connection();
     let keys = client.keys();
     match outcome {
-        Outcome::Done {
-            chain,
-            result,
-            attempts,
-            at_ms,
-        } => {
-            let done = Done {
-                result: result.as_deref(),
-                attempts: *attempts,
-                at_ms: *at_ms,
-                retention,
+        Outcome::Done { chain, .. } => {
+            let Some(done) = outcome.done(retention) else {
+                return Ok(false); // cannot happen: `done` is `Some` for every success
             };
             inflight::ack(
                 &mut conn,

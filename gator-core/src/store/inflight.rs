@@ -253,11 +253,7 @@ pub async fn ack_and_take(
 
 /// Whether Redis refused a command (or a `MULTI`) because it is at `maxmemory`.
 fn is_out_of_memory(error: &redis::RedisError) -> bool {
-    error.code() == Some("OOM")
-        || error
-            .clone()
-            .into_server_errors()
-            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == "OOM"))
+    super::queue::has_server_code(error, "OOM")
 }
 
 /// [`ack_and_take`] through `ack_plain.lua`, for a Redis at `maxmemory` (its `allow-oom` flag

@@ -92,12 +92,17 @@ pub async fn enqueue(
 /// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a
 /// queue's list key, the `controlled` marker of a queue under flow control.
 pub fn is_wrong_type(error: &redis::RedisError) -> bool {
-    // A failure inside a MULTI comes back as a pipeline error holding the server's errors.
-    error.code() == Some("WRONGTYPE")
+    has_server_code(error, "WRONGTYPE")
+}
+
+/// Whether Redis answered `code` (`WRONGTYPE`, `OOM`), to a command or to one in a `MULTI`
+/// (which comes back as a pipeline error holding the server's errors).
+pub fn has_server_code(error: &redis::RedisError, code: &str) -> bool {
+    error.code() == Some(code)
         || error
             .clone()
             .into_server_errors()
-            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == "WRONGTYPE"))
+            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == code))
 }
 
 /// A job's place on a controlled queue, as [`enqueue_with_ticket`] returns it.
