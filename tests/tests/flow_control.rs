@@ -334,14 +334,31 @@ async fn a_rate_limit_holds_across_processes_without_edge_bursts() {
         (1900..=2100).contains(&in_10s),
         "200/s over 10 s is 2000 ± 5 %, saw {in_10s}"
     );
-    // Any 100 ms window: 20 jobs at 200/s, one more for a start on its edge, one for the
-    // ms rounding of the probe's clock.
-    let mut worst = 0;
-    for (i, t) in times.iter().enumerate() {
-        let n = times[i..].iter().take_while(|u| **u < t + 100).count();
-        worst = worst.max(n);
+    // Gator admits on Redis time, 5 ms apart at 200/s; the probe records each start on Redis
+    // time too, after the admission reply reached a worker and its processor ran. That delay
+    // (the start jitter) is up to JITTER_BUDGET_MS on this loaded two-core machine running
+    // three worker processes, so a window of `w` ms sees at most the admissions of `w` plus
+    // the budget: w / 5 + 1 for a start on its edge + JITTER_BUDGET_MS / 5. A limiter that
+    // resets per second would put 200 starts in one window instead.
+    const JITTER_BUDGET_MS: u64 = 20;
+    for window in [100u64, 1_000] {
+        let bound = (window + JITTER_BUDGET_MS) / 5 + 1;
+        let worst = worst_window(&times, window);
+        assert!(
+            worst <= bound as usize,
+            "at most {bound} starts in any {window} ms at 200/s, saw {worst}"
+        );
     }
-    assert!(worst <= 22, "at most 22 starts in any 100 ms, saw {worst}");
+}
+
+/// The most of the sorted `times` that fall in any window of `window` ms.
+fn worst_window(times: &[u64], window: u64) -> usize {
+    times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| times[i..].iter().take_while(|u| **u < t + window).count())
+        .max()
+        .unwrap_or(0)
 }
 
 /// A named limiter at 20/s burst 1 spaces starts 50 ms apart over the fleet.
