@@ -355,7 +355,7 @@ impl Client {
     }
 
     /// [`Client::placed`] for many jobs.
-    async fn place(&self, jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+    pub(crate) async fn place(&self, jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
         self.inner
             .shards
             .place(&mut self.connection(), self.keys(), jobs)
@@ -503,7 +503,7 @@ impl Client {
 
     /// Records the queues of `payloads` that carry flow options in the global set of controlled
     /// queues, before a script makes them controlled (see [`store::flow::register`]).
-    async fn register_controlled(&self, payloads: &[Payload]) -> Result<()> {
+    pub(crate) async fn register_controlled(&self, payloads: &[Payload]) -> Result<()> {
         let mut queues: Vec<&str> = payloads
             .iter()
             .filter(|p| p.flow.as_ref().is_some_and(|f| !f.is_empty()))

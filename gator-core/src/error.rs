@@ -105,6 +105,21 @@ pub enum Error {
     /// A chain with no step was dispatched.
     #[error("a chain needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyChain,
+    /// A workflow with no step was dispatched.
+    #[error("a workflow needs at least one step: add them with `.then(Job::call(..))`")]
+    EmptyWorkflow,
+    /// A string that is not a workflow id (`<uuid>@<home queue>`, as dispatch returns it).
+    #[error("{id:?} is not a workflow id (`<uuid>@<queue>`)")]
+    InvalidWorkflowId {
+        /// The string given.
+        id: String,
+    },
+    /// Workflow `id` is unknown (never dispatched, or finished longer ago than its retention).
+    #[error("no workflow {id}")]
+    UnknownWorkflow {
+        /// The workflow id.
+        id: String,
+    },
     /// A time that cannot be used to schedule a job.
     #[error("invalid schedule time: {reason}")]
     InvalidTime {

@@ -42,6 +42,7 @@ pub mod sentinel;
 pub mod shards;
 pub mod status;
 pub mod store;
+pub mod workflow;
 
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
@@ -58,6 +59,7 @@ pub use registry::{JobRegistration, Registry};
 pub use replication::ReplicaWait;
 pub use status::{JobDetails, JobStatus};
 pub use store::sets::{SetEntry, SetKind};
+pub use workflow::{OnFailure, Step, Workflow};
 
 /// Cancels a [`Context`]: re-exported so no extra crate is needed to make one.
 pub use tokio_util::sync::CancellationToken;

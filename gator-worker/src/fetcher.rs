@@ -280,15 +280,16 @@ impl Fetcher {
     /// fetch draws that queue first anyway: a worker draining a queue pays one cheap round trip
     /// per job, with no script. When the draw picks another queue, the next fetch starts there.
     /// Otherwise it only settles, and gives the slot back as soon as the `LREM` is sent. A
-    /// chain step with a next step, or a failed call, comes back for the usual settle.
+    /// success with a hand-off (a chain step with a next step, a workflow step), or a failed
+    /// call, comes back for the usual settle.
     pub async fn ack_and_next(
         &self,
         job: Job,
-        chain: Option<&gator_core::payload::ChainLink>,
+        handoff: Option<&str>,
         done: &Done<'_>,
         stop: &CancellationToken,
     ) -> AckAndNext {
-        if chain.is_some_and(|link| link.next_jid.is_some()) {
+        if handoff.is_some() {
             return AckAndNext::NotTried(job);
         }
         if job.fetched.admitted {

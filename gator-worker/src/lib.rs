@@ -97,6 +97,8 @@
 //! | warn | `could not delete the waiting steps of chains whose dead step was trimmed` | `error`, `chains` |
 //! | warn | `could not hand a chain's next step to its queue yet; …` | `queue`, `error` |
 //! | warn | `could not drain the queue's outbox of chain hand-offs; …` | `queue`, `error` |
+//! | warn | `could not report a workflow step's death to its workflow yet; …` | `queue`, `error` |
+//! | warn | `could not push the released steps of the queue's workflows; …` | `queue`, `error` |
 //! | warn | `this process's lease had expired (…` | `queue`, `process` |
 //! | warn | `job was no longer in flight: …` | `queue` |
 //! | warn | `recovered the in-flight jobs of a dead worker process` | `queue`, `process`, `jobs` |

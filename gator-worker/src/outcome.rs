@@ -6,7 +6,7 @@ use crate::clock::RedisClock;
 use base64::Engine;
 use gator_core::JobError;
 use gator_core::client::SCHEDULE_HORIZON;
-use gator_core::payload::{ChainLink, DocumentError, Payload, PayloadDocument};
+use gator_core::payload::{DocumentError, Payload, PayloadDocument};
 use gator_core::store::inflight::Fetched;
 use std::time::{Duration, Instant};
 use tracing::{error, warn};
@@ -14,10 +14,11 @@ use tracing::{error, warn};
 /// What happens to a job after its attempt.
 #[derive(Debug)]
 pub enum Outcome {
-    /// It succeeded; if it is a chain step, its chain moves on.
+    /// It succeeded; if it is a chain or workflow step, its chain or workflow moves on.
     Done {
-        /// Its chain link, if it is a chain step.
-        chain: Option<ChainLink>,
+        /// The outbox record of a chain step with a next step, or of a workflow step
+        /// (`store::inflight::handoff_on_success`).
+        handoff: Option<String>,
         /// What it returned, as JSON, kept in its status record.
         result: Option<String>,
         /// The attempts it took (1 if the first run succeeded).

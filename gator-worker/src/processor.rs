@@ -119,10 +119,10 @@ impl Processor {
     /// Redis settles this job before it moves the next one in.
     async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
         let (fetched, slot) = match (&outcome, outcome.done(self.kept.retention)) {
-            (Outcome::Done { chain, .. }, Some(done)) => {
+            (Outcome::Done { handoff, .. }, Some(done)) => {
                 match self
                     .fetcher
-                    .ack_and_next(job, chain.as_ref(), &done, stop)
+                    .ack_and_next(job, handoff.as_deref(), &done, stop)
                     .await
                 {
                     AckAndNext::Settled(Some(next), _) => return Next::Job(next),
@@ -169,6 +169,13 @@ impl Processor {
         let policy = Policy::of(registration);
         // 2. Decode the arguments, and give the job its context.
         let ctx = self.context(doc, &job.fetched.queue);
+        let ctx = match self.in_workflow(ctx, doc).await {
+            Ok(ctx) => ctx,
+            Err(e) => {
+                let reason = format!("could not read the results of its parents in its workflow: {e}");
+                return classify(Failure::Run(JobError::new(reason)), policy);
+            }
+        };
         let execution = match decode(registration, doc, ctx.clone()) {
             Ok(execution) => execution,
             Err(reason) => {
@@ -190,7 +197,11 @@ impl Processor {
                     "job finished"
                 );
                 Outcome::Done {
-                    chain: doc.chain(),
+                    handoff: gator_core::store::inflight::handoff_on_success(
+                        doc,
+                        result.as_deref(),
+                        self.kept.retention,
+                    ),
                     result,
                     attempts: doc.attempt().saturating_add(1),
                     at_ms: self.clock.now_ms(),
@@ -286,6 +297,40 @@ impl Processor {
             chain_id: doc.chain().map(|link| link.id),
         };
         Context::new(info, self.states.clone(), self.deadline.clone())
+    }
+
+    /// `ctx` with its workflow and its parents' results, for a workflow step (one `HMGET` in
+    /// the workflow's home slot when it has parents); any other job's `ctx` as it is.
+    async fn in_workflow(
+        &self,
+        ctx: Context,
+        doc: &PayloadDocument<'_>,
+    ) -> gator_core::Result<Context> {
+        let Some(link) = doc.workflow() else {
+            return Ok(ctx);
+        };
+        let mut conn = self.client.connection();
+        let found = gator_core::store::workflow::parents(
+            &mut conn,
+            self.client.keys(),
+            &link.id,
+            &link.parents,
+        )
+        .await?;
+        let parents = link
+            .parents
+            .iter()
+            .zip(found)
+            .map(|(jid, (record, result))| gator_core::workflow::Parent {
+                jid: jid.clone(),
+                job: record
+                    .and_then(|r| serde_json::from_str::<serde_json::Value>(&r).ok())
+                    .and_then(|r| r.get("job")?.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                result,
+            })
+            .collect();
+        Ok(ctx.with_workflow(link.id, parents))
     }
 
     /// A panic outside the job body and its decoding (a custom backoff, this crate): the job

@@ -12,7 +12,7 @@ use crate::fetcher::Fetcher;
 use crate::leases::{FORGET_AFTER, Leases};
 use gator_core::Client;
 use gator_core::store::inflight::{self, Fetched};
-use gator_core::store::{chain, lease};
+use gator_core::store::{chain, lease, workflow};
 use rand::RngExt;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -138,6 +138,12 @@ impl Recovery {
                 Err(e) => {
                     warn!(queue = %queue, error = %e, "could not drain the queue's outbox of chain hand-offs; trying again next pass");
                 }
+            }
+            // Workflow steps released (or dispatched) by a process that died before it pushed
+            // them to their queues.
+            let wait = self.client.replica_wait();
+            if let Err(e) = workflow::drain_pushing(&mut conn, keys, queue, wait).await {
+                warn!(queue = %queue, error = %e, "could not push the released steps of the queue's workflows; trying again next pass");
             }
             if let Some(expiry) = recovered.next_expiry_ms {
                 let wait = Duration::from_millis(expiry.saturating_sub(recovered.now_ms));

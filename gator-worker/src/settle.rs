@@ -95,7 +95,7 @@ async fn try_write(
     let mut conn = client.connection();
     let keys = client.keys();
     match outcome {
-        Outcome::Done { chain, .. } => {
+        Outcome::Done { handoff, .. } => {
             let Some(done) = outcome.done(retention) else {
                 return Ok(false); // cannot happen: `done` is `Some` for every success
             };
@@ -104,7 +104,7 @@ async fn try_write(
                 keys,
                 job,
                 &done,
-                chain.as_ref(),
+                handoff.as_deref(),
                 client.replica_wait(),
             )
             .await
@@ -116,11 +116,23 @@ async fn try_write(
             .await
             .map(|due| due.is_some()),
         Outcome::Dead { entry } => {
-            match inflight::kill(&mut conn, keys, job, entry, dead_cap).await {
+            let handoff = inflight::handoff_on_death(entry, retention);
+            let killed =
+                inflight::kill(&mut conn, keys, job, entry, dead_cap, handoff.as_deref()).await;
+            match killed {
                 Ok(Killed {
                     settled,
                     orphaned_chains,
                 }) => {
+                    // A workflow step's death, recorded: carrying it to its workflow now only
+                    // saves the wait for the next drain of the outbox.
+                    if let (true, Some(record)) = (settled, &handoff)
+                        && let Err(e) =
+                            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait())
+                                .await
+                    {
+                        warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
+                    }
                     if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
                         warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
                     }

@@ -45,6 +45,8 @@ struct Inner {
     attempt: CancellationToken,
     /// Cancelled at the worker's shutdown deadline; shared by every attempt of the worker.
     deadline: CancellationToken,
+    /// For a workflow step: the workflow id and the step's parents.
+    workflow: Option<(String, Vec<crate::workflow::Parent>)>,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -77,8 +79,40 @@ impl Context {
                 states,
                 attempt: CancellationToken::new(),
                 deadline,
+                workflow: None,
             }),
         }
+    }
+
+    /// This context for a step of workflow `id` whose parents are `parents` (the worker reads
+    /// them from the workflow before the step runs).
+    pub fn with_workflow(self, id: String, parents: Vec<crate::workflow::Parent>) -> Context {
+        let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
+            job: shared.job.clone(),
+            states: shared.states.clone(),
+            attempt: shared.attempt.clone(),
+            deadline: shared.deadline.clone(),
+            workflow: None,
+        });
+        inner.workflow = Some((id, parents));
+        Context {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The id of the workflow this job is a step of, if it is one.
+    pub fn workflow_id(&self) -> Option<&str> {
+        self.inner.workflow.as_ref().map(|(id, _)| id.as_str())
+    }
+
+    /// The steps this workflow step ran after, with their results (empty for a job that is
+    /// not a workflow step, or a first step). Read them typed with
+    /// [`Context::parent_result`] and [`Context::parent_results`].
+    pub fn parents(&self) -> &[crate::workflow::Parent] {
+        self.inner
+            .workflow
+            .as_ref()
+            .map_or(&[], |(_, parents)| parents.as_slice())
     }
 
     /// The job id.

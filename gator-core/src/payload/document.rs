@@ -37,6 +37,7 @@ pub struct PayloadDocument<'a> {
     args: &'a RawValue,
     attempt: Option<&'a RawValue>,
     chain: Option<&'a RawValue>,
+    workflow: Option<&'a RawValue>,
     created_at: Option<&'a RawValue>,
     enqueued_at: Option<&'a RawValue>,
     flow: Option<&'a RawValue>,
@@ -55,6 +56,8 @@ struct Needed<'a> {
     attempt: Option<&'a RawValue>,
     #[serde(borrow, default)]
     chain: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    workflow: Option<&'a RawValue>,
     #[serde(borrow, default)]
     created_at: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -80,6 +83,7 @@ impl<'a> PayloadDocument<'a> {
             args: needed.args,
             attempt: needed.attempt,
             chain: needed.chain,
+            workflow: needed.workflow,
             created_at: needed.created_at,
             enqueued_at: needed.enqueued_at,
             flow: needed.flow,
@@ -130,6 +134,11 @@ impl<'a> PayloadDocument<'a> {
     /// The chain link of a chain step; `None` if absent or not a link.
     pub fn chain(&self) -> Option<ChainLink> {
         serde_json::from_str(self.chain?.get()).ok()
+    }
+
+    /// The workflow link of a workflow step; `None` if absent or not a link.
+    pub fn workflow(&self) -> Option<crate::payload::WorkflowLink> {
+        serde_json::from_str(self.workflow?.get()).ok()
     }
 
     /// The payload with `changes` applied (field name, new value as JSON text): changed fields

@@ -55,6 +55,9 @@ pub struct Payload {
     /// For a step of a chain: where the rest of the chain waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<ChainLink>,
+    /// For a step of a workflow: its workflow and the steps whose results it may read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workflow: Option<WorkflowLink>,
     /// The job's flow options (priority, cost, limit key, ...: see [`crate::flow`]); absent for
     /// a job without any, which a plain queue keeps on its list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +83,7 @@ impl Payload {
             failed_at: None,
             retried_at: None,
             chain: None,
+            workflow: None,
             flow: None,
             extra: Map::new(),
         }
@@ -110,6 +114,24 @@ pub struct ChainLink {
     /// The queue of the step after this one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_queue: Option<String>,
+}
+
+/// What a workflow step knows of its workflow (see [`crate::workflow`]): where the workflow's
+/// state lives, so that the step's success or death is reported there, and its parents.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkflowLink {
+    /// The workflow's id, `<uuid>@<home queue>`.
+    pub id: String,
+    /// The jids of the steps this one ran after, whose results it can read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parents: Vec<String>,
+}
+
+impl WorkflowLink {
+    /// The queue whose hash tag holds the workflow's state: the part of its id after the `@`.
+    pub fn home(&self) -> Option<&str> {
+        crate::workflow::home_of(&self.id)
+    }
 }
 
 /// A new job id: UUIDv7, so ids sort by creation time and any language can mint one.

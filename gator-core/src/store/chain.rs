@@ -1,5 +1,6 @@
 //! Chains in Redis: the first step on its queue (or scheduled), the rest in the chain's list
-//! under the first queue's hash tag. A step's success records the hand-off of the next step in
+//! under the first queue's hash tag. (The outbox also carries workflow steps' ends: see
+//! `store::workflow`.) A step's success records the hand-off of the next step in
 //! its own queue's outbox (`ack.lua`, see `store::inflight::ack`), and [`advance`] moves that
 //! step to its queue, which may live under another tag, on another cluster node.
 
@@ -61,13 +62,17 @@ pub async fn advance(
     record: &str,
     wait: Option<&ReplicaWait>,
 ) -> Result<()> {
-    let link: Option<ChainLink> = serde_json::from_str(record).ok();
-    if let Some(ChainLink {
+    // A workflow step's end, for its workflow's home slot (see `store::workflow`).
+    if let Ok(report) = serde_json::from_str::<super::workflow::Report>(record) {
+        if super::workflow::split_id(&report.wf).is_ok() {
+            super::workflow::report(conn, keys, &report, wait).await?;
+        }
+    } else if let Some(ChainLink {
         id,
         list_queue,
         next_jid: Some(jid),
         next_queue: Some(next_queue),
-    }) = link
+    }) = serde_json::from_str::<ChainLink>(record).ok()
         && super::keys::validate_stored_queue(&list_queue).is_ok()
         && super::keys::validate_stored_queue(&next_queue).is_ok()
     {

@@ -6,7 +6,6 @@
 //! cannot read, not a reason for a fetch to fail after it moved a batch into flight.
 
 use crate::error::Result;
-use crate::payload::ChainLink;
 use crate::store::dead::DeadCap;
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
@@ -114,41 +113,29 @@ pub async fn fetch_blocking(
     }))
 }
 
-/// Settles a success. A chain step with a next step goes through `ack.lua`, which enqueues
-/// that step in the same script; any other success is a plain `LREM` ([`ack_and_take`]).
+/// Settles a success. A success with a hand-off (the outbox record of a chain step with a next
+/// step, or of a workflow step: see [`handoff_on_success`]) goes through `ack.lua`, which
+/// records it in the same script; any other success is a plain `LREM` ([`ack_and_take`]).
 /// Returns false if the job was no longer in flight (recovered meanwhile).
 pub async fn ack(
     conn: &mut crate::connection::Connection,
     keys: &Keys,
     job: &Fetched,
     done: &Done<'_>,
-    chain: Option<&ChainLink>,
+    handoff: Option<&str>,
     wait: Option<&crate::replication::ReplicaWait>,
 ) -> Result<bool> {
-    let Some(ChainLink {
-        id,
-        list_queue,
-        next_jid: Some(next_jid),
-        next_queue: Some(next_queue),
-    }) = chain
-    else {
+    let Some(record) = handoff else {
         if job.admitted {
             return super::admit::ack(conn, keys, job, done).await;
         }
         return Ok(ack_and_take(conn, keys, job, done, 0).await?.0);
     };
-    let link = ChainLink {
-        id: id.clone(),
-        list_queue: list_queue.clone(),
-        next_jid: Some(next_jid.clone()),
-        next_queue: Some(next_queue.clone()),
-    };
-    let record = serde_json::to_string(&link)?;
     let settled: i64 = scripts::ACK
         .key(keys.inflight(&job.queue, &job.process))
         .key(keys.outbox(&job.queue))
         .arg(&job.raw)
-        .arg(&record)
+        .arg(record)
         .arg(done.tail())
         .arg(super::status::retention_ms(done.retention))
         .invoke_async(conn)
@@ -157,10 +144,50 @@ pub async fn ack(
         return Ok(false);
     }
     // The hand-off is recorded: moving the step now only saves the wait for the next drain.
-    if let Err(e) = super::chain::advance(conn, keys, &job.queue, &record, wait).await {
+    if let Err(e) = super::chain::advance(conn, keys, &job.queue, record, wait).await {
         tracing::warn!(queue = %job.queue, error = %e, "could not hand a chain's next step to its queue yet; the next drain of the outbox will");
     }
     Ok(true)
+}
+
+/// The outbox record a success of `doc` writes, if it has one: for a workflow step, its
+/// [`super::workflow::Report`] (with `result`, the workflow kept `retention` once finished);
+/// for a chain step with a next step, its link.
+pub fn handoff_on_success(
+    doc: &crate::payload::PayloadDocument<'_>,
+    result: Option<&str>,
+    retention: std::time::Duration,
+) -> Option<String> {
+    if let Some(link) = doc.workflow() {
+        let result =
+            result.and_then(|r| serde_json::value::RawValue::from_string(r.to_owned()).ok());
+        let report = super::workflow::Report {
+            wf: link.id,
+            jid: doc.jid().to_owned(),
+            end: "done".to_owned(),
+            result,
+            ret: super::status::retention_ms(retention),
+        };
+        return Some(report.to_json());
+    }
+    let link = doc.chain()?;
+    link.next_jid.as_ref()?;
+    serde_json::to_string(&link).ok()
+}
+
+/// The outbox record a death writes: for a workflow step (its dead-set `entry` still carries
+/// its link), its [`super::workflow::Report`]; `None` for any other job.
+pub fn handoff_on_death(entry: &str, retention: std::time::Duration) -> Option<String> {
+    let doc = crate::payload::PayloadDocument::parse(entry.as_bytes()).ok()?;
+    let link = doc.workflow()?;
+    let report = super::workflow::Report {
+        wf: link.id,
+        jid: doc.jid().to_owned(),
+        end: "dead".to_owned(),
+        result: None,
+        ret: super::status::retention_ms(retention),
+    };
+    Some(report.to_json())
 }
 
 fn parse<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {
@@ -342,21 +369,25 @@ pub struct Killed {
 }
 
 /// Settles a job into its queue's dead set as `entry`, trimming the set to `cap` by Redis time
-/// (`kill.lua`).
+/// (`kill.lua`), and records `handoff` (a workflow step's end, [`handoff_on_death`]) in its
+/// queue's outbox in the same script; carry it on with [`super::chain::advance`].
 pub async fn kill(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
     entry: &str,
     cap: DeadCap,
+    handoff: Option<&str>,
 ) -> Result<Killed> {
     let reply: Vec<redis::Value> = scripts::KILL
         .key(keys.inflight(&job.queue, &job.process))
         .key(keys.dead(&job.queue))
+        .key(keys.outbox(&job.queue))
         .arg(&job.raw)
         .arg(entry)
         .arg(cap.max_jobs)
         .arg(millis(cap.max_age))
+        .arg(handoff.unwrap_or(""))
         .invoke_async(conn)
         .await?;
     let mut values = reply.into_iter();

@@ -217,6 +217,23 @@ impl Keys {
         self.of_queue(queue, "handed:", jid)
     }
 
+    /// HASH of workflow `uuid`'s state (its steps, their states and results, see
+    /// `lua/wf_lib.lua`), under the hash tag of its home queue (its first step's).
+    pub fn workflow(&self, home: &str, uuid: &str) -> String {
+        self.of_queue(home, "wf:", uuid)
+    }
+
+    /// HASH jid → payload of workflow `uuid`'s steps released and not yet on their queues.
+    pub fn workflow_push(&self, home: &str, uuid: &str) -> String {
+        self.of_queue(home, "wfpush:", uuid)
+    }
+
+    /// SET of the ids of the workflows homed on `home` with steps to push: what recovery
+    /// finishes if the process that released them died first.
+    pub fn workflows_pushing(&self, home: &str) -> String {
+        self.of_queue(home, "wfpushing", "")
+    }
+
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
         self.of_queue(queue, "dead", "")

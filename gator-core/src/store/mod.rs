@@ -15,6 +15,7 @@ pub mod scripts;
 pub mod sets;
 pub mod shards;
 pub mod status;
+pub mod workflow;
 
 #[cfg(test)]
 mod docs_test;

@@ -15,11 +15,20 @@ const FLOW_LIB: &str = include_str!("lua/flow_lib.lua");
 /// The marker line a script puts where it needs the flow library.
 const FLOW_LIB_MARKER: &str = "-- @flow_lib\n";
 
+/// `lua/wf_lib.lua`, the workflow library (release, count, cancel), inserted where a script
+/// says `-- @wf_lib`.
+const WF_LIB: &str = include_str!("lua/wf_lib.lua");
+
+/// The marker line a script puts where it needs the workflow library.
+const WF_LIB_MARKER: &str = "-- @wf_lib\n";
+
 /// `source` with the prelude inserted after its first line, the `#!lua` line that must stay
-/// first, and the flow library at its marker.
+/// first, and the flow or workflow library at its marker.
 fn with_prelude(source: &str) -> Script {
     let (shebang, body) = source.split_once('\n').unwrap_or((source, ""));
-    let body = body.replacen(FLOW_LIB_MARKER, FLOW_LIB, 1);
+    let body = body
+        .replacen(FLOW_LIB_MARKER, FLOW_LIB, 1)
+        .replacen(WF_LIB_MARKER, WF_LIB, 1);
     Script::new(&format!("{shebang}\n{PRELUDE}{body}"))
 }
 
@@ -63,6 +72,14 @@ scripts! {
     CHAIN_TAKE => "chain_take.lua";
     /// `lua/chain_push.lua`: push a handed-off step to its queue, once.
     CHAIN_PUSH => "chain_push.lua";
+    /// `lua/wf_create.lua`: store a new workflow whole, its first steps ready to push.
+    WF_CREATE => "wf_create.lua";
+    /// `lua/wf_report.lua`: record that a workflow step ended, once, and release its children.
+    WF_REPORT => "wf_report.lua";
+    /// `lua/wf_pushed.lua`: forget a released workflow step once it is on its queue.
+    WF_PUSHED => "wf_pushed.lua";
+    /// `lua/wf_add.lua`: add a step to a running workflow.
+    WF_ADD => "wf_add.lua";
     /// `lua/retry.lua`: settle a failure that runs again later.
     RETRY => "retry.lua";
     /// `lua/kill.lua`: settle a job into the dead set and trim it.

@@ -248,6 +248,26 @@ pub async fn find(
         .find_map(|(queue, text)| Some((queue.clone(), Record::parse(&text?)))))
 }
 
+/// The records of many jobs, each `(queue, jid)`, in one pipeline; `None` where there is none.
+pub async fn read_many(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    jobs: &[(String, String)],
+) -> Result<Vec<Option<Record>>> {
+    if jobs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for (queue, jid) in jobs {
+        pipe.cmd("GET").arg(keys.job(queue, jid));
+    }
+    let found: Vec<Option<String>> = pipe.query_async(conn).await?;
+    Ok(found
+        .into_iter()
+        .map(|text| text.as_deref().map(Record::parse))
+        .collect())
+}
+
 /// How long a success's record is kept by default: a day, as Sidekiq Pro and BullMQ keep
 /// finished jobs' traces about that long.
 pub const DEFAULT_RETENTION: Duration = Duration::from_secs(24 * 3600);

@@ -5,6 +5,8 @@
 -- no longer in flight (recovered as an orphan and queued again). Redis time scores the entry
 -- and decides its age, so a worker whose clock runs ahead cannot trim the set empty.
 --
+-- A workflow step's death is also recorded in the queue's outbox, for its workflow (see
+-- wf_report.lua), in the same step.
 -- Trimmed entries that are chain steps with a step after them are returned, so the caller
 -- deletes their chains' waiting lists (which may live under another queue's hash tag).
 -- allow-oom: it only moves a job and removes old ones.
@@ -14,20 +16,27 @@
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  ZSET  gator:{<queue>}:dead (score = time of death, ms)
+-- KEYS[3]  LIST  gator:{<queue>}:outbox
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  the dead-set entry (the payload with its error, or a wrapper around unreadable text)
 -- ARGV[3]  the most entries to keep; the oldest go first
 -- ARGV[4]  the most age (ms) an entry may reach; older ones are removed
+-- ARGV[5]  a workflow step's end to report to its workflow (store::workflow::Report as JSON),
+--          appended to the outbox; '' for any other job
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
 -- @flow_lib
-local bad = wrong_type(KEYS[2], 'zset') if bad then return bad end
+local bad = wrong_type(KEYS[2], 'zset') or wrong_type(KEYS[3], 'list')
+if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return { -1 }
 end
 free_units(KEYS[1], ARGV[1])
 local now = now_ms()
 redis.call('ZADD', KEYS[2], now, ARGV[2])
+if ARGV[5] ~= '' then
+  redis.call('RPUSH', KEYS[3], ARGV[5])
+end
 do
   local ok, doc = pcall(cjson.decode, ARGV[2])
   local reason, attempts = '', 0
