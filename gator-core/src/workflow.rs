@@ -413,8 +413,24 @@ impl Context {
     pub fn parent_results<T: serde::de::DeserializeOwned>(
         &self,
     ) -> std::result::Result<Vec<T>, crate::JobError> {
+        self.decode_parents(|_| true)
+    }
+
+    /// The results of every parent of job `job` (wire name), decoded as `T`, in order; a
+    /// parent that returned nothing is skipped. An error if a value is not a `T`.
+    pub fn parent_results_of<T: serde::de::DeserializeOwned>(
+        &self,
+        job: &str,
+    ) -> std::result::Result<Vec<T>, crate::JobError> {
+        self.decode_parents(|parent| parent.job == job)
+    }
+
+    fn decode_parents<T: serde::de::DeserializeOwned>(
+        &self,
+        wanted: impl Fn(&Parent) -> bool,
+    ) -> std::result::Result<Vec<T>, crate::JobError> {
         let mut out = Vec::new();
-        for parent in self.parents() {
+        for parent in self.parents().iter().filter(|p| wanted(p)) {
             if let Some(value) = decode_result(parent)? {
                 out.push(value);
             }
