@@ -63,9 +63,51 @@ pub fn chain_order(steps: &[u32], count: u32) -> Result<u64, String> {
     Ok(steps.len() as u64 - u64::from(count))
 }
 
+/// The steps of a fan-out workflow, in the order they ran: step 1, then steps 2 to
+/// `1 + width` in parallel, then step `2 + width`, the fan-in. Every step ran, every step of
+/// the fan-out first ran after step 1 first ran, and the fan-in first ran after every step of
+/// the fan-out first ran. Returns how many runs were duplicates.
+pub fn fan_in_order(steps: &[u32], width: u32) -> Result<u64, String> {
+    let join = width + 2;
+    if let Some(bad) = steps.iter().find(|s| !(1..=join).contains(s)) {
+        return Err(format!("no step {bad} in a workflow of {join}: {steps:?}"));
+    }
+    let first = |step: u32| {
+        steps
+            .iter()
+            .position(|s| *s == step)
+            .ok_or_else(|| format!("step {step} never ran: {steps:?}"))
+    };
+    let root = first(1)?;
+    let mut last_parent = root;
+    for step in 2..join {
+        let at = first(step)?;
+        if at < root {
+            return Err(format!("step {step} ran before step 1: {steps:?}"));
+        }
+        last_parent = last_parent.max(at);
+    }
+    if first(join)? < last_parent {
+        return Err(format!(
+            "the fan-in (step {join}) ran before all its parents: {steps:?}"
+        ));
+    }
+    Ok(steps.len() as u64 - u64::from(join))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::chain_order;
+    use super::{chain_order, fan_in_order};
+
+    #[test]
+    fn fan_in_order_allows_duplicates_but_no_fan_in_before_every_parent() {
+        assert_eq!(fan_in_order(&[1, 3, 2, 4, 5], 3), Ok(0));
+        assert_eq!(fan_in_order(&[1, 2, 2, 3, 4, 5, 5], 3), Ok(2));
+        assert!(fan_in_order(&[1, 2, 3, 5, 4], 3).is_err(), "fan-in too early");
+        assert!(fan_in_order(&[2, 1, 3, 4, 5], 3).is_err(), "fan-out before its root");
+        assert!(fan_in_order(&[1, 2, 3, 5], 3).is_err(), "a parent never ran");
+        assert!(fan_in_order(&[1, 2, 3, 4, 6], 3).is_err());
+    }
 
     #[test]
     fn chain_order_allows_duplicate_runs_but_no_step_before_its_predecessor() {

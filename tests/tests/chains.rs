@@ -187,6 +187,7 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
     let job = jobs.pop().expect("the first step");
     let first: gator_core::Payload = serde_json::from_slice(&job.raw).unwrap();
     let link = first.chain.expect("a chain step carries its link");
+    let link = serde_json::to_string(&link).unwrap();
     let ack = gator_core::store::inflight::ack;
     let done = gator_core::store::status::Done {
         result: None,
@@ -195,12 +196,12 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
         retention: Duration::from_secs(60),
     };
     assert!(
-        ack(&mut conn, &keys, &job, &done, Some(&link), None)
+        ack(&mut conn, &keys, &job, &done, Some(link.as_str()), None)
             .await
             .unwrap()
     );
     assert!(
-        !ack(&mut conn, &keys, &job, &done, Some(&link), None)
+        !ack(&mut conn, &keys, &job, &done, Some(link.as_str()), None)
             .await
             .unwrap(),
         "a second ack is a no-op"

@@ -9,7 +9,8 @@
 //!    its `--worker-id`; one's clock is 5 minutes ahead; one reaches Redis through a proxy that
 //!    goes silent.
 //! 3. 20,000 jobs: plain, flaky (the first attempt fails), scheduled 2–5 s ahead, 300
-//!    chains of three steps across the queues, and about 10 % on `chaos-flow`, a queue under
+//!    chains of three steps across the queues, 100 workflows of five steps across the queues
+//!    (a root, three in parallel, a fan-in), and about 10 % on `chaos-flow`, a queue under
 //!    flow control (limited, with shares and costs, rate limited, windowed). Every job counts its runs in `chaos:runs`.
 //!    Two poison payloads besides: bytes that are not UTF-8, and arguments whose decoder panics.
 //! 4. Nine events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
@@ -17,15 +18,16 @@
 //!    the proxied worker's connections silenced; Redis at its memory limit for 3 s.
 //! 5. Waits until every queue, scheduled set, retry set, in-flight list and chain list is
 //!    empty, then checks: every job ran, only the two poison payloads died, chains ran in
-//!    order, and every duplicate run is of a job that was in flight in a killed worker or when
+//!    order, every workflow's fan-in ran after all its parents and with their results, and every duplicate run is of a job that was in flight in a killed worker or when
 //!    Redis went away (at least once, not "at most once"). The latter are jobs whose own write
 //!    of their run was applied but timed out: the job failed, as far as Gator knows, and its
 //!    retry recorded the run again. No worker's lease may expire while it is alive.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
-use gator_core::{Chain, Client, job};
-use gator_tests::chaos::{Rng, chain_order};
+use gator_core::workflow::WorkflowState;
+use gator_core::{Chain, Client, Workflow, job};
+use gator_tests::chaos::{Rng, chain_order, fan_in_order};
 use gator_tests::{
     RedisServer, ServerOptions, SilentProxy, client, libfaketime, signal, wait_until,
 };
@@ -40,6 +42,9 @@ use tokio::task::JoinSet;
 const JOBS: u64 = 20_000;
 const CHAINS: u64 = 300;
 const STEPS: u64 = 3;
+/// Workflows of five steps, each step on another queue: a root, three in parallel, a fan-in.
+const WORKFLOWS: u64 = 100;
+const WF_STEPS: u64 = 5;
 const QUEUES: [&str; 3] = ["chaos-high", "chaos-default", "chaos-low"];
 const QUEUE_SPEC: &str = "chaos-high:3,chaos-default:2,chaos-low:1,chaos-flow:2";
 /// The queue under flow control: a concurrency limit with shares, a queue rate and a named
@@ -73,6 +78,9 @@ async fn chaos_step(_chain: u64, _step: u32, _id: u64) {}
 
 #[job(queue = "chaos-wide")]
 async fn chaos_wide(_id: u64) {}
+
+#[job(queue = "chaos-default")]
+async fn chaos_wf_step(_wf: u64, _step: u32, _id: u64) {}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "chaos suite: run with cargo test -p gator-tests --test chaos -- --ignored --nocapture"]
@@ -130,7 +138,8 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     assert_only_poison_died(&redis, &poison).await;
     assert_no_units_left(&redis).await;
     assert_flaky_jobs_failed_first(&redis, &plan.flaky).await;
-    let chain_duplicates = assert_chains_ran_in_order(&redis).await;
+    let chain_duplicates = assert_chains_ran_in_order(&redis).await
+        + assert_workflows_fanned_in(&redis, &plan.workflows).await;
     assert!(
         statuses.iter().all(|s| s.success()),
         "workers did not stop cleanly after the chaos: {statuses:?}"
@@ -267,11 +276,15 @@ struct Plan {
     controlled: usize,
     flaky: Vec<u64>,
     scheduled: usize,
+    /// The workflows' ids, by workflow number.
+    workflows: Vec<String>,
 }
 
 /// Enqueues [`JOBS`] jobs with ids `0..JOBS`: the chains' steps first (id = chain × 3 + step
-/// − 1), then plain, flaky (about 10%) and scheduled (about 10%) jobs on random queues.
+/// − 1), then the workflows' steps, then plain, flaky (about 10%) and scheduled (about 10%)
+/// jobs on random queues.
 async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
+    let workflows = dispatch_workflows(client).await;
     let mut pending = JoinSet::new();
     for c in 0..CHAINS {
         let step = |s: u64| {
@@ -284,7 +297,7 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
     let (mut plain, mut flaky, mut flaky_ids, mut scheduled) = (vec![], vec![], vec![], 0);
     let mut controlled = vec![];
-    for id in CHAINS * STEPS..JOBS {
+    for id in CHAINS * STEPS + WORKFLOWS * WF_STEPS..JOBS {
         let queue = QUEUES[rng.below(3) as usize];
         match rng.below(10) {
             2 => {
@@ -345,7 +358,30 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         controlled: controlled_count,
         flaky: flaky_ids,
         scheduled,
+        workflows,
     }
+}
+
+/// Dispatches [`WORKFLOWS`] fan-out workflows, ids after the chains': step `s` (1 to 5) of
+/// workflow `w` on the queue `(w + s) % 3`, so every hand-off crosses queues.
+async fn dispatch_workflows(client: &Client) -> Vec<String> {
+    let mut ids = Vec::new();
+    for w in 0..WORKFLOWS {
+        let step = |s: u64| {
+            let queue = QUEUES[((w + s) % 3) as usize];
+            let id = CHAINS * STEPS + w * WF_STEPS + s - 1;
+            ChaosWfStep::call(w, s as u32, id).queue(queue)
+        };
+        let id = Workflow::new()
+            .then(step(1))
+            .then_all([step(2), step(3), step(4)])
+            .then(step(5))
+            .dispatch_with(client)
+            .await
+            .expect("dispatch a workflow");
+        ids.push(id);
+    }
+    ids
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -653,6 +689,7 @@ async fn leftovers(redis: &RedisServer) -> Vec<String> {
         for (pattern, len) in [
             (format!("gator:{{{FLOW_QUEUE}}}:held:*"), "ZCARD"),
             ("gator:*:chain:*".to_owned(), "LLEN"),
+            ("gator:*:wfpush:*".to_owned(), "HLEN"),
         ] {
             let found: Vec<String> = query(redis, redis::cmd("KEYS").arg(pattern)).await;
             for key in found {
@@ -729,6 +766,38 @@ async fn assert_chains_ran_in_order(redis: &RedisServer) -> u64 {
             Ok(extra) => duplicates += extra,
             Err(e) => panic!("chain {c} ran out of order: {e}"),
         }
+    }
+    duplicates
+}
+
+/// Checks every workflow's list of step runs (the fan-in after all its parents) and its status
+/// (done); returns how many step runs were duplicates.
+async fn assert_workflows_fanned_in(redis: &RedisServer, ids: &[String]) -> u64 {
+    let mut pipe = redis::pipe();
+    for w in 0..WORKFLOWS {
+        pipe.lrange(format!("chaos:wf:{w}"), 0, -1);
+    }
+    let lists: Vec<Vec<u32>> = pipe
+        .query_async(&mut redis.client().await)
+        .await
+        .expect("read the workflows' lists");
+    let mut duplicates = 0;
+    for (w, steps) in lists.iter().enumerate() {
+        match fan_in_order(steps, 3) {
+            Ok(extra) => duplicates += extra,
+            Err(e) => panic!("workflow {w} ran out of order: {e}"),
+        }
+    }
+    let short: Vec<u64> = query(redis, redis::cmd("SMEMBERS").arg("chaos:wf:short")).await;
+    assert!(
+        short.is_empty(),
+        "fan-ins that ran without their three parents' results: {short:?}"
+    );
+    let client = client(&redis.url()).await;
+    for id in ids {
+        let status = client.workflow_status(id).await.unwrap();
+        let state = status.as_ref().map(|s| s.state);
+        assert_eq!(state, Some(WorkflowState::Done), "workflow {id}: {status:?}");
     }
     duplicates
 }

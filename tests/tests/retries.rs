@@ -200,7 +200,7 @@ async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
         let raw = format!("job-{i}");
         redis.cli(&["RPUSH", "gator:{r}:inflight:p", &raw]);
         let job = in_flight(&raw);
-        let killed = kill(&mut conn, &keys, &job, &raw, cap).await.unwrap();
+        let killed = kill(&mut conn, &keys, &job, &raw, cap, None).await.unwrap();
         assert!(killed.settled);
         // Entries die 1 ms apart at least, so the order of the survivors is the order of death.
         tokio::time::sleep(Duration::from_millis(2)).await;

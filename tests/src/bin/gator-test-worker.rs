@@ -139,6 +139,29 @@ async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
     .await
 }
 
+/// Chaos suite: step `step` of fan-out workflow `wf` (1, then 2 to 4 in parallel, then 5):
+/// appends `step` to the list `chaos:wf:<wf>` and counts its run under `id` like
+/// [`chaos_step`], and returns `id`. The fan-in (step 5) first checks that it sees its three
+/// parents' results, and adds `wf` to the set `chaos:wf:short` if not.
+#[job(queue = "chaos-default", backoff = ["200ms"])]
+async fn chaos_wf_step(ctx: gator_core::Context, wf: u64, step: u32, id: u64) -> Result<u64, String> {
+    if step == 5 {
+        let seen = ctx
+            .parent_results_of::<u64>("chaos_wf_step")
+            .map_err(|e| e.to_string())?;
+        if seen.len() != 3 {
+            redis::cmd("SADD")
+                .arg("chaos:wf:short")
+                .arg(wf)
+                .query_async::<()>(&mut chaos_connection().await?)
+                .await
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    napped_run(id, record_step(&format!("chaos:wf:{wf}"), CHAOS_RUNS, step, id)).await?;
+    Ok(id)
+}
+
 /// Chaos suite: an IO-bound job for the worker with 10,000 processors: waits 2–8 s (as a call
 /// to a slow service would), then counts its run like [`chaos_plain`].
 #[job(queue = "chaos-wide", backoff = ["200ms"])]
