@@ -335,9 +335,9 @@ impl Client {
                 (jid, status)
             })
             .collect();
-        let halted = steps.iter().any(|(jid, step)| {
-            state_of(jid) == Some("dead") && step.policy == OnFailure::Halt
-        });
+        let halted = steps
+            .iter()
+            .any(|(jid, step)| state_of(jid) == Some("dead") && step.policy == OnFailure::Halt);
         let state = match fields.get("state").map(String::as_str) {
             Some("done") => WorkflowState::Done,
             Some("failed") => WorkflowState::Failed,

@@ -172,7 +172,8 @@ impl Processor {
         let ctx = match self.in_workflow(ctx, doc).await {
             Ok(ctx) => ctx,
             Err(e) => {
-                let reason = format!("could not read the results of its parents in its workflow: {e}");
+                let reason =
+                    format!("could not read the results of its parents in its workflow: {e}");
                 return classify(Failure::Run(JobError::new(reason)), policy);
             }
         };

@@ -127,9 +127,14 @@ async fn try_write(
                     // A workflow step's death, recorded: carrying it to its workflow now only
                     // saves the wait for the next drain of the outbox.
                     if let (true, Some(record)) = (settled, &handoff)
-                        && let Err(e) =
-                            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait())
-                                .await
+                        && let Err(e) = chain::advance(
+                            &mut conn,
+                            keys,
+                            &job.queue,
+                            record,
+                            client.replica_wait(),
+                        )
+                        .await
                     {
                         warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
                     }

@@ -103,9 +103,18 @@ mod tests {
     fn fan_in_order_allows_duplicates_but_no_fan_in_before_every_parent() {
         assert_eq!(fan_in_order(&[1, 3, 2, 4, 5], 3), Ok(0));
         assert_eq!(fan_in_order(&[1, 2, 2, 3, 4, 5, 5], 3), Ok(2));
-        assert!(fan_in_order(&[1, 2, 3, 5, 4], 3).is_err(), "fan-in too early");
-        assert!(fan_in_order(&[2, 1, 3, 4, 5], 3).is_err(), "fan-out before its root");
-        assert!(fan_in_order(&[1, 2, 3, 5], 3).is_err(), "a parent never ran");
+        assert!(
+            fan_in_order(&[1, 2, 3, 5, 4], 3).is_err(),
+            "fan-in too early"
+        );
+        assert!(
+            fan_in_order(&[2, 1, 3, 4, 5], 3).is_err(),
+            "fan-out before its root"
+        );
+        assert!(
+            fan_in_order(&[1, 2, 3, 5], 3).is_err(),
+            "a parent never ran"
+        );
         assert!(fan_in_order(&[1, 2, 3, 4, 6], 3).is_err());
     }
 

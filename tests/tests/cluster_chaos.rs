@@ -1,5 +1,6 @@
 //! Cluster chaos: on a 3-master cluster with a replica each, jobs on three queues (one per
-//! master), on a queue sharded 6 ways, and chains whose steps cross masters, all reach their
+//! master), on a queue sharded 6 ways, and chains and fan-out workflows whose steps cross
+//! masters, all reach their
 //! outcome while worker processes are SIGKILLed and a master is killed and failed over.
 //! Ignored by default (about a minute on 2 cores); CI runs it with
 //! `cargo test -p gator-tests --test cluster_chaos -- --ignored --nocapture`.
@@ -16,12 +17,14 @@
 //!    respawned at once, and a SIGKILL of a master that holds one of the queues and shards of
 //!    `cc-hot`. Its replica takes over; the killed node restarts and rejoins as a replica.
 //! 5. Waits until every job ran, then checks: every dead set is empty, every chain ran in
-//!    order, and the workers stop cleanly.
+//!    order, every workflow's fan-in ran after its parents with their results and the workflow
+//!    is done, and the workers stop cleanly.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events.
 
-use gator_core::{Chain, Client, job};
-use gator_tests::chaos::{Rng, chain_order};
+use gator_core::workflow::WorkflowState;
+use gator_core::{Chain, Client, Workflow, job};
+use gator_tests::chaos::{Rng, chain_order, fan_in_order};
 use gator_tests::{RedisCluster, WorkerCommand, WorkerProcess, terminate};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -29,6 +32,10 @@ use std::time::{Duration, Instant};
 const PLAIN: u64 = 16_000;
 const CHAINS: u64 = 150;
 const STEPS: u64 = 3;
+/// Fan-out workflows of five steps (a root, three in parallel, a fan-in), each step on the
+/// next queue, so every hand-off crosses masters.
+const WORKFLOWS: u64 = 60;
+const WF_STEPS: u64 = 5;
 const HOT: &str = "cc-hot";
 const HOT_SHARDS: u32 = 6;
 const WORKERS: usize = 3;
@@ -43,6 +50,9 @@ async fn cc_plain(_id: u64) {}
 #[job(queue = "cc-0")]
 async fn cc_step(_chain: u64, _step: u32, _id: u64) {}
 
+#[job(queue = "cc-0")]
+async fn cc_wf_step(_wf: u64, _step: u32, _id: u64) {}
+
 #[derive(Debug, Clone, Copy)]
 enum Event {
     KillWorker,
@@ -55,7 +65,10 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     let (mut rng, seed) = Rng::seeded();
     eprintln!("cluster chaos: seed {seed} (CHAOS_SEED={seed} replays the events)");
     let mut cluster = RedisCluster::start(3, 1);
-    let queues = one_queue_per_master(&cluster);
+    let queues = one_queue_per_master(&cluster, "cc");
+    // The workflows' queues: one per master too, without a backlog, so that their steps hand
+    // off to each other all through the chaos.
+    let wf_queues = one_queue_per_master(&cluster, "ccw");
     let runs_node = cluster.master_of(RUNS);
     // The victim: a master with a queue of its own, but not the one that counts the runs.
     let victim_queue = queues
@@ -70,12 +83,13 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         .await
         .unwrap();
     client.set_shards(HOT, HOT_SHARDS).await.unwrap();
-    let spec = format!("{},{HOT}", queues.join(","));
+    let spec = format!("{},{HOT},{}", queues.join(","), wf_queues.join(","));
     let mut fleet: Vec<WorkerProcess> = (0..WORKERS)
         .map(|_| worker(&cluster, &spec).spawn())
         .collect();
 
     let started = Instant::now();
+    let workflows = tokio::spawn(dispatch_workflows(client.clone(), wf_queues.clone()));
     let total = enqueue(&client, &queues).await;
     let victim_holds_hot = (0..HOT_SHARDS)
         .filter(|i| {
@@ -111,6 +125,14 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         }
     }
     eprintln!("cluster chaos: events (jobs not yet run): {timeline:?}");
+    let workflows = workflows.await.expect("the workflows' dispatcher");
+    let undispatched: Vec<u64> = workflows
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| id.is_none())
+        .flat_map(|(w, _)| (0..WF_STEPS).map(move |s| CHAINS * STEPS + w as u64 * WF_STEPS + s))
+        .collect();
+    let total_promised = total - undispatched.len() as u64;
     assert!(
         timeline.last().is_some_and(|(_, left)| *left > 0),
         "every job had run before the last event: the chaos hit an idle system"
@@ -120,13 +142,15 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     let deadline = Instant::now() + DRAIN_DEADLINE;
     while Instant::now() < deadline {
         done = ran(&client).await;
-        if done >= total {
+        if done >= total_promised {
             break;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let runs: HashMap<u64, u64> = query(&client, redis::cmd("HGETALL").arg(RUNS)).await;
-    let missing: Vec<u64> = (0..total).filter(|id| !runs.contains_key(id)).collect();
+    let missing: Vec<u64> = (0..total)
+        .filter(|id| !runs.contains_key(id) && !undispatched.contains(id))
+        .collect();
     assert!(
         missing.is_empty(),
         "{} of {total} jobs never ran {DRAIN_DEADLINE:?} after the chaos ({done} did), first 20: {:?}",
@@ -136,6 +160,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     let mut dead = Vec::new();
     for queue in queues
         .iter()
+        .chain(&wf_queues)
         .cloned()
         .chain((0..HOT_SHARDS).map(|i| format!("{HOT}#{i}")))
     {
@@ -162,6 +187,32 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         chain_duplicates +=
             chain_order(&steps, STEPS as u32).unwrap_or_else(|e| panic!("chain {c}: {e}"));
     }
+    for (w, id) in workflows.iter().enumerate() {
+        let steps: Vec<u32> = query(
+            &client,
+            redis::cmd("LRANGE")
+                .arg(format!("{{cchaos}}:wf:{w}"))
+                .arg(0)
+                .arg(-1),
+        )
+        .await;
+        let Some(id) = id else {
+            continue; // its dispatch failed during the failover: it promised nothing
+        };
+        chain_duplicates += fan_in_order(&steps, 3).unwrap_or_else(|e| panic!("workflow {w}: {e}"));
+        let status = client.workflow_status(id).await.unwrap();
+        let state = status.as_ref().map(|s| s.state);
+        assert_eq!(
+            state,
+            Some(WorkflowState::Done),
+            "workflow {id}: {status:?}"
+        );
+    }
+    let short: Vec<u64> = query(&client, redis::cmd("SMEMBERS").arg("{cchaos}:wf:short")).await;
+    assert!(
+        short.is_empty(),
+        "fan-ins without their parents' results: {short:?}"
+    );
     let statuses: Vec<_> = fleet.iter_mut().map(|w| terminate(&mut w.0)).collect();
     assert!(
         statuses.iter().all(|s| s.success()),
@@ -170,17 +221,17 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     let duplicates: u64 = runs.values().map(|n| n - 1).sum();
     eprintln!(
         "cluster chaos: all {total} jobs ran in {:.1} s, 0 dead; {duplicates} duplicate runs \
-         ({chain_duplicates} of chain steps), from jobs in flight in killed workers or on the \
+         ({chain_duplicates} of chain and workflow steps), from jobs in flight in killed workers or on the \
          failed master",
         started.elapsed().as_secs_f64()
     );
 }
 
-/// Three queue names whose keys live on three different masters.
-fn one_queue_per_master(cluster: &RedisCluster) -> Vec<String> {
+/// Three queue names `<prefix>-<n>` whose keys live on three different masters.
+fn one_queue_per_master(cluster: &RedisCluster, prefix: &str) -> Vec<String> {
     let mut by_master: Vec<(u16, String)> = Vec::new();
     for i in 0.. {
-        let queue = format!("cc-{i}");
+        let queue = format!("{prefix}-{i}");
         let master = cluster.master_of(&format!("gator:{{{queue}}}:queue"));
         if !by_master.iter().any(|(m, _)| *m == master) {
             by_master.push((master, queue));
@@ -211,7 +262,8 @@ fn worker(cluster: &RedisCluster, queues: &str) -> WorkerCommand {
 }
 
 /// Dispatches the chains (ids `chain × 3 + step − 1`, each step on the next queue), then the
-/// plain jobs, a quarter of them on the sharded queue by shard key. Returns how many jobs.
+/// plain jobs (ids after the workflows'), a quarter of them on the sharded queue by shard key.
+/// Returns how many jobs, the workflows' steps included.
 async fn enqueue(client: &Client, queues: &[String]) -> u64 {
     for c in 0..CHAINS {
         let step = |s: u64| {
@@ -226,7 +278,7 @@ async fn enqueue(client: &Client, queues: &[String]) -> u64 {
             .await
             .expect("dispatch a chain");
     }
-    let first = CHAINS * STEPS;
+    let first = CHAINS * STEPS + WORKFLOWS * WF_STEPS;
     let ids: Vec<u64> = (first..first + PLAIN).collect();
     for batch in ids.chunks(500) {
         client
@@ -242,6 +294,34 @@ async fn enqueue(client: &Client, queues: &[String]) -> u64 {
             .expect("dispatch plain jobs");
     }
     first + PLAIN
+}
+
+/// Dispatches [`WORKFLOWS`] fan-out workflows, 60 ms apart so that they start all through the
+/// chaos (ids after the chains'): step `s` of workflow `w` on queue `(w + s) % 3` of
+/// `queues`, so every hand-off crosses masters. Returns their ids; `None` where the dispatch
+/// failed (during the failover), which promises nothing.
+async fn dispatch_workflows(client: Client, queues: Vec<String>) -> Vec<Option<String>> {
+    let mut ids = Vec::new();
+    for w in 0..WORKFLOWS {
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        let step = |s: u64| {
+            let queue = &queues[((w + s) % 3) as usize];
+            let id = CHAINS * STEPS + w * WF_STEPS + s - 1;
+            CcWfStep::call(w, s as u32, id).queue(queue.as_str())
+        };
+        let workflow = Workflow::new()
+            .then(step(1))
+            .then_all([step(2), step(3), step(4)])
+            .then(step(5));
+        match workflow.dispatch_with(&client).await {
+            Ok(id) => ids.push(Some(id)),
+            Err(e) => {
+                eprintln!("cluster chaos: the dispatch of workflow {w} failed: {e}");
+                ids.push(None);
+            }
+        }
+    }
+    ids
 }
 
 /// Kills the master on `victim`, waits until its replica has taken over and the cluster is

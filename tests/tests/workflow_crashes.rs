@@ -108,7 +108,10 @@ async fn a_parents_success_reported_twice_is_counted_once() {
         .await
         .unwrap();
     assert_eq!(queued(&redis, "wz"), "1", "the fan-in, once");
-    assert_eq!(join_state(&client, &id).await, StepState::Job(JobStatus::Queued));
+    assert_eq!(
+        join_state(&client, &id).await,
+        StepState::Job(JobStatus::Queued)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -138,12 +141,19 @@ async fn a_success_recorded_by_a_process_that_died_is_carried_on_by_recovery() {
 
     let worker = TestWorker::start(&redis.url(), Some("wx,wy,wz"), 2);
     wait_until("the fan-in to run", Duration::from_secs(15), || async {
-        matches!(join_state(&client, &id).await, StepState::Job(JobStatus::Done { .. }))
+        matches!(
+            join_state(&client, &id).await,
+            StepState::Job(JobStatus::Done { .. })
+        )
     })
     .await;
     let status = client.workflow_status(&id).await.unwrap().unwrap();
     let join = status.steps_of("join_parts").next().unwrap();
-    assert_eq!(join.result.as_deref(), Some("10"), "5 + 5, each parent once");
+    assert_eq!(
+        join.result.as_deref(),
+        Some("10"),
+        "5 + 5, each parent once"
+    );
     for queue in ["wx", "wy"] {
         assert_eq!(redis.cli(&["LLEN", &keys.outbox(queue)]), "0");
     }
@@ -184,7 +194,11 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
         .await
         .unwrap();
     assert_eq!(reported, 1);
-    assert_eq!(redis.cli(&["HLEN", &push]), "1", "the child waits to be pushed");
+    assert_eq!(
+        redis.cli(&["HLEN", &push]),
+        "1",
+        "the child waits to be pushed"
+    );
     assert_eq!(queued(&redis, "wz"), "0");
     // Another process pushed it too, and died before it took it out of the push hash.
     let (child, payload) = {
@@ -214,7 +228,10 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
     assert_eq!(redis.cli(&["SCARD", &pushing]), "0");
     // A worker runs it: its parent's result was kept with the report.
     let worker = TestWorker::start(&redis.url(), Some("wz"), 2);
-    let status = client.wait_for(&child, Duration::from_secs(10)).await.unwrap();
+    let status = client
+        .wait_for(&child, Duration::from_secs(10))
+        .await
+        .unwrap();
     assert!(matches!(status, JobStatus::Done { .. }), "{status:?}");
     assert_eq!(client.result::<u64>(&child).await.unwrap(), Some(3));
     worker.stop().await;

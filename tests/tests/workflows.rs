@@ -101,7 +101,10 @@ async fn a_fan_in_runs_once_after_every_parent_and_reads_their_results() {
         .dispatch_with(&client)
         .await
         .unwrap();
-    assert!(id.ends_with("@wf-a"), "the workflow lives with its first step: {id}");
+    assert!(
+        id.ends_with("@wf-a"),
+        "the workflow lives with its first step: {id}"
+    );
 
     let status = status_when(&client, &id, "the workflow to finish", |s| {
         s.state == WorkflowState::Done
@@ -213,7 +216,10 @@ async fn a_step_that_may_fail_lets_its_workflow_continue_without_it() {
     assert!(events("cont").contains(&"cont gather 50 from 2".to_owned()));
     let flaky = status.steps_of("flaky").next().unwrap();
     assert_eq!(flaky.on_failure, OnFailure::Continue);
-    assert!(matches!(flaky.state, StepState::Job(JobStatus::Dead { .. })));
+    assert!(matches!(
+        flaky.state,
+        StepState::Job(JobStatus::Dead { .. })
+    ));
     worker.stop().await;
 }
 
@@ -282,9 +288,11 @@ async fn steps_added_to_a_workflow_run_after_the_steps_they_follow() {
         s.state == WorkflowState::Halted
     })
     .await;
-    wait_until("the step after the first", Duration::from_secs(10), || async {
-        events("add").contains(&"add after Some(30)".to_owned())
-    })
+    wait_until(
+        "the step after the first",
+        Duration::from_secs(10),
+        || async { events("add").contains(&"add after Some(30)".to_owned()) },
+    )
     .await;
     let status = client.workflow_status(&id).await.unwrap().unwrap();
     let added: Vec<_> = status.steps.iter().filter(|s| s.job == "after").collect();
@@ -315,15 +323,15 @@ async fn unknown_and_malformed_workflow_ids_are_told_apart() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     assert_eq!(
-        client
-            .workflow_status("0190-no-such@wf-a")
-            .await
-            .unwrap(),
+        client.workflow_status("0190-no-such@wf-a").await.unwrap(),
         None
     );
     for bad in ["no-at-sign", "x@", "x@bad queue", "{x}@wf-a"] {
         let err = client.workflow_status(bad).await.unwrap_err();
-        assert!(err.to_string().contains("not a workflow id"), "{bad}: {err}");
+        assert!(
+            err.to_string().contains("not a workflow id"),
+            "{bad}: {err}"
+        );
     }
     let empty = Workflow::new().dispatch_with(&client).await.unwrap_err();
     assert!(matches!(empty, gator_core::Error::EmptyWorkflow));

@@ -183,10 +183,8 @@ pub async fn push_pending(
     wait: Option<&ReplicaWait>,
 ) -> Result<()> {
     let [_, push, pushing] = script_keys(keys, id)?;
-    let released: HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(&push)
-        .query_async(conn)
-        .await?;
+    let released: HashMap<String, String> =
+        redis::cmd("HGETALL").arg(&push).query_async(conn).await?;
     for (jid, payload) in released {
         #[derive(Deserialize)]
         struct Queue {

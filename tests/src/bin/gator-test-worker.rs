@@ -144,21 +144,46 @@ async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
 /// [`chaos_step`], and returns `id`. The fan-in (step 5) first checks that it sees its three
 /// parents' results, and adds `wf` to the set `chaos:wf:short` if not.
 #[job(queue = "chaos-default", backoff = ["200ms"])]
-async fn chaos_wf_step(ctx: gator_core::Context, wf: u64, step: u32, id: u64) -> Result<u64, String> {
+async fn chaos_wf_step(
+    ctx: gator_core::Context,
+    wf: u64,
+    step: u32,
+    id: u64,
+) -> Result<u64, String> {
+    wf_step_run(&ctx, "chaos:", wf, step, id).await
+}
+
+/// Cluster chaos: [`chaos_wf_step`] with its keys under `{cchaos}`.
+#[job(queue = "cc-0", backoff = ["200ms"])]
+async fn cc_wf_step(ctx: gator_core::Context, wf: u64, step: u32, id: u64) -> Result<u64, String> {
+    wf_step_run(&ctx, "{cchaos}:", wf, step, id).await
+}
+
+/// A fan-out workflow's step: the fan-in (step 5) checks that it sees its three parents'
+/// results (else adds `wf` to `<prefix>wf:short`); then the run is recorded in
+/// `<prefix>wf:<wf>` and `<prefix>runs`, and the step returns `id`.
+async fn wf_step_run(
+    ctx: &gator_core::Context,
+    prefix: &str,
+    wf: u64,
+    step: u32,
+    id: u64,
+) -> Result<u64, String> {
     if step == 5 {
         let seen = ctx
-            .parent_results_of::<u64>("chaos_wf_step")
+            .parent_results_of::<u64>(ctx.job_name())
             .map_err(|e| e.to_string())?;
         if seen.len() != 3 {
             redis::cmd("SADD")
-                .arg("chaos:wf:short")
+                .arg(format!("{prefix}wf:short"))
                 .arg(wf)
                 .query_async::<()>(&mut chaos_connection().await?)
                 .await
                 .map_err(|e| e.to_string())?;
         }
     }
-    napped_run(id, record_step(&format!("chaos:wf:{wf}"), CHAOS_RUNS, step, id)).await?;
+    let list = format!("{prefix}wf:{wf}");
+    napped_run(id, record_step(&list, &format!("{prefix}runs"), step, id)).await?;
     Ok(id)
 }
 
