@@ -9,7 +9,8 @@
 //! limit, each above what the machine achieves: the cost of flow control's bookkeeping);
 //! `single-floor` (Gator's awaited dispatch against bare sockets doing the same push); `soak`
 //! (N jobs through a worker in a steady stream, with Redis's memory sampled: finished jobs'
-//! status records are bounded by the retention).
+//! status records are bounded by the retention); `workflow` (N steps of three-step workflows
+//! against N plain jobs, dispatched and run: the overhead of a workflow step).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -23,6 +24,7 @@ mod floor;
 mod measure;
 mod modes;
 mod soak;
+mod workflow;
 
 use std::process::ExitCode;
 

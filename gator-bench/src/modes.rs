@@ -116,6 +116,7 @@ pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "latency-worker" => latency_worker(n).await,
         "backlog" => backlog(n).await,
         "soak" => crate::soak::soak(n).await,
+        "workflow" => crate::workflow::workflow(n).await,
         other => bail!("unknown mode {other:?}"),
     }
 }
@@ -234,7 +235,7 @@ impl RunningWorker {
     }
 }
 
-fn start_worker() -> RunningWorker {
+pub(crate) fn start_worker() -> RunningWorker {
     start_worker_with(|_| {})
 }
 

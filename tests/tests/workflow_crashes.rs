@@ -181,7 +181,7 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
     let jid = PayloadDocument::parse(&job.raw).unwrap().jid().to_owned();
     // The report reached the workflow (`wf_report.lua`) and the process died before it pushed
     // the child it released.
-    let reported: i64 = scripts::WF_REPORT
+    let reported: Vec<String> = scripts::WF_REPORT
         .key(&wf)
         .key(&push)
         .key(&pushing)
@@ -193,7 +193,11 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
         .invoke_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(reported, 1);
+    assert_eq!(
+        reported.len(),
+        2,
+        "it returns the child it released: {reported:?}"
+    );
     assert_eq!(
         redis.cli(&["HLEN", &push]),
         "1",
@@ -250,7 +254,7 @@ async fn a_workflow_stored_by_a_dispatcher_that_died_is_started_by_recovery() {
         id: id.to_owned(),
         parents: Vec::new(),
     });
-    let created: i64 = scripts::WF_CREATE
+    let created: Vec<String> = scripts::WF_CREATE
         .key(keys.workflow(home, uuid))
         .key(keys.workflow_push(home, uuid))
         .key(keys.workflows_pushing(home))
@@ -264,7 +268,11 @@ async fn a_workflow_stored_by_a_dispatcher_that_died_is_started_by_recovery() {
         .invoke_async(&mut conn)
         .await
         .unwrap();
-    assert_eq!(created, 1);
+    assert_eq!(
+        created,
+        [payload.jid.clone(), payload.to_json()],
+        "the step to push"
+    );
     assert_eq!(queued(&redis, "wx"), "0");
 
     let worker = TestWorker::start(&redis.url(), Some("wx"), 2);

@@ -115,8 +115,8 @@ pub async fn create(
             .arg(parents)
             .arg(step.payload.to_json());
     }
-    invocation.invoke_async::<i64>(conn).await?;
-    push_pending(conn, keys, id, wait).await
+    let released: Vec<(String, String)> = invocation.invoke_async(conn).await?;
+    push_released(conn, keys, id, released, wait).await
 }
 
 /// Adds `step` to workflow `id`, after the steps `parents` (`wf_add.lua`), and pushes it to its
@@ -136,7 +136,7 @@ pub async fn add(
         .as_ref()
         .map(|link| link.parents.clone())
         .unwrap_or_default();
-    scripts::WF_ADD
+    let released: Vec<(String, String)> = scripts::WF_ADD
         .key(wf)
         .key(push)
         .key(pushing)
@@ -145,9 +145,9 @@ pub async fn add(
         .arg(&step.record)
         .arg(serde_json::to_string(&parents)?)
         .arg(step.payload.to_json())
-        .invoke_async::<i64>(conn)
+        .invoke_async(conn)
         .await?;
-    push_pending(conn, keys, id, wait).await
+    push_released(conn, keys, id, released, wait).await
 }
 
 /// Records the end of a step in its workflow (`wf_report.lua`), then pushes the children it
@@ -159,7 +159,7 @@ pub async fn report(
     wait: Option<&ReplicaWait>,
 ) -> Result<()> {
     let [wf, push, pushing] = script_keys(keys, &report.wf)?;
-    scripts::WF_REPORT
+    let released: Vec<(String, String)> = scripts::WF_REPORT
         .key(wf)
         .key(push)
         .key(pushing)
@@ -168,23 +168,40 @@ pub async fn report(
         .arg(&report.end)
         .arg(report.result.as_ref().map_or("", |r| r.get()))
         .arg(report.ret)
-        .invoke_async::<i64>(conn)
+        .invoke_async(conn)
         .await?;
-    push_pending(conn, keys, &report.wf, wait).await
+    push_released(conn, keys, &report.wf, released, wait).await
 }
 
-/// Pushes every released step of workflow `id` to its queue: `chain_push.lua` in the step's
-/// queue's slot (a no-op if pushed before), then, once it is there (and on the replicas, with
-/// `wait`), `wf_pushed.lua` in the home slot.
+/// Pushes every released step of workflow `id` to its queue (what its push hash holds).
 pub async fn push_pending(
     conn: &mut Connection,
     keys: &Keys,
     id: &str,
     wait: Option<&ReplicaWait>,
 ) -> Result<()> {
+    let [_, push_key, _] = script_keys(keys, id)?;
+    let released: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(&push_key)
+        .query_async(conn)
+        .await?;
+    push_released(conn, keys, id, released, wait).await
+}
+
+/// Pushes `released` steps (jid, payload) of workflow `id` to their queues: `chain_push.lua` in
+/// the step's queue's slot (a no-op if pushed before), then, once it is there (and on the
+/// replicas, with `wait`), `wf_pushed.lua` in the home slot takes it out of the push hash.
+async fn push_released(
+    conn: &mut Connection,
+    keys: &Keys,
+    id: &str,
+    released: Vec<(String, String)>,
+    wait: Option<&ReplicaWait>,
+) -> Result<()> {
+    if released.is_empty() {
+        return Ok(());
+    }
     let [_, push, pushing] = script_keys(keys, id)?;
-    let released: HashMap<String, String> =
-        redis::cmd("HGETALL").arg(&push).query_async(conn).await?;
     for (jid, payload) in released {
         #[derive(Deserialize)]
         struct Queue {

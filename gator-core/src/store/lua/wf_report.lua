@@ -17,19 +17,20 @@
 -- ARGV[3]  `done` or `dead`
 -- ARGV[4]  its result as JSON ('' for none)
 -- ARGV[5]  how long (ms) a finished workflow is kept
--- Returns  1 if recorded; 0 if counted before, or the workflow is gone (finished and expired)
+-- Returns  the push hash: jid, payload, ... (the steps to push now: those it released, and any
+--          a crash left); empty if the workflow is gone (finished and expired)
 -- @wf_lib
 local wf, push, pushing, id, jid = KEYS[1], KEYS[2], KEYS[3], ARGV[1], ARGV[2]
 local ttl = tonumber(ARGV[5])
 local state = redis.call('HGET', wf, 'st:' .. jid)
 if not state or state == 'done' or state == 'continued' then
-  return 0
+  return redis.call('HGETALL', push)
 end
 if ARGV[3] == 'done' then
   if ARGV[4] ~= '' then redis.call('HSET', wf, 'r:' .. jid, ARGV[4]) end
   redis.call('HSET', wf, 'st:' .. jid, 'done')
   count(wf, push, pushing, id, jid, ttl)
-  return 1
+  return redis.call('HGETALL', push)
 end
 local ok, record = pcall(cjson.decode, redis.call('HGET', wf, 's:' .. jid) or '')
 local policy = ok and type(record) == 'table' and record['policy'] or 'halt'
@@ -46,4 +47,4 @@ elseif policy == 'fail' then
 else
   redis.call('HSET', wf, 'st:' .. jid, 'dead')
 end
-return 1
+return redis.call('HGETALL', push)
