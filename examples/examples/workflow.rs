@@ -21,7 +21,10 @@ async fn fetch_order(order: u64) -> Result<u64, JobError> {
 async fn charge_card(ctx: Context, order: u64) -> Result<String, JobError> {
     let total: Option<u64> = ctx.parent_result(FetchOrder::NAME)?;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    Ok(format!("charged {} cents for order {order}", total.unwrap_or(0)))
+    Ok(format!(
+        "charged {} cents for order {order}",
+        total.unwrap_or(0)
+    ))
 }
 
 #[job(queue = "stock")]
@@ -33,13 +36,18 @@ async fn reserve_stock(order: u64) -> Result<String, JobError> {
 /// The email may fail without holding the order up: its step continues on failure.
 #[job(queue = "mail", retries = 0)]
 async fn email_buyer(order: u64) -> Result<String, JobError> {
-    Err(JobError::new(format!("the mail server refused order {order}'s email")))
+    Err(JobError::new(format!(
+        "the mail server refused order {order}'s email"
+    )))
 }
 
 #[job(queue = "orders")]
 async fn ship(ctx: Context, order: u64) -> Result<(), JobError> {
     let done: Vec<String> = ctx.parent_results()?;
-    println!("  ship: order {order} after {} parents: {done:?}", ctx.parents().len());
+    println!(
+        "  ship: order {order} after {} parents: {done:?}",
+        ctx.parents().len()
+    );
     Ok(())
 }
 

@@ -105,6 +105,13 @@ pub enum Error {
     /// A chain with no step was dispatched.
     #[error("a chain needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyChain,
+    /// [`crate::Client::cancel`] found job `jid` in a new state each of the many times it
+    /// tried to remove it.
+    #[error("job {jid} kept moving while it was being cancelled; try again")]
+    CancelRaced {
+        /// The job's jid.
+        jid: String,
+    },
     /// A workflow with no step was dispatched.
     #[error("a workflow needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyWorkflow,

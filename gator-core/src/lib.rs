@@ -26,6 +26,7 @@
 //! `docs/wire-format.md` so that other languages can enqueue and inspect.
 
 pub mod admin;
+pub mod cancel;
 pub mod chain;
 pub mod client;
 pub mod connection;
@@ -44,6 +45,7 @@ pub mod status;
 pub mod store;
 pub mod workflow;
 
+pub use cancel::Cancellation;
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};
 pub use connection::Connection;

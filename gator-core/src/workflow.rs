@@ -2,7 +2,7 @@
 //! the stage before it has succeeded; its steps run in parallel, on any queues.
 //!
 //! ```no_run
-//! # use gator_core::{job, Context, JobError, workflow::Workflow};
+//! # use gator_core::{job, Context, JobError, workflow::{Step, Workflow}};
 //! # #[job] async fn fetch_order(id: u64) -> Result<u64, JobError> { Ok(id) }
 //! # #[job(queue = "mail")] async fn email_buyer(id: u64) {}
 //! # #[job] async fn charge_card(id: u64) {}
@@ -11,7 +11,7 @@
 //! # async fn demo() -> gator_core::Result<()> {
 //! let id = Workflow::new()
 //!     .then(FetchOrder::call(7))
-//!     .then_all([ChargeCard::call(7), ReserveStock::call(7)])
+//!     .then_all([Step::new(ChargeCard::call(7)), Step::new(ReserveStock::call(7))])
 //!     .then(Ship::call(7))
 //!     .dispatch()
 //!     .await?;
@@ -19,8 +19,9 @@
 //! ```
 //!
 //! `ship` runs after `charge_card` and `reserve_stock` have both succeeded, and reads their
-//! results through its [`Context`](crate::Context) ([`Context::parent_result`]). Steps of
-//! different types go in one stage as [`Step`]s: `then_all([Step::new(a), Step::new(b)])`.
+//! results through its [`Context`](crate::Context) ([`Context::parent_result`]). Steps of one
+//! type go in a stage as they are (`then_all([A::call(1), A::call(2)])`); steps of different
+//! types as [`Step`]s, as above.
 //!
 //! **When a step dies** its policy ([`OnFailure`]) decides: halt the workflow there (the
 //! default: the steps after it wait, and retrying it from the dead set resumes the workflow),
@@ -165,6 +166,8 @@ pub enum WorkflowState {
     Done,
     /// A step died with [`OnFailure::Fail`]; the steps that were waiting are cancelled.
     Failed,
+    /// Cancelled ([`Client::cancel_workflow`]): its steps that had not finished were cancelled.
+    Cancelled,
 }
 
 /// Where one step of a workflow is.
@@ -335,12 +338,13 @@ impl Client {
                 (jid, status)
             })
             .collect();
-        let halted = steps
-            .iter()
-            .any(|(jid, step)| state_of(jid) == Some("dead") && step.policy == OnFailure::Halt);
+        let halted = steps.iter().any(|(jid, step)| {
+            matches!(state_of(jid), Some("dead" | "cancelled")) && step.policy == OnFailure::Halt
+        });
         let state = match fields.get("state").map(String::as_str) {
             Some("done") => WorkflowState::Done,
             Some("failed") => WorkflowState::Failed,
+            Some("cancelled") => WorkflowState::Cancelled,
             _ if halted => WorkflowState::Halted,
             _ => WorkflowState::Running,
         };

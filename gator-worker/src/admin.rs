@@ -171,6 +171,19 @@ pub enum AdminError {
         /// `queue "q"` or `any known queue`.
         scope: String,
     },
+    /// No job with that jid in any known queue (never dispatched, deleted, or finished longer
+    /// ago than the retention).
+    #[error("no job {jid:?} in any known queue")]
+    UnknownJob {
+        /// The jid asked for.
+        jid: String,
+    },
+    /// The job cannot be cancelled: it has finished.
+    #[error("{reason}")]
+    NotCancellable {
+        /// Why.
+        reason: String,
+    },
     /// The entry exists but no worker could run it.
     #[error(
         "job {jid:?} in the {kind} set of queue {queue:?} is not a payload a worker could run, \

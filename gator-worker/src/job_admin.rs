@@ -1,5 +1,5 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
-//! (`gator_core::store::status`).
+//! (`gator_core::store::status`); `gator-worker job cancel JID` (`Client::cancel`).
 
 use crate::admin::AdminError;
 use clap::Subcommand;
@@ -22,6 +22,16 @@ pub enum JobAction {
         #[arg(long)]
         json: bool,
     },
+    /// Cancels a job: removes it if it waits (queued, scheduled, retrying), or has the worker
+    /// running it stop it (its `ctx.cancelled()` fires within a second). A cancelled job is
+    /// never retried. Exits with an error if the job is unknown or already finished.
+    Cancel {
+        /// The job's jid.
+        jid: String,
+        /// Print one JSON object instead of a line.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs `action`, writing what it found to `out`.
@@ -30,7 +40,10 @@ pub async fn run(
     action: JobAction,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
-    let JobAction::Show { jid, json } = action;
+    let (jid, json) = match action {
+        JobAction::Show { jid, json } => (jid, json),
+        JobAction::Cancel { jid, json } => return cancel(client, &jid, json, out).await,
+    };
     let details = client.job_details(&jid).await?;
     let (queue, status, result) = match details {
         Some(d) => (Some(d.queue), d.status, d.result),
@@ -84,6 +97,7 @@ pub async fn run(
                 .unwrap_or(serde_json::Value::Null);
             fields.push(("result", value));
         }
+        JobStatus::Cancelled { at } => fields.push(("cancelled", time(*at).into())),
         JobStatus::Queued | JobStatus::Unknown => {}
     }
     if json {
@@ -98,6 +112,43 @@ pub async fn run(
             };
             writeln!(out, "{name:<9} {text}")?;
         }
+    }
+    Ok(())
+}
+
+/// `job cancel`: what [`Client::cancel`] did, as a line or a JSON object.
+async fn cancel(
+    client: &Client,
+    jid: &str,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    use gator_core::Cancellation;
+    let (outcome, line) = match client.cancel(jid).await? {
+        Cancellation::Removed => ("removed", format!("cancelled {jid}: it will not run")),
+        Cancellation::Stopping => (
+            "stopping",
+            format!("cancelled {jid}: the worker running it stops it within a second"),
+        ),
+        Cancellation::Finished(status) => {
+            return Err(AdminError::NotCancellable {
+                reason: format!("job {jid} has already finished: it is {}", status.name()),
+            });
+        }
+        Cancellation::Unknown => {
+            return Err(AdminError::UnknownJob {
+                jid: jid.to_owned(),
+            });
+        }
+    };
+    if json {
+        writeln!(
+            out,
+            "{}",
+            serde_json::json!({ "jid": jid, "cancelled": outcome })
+        )?;
+    } else {
+        writeln!(out, "{line}")?;
     }
     Ok(())
 }

@@ -172,6 +172,9 @@ impl Worker {
         // The heartbeat outlives the processors: their jobs stay leased until put back.
         let heartbeat_stop = CancellationToken::new();
         let heartbeat_task = tokio::spawn(heartbeat.clone().run(heartbeat_stop.clone()));
+        // Read until the heartbeat stops: a job cancelled while shutdown waits for it is told.
+        let cancels = crate::cancellation::Cancels::new(client.clone(), leases.clone());
+        let cancels_task = tokio::spawn(cancels.clone().run(heartbeat_stop.clone()));
         tracker.spawn(recovery.clone().run(stop.clone(), first_pass));
         let deadline = CancellationToken::new();
         for id in 0..config.concurrency {
@@ -187,6 +190,7 @@ impl Worker {
                 clock: clock.clone(),
                 states: states.clone(),
                 deadline: deadline.clone(),
+                cancels: cancels.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }
@@ -221,6 +225,7 @@ impl Worker {
         let complete = recovery.put_back_own(fetches_done, finished).await;
         heartbeat_stop.cancel();
         let _ = heartbeat_task.await;
+        let _ = cancels_task.await;
         if complete {
             heartbeat.deregister().await;
         }

@@ -115,6 +115,7 @@
 pub mod admin;
 pub mod admission;
 pub mod builder;
+pub mod cancellation;
 pub mod clock;
 pub mod config;
 pub mod fetcher;

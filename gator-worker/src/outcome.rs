@@ -40,6 +40,13 @@ pub enum Outcome {
         /// How long until its next window opens.
         delay: Duration,
     },
+    /// Its cancellation was asked for (`Client::cancel`): recorded cancelled, never retried.
+    Cancelled {
+        /// Its jid.
+        jid: String,
+        /// A workflow step's report of its end.
+        handoff: Option<String>,
+    },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
     Dead {
         /// The dead-set entry.

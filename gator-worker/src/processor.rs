@@ -61,6 +61,8 @@ pub struct Processor {
     pub states: StateMap,
     /// Cancelled when the worker's shutdown deadline comes: every running job's context is.
     pub deadline: CancellationToken,
+    /// The jobs whose cancellation was asked for.
+    pub cancels: Arc<crate::cancellation::Cancels>,
 }
 
 impl Processor {
@@ -157,7 +159,13 @@ impl Processor {
         let classify = |failure: Failure<'_>, policy: Policy| {
             outcome::classify(doc, failure, policy, attempt, &self.clock)
         };
-        // 0. Its time windows: a job whose window closed while it waited goes to the next.
+        // 0. Cancelled before it started (parked on a controlled queue, or fetched as the cancel
+        //    came): settled as such, without running.
+        if self.cancels.is_marked(doc.jid()) {
+            info!("job cancelled before it started");
+            return self.cancelled(doc);
+        }
+        // Its time windows: a job whose window closed while it waited goes to the next.
         if let Some(outcome) = self.outside_window(doc).await {
             return outcome;
         }
@@ -189,7 +197,15 @@ impl Processor {
         let result = self
             .run_marked(doc, job, execution, registration.timeout, &ctx)
             .await;
-        // 4. Classify: done, or a failure to retry or bury.
+        // 4. Classify: cancelled, done, or a failure to retry or bury.
+        if ctx.is_cancel_requested() {
+            info!(
+                duration_ms = outcome::elapsed_ms(attempt.started),
+                outcome = "cancelled",
+                "job cancelled"
+            );
+            return self.cancelled(doc);
+        }
         match result {
             Ok(result) => {
                 info!(
@@ -235,6 +251,9 @@ impl Processor {
             result = &mut body => return result,
             () = tokio::time::sleep(MARK_RUNNING_AFTER) => {}
         }
+        // From here on it can be cancelled while it runs (a shorter job reads `queued`, and a
+        // cancel marks it for its start).
+        let _running = self.cancels.running(doc.jid(), ctx);
         let mut conn = self.client.connection();
         let fetched = &job.fetched;
         let mark = gator_core::store::status::mark_running(
@@ -298,6 +317,19 @@ impl Processor {
             chain_id: doc.chain().map(|link| link.id),
         };
         Context::new(info, self.states.clone(), self.deadline.clone())
+    }
+
+    /// The outcome of a job whose cancellation was asked for.
+    fn cancelled(&self, doc: &PayloadDocument<'_>) -> Outcome {
+        let retention = self.kept.retention;
+        Outcome::Cancelled {
+            jid: doc.jid().to_owned(),
+            handoff: gator_core::store::inflight::handoff_on_end(
+                doc.text(),
+                "cancelled",
+                retention,
+            ),
+        }
     }
 
     /// `ctx` with its workflow and its parents' results, for a workflow step (one `HMGET` in

@@ -115,6 +115,24 @@ async fn try_write(
         Outcome::Reschedule { delay } => inflight::reschedule(&mut conn, keys, job, *delay)
             .await
             .map(|due| due.is_some()),
+        Outcome::Cancelled { jid, handoff } => {
+            let settled = gator_core::store::cancel::settle(
+                &mut conn,
+                keys,
+                job,
+                jid,
+                retention,
+                handoff.as_deref(),
+            )
+            .await?;
+            if let (true, Some(record)) = (settled, handoff)
+                && let Err(e) =
+                    chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+            {
+                warn!(queue = %job.queue, error = %e, "could not report a workflow step's end to its workflow yet; the next drain of the outbox will");
+            }
+            Ok(settled)
+        }
         Outcome::Dead { entry } => {
             let handoff = inflight::handoff_on_death(entry, retention);
             let killed =

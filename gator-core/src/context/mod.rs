@@ -47,6 +47,8 @@ struct Inner {
     deadline: CancellationToken,
     /// For a workflow step: the workflow id and the step's parents.
     workflow: Option<(String, Vec<crate::workflow::Parent>)>,
+    /// Set when the job's cancellation was asked for ([`crate::Client::cancel`]).
+    cancel_requested: std::sync::atomic::AtomicBool,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -80,6 +82,7 @@ impl Context {
                 attempt: CancellationToken::new(),
                 deadline,
                 workflow: None,
+                cancel_requested: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -93,6 +96,7 @@ impl Context {
             attempt: shared.attempt.clone(),
             deadline: shared.deadline.clone(),
             workflow: None,
+            cancel_requested: std::sync::atomic::AtomicBool::new(shared.is_cancel_requested()),
         });
         inner.workflow = Some((id, parents));
         Context {
@@ -163,7 +167,8 @@ impl Context {
         self.inner.states.get::<T>()
     }
 
-    /// Whether this attempt should stop: its timeout passed, or the worker's shutdown deadline
+    /// Whether this attempt should stop: its timeout passed, the job was cancelled
+    /// ([`crate::Client::cancel`]), or the worker's shutdown deadline
     /// came. A sync job checks it between units of work.
     pub fn is_cancelled(&self) -> bool {
         self.inner.attempt.is_cancelled() || self.inner.deadline.is_cancelled()
@@ -182,6 +187,29 @@ impl Context {
     /// true. The worker calls it when the attempt's timeout passes.
     pub fn cancel(&self) {
         self.inner.attempt.cancel();
+    }
+
+    /// Cancels the job itself, as [`crate::Client::cancel`] asked: [`Context::cancelled`]
+    /// resolves, and whatever the job returns, its worker records it cancelled and never
+    /// retries it. The worker calls it within a second of the request.
+    pub fn request_cancel(&self) {
+        self.inner
+            .cancel_requested
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.inner.attempt.cancel();
+    }
+
+    /// Whether the job's cancellation was asked for ([`Context::request_cancel`]), as opposed
+    /// to its attempt timing out or the worker shutting down.
+    pub fn is_cancel_requested(&self) -> bool {
+        self.inner.is_cancel_requested()
+    }
+}
+
+impl Inner {
+    fn is_cancel_requested(&self) -> bool {
+        self.cancel_requested
+            .load(std::sync::atomic::Ordering::Acquire)
     }
 }
 

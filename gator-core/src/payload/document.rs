@@ -90,6 +90,11 @@ impl<'a> PayloadDocument<'a> {
         })
     }
 
+    /// The payload's whole text, as stored.
+    pub fn text(&self) -> &str {
+        self.text
+    }
+
     /// The job id.
     pub fn jid(&self) -> &str {
         &self.jid

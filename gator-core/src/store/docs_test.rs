@@ -28,6 +28,7 @@ fn every_key_is_documented_in_the_wire_format() {
         k.workflow(q, "<uuid>"),
         k.workflow_push(q, "<uuid>"),
         k.workflows_pushing(q),
+        k.cancelling(q),
         k.flow_queues(),
         k.flow(q),
         k.held(q, "<parking key>"),

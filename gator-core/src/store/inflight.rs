@@ -178,12 +178,18 @@ pub fn handoff_on_success(
 /// The outbox record a death writes: for a workflow step (its dead-set `entry` still carries
 /// its link), its [`super::workflow::Report`]; `None` for any other job.
 pub fn handoff_on_death(entry: &str, retention: std::time::Duration) -> Option<String> {
-    let doc = crate::payload::PayloadDocument::parse(entry.as_bytes()).ok()?;
+    handoff_on_end(entry, "dead", retention)
+}
+
+/// The outbox record of a workflow step that ended otherwise than by success (`end`: `dead`
+/// or `cancelled`); `None` for any other job.
+pub fn handoff_on_end(payload: &str, end: &str, retention: std::time::Duration) -> Option<String> {
+    let doc = crate::payload::PayloadDocument::parse(payload.as_bytes()).ok()?;
     let link = doc.workflow()?;
     let report = super::workflow::Report {
         wf: link.id,
         jid: doc.jid().to_owned(),
-        end: "dead".to_owned(),
+        end: end.to_owned(),
         result: None,
         ret: super::status::retention_ms(retention),
     };

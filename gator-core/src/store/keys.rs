@@ -234,6 +234,13 @@ impl Keys {
         self.of_queue(home, "wfpushing", "")
     }
 
+    /// SET of the jids of `queue` whose cancellation was asked for while they ran (or, on a
+    /// controlled queue, while they were parked): every worker reads it each
+    /// `CANCEL_POLL` and stops them; a job leaves it when its cancellation is settled.
+    pub fn cancelling(&self, queue: &str) -> String {
+        self.of_queue(queue, "cancelling", "")
+    }
+
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
         self.of_queue(queue, "dead", "")

@@ -2,6 +2,7 @@
 //! returns typed results; callers never spell a key or a command.
 
 pub mod admit;
+pub mod cancel;
 pub mod chain;
 pub mod dead;
 pub mod flow;

@@ -80,6 +80,12 @@ scripts! {
     WF_PUSHED => "wf_pushed.lua";
     /// `lua/wf_add.lua`: add a step to a running workflow.
     WF_ADD => "wf_add.lua";
+    /// `lua/wf_cancel.lua`: cancel a running workflow's steps that have not started.
+    WF_CANCEL => "wf_cancel.lua";
+    /// `lua/cancel.lua`: cancel a waiting job, or mark a running one for its worker to stop.
+    CANCEL => "cancel.lua";
+    /// `lua/cancelled.lua`: settle a job whose cancellation was asked for.
+    CANCELLED => "cancelled.lua";
     /// `lua/retry.lua`: settle a failure that runs again later.
     RETRY => "retry.lua";
     /// `lua/kill.lua`: settle a job into the dead set and trim it.

@@ -65,6 +65,12 @@ pub enum JobStatus {
         /// The attempts it took (1 if the first run succeeded).
         attempts: u32,
     },
+    /// Cancelled ([`crate::Client::cancel`]): removed before it ran, or stopped while it ran.
+    /// It will not run again.
+    Cancelled {
+        /// When it was cancelled (Redis time).
+        at: SystemTime,
+    },
     /// No record: never dispatched, deleted, or finished longer ago than the retention.
     Unknown,
 }
@@ -79,13 +85,17 @@ impl JobStatus {
             JobStatus::Retrying { .. } => "retrying",
             JobStatus::Dead { .. } => "dead",
             JobStatus::Done { .. } => "done",
+            JobStatus::Cancelled { .. } => "cancelled",
             JobStatus::Unknown => "unknown",
         }
     }
 
-    /// Whether the job will not change state again by itself (done or dead).
+    /// Whether the job will not change state again by itself (done, dead or cancelled).
     pub fn is_final(&self) -> bool {
-        matches!(self, JobStatus::Done { .. } | JobStatus::Dead { .. })
+        matches!(
+            self,
+            JobStatus::Done { .. } | JobStatus::Dead { .. } | JobStatus::Cancelled { .. }
+        )
     }
 }
 
@@ -128,6 +138,7 @@ impl Record {
                 attempts: count,
                 error: tail.to_owned(),
             },
+            ("cancelled", Some(at)) => JobStatus::Cancelled { at },
             ("done", Some(finished_at)) => {
                 result = (!tail.is_empty()).then(|| tail.to_owned());
                 JobStatus::Done {

@@ -263,6 +263,25 @@ pub async fn drain_pushing(
     Ok(ids.len())
 }
 
+/// Cancels workflow `id` (`wf_cancel.lua`): its waiting and unpushed steps; returns its steps
+/// already on their queues, `(jid, queue)`, for the caller to cancel one by one.
+pub async fn cancel(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    id: &str,
+    retention: std::time::Duration,
+) -> Result<Vec<(String, String)>> {
+    let [wf, push, pushing] = script_keys(keys, id)?;
+    Ok(scripts::WF_CANCEL
+        .key(wf)
+        .key(push)
+        .key(pushing)
+        .arg(id)
+        .arg(super::status::retention_ms(retention))
+        .invoke_async(conn)
+        .await?)
+}
+
 /// Everything workflow `id`'s hash holds (empty if it is unknown or expired).
 pub async fn read(
     conn: &mut impl ConnectionLike,

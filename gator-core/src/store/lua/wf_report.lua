@@ -14,7 +14,7 @@
 -- KEYS[3]  SET   gator:{<home>}:wfpushing
 -- ARGV[1]  the workflow id
 -- ARGV[2]  the step's jid
--- ARGV[3]  `done` or `dead`
+-- ARGV[3]  `done`, `dead` or `cancelled` (a cancelled step is under its policy as a dead one)
 -- ARGV[4]  its result as JSON ('' for none)
 -- ARGV[5]  how long (ms) a finished workflow is kept
 -- Returns  the push hash: jid, payload, ... (the steps to push now: those it released, and any
@@ -32,19 +32,21 @@ if ARGV[3] == 'done' then
   count(wf, push, pushing, id, jid, ttl)
   return redis.call('HGETALL', push)
 end
+-- Dead or cancelled: the step's policy decides.
+local ended = ARGV[3] == 'cancelled' and 'cancelled' or 'dead'
 local ok, record = pcall(cjson.decode, redis.call('HGET', wf, 's:' .. jid) or '')
 local policy = ok and type(record) == 'table' and record['policy'] or 'halt'
 if policy == 'continue' then
   redis.call('HSET', wf, 'st:' .. jid, 'continued')
   count(wf, push, pushing, id, jid, ttl)
 elseif policy == 'fail' then
-  redis.call('HSET', wf, 'st:' .. jid, 'dead')
+  redis.call('HSET', wf, 'st:' .. jid, ended)
   if redis.call('HGET', wf, 'state') == 'running' then
     cancel_waiting(wf)
     redis.call('HSET', wf, 'state', 'failed', 'ended', now_ms())
     redis.call('PEXPIRE', wf, ttl)
   end
 else
-  redis.call('HSET', wf, 'st:' .. jid, 'dead')
+  redis.call('HSET', wf, 'st:' .. jid, ended)
 end
 return redis.call('HGETALL', push)

@@ -1,0 +1,170 @@
+//! Cancellation in Redis (`cancel.lua`, `cancelled.lua`). A job waiting in its queue's list
+//! or its scheduled or retry set is found by jid (a scan from the client: the list in pages of
+//! [`PAGE`], the set with `ZSCAN`), then removed and recorded cancelled in one script, only if
+//! it is still there. A running job, or one parked on a controlled queue, is marked in the
+//! queue's cancelling set: every worker reads the sets of its queues each [`CANCEL_POLL`]
+//! (one `SMEMBERS` per queue in one pipeline, whatever the number of jobs), stops the jobs it
+//! runs that are marked and settles any marked job it fetches without running it.
+
+use crate::error::Result;
+use crate::store::inflight::Fetched;
+use crate::store::keys::Keys;
+use crate::store::scripts;
+use crate::store::sets::{self, SetKind};
+use redis::aio::ConnectionLike;
+use std::collections::HashSet;
+use std::time::Duration;
+
+/// How often a worker reads the cancelling sets of its queues: a running job is stopped at
+/// most this long after `Client::cancel` (plus the job's own reaction to `ctx.cancelled()`).
+pub const CANCEL_POLL: Duration = Duration::from_millis(500);
+
+/// The list is read in pages of this many payloads when looking for a queued job.
+pub const PAGE: isize = 1000;
+
+/// The payload of `jid` in `queue`'s list, if it is there: read page by page from the head
+/// (`LRANGE`), so Redis is never blocked for long, at the cost of one round trip per page.
+pub async fn find_queued(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    jid: &str,
+) -> Result<Option<String>> {
+    let key = keys.queue(queue);
+    let mut start = 0;
+    loop {
+        let page: Vec<String> = redis::cmd("LRANGE")
+            .arg(&key)
+            .arg(start)
+            .arg(start + PAGE - 1)
+            .query_async(conn)
+            .await?;
+        if let Some(found) = page
+            .iter()
+            .find(|raw| super::status::jid_of(raw.as_bytes()).as_deref() == Some(jid))
+        {
+            return Ok(Some(found.clone()));
+        }
+        if (page.len() as isize) < PAGE {
+            return Ok(None);
+        }
+        start += PAGE;
+    }
+}
+
+/// The payload of `jid` in `queue`'s scheduled or retry set, if it is there (`ZSCAN`).
+pub async fn find_in_set(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+    jid: &str,
+) -> Result<Option<String>> {
+    Ok(sets::find(conn, keys, kind, queue, jid)
+        .await?
+        .map(|entry| entry.raw))
+}
+
+/// Where a waiting job is, for [`remove`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// In the queue's list.
+    Queued,
+    /// In the scheduled set.
+    Scheduled,
+    /// In the retry set.
+    Retrying,
+}
+
+/// Removes `payload` from where it waits in `queue` and records it cancelled (kept
+/// `retention`), in one script; false if it was no longer there.
+pub async fn remove(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    jid: &str,
+    at: Waiting,
+    payload: &str,
+    retention: Duration,
+) -> Result<bool> {
+    let (container, mode) = match at {
+        Waiting::Queued => (keys.queue(queue), "list"),
+        Waiting::Scheduled => (keys.scheduled(queue), "zset"),
+        Waiting::Retrying => (keys.retry(queue), "zset"),
+    };
+    let removed: i64 = scripts::CANCEL
+        .key(container)
+        .key(keys.cancelling(queue))
+        .key(keys.job(queue, jid))
+        .arg(mode)
+        .arg(payload)
+        .arg(super::status::retention_ms(retention))
+        .invoke_async(conn)
+        .await?;
+    Ok(removed == 1)
+}
+
+/// Marks `jid` of `queue` for its worker to stop (`state` `running`) or not to start (`queued`,
+/// on a controlled queue, where it is recorded cancelled at once), if its status record is
+/// still in `state`; false if it moved on meanwhile.
+pub async fn mark(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    jid: &str,
+    state: &str,
+    retention: Duration,
+) -> Result<bool> {
+    let marked: i64 = scripts::CANCEL
+        .key(keys.queue(queue))
+        .key(keys.cancelling(queue))
+        .key(keys.job(queue, jid))
+        .arg("mark")
+        .arg(jid)
+        .arg(super::status::retention_ms(retention))
+        .arg(state)
+        .invoke_async(conn)
+        .await?;
+    Ok(marked == 1)
+}
+
+/// The jids marked in the cancelling sets of `queues`: one `SMEMBERS` each, in one pipeline.
+pub async fn marked(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queues: &[String],
+) -> Result<HashSet<String>> {
+    if queues.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let mut pipe = redis::pipe();
+    for queue in queues {
+        pipe.cmd("SMEMBERS").arg(keys.cancelling(queue));
+    }
+    let sets: Vec<Vec<String>> = pipe.query_async(conn).await?;
+    Ok(sets.into_iter().flatten().collect())
+}
+
+/// Settles `job` (jid `jid`), whose cancellation was asked for, as cancelled
+/// (`cancelled.lua`), with `handoff` (a workflow step's report) in its queue's outbox; false if
+/// it was no longer in flight.
+pub async fn settle(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    jid: &str,
+    retention: Duration,
+    handoff: Option<&str>,
+) -> Result<bool> {
+    let settled: i64 = scripts::CANCELLED
+        .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.cancelling(&job.queue))
+        .key(keys.outbox(&job.queue))
+        .arg(&job.raw)
+        .arg(jid)
+        .arg(super::status::retention_ms(retention))
+        .arg(handoff.unwrap_or(""))
+        .invoke_async(conn)
+        .await?;
+    Ok(settled == 1)
+}

@@ -1,0 +1,39 @@
+#!lua flags=allow-oom
+-- cancel.lua: cancel a job that has not finished, in the slot of its queue (Client::cancel).
+-- A job waiting in the queue's list or in its scheduled or retry set is removed, if it is
+-- still there, and recorded cancelled in the same step. A job that is running, or parked on a
+-- controlled queue, cannot be removed from here: its jid goes in the queue's cancelling set,
+-- which every worker reads each second; the worker running it (or the next to fetch it) stops
+-- it and records it cancelled (cancelled.lua).
+-- allow-oom: it only removes, and a Redis at maxmemory must still let a job be cancelled.
+--
+-- KEYS[1]  LIST or ZSET  where the job waits: gator:{<queue>}:queue, :scheduled or :retry
+--          (for `mark`, the queue's list)
+-- KEYS[2]  SET     gator:{<queue>}:cancelling
+-- KEYS[3]  STRING  gator:{<queue>}:job:<jid>, its status record
+-- ARGV[1]  `list`, `zset` (remove the payload from KEYS[1]) or `mark` (add the jid to KEYS[2])
+-- ARGV[2]  the payload exactly as stored (`list`, `zset`), or the jid (`mark`)
+-- ARGV[3]  how long (ms) the cancelled record is kept
+-- ARGV[4]  (`mark`) the status the record must still have: `running` or `queued`
+-- Returns  1 if cancelled (or marked); 0 if the job was no longer there, or no longer in that
+--          state (it moved meanwhile: read its status again)
+local mode = ARGV[1]
+if mode == 'list' then
+  local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
+  if redis.call('LREM', KEYS[1], 1, ARGV[2]) == 0 then return 0 end
+elseif mode == 'zset' then
+  local bad = wrong_type(KEYS[1], 'zset') if bad then return bad end
+  if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then return 0 end
+else
+  local bad = wrong_type(KEYS[2], 'set') if bad then return bad end
+  local record = redis.call('GET', KEYS[3])
+  if not record or string.match(record, '^(%S+)') ~= ARGV[4] then return 0 end
+  redis.call('SADD', KEYS[2], ARGV[2])
+  if ARGV[4] == 'queued' then
+    -- Parked: it will not start; the worker that fetches it settles it.
+    redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
+  end
+  return 1
+end
+redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
+return 1

@@ -1,0 +1,30 @@
+#!lua flags=allow-oom
+-- cancelled.lua: settle a job whose cancellation was asked for (its jid is in the queue's
+-- cancelling set): take it out of its process's in-flight list, free the units it held on a
+-- controlled queue, record it cancelled, and take its jid out of the cancelling set, in one
+-- step. It is never retried. Nothing is written if it was no longer in flight (recovered
+-- meanwhile: its recovered copy is settled the same way by the worker that fetches it).
+-- A workflow step's end is also recorded in the queue's outbox, as kill.lua does.
+-- allow-oom: it only removes, and a Redis at maxmemory must still settle jobs.
+--
+-- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- KEYS[2]  SET   gator:{<queue>}:cancelling
+-- KEYS[3]  LIST  gator:{<queue>}:outbox
+-- ARGV[1]  the payload exactly as fetched
+-- ARGV[2]  its jid
+-- ARGV[3]  how long (ms) the cancelled record is kept
+-- ARGV[4]  a workflow step's report of its end, for the outbox; '' for any other job
+-- Returns  1 if settled, 0 if the job was not in flight
+-- @flow_lib
+local bad = wrong_type(KEYS[2], 'set') or wrong_type(KEYS[3], 'list')
+if bad then return bad end
+if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
+  return 0
+end
+free_units(KEYS[1], ARGV[1])
+redis.call('SREM', KEYS[2], ARGV[2])
+set_status(queue_prefix(KEYS[1]), ARGV[1], 'cancelled ' .. now_ms(), tonumber(ARGV[3]))
+if ARGV[4] ~= '' then
+  redis.call('RPUSH', KEYS[3], ARGV[4])
+end
+return 1
