@@ -113,6 +113,35 @@ impl Client {
                         store::cancel::find_in_set(&mut conn, keys, kind, queue, jid).await?;
                     self.remove(queue, jid, at, found).await?
                 }
+                JobStatus::AwaitingReply { key, .. } => {
+                    let Some(waiter) = store::reply::end_wait(&mut conn, keys, &key, jid).await?
+                    else {
+                        // Its reply came, or it timed out, meanwhile: look again.
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    };
+                    let report = store::inflight::handoff_on_end(
+                        &waiter.payload,
+                        "cancelled",
+                        DEFAULT_RETENTION,
+                    )
+                    .unwrap_or_default();
+                    store::cancel::mark_with(
+                        &mut conn,
+                        keys,
+                        queue,
+                        jid,
+                        "awaiting",
+                        DEFAULT_RETENTION,
+                        &report,
+                    )
+                    .await?;
+                    if !report.is_empty() {
+                        let wait = self.replica_wait();
+                        store::chain::drain_outbox(&mut conn, keys, queue, wait).await?;
+                    }
+                    return Ok(Cancellation::Removed);
+                }
                 _ => return Ok(Cancellation::Unknown),
             };
             if cancelled {

@@ -112,6 +112,12 @@ pub enum Error {
         /// The job's jid.
         jid: String,
     },
+    /// A correlation key that is empty or longer than 512 bytes.
+    #[error("a reply's correlation key must be 1 to 512 bytes: {key:?}")]
+    InvalidReplyKey {
+        /// The key (its first 64 characters).
+        key: String,
+    },
     /// A workflow with no step was dispatched.
     #[error("a workflow needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyWorkflow,

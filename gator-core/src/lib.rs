@@ -38,6 +38,7 @@ pub mod job;
 pub mod payload;
 pub mod registry;
 pub mod replication;
+pub mod reply;
 pub mod retry;
 pub mod sentinel;
 pub mod shards;

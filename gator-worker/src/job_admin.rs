@@ -98,6 +98,10 @@ pub async fn run(
             fields.push(("result", value));
         }
         JobStatus::Cancelled { at } => fields.push(("cancelled", time(*at).into())),
+        JobStatus::AwaitingReply { key, deadline } => {
+            fields.push(("key", key.clone().into()));
+            fields.push(("deadline", time(*deadline).into()));
+        }
         JobStatus::Queued | JobStatus::Unknown => {}
     }
     if json {

@@ -99,6 +99,9 @@
 //! | warn | `could not drain the queue's outbox of chain hand-offs; …` | `queue`, `error` |
 //! | warn | `could not report a workflow step's death to its workflow yet; …` | `queue`, `error` |
 //! | warn | `could not push the released steps of the queue's workflows; …` | `queue`, `error` |
+//! | warn | `waits for replies timed out` | `waits` |
+//! | warn | `could not end the waits for replies that timed out; …`, `could not carry replies to their jobs; …` | `error` |
+//! | warn | `could not register a job's wait for its reply yet; …` | `queue`, `error` |
 //! | warn | `this process's lease had expired (…` | `queue`, `process` |
 //! | warn | `job was no longer in flight: …` | `queue` |
 //! | warn | `recovered the in-flight jobs of a dead worker process` | `queue`, `process`, `jobs` |

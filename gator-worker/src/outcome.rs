@@ -40,6 +40,15 @@ pub enum Outcome {
         /// How long until its next window opens.
         delay: Duration,
     },
+    /// It returned having asked to wait for a reply: it leaves its queue waiting for it.
+    AwaitReply {
+        /// Its wait record (`store::reply::WaitRecord`, JSON).
+        record: String,
+        /// The correlation key.
+        key: String,
+        /// How long it waits.
+        timeout: Duration,
+    },
     /// Its cancellation was asked for (`Client::cancel`): recorded cancelled, never retried.
     Cancelled {
         /// Its jid.

@@ -175,8 +175,17 @@ impl Processor {
             return classify(Failure::Run(JobError::new(reason)), Policy::DEFAULT);
         };
         let policy = Policy::of(registration);
+        // Back in its queue because its wait for a reply failed (timed out): that attempt's
+        // failure, under the job's retry policy; not run.
+        if let Some(error) = doc.reply_failure() {
+            return classify(Failure::Run(JobError::new(error)), policy);
+        }
         // 2. Decode the arguments, and give the job its context.
         let ctx = self.context(doc, &job.fetched.queue);
+        let ctx = match doc.reply() {
+            Some(reply) => ctx.with_reply(reply.to_owned()),
+            None => ctx,
+        };
         let ctx = match self.in_workflow(ctx, doc).await {
             Ok(ctx) => ctx,
             Err(e) => {
@@ -205,6 +214,15 @@ impl Processor {
                 "job cancelled"
             );
             return self.cancelled(doc);
+        }
+        // It returned `Ok` having asked to wait for a reply: its attempt ends waiting.
+        if result.is_ok()
+            && let Some(request) = ctx.take_await_reply()
+        {
+            return match self.awaiting(doc, &job.fetched.queue, request) {
+                Ok(outcome) => outcome,
+                Err(error) => classify(Failure::Run(error), policy),
+            };
         }
         match result {
             Ok(result) => {
@@ -317,6 +335,35 @@ impl Processor {
             chain_id: doc.chain().map(|link| link.id),
         };
         Context::new(info, self.states.clone(), self.deadline.clone())
+    }
+
+    /// The outcome of an attempt that ends waiting for a reply.
+    fn awaiting(
+        &self,
+        doc: &PayloadDocument<'_>,
+        queue: &str,
+        request: gator_core::reply::AwaitReply,
+    ) -> Result<Outcome, JobError> {
+        gator_core::reply::validate_key(&request.key).map_err(|e| JobError::new(e.to_string()))?;
+        let then = request
+            .then
+            .transpose()
+            .map_err(|e| JobError::new(format!("the reply's handler job: {e}")))?;
+        info!(key = %request.key, timeout_ms = request.timeout.as_millis() as u64, "job awaits a reply");
+        let record = gator_core::store::reply::WaitRecord {
+            wait: request.key.clone(),
+            jid: doc.jid().to_owned(),
+            queue: queue.to_owned(),
+            timeout_ms: request.timeout.as_millis() as u64,
+            payload: doc.text().to_owned(),
+            then,
+            ret: gator_core::store::status::retention_ms(self.kept.retention),
+        };
+        Ok(Outcome::AwaitReply {
+            record: serde_json::to_string(&record).map_err(|e| JobError::new(e.to_string()))?,
+            key: request.key,
+            timeout: request.timeout,
+        })
     }
 
     /// The outcome of a job whose cancellation was asked for.

@@ -86,6 +86,24 @@ impl Recovery {
         }
     }
 
+    /// Ends the waits for replies whose time ran out, and carries every completion (a reply
+    /// delivered, a wait ended) left in the replies' outbox to its job's queue.
+    async fn replies(&self, conn: &mut gator_core::Connection) {
+        let keys = self.client.keys();
+        match gator_core::store::reply::expire(conn, keys).await {
+            Ok(0) => {}
+            Ok(ended) => warn!(waits = ended, "waits for replies timed out"),
+            Err(e) => {
+                warn!(error = %e, "could not end the waits for replies that timed out; trying again next pass")
+            }
+        }
+        if let Err(e) =
+            gator_core::store::reply::drain(conn, keys, self.client.replica_wait()).await
+        {
+            warn!(error = %e, "could not carry replies to their jobs; trying again next pass");
+        }
+    }
+
     /// One pass over every known and served queue. With `take_over`, also recovers the earlier
     /// processes of this `--worker-id` (done once, at start). A queue that fails (a key of the
     /// wrong type, Redis away) is logged and skipped; the others are still recovered.
@@ -110,6 +128,8 @@ impl Recovery {
         let own = self.fetcher.process();
         let mut conn = self.client.connection();
         let keys = self.client.keys();
+        // Replies: waits whose time ran out, and completions a crash left (one slot for all).
+        self.replies(&mut conn).await;
         for queue in &queues {
             let recovered = match lease::recover(
                 &mut conn,

@@ -115,6 +115,29 @@ async fn try_write(
         Outcome::Reschedule { delay } => inflight::reschedule(&mut conn, keys, job, *delay)
             .await
             .map(|due| due.is_some()),
+        Outcome::AwaitReply {
+            record,
+            key,
+            timeout,
+        } => {
+            let settled: i64 = gator_core::store::scripts::AWAIT
+                .key(keys.inflight(&job.queue, &job.process))
+                .key(keys.outbox(&job.queue))
+                .arg(&job.raw)
+                .arg(record)
+                .arg(key)
+                .arg(timeout.as_millis() as u64)
+                .invoke_async(&mut conn)
+                .await?;
+            // The wait is recorded: registering it now only saves the wait for the next drain.
+            if settled == 1
+                && let Err(e) =
+                    chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+            {
+                warn!(queue = %job.queue, error = %e, "could not register a job's wait for its reply yet; the next drain of the outbox will");
+            }
+            Ok(settled == 1)
+        }
         Outcome::Cancelled { jid, handoff } => {
             let settled = gator_core::store::cancel::settle(
                 &mut conn,

@@ -49,6 +49,10 @@ struct Inner {
     workflow: Option<(String, Vec<crate::workflow::Parent>)>,
     /// Set when the job's cancellation was asked for ([`crate::Client::cancel`]).
     cancel_requested: std::sync::atomic::AtomicBool,
+    /// What `await_reply` asked for, taken by the worker once the job returns.
+    await_reply: std::sync::Mutex<Option<crate::reply::AwaitReply>>,
+    /// For a handler job: the reply it was pushed with (JSON).
+    reply: Option<String>,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -83,6 +87,8 @@ impl Context {
                 deadline,
                 workflow: None,
                 cancel_requested: std::sync::atomic::AtomicBool::new(false),
+                await_reply: std::sync::Mutex::new(None),
+                reply: None,
             }),
         }
     }
@@ -90,18 +96,89 @@ impl Context {
     /// This context for a step of workflow `id` whose parents are `parents` (the worker reads
     /// them from the workflow before the step runs).
     pub fn with_workflow(self, id: String, parents: Vec<crate::workflow::Parent>) -> Context {
+        self.changed(|inner| inner.workflow = Some((id, parents)))
+    }
+
+    /// This context for a handler job pushed with `reply` (JSON): see [`Context::reply`].
+    pub fn with_reply(self, reply: String) -> Context {
+        self.changed(|inner| inner.reply = Some(reply))
+    }
+
+    /// This context with `change` made: in place while no clone of it exists (the worker
+    /// builds it before the job runs), else on a copy.
+    fn changed(self, change: impl FnOnce(&mut Inner)) -> Context {
         let mut inner = Arc::try_unwrap(self.inner).unwrap_or_else(|shared| Inner {
             job: shared.job.clone(),
             states: shared.states.clone(),
             attempt: shared.attempt.clone(),
             deadline: shared.deadline.clone(),
-            workflow: None,
+            workflow: shared.workflow.clone(),
             cancel_requested: std::sync::atomic::AtomicBool::new(shared.is_cancel_requested()),
+            await_reply: std::sync::Mutex::new(None),
+            reply: shared.reply.clone(),
         });
-        inner.workflow = Some((id, parents));
+        change(&mut inner);
         Context {
             inner: Arc::new(inner),
         }
+    }
+
+    /// Ends this attempt waiting for the reply to `key` ([`crate::Client::reply`], from any
+    /// process), for up to `timeout`, once the job returns `Ok`: its processor is freed at
+    /// once, and nothing waits in memory. When the reply comes, the job is done with the reply
+    /// as its result: a chain or workflow goes on (the next step reads it with
+    /// [`Context::parent_result`]). With no reply in time, the job fails with a timeout error
+    /// and its retry policy applies. A job that returns `Err` fails as usual instead.
+    pub fn await_reply(&self, key: impl Into<String>, timeout: std::time::Duration) {
+        self.set_await(crate::reply::AwaitReply::new(key.into(), timeout, None));
+    }
+
+    /// [`Context::await_reply`], and when the reply comes, `handler` is dispatched with it: it
+    /// reads the reply typed with [`Context::reply`]. (An error encoding `handler` fails this
+    /// job when it returns.)
+    pub fn await_reply_then<J: crate::Job>(
+        &self,
+        key: impl Into<String>,
+        timeout: std::time::Duration,
+        handler: crate::PendingJob<J>,
+    ) {
+        let handler = crate::job::encode(handler).map(|e| e.payload.to_json());
+        self.set_await(crate::reply::AwaitReply::new(
+            key.into(),
+            timeout,
+            Some(handler.map_err(|e| e.to_string())),
+        ));
+    }
+
+    fn set_await(&self, request: crate::reply::AwaitReply) {
+        *self
+            .inner
+            .await_reply
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(request);
+    }
+
+    /// What [`Context::await_reply`] asked for, taken (the worker calls it once the job
+    /// returned).
+    pub fn take_await_reply(&self) -> Option<crate::reply::AwaitReply> {
+        self.inner
+            .await_reply
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+    }
+
+    /// For a handler job dispatched by [`Context::await_reply_then`]: the reply, decoded as a
+    /// `T`; `Ok(None)` for any other job, an error if the reply is not a `T`.
+    pub fn reply<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> std::result::Result<Option<T>, crate::JobError> {
+        let Some(json) = &self.inner.reply else {
+            return Ok(None);
+        };
+        serde_json::from_str(json).map(Some).map_err(|e| {
+            crate::JobError::new(format!("the reply is not of the type asked for: {e}"))
+        })
     }
 
     /// The id of the workflow this job is a step of, if it is one.

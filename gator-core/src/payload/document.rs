@@ -38,6 +38,8 @@ pub struct PayloadDocument<'a> {
     attempt: Option<&'a RawValue>,
     chain: Option<&'a RawValue>,
     workflow: Option<&'a RawValue>,
+    reply: Option<&'a RawValue>,
+    reply_failed: Option<&'a RawValue>,
     created_at: Option<&'a RawValue>,
     enqueued_at: Option<&'a RawValue>,
     flow: Option<&'a RawValue>,
@@ -58,6 +60,10 @@ struct Needed<'a> {
     chain: Option<&'a RawValue>,
     #[serde(borrow, default)]
     workflow: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    reply: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    reply_failed: Option<&'a RawValue>,
     #[serde(borrow, default)]
     created_at: Option<&'a RawValue>,
     #[serde(borrow, default)]
@@ -84,6 +90,8 @@ impl<'a> PayloadDocument<'a> {
             attempt: needed.attempt,
             chain: needed.chain,
             workflow: needed.workflow,
+            reply: needed.reply,
+            reply_failed: needed.reply_failed,
             created_at: needed.created_at,
             enqueued_at: needed.enqueued_at,
             flow: needed.flow,
@@ -144,6 +152,24 @@ impl<'a> PayloadDocument<'a> {
     /// The workflow link of a workflow step; `None` if absent or not a link.
     pub fn workflow(&self) -> Option<crate::payload::WorkflowLink> {
         serde_json::from_str(self.workflow?.get()).ok()
+    }
+
+    /// The reply a handler job was pushed with (`ctx.await_reply_then`), as JSON text.
+    pub fn reply(&self) -> Option<&str> {
+        self.reply.map(RawValue::get)
+    }
+
+    /// Why this attempt's wait for a reply failed (it timed out), if the job came back to its
+    /// queue for that: its worker records the failure instead of running it. Marked with the
+    /// attempt it belongs to, so the retry that follows runs.
+    pub fn reply_failure(&self) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Marker {
+            attempt: u32,
+            error: String,
+        }
+        let marker: Marker = serde_json::from_str(self.reply_failed?.get()).ok()?;
+        (marker.attempt == self.attempt()).then_some(marker.error)
     }
 
     /// The payload with `changes` applied (field name, new value as JSON text): changed fields

@@ -115,14 +115,30 @@ pub async fn mark(
     state: &str,
     retention: Duration,
 ) -> Result<bool> {
+    mark_with(conn, keys, queue, jid, state, retention, "").await
+}
+
+/// [`mark`], with `report` (a workflow step's end) for the queue's outbox when `state` is
+/// `awaiting` (the wait, ended by `reply::end_wait`, is recorded cancelled).
+pub async fn mark_with(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    jid: &str,
+    state: &str,
+    retention: Duration,
+    report: &str,
+) -> Result<bool> {
     let marked: i64 = scripts::CANCEL
         .key(keys.queue(queue))
         .key(keys.cancelling(queue))
         .key(keys.job(queue, jid))
+        .key(keys.outbox(queue))
         .arg("mark")
         .arg(jid)
         .arg(super::status::retention_ms(retention))
         .arg(state)
+        .arg(report)
         .invoke_async(conn)
         .await?;
     Ok(marked == 1)

@@ -67,6 +67,12 @@ pub async fn advance(
         if super::workflow::split_id(&report.wf).is_ok() {
             super::workflow::report(conn, keys, &report, wait).await?;
         }
+    } else if let Ok(waiting) = serde_json::from_str::<super::reply::WaitRecord>(record) {
+        // A job's wait for a reply, for the replies' slot (see `store::reply`).
+        let lookback = super::reply::DEFAULT_LOOKBACK;
+        if super::reply::register(conn, keys, &waiting, lookback).await? {
+            super::reply::drain(conn, keys, wait).await?;
+        }
     } else if let Some(ChainLink {
         id,
         list_queue,

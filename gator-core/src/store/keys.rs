@@ -48,6 +48,44 @@ impl Keys {
         &self.namespace
     }
 
+    /// `<namespace>:{replies}:<kind><suffix>`: the replies' keys, all under one hash tag, so
+    /// that a reply finds its waiting job in one script whatever queue it came from.
+    fn of_replies(&self, kind: &str, suffix: &str) -> String {
+        format!("{}:{{replies}}:{kind}{suffix}", self.namespace)
+    }
+
+    /// HASH correlation key → the job waiting for its reply (its wait record, JSON).
+    pub fn reply_waits(&self) -> String {
+        self.of_replies("waits", "")
+    }
+
+    /// ZSET correlation key → when its wait times out (ms, Redis time).
+    pub fn reply_deadlines(&self) -> String {
+        self.of_replies("deadlines", "")
+    }
+
+    /// STRING: a reply to `key` that came before its wait, kept for the lookback window.
+    pub fn reply_early(&self, key: &str) -> String {
+        self.of_replies("early:", key)
+    }
+
+    /// STRING: set when a reply to `key` was delivered (its value the jid it went to), kept
+    /// for the lookback window, so a later reply is known as a duplicate.
+    pub fn reply_seen(&self, key: &str) -> String {
+        self.of_replies("seen:", key)
+    }
+
+    /// LIST of completions (a reply delivered, a wait timed out) still to carry to the waiting
+    /// jobs' queues.
+    pub fn reply_outbox(&self) -> String {
+        self.of_replies("outbox", "")
+    }
+
+    /// HASH of counters: `delivered`, `kept`, `duplicates`, `timeouts`.
+    pub fn reply_stats(&self) -> String {
+        self.of_replies("stats", "")
+    }
+
     /// SET of every queue name a job was ever dispatched to (global).
     pub fn queues(&self) -> String {
         format!("{}:queues", self.namespace)

@@ -11,6 +11,7 @@ pub mod keys;
 pub mod lease;
 pub mod processes;
 pub mod queue;
+pub mod reply;
 pub mod schedule;
 pub mod scripts;
 pub mod sets;

@@ -86,6 +86,16 @@ scripts! {
     CANCEL => "cancel.lua";
     /// `lua/cancelled.lua`: settle a job whose cancellation was asked for.
     CANCELLED => "cancelled.lua";
+    /// `lua/await.lua`: settle an attempt that waits for a reply.
+    AWAIT => "await.lua";
+    /// `lua/reply_wait.lua`: register a wait for a reply, or match one that came first.
+    REPLY_WAIT => "reply_wait.lua";
+    /// `lua/reply.lua`: deliver a reply, keep it for its wait, or drop a duplicate.
+    REPLY => "reply.lua";
+    /// `lua/reply_expire.lua`: end the waits whose time ran out, or a cancelled one.
+    REPLY_EXPIRE => "reply_expire.lua";
+    /// `lua/reply_done.lua`: record a waiting job done with its reply.
+    REPLY_DONE => "reply_done.lua";
     /// `lua/retry.lua`: settle a failure that runs again later.
     RETRY => "retry.lua";
     /// `lua/kill.lua`: settle a job into the dead set and trim it.

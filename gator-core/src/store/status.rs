@@ -65,6 +65,13 @@ pub enum JobStatus {
         /// The attempts it took (1 if the first run succeeded).
         attempts: u32,
     },
+    /// Its attempt ended waiting for the reply to `key` (`ctx.await_reply`), until `deadline`.
+    AwaitingReply {
+        /// The correlation key.
+        key: String,
+        /// When the wait times out (Redis time, as the job's queue's node counts it).
+        deadline: SystemTime,
+    },
     /// Cancelled ([`crate::Client::cancel`]): removed before it ran, or stopped while it ran.
     /// It will not run again.
     Cancelled {
@@ -86,6 +93,7 @@ impl JobStatus {
             JobStatus::Dead { .. } => "dead",
             JobStatus::Done { .. } => "done",
             JobStatus::Cancelled { .. } => "cancelled",
+            JobStatus::AwaitingReply { .. } => "awaiting",
             JobStatus::Unknown => "unknown",
         }
     }
@@ -139,6 +147,11 @@ impl Record {
                 error: tail.to_owned(),
             },
             ("cancelled", Some(at)) => JobStatus::Cancelled { at },
+            // `awaiting <deadline> <key>`: the key is all the rest, spaces and all.
+            ("awaiting", Some(deadline)) => JobStatus::AwaitingReply {
+                key: rest.to_owned(),
+                deadline,
+            },
             ("done", Some(finished_at)) => {
                 result = (!tail.is_empty()).then(|| tail.to_owned());
                 JobStatus::Done {

@@ -14,7 +14,10 @@
 -- ARGV[1]  `list`, `zset` (remove the payload from KEYS[1]) or `mark` (add the jid to KEYS[2])
 -- ARGV[2]  the payload exactly as stored (`list`, `zset`), or the jid (`mark`)
 -- ARGV[3]  how long (ms) the cancelled record is kept
--- ARGV[4]  (`mark`) the status the record must still have: `running` or `queued`
+-- ARGV[4]  (`mark`) the status the record must still have: `running`, `queued`, or
+--          `awaiting` (its wait already ended by reply_expire.lua: only recorded cancelled)
+-- ARGV[5]  (`mark`, `awaiting`) a workflow step's report of its end, for KEYS[4], or ''
+-- KEYS[4]  LIST  gator:{<queue>}:outbox (`mark` only)
 -- Returns  1 if cancelled (or marked); 0 if the job was no longer there, or no longer in that
 --          state (it moved meanwhile: read its status again)
 local mode = ARGV[1]
@@ -28,6 +31,11 @@ else
   local bad = wrong_type(KEYS[2], 'set') if bad then return bad end
   local record = redis.call('GET', KEYS[3])
   if not record or string.match(record, '^(%S+)') ~= ARGV[4] then return 0 end
+  if ARGV[4] == 'awaiting' then
+    redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
+    if ARGV[5] and ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
+    return 1
+  end
   redis.call('SADD', KEYS[2], ARGV[2])
   if ARGV[4] == 'queued' then
     -- Parked: it will not start; the worker that fetches it settles it.
