@@ -10,7 +10,8 @@
 //!    goes silent.
 //! 3. 20,000 jobs: plain, flaky (the first attempt fails), scheduled 2–5 s ahead, 300
 //!    chains of three steps across the queues, 100 workflows of five steps across the queues
-//!    (a root, three in parallel, a fan-in), and about 10 % on `chaos-flow`, a queue under
+//!    (a root, three in parallel, a fan-in), 300 jobs that wait for a reply the test sends during
+//!    the chaos (their handlers count the runs), and about 10 % on `chaos-flow`, a queue under
 //!    flow control (limited, with shares and costs, rate limited, windowed). Every job counts its runs in `chaos:runs`.
 //!    Two poison payloads besides: bytes that are not UTF-8, and arguments whose decoder panics.
 //! 4. Nine events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
@@ -45,6 +46,9 @@ const STEPS: u64 = 3;
 /// Workflows of five steps, each step on another queue: a root, three in parallel, a fan-in.
 const WORKFLOWS: u64 = 100;
 const WF_STEPS: u64 = 5;
+/// Jobs that wait for a reply, which the test sends during the chaos (ids after the
+/// workflows'): each reply's handler counts the run.
+const WAITS: u64 = 300;
 const QUEUES: [&str; 3] = ["chaos-high", "chaos-default", "chaos-low"];
 const QUEUE_SPEC: &str =
     "chaos-high:3,chaos-default:2,chaos-low:1,chaos-flow:2,chaos-wf-0:1,chaos-wf-1:1,chaos-wf-2:1";
@@ -88,6 +92,9 @@ async fn chaos_wide(_id: u64) {}
 #[job(queue = "chaos-default")]
 async fn chaos_wf_step(_wf: u64, _step: u32, _id: u64) {}
 
+#[job(queue = "chaos-wf-0")]
+async fn chaos_ask(_id: u64) {}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "chaos suite: run with cargo test -p gator-tests --test chaos -- --ignored --nocapture"]
 async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() {
@@ -106,12 +113,15 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     let started = Instant::now();
     control_flow_queue(&client(&redis.url()).await).await;
     let workflows = tokio::spawn(dispatch_workflows(client(&redis.url()).await));
+    let replies = tokio::spawn(send_replies(client(&redis.url()).await));
     let mut plan = enqueue(&client(&redis.url()).await, &mut rng).await;
     let poison = enqueue_poison(&redis).await;
     let mut chaos = unleash(&mut redis, &mut fleet, &proxy, &mut rng).await;
     plan.workflows = workflows.await.expect("the workflows' dispatcher");
+    let retried_replies = replies.await.expect("the replier");
     eprintln!(
-        "chaos: {} of {WORKFLOWS} workflows dispatched during the chaos (the others met an outage)",
+        "chaos: {} of {WORKFLOWS} workflows dispatched during the chaos (the others met an outage); \
+         {WAITS} replies sent during it, {retried_replies} of them sent again after an outage",
         plan.workflows.iter().flatten().count()
     );
     let recoveries_ms: Vec<u128> = tokio::time::timeout(
@@ -309,7 +319,12 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
     let (mut plain, mut flaky, mut flaky_ids, mut scheduled) = (vec![], vec![], vec![], 0);
     let mut controlled = vec![];
-    for id in CHAINS * STEPS + WORKFLOWS * WF_STEPS..JOBS {
+    let first_wait = CHAINS * STEPS + WORKFLOWS * WF_STEPS;
+    client
+        .dispatch_many((first_wait..first_wait + WAITS).map(ChaosAsk::call))
+        .await
+        .expect("enqueue the jobs that wait for replies");
+    for id in first_wait + WAITS..JOBS {
         let queue = QUEUES[rng.below(3) as usize];
         match rng.below(10) {
             2 => {
@@ -403,6 +418,24 @@ async fn dispatch_workflows(client: Client) -> Vec<Option<String>> {
         }
     }
     ids
+}
+
+/// Replies to the [`WAITS`] waiting jobs, 20 ms apart from the start of the chaos (some before
+/// their job waits, most after), each sent again until Redis takes it: a reply whose answer
+/// was lost in an outage comes back `Duplicate` or `Kept` the second time, and either is fine.
+/// Returns how many had to be sent again.
+async fn send_replies(client: Client) -> u64 {
+    let first = CHAINS * STEPS + WORKFLOWS * WF_STEPS;
+    let mut again = 0;
+    for id in first..first + WAITS {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let key = format!("chaos:reply:{id}");
+        while client.reply(&key, &id).await.is_err() {
+            again += 1;
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    again
 }
 
 /// The workflows whose dispatch failed during an outage.

@@ -153,6 +153,29 @@ async fn chaos_wf_step(
     wf_step_run(&ctx, "chaos:", wf, step, id).await
 }
 
+/// Chaos suite: waits up to two minutes for the reply to `chaos:reply:<id>`, then
+/// [`chaos_answer`] runs with it.
+#[job(queue = "chaos-wf-0", backoff = ["200ms"])]
+async fn chaos_ask(ctx: gator_core::Context, id: u64) -> Result<(), String> {
+    chaos_nap(id).await;
+    ctx.await_reply_then(
+        format!("chaos:reply:{id}"),
+        Duration::from_secs(120),
+        ChaosAnswer::call(id),
+    );
+    Ok(())
+}
+
+/// Chaos suite: the handler of [`chaos_ask`]'s reply (which must be its `id`): counts its run
+/// like [`chaos_plain`]; a wrong reply is an error (retried, and never counted).
+#[job(queue = "chaos-wf-1", backoff = ["200ms"])]
+async fn chaos_answer(ctx: gator_core::Context, id: u64) -> Result<(), String> {
+    match ctx.reply::<u64>().map_err(|e| e.to_string())? {
+        Some(reply) if reply == id => napped_run(id, chaos_record(id)).await,
+        other => Err(format!("chaos_answer {id} got the reply {other:?}")),
+    }
+}
+
 /// Cluster chaos: [`chaos_wf_step`] with its keys under `{cchaos}`.
 #[job(queue = "cc-0", backoff = ["200ms"])]
 async fn cc_wf_step(ctx: gator_core::Context, wf: u64, step: u32, id: u64) -> Result<u64, String> {
