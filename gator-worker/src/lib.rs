@@ -56,6 +56,9 @@
 //! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_ms` |
 //! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
 //! | info | `outside the job's time windows: rescheduled to the next opening` | `delay_ms` |
+//! | info | `job awaits a reply` | `key`, `timeout_ms` |
+//! | info | `job cancelled`, `job cancelled before it started` | `duration_ms`, `outcome = "cancelled"` (after a run) |
+//! | info | `job cancelled: telling it to stop` | `jid` |
 //! | warn | `cannot read Redis's clock to check the job's time windows; running it` | `error` |
 //!
 //! Worker-level:
@@ -99,6 +102,9 @@
 //! | warn | `could not drain the queue's outbox of chain hand-offs; …` | `queue`, `error` |
 //! | warn | `could not report a workflow step's death to its workflow yet; …` | `queue`, `error` |
 //! | warn | `could not push the released steps of the queue's workflows; …` | `queue`, `error` |
+//! | warn | `could not report a workflow step's end to its workflow yet; …` | `queue`, `error` |
+//! | warn | `could not hand a replied job's chain or workflow on yet; …` | `queue`, `error` |
+//! | warn | `could not read which jobs were cancelled; trying again` | `error` |
 //! | warn | `waits for replies timed out` | `waits` |
 //! | warn | `could not end the waits for replies that timed out; …`, `could not carry replies to their jobs; …` | `error` |
 //! | warn | `could not register a job's wait for its reply yet; …` | `queue`, `error` |
