@@ -84,7 +84,10 @@ async fn main() -> anyhow::Result<()> {
     let result: Option<Confirmation> = client.result(&confirmed).await?;
     println!("==> order 1 is done; its result is the reply: {result:?}");
 
-    println!("==> cancelling order 2 (waiting): {:?}", client.cancel(&abandoned).await?);
+    println!(
+        "==> cancelling order 2 (waiting): {:?}",
+        client.cancel(&abandoned).await?
+    );
     wait_for(&client, &long, "running").await?;
     let cancelled = client.cancel(&long).await?;
     println!("==> cancelling export 7 (running): {cancelled:?}");
