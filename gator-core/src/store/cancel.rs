@@ -158,7 +158,40 @@ pub async fn marked(
         pipe.cmd("SMEMBERS").arg(keys.cancelling(queue));
     }
     let sets: Vec<Vec<String>> = pipe.query_async(conn).await?;
-    Ok(sets.into_iter().flatten().collect())
+    let marked: Vec<(String, String)> = queues
+        .iter()
+        .zip(sets)
+        .flat_map(|(queue, jids)| jids.into_iter().map(move |jid| (queue.clone(), jid)))
+        .collect();
+    if !marked.is_empty() {
+        prune(conn, keys, &marked).await?;
+    }
+    Ok(marked.into_iter().map(|(_, jid)| jid).collect())
+}
+
+/// Takes out of the cancelling sets the `marked` jobs (`(queue, jid)`) that finished otherwise
+/// meanwhile (done or dead: a short job that ended before any worker read the mark), or whose
+/// record is gone: nothing is left to stop. Only runs while something is marked.
+async fn prune(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    marked: &[(String, String)],
+) -> Result<()> {
+    use crate::status::JobStatus;
+    let records = super::status::read_many(conn, keys, marked).await?;
+    for ((queue, jid), record) in marked.iter().zip(records) {
+        let over = record.is_none_or(|r| {
+            matches!(r.status, JobStatus::Done { .. } | JobStatus::Dead { .. })
+        });
+        if over {
+            redis::cmd("SREM")
+                .arg(keys.cancelling(queue))
+                .arg(jid)
+                .query_async::<()>(conn)
+                .await?;
+        }
+    }
+    Ok(())
 }
 
 /// Settles `job` (jid `jid`), whose cancellation was asked for, as cancelled
