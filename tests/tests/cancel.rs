@@ -321,3 +321,45 @@ async fn job_cancel_in_the_cli() {
     let unknown = run_cli(WORKER, &redis.url(), &["job", "cancel", "nope"]);
     assert!(!unknown.status.success());
 }
+
+/// A job fetched as it was cancelled, and done before any worker read its mark, leaves the
+/// cancelling set at the next read: the set holds only jobs still to stop.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mark_left_by_a_job_that_finished_first_is_taken_out() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let (keys, mut conn) = (client.keys().clone(), client.connection());
+    let done = Note::call("prune".into(), 1)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    let parked = Note::call("prune".into(), 2)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    let store_mark = gator_core::store::cancel::mark;
+    for jid in [&done, &parked] {
+        assert!(
+            store_mark(
+                &mut conn,
+                &keys,
+                "cx",
+                jid,
+                "queued",
+                Duration::from_secs(60)
+            )
+            .await
+            .unwrap()
+        );
+    }
+    // The first one's worker finished it before reading the mark.
+    redis.cli(&["SET", &keys.job("cx", &done), "done 1 1 "]);
+    gator_core::store::cancel::marked(&mut conn, &keys, &["cx".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(
+        redis.cli(&["SMEMBERS", "gator:{cx}:cancelling"]),
+        parked,
+        "the done job's mark is gone; the other is still to settle"
+    );
+}

@@ -180,9 +180,8 @@ async fn prune(
     use crate::status::JobStatus;
     let records = super::status::read_many(conn, keys, marked).await?;
     for ((queue, jid), record) in marked.iter().zip(records) {
-        let over = record.is_none_or(|r| {
-            matches!(r.status, JobStatus::Done { .. } | JobStatus::Dead { .. })
-        });
+        let over = record
+            .is_none_or(|r| matches!(r.status, JobStatus::Done { .. } | JobStatus::Dead { .. }));
         if over {
             redis::cmd("SREM")
                 .arg(keys.cancelling(queue))
