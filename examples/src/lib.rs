@@ -42,3 +42,12 @@ pub fn resize_image(path: String, width: u32) {
     std::thread::sleep(Duration::from_millis(30)); // stands in for the pixel work
     println!("  [image]  {path} resized to {width}px");
 }
+
+/// The shop's sign-up, as its web handler would call it: the account is made, and the welcome
+/// mail goes out in the background. `tests/app_tests.rs` tests it with Gator's testing mode,
+/// without Redis.
+pub async fn sign_up(user_id: u64, email: &str) -> gator_core::Result<String> {
+    SendWelcomeEmail::call(user_id, email.to_owned())
+        .dispatch()
+        .await
+}

@@ -312,6 +312,9 @@ impl Client {
 
     /// Enqueues `job` now; returns its jid.
     pub async fn dispatch<J: Job>(&self, job: PendingJob<J>) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch(mode, encode(job), None).await;
+        }
         let payload = self.placed(encode(job)?).await?;
         if let Some(start) = self.window_start(&payload, None).await? {
             return self.schedule(payload, When::At(start), start).await;
@@ -380,6 +383,13 @@ impl Client {
         &self,
         jobs: impl IntoIterator<Item = PendingJob<J>>,
     ) -> Result<Vec<String>> {
+        if let Some(mode) = crate::testing::active() {
+            let mut jids = Vec::new();
+            for job in jobs {
+                jids.push(crate::testing::dispatch(mode.clone(), encode(job), None).await?);
+            }
+            return Ok(jids);
+        }
         let jobs = jobs.into_iter().map(encode).collect::<Result<Vec<_>>>()?;
         if jobs.is_empty() {
             return Ok(Vec::new());
@@ -412,6 +422,10 @@ impl Client {
         time: impl Into<DueTime>,
     ) -> Result<String> {
         let due = time.into().to_ms()?;
+        if let Some(mode) = crate::testing::active() {
+            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(due);
+            return crate::testing::dispatch(mode, encode(job), Some(at)).await;
+        }
         let payload = self.placed(encode(job)?).await?;
         // A time outside the job's windows moves to the next opening after it.
         let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
@@ -422,6 +436,10 @@ impl Client {
     /// clock is off still gets the delay it asked for); returns its jid.
     pub async fn dispatch_in<J: Job>(&self, job: PendingJob<J>, delay: Duration) -> Result<String> {
         let estimate = crate::payload::to_ms(time_after(delay)?);
+        if let Some(mode) = crate::testing::active() {
+            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(estimate);
+            return crate::testing::dispatch(mode, encode(job), Some(at)).await;
+        }
         let payload = self.placed(encode(job)?).await?;
         if payload.flow.as_ref().is_some_and(|f| !f.windows.is_empty()) {
             // Counted from Redis's clock, then moved to the next opening if outside a window.

@@ -118,6 +118,15 @@ pub enum Error {
         /// The key (its first 64 characters).
         key: String,
     },
+    /// In inline testing mode ([`crate::testing::inline`]), the job run at its dispatch
+    /// failed.
+    #[error("job {job} failed when run inline: {reason}")]
+    InlineJobFailed {
+        /// The job's wire name.
+        job: String,
+        /// Why.
+        reason: String,
+    },
     /// A workflow with no step was dispatched.
     #[error("a workflow needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyWorkflow,

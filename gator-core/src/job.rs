@@ -260,17 +260,29 @@ impl<J: Job> PendingJob<J> {
 
     /// Enqueues now through the process-wide default client; returns the jid.
     pub async fn dispatch(self) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch(mode, encode(self), None).await;
+        }
         default_client().await?.dispatch(self).await
     }
 
     /// Schedules the job to run at `time` (a `SystemTime`, or Unix seconds as `f64`) through
     /// the default client; returns the jid.
     pub async fn dispatch_at(self, time: impl Into<DueTime>) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            let due = time.into().to_ms()?;
+            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(due);
+            return crate::testing::dispatch(mode, encode(self), Some(at)).await;
+        }
         default_client().await?.dispatch_at(self, time).await
     }
 
     /// Schedules the job to run after `delay` through the default client; returns the jid.
     pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            let at = SystemTime::now() + delay;
+            return crate::testing::dispatch(mode, encode(self), Some(at)).await;
+        }
         default_client().await?.dispatch_in(self, delay).await
     }
 
@@ -352,5 +364,12 @@ pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
 pub async fn dispatch_many<J: Job>(
     jobs: impl IntoIterator<Item = PendingJob<J>>,
 ) -> Result<Vec<String>> {
+    if let Some(mode) = crate::testing::active() {
+        let mut jids = Vec::new();
+        for job in jobs {
+            jids.push(crate::testing::dispatch(mode.clone(), encode(job), None).await?);
+        }
+        return Ok(jids);
+    }
     default_client().await?.dispatch_many(jobs).await
 }

@@ -44,6 +44,7 @@ pub mod sentinel;
 pub mod shards;
 pub mod status;
 pub mod store;
+pub mod testing;
 pub mod workflow;
 
 pub use cancel::Cancellation;
