@@ -30,6 +30,12 @@ pub trait Job: Sized + Send + Sync + 'static {
     fn backoff(failures: u32) -> Duration {
         crate::retry::default_backoff(failures)
     }
+    /// The job's retry strategy (`retry = my_strategy`): given the failure, it decides what
+    /// comes next. `None` (the default) leaves it to `retries` and `backoff`.
+    fn retry(failure: &crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision> {
+        let _ = failure;
+        None
+    }
     /// The application state types the job fn takes as `State<T>` parameters; the worker
     /// refuses to start without one of each.
     const STATES: &'static [StateNeed] = &[];
@@ -68,11 +74,21 @@ pub type JobResult = std::result::Result<Option<String>, JobError>;
 
 /// Why a job failed. Return one directly (`Err(JobError::discard("bad input"))`) to choose
 /// whether it is retried; any other error type becomes a retryable `JobError` by its message.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct JobError {
     message: String,
     retryable: bool,
+    /// The typed error it was made from ([`JobError::caused_by`]), for a retry strategy.
+    source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
+
+impl PartialEq for JobError {
+    fn eq(&self, other: &JobError) -> bool {
+        self.message == other.message && self.retryable == other.retryable
+    }
+}
+
+impl Eq for JobError {}
 
 impl JobError {
     /// A failure that is retried with backoff.
@@ -80,6 +96,7 @@ impl JobError {
         JobError {
             message: message.into(),
             retryable: true,
+            source: None,
         }
     }
 
@@ -88,7 +105,23 @@ impl JobError {
         JobError {
             message: message.into(),
             retryable: false,
+            source: None,
         }
+    }
+
+    /// A retryable failure made from a typed error, kept so that a retry strategy can look at
+    /// it ([`JobError::downcast_ref`]): for example a rate limit with its Retry-After.
+    pub fn caused_by<E: std::error::Error + Send + Sync + 'static>(error: E) -> JobError {
+        JobError {
+            message: error.to_string(),
+            retryable: true,
+            source: Some(std::sync::Arc::new(error)),
+        }
+    }
+
+    /// The typed error this failure was made from, if it is an `E` ([`JobError::caused_by`]).
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        self.source.as_deref()?.downcast_ref::<E>()
     }
 
     /// The reason, as recorded in the payload's `error` field.

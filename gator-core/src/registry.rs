@@ -26,6 +26,8 @@ pub struct JobRegistration {
     pub timeout: Option<Duration>,
     /// The delay before the next attempt after a number of failures.
     pub backoff: fn(u32) -> Duration,
+    /// The job's retry strategy, if it has one (`None` from it: `retries` and `backoff`).
+    pub retry: fn(&crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision>,
 }
 
 inventory::collect!(JobRegistration);
@@ -42,6 +44,7 @@ impl JobRegistration {
             retries: J::RETRIES,
             timeout: J::TIMEOUT,
             backoff: J::backoff,
+            retry: J::retry,
         }
     }
 }
@@ -160,7 +163,12 @@ mod tests {
         retries: 25,
         timeout: None,
         backoff: crate::retry::default_backoff,
+        retry: no_strategy,
     };
+
+    fn no_strategy(_: &crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision> {
+        None
+    }
     static A: JobRegistration = JobRegistration {
         name: "dup",
         queue: "default",

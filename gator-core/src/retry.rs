@@ -1,7 +1,33 @@
 //! When a failed job runs again, and when it gives up: the default policy, and the helper the
 //! `backoff = [...]` option of `#[job]` uses.
 
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
+
+/// A failed attempt, as a retry strategy (`#[job(retry = my_strategy)]`) sees it.
+#[derive(Debug)]
+pub struct RetryContext<'a> {
+    /// Why it failed; [`crate::JobError::downcast_ref`] reaches a typed error.
+    pub error: &'a crate::JobError,
+    /// The failures so far, this one included (1 after the first attempt failed).
+    pub failures: u32,
+    /// The job's jid.
+    pub jid: &'a str,
+    /// Its wire name.
+    pub job: &'a str,
+}
+
+/// What a retry strategy decides after a failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryDecision {
+    /// Run it again after this long.
+    RetryIn(Duration),
+    /// Run it again at this time.
+    RetryAt(SystemTime),
+    /// Give up: the dead set, where it can be retried by hand.
+    Dead,
+    /// Give up and forget it: recorded `discarded` (with the error), not kept in the dead set.
+    Discard,
+}
 
 /// Retries a failed job gets (after its first attempt) before it goes to the dead set, as in
 /// Sidekiq; `#[job(retries = N)]` changes it per job.

@@ -20,6 +20,7 @@ const OPTIONS: &[&str] = &[
     "name",
     "retries",
     "backoff",
+    "retry",
     "timeout",
     "priority",
     "cost",
@@ -41,6 +42,8 @@ pub(crate) struct JobOptions {
     pub retries: Option<u32>,
     /// `backoff = ["1s", "30s"]` or `backoff = my_backoff`: delays before retries.
     pub backoff: Option<Backoff>,
+    /// `retry = my_strategy`: a retry strategy that sees the error.
+    pub retry: Option<Path>,
     /// `timeout = "30s"`: how long one attempt may run, in ms.
     pub timeout_ms: Option<u64>,
     /// `priority = 10`: lower runs first on its queue (0 to 9999).
@@ -157,6 +160,10 @@ impl JobOptions {
             "backoff" => {
                 check_unset(&self.backoff, &key)?;
                 self.backoff = Some(backoff_value(meta, &key)?);
+            }
+            "retry" => {
+                check_unset(&self.retry, &key)?;
+                self.retry = Some(strategy_value(meta, &key)?);
             }
             "timeout" => {
                 check_unset(&self.timeout_ms, &key)?;
@@ -538,6 +545,25 @@ fn retries_value(meta: &Meta, key: &Ident) -> syn::Result<u32> {
         _ => Err(syn::Error::new(
             key.span(),
             format!("`{key}` needs {expected}"),
+        )),
+    }
+}
+
+/// The value of `retry = path::to_fn`.
+fn strategy_value(meta: &Meta, key: &Ident) -> syn::Result<Path> {
+    match meta {
+        Meta::NameValue(nv) => match &nv.value {
+            Expr::Path(path) if path.qself.is_none() => Ok(path.path.clone()),
+            other => Err(syn::Error::new_spanned(
+                other,
+                "`retry` needs the path of a `fn(&gator_core::retry::RetryContext) -> \
+                 gator_core::retry::RetryDecision`",
+            )),
+        },
+        _ => Err(syn::Error::new(
+            key.span(),
+            "`retry` needs the path of a `fn(&gator_core::retry::RetryContext) -> \
+             gator_core::retry::RetryDecision`, as in `retry = my_strategy`",
         )),
     }
 }

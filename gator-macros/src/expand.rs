@@ -185,8 +185,17 @@ fn policy(options: &JobOptions) -> TokenStream {
             }
         },
     });
+    let retry = options.retry.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            fn retry(
+                failure: &::gator_core::retry::RetryContext<'_>,
+            ) -> ::core::option::Option<::gator_core::retry::RetryDecision> {
+                ::core::option::Option::Some(#path(failure))
+            }
+        }
+    });
     let flow = flow_fn(options);
-    quote!(#retries #timeout #backoff #flow)
+    quote!(#retries #timeout #backoff #retry #flow)
 }
 
 /// `fn flow(args)` of `impl Job`, only for a job with flow-control options: the options every

@@ -57,6 +57,7 @@ use quote::quote;
 /// | `name = "images.resize"` | the fn name, e.g. `"resize_image"` | The wire name stored in each job and used by the worker to find the fn. Set it to rename or move the fn without breaking jobs already waiting in Redis. Must be unique in the worker binary. |
 /// | `retries = 5` | 25 | Retries after the first attempt; `0` sends a failure straight to the dead set. |
 /// | `backoff = ["10s", "1m"]` or `backoff = my_fn` | Sidekiq's curve | The delays before each retry (the last one repeats), or a `fn(u32) -> Duration` given the failures so far. |
+/// | `retry = my_strategy` | none | A `fn(&gator_core::retry::RetryContext) -> gator_core::retry::RetryDecision` that sees the error (typed, through `JobError::downcast_ref`), the failures so far and the job, and decides: retry in a duration or at a time, the dead set, or discard. It replaces `retries` and `backoff` for that job. |
 /// | `timeout = "30s"` | none | How long one attempt may run before it fails. An async job is cancelled; a sync job's thread runs on with its result ignored. |
 /// | `priority = 10` | 100 | Flow control: lower runs first on its queue (0 to 9999). |
 /// | `cost = 2` | 1 | Flow control: units of the queue's concurrency limit (and places in its rate limiters) the job takes; 1 or more. |

@@ -98,6 +98,15 @@ pub async fn run(
             fields.push(("result", value));
         }
         JobStatus::Cancelled { at } => fields.push(("cancelled", time(*at).into())),
+        JobStatus::Discarded {
+            at,
+            attempts,
+            error,
+        } => {
+            fields.push(("discarded", time(*at).into()));
+            fields.push(("attempts", (*attempts).into()));
+            fields.push(("error", error.clone().into()));
+        }
         JobStatus::AwaitingReply { key, deadline } => {
             fields.push(("key", key.clone().into()));
             fields.push(("deadline", time(*deadline).into()));

@@ -55,6 +55,7 @@
 //! | info | `job finished` | `duration_ms`, `outcome = "done"` |
 //! | warn | `job failed; will retry` | `duration_ms`, `outcome = "retry"`, `error`, `retry_in_ms` |
 //! | error | `job failed; moved to the dead set` | `duration_ms`, `outcome = "dead"`, `error`, `why` |
+//! | warn | `job failed; discarded by its retry strategy` | `duration_ms`, `outcome = "discarded"`, `error` |
 //! | info | `outside the job's time windows: rescheduled to the next opening` | `delay_ms` |
 //! | info | `job awaits a reply` | `key`, `timeout_ms` |
 //! | info | `job cancelled`, `job cancelled before it started` | `duration_ms`, `outcome = "cancelled"` (after a run) |

@@ -7,6 +7,7 @@ use base64::Engine;
 use gator_core::JobError;
 use gator_core::client::SCHEDULE_HORIZON;
 use gator_core::payload::{DocumentError, Payload, PayloadDocument};
+use gator_core::retry::{RetryContext, RetryDecision};
 use gator_core::store::inflight::Fetched;
 use std::time::{Duration, Instant};
 use tracing::{error, warn};
@@ -56,6 +57,15 @@ pub enum Outcome {
         /// A workflow step's report of its end.
         handoff: Option<String>,
     },
+    /// Its retry strategy discarded it: recorded `discarded`, not kept in the dead set.
+    Discard {
+        /// Its jid.
+        jid: String,
+        /// Its record's tail: `<attempts> <error>`.
+        tail: String,
+        /// A workflow step's report of its end (as a death).
+        handoff: Option<String>,
+    },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
     Dead {
         /// The dead-set entry.
@@ -91,6 +101,16 @@ pub struct Policy {
     pub retries: u32,
     /// The delay before the next attempt after a number of failures.
     pub backoff: fn(u32) -> Duration,
+    /// The job's retry strategy (`retry = ...`), which overrides the two above when it decides.
+    pub strategy: Strategy,
+}
+
+/// A job's retry strategy, as its registration holds it.
+pub type Strategy = fn(&RetryContext<'_>) -> Option<RetryDecision>;
+
+/// No strategy: `retries` and `backoff` decide.
+fn no_strategy(_: &RetryContext<'_>) -> Option<RetryDecision> {
+    None
 }
 
 impl Policy {
@@ -98,6 +118,7 @@ impl Policy {
     pub const DEFAULT: Policy = Policy {
         retries: gator_core::retry::DEFAULT_RETRIES,
         backoff: gator_core::retry::default_backoff,
+        strategy: no_strategy,
     };
 }
 
@@ -107,6 +128,7 @@ impl Policy {
         Policy {
             retries: registration.retries,
             backoff: registration.backoff,
+            strategy: registration.retry,
         }
     }
 }
@@ -177,8 +199,43 @@ pub fn classify(
         changes.push(("raw", json_string(&String::from_utf8_lossy(raw))));
     }
     let took = elapsed_ms(attempt.started);
-    if error.is_retryable() && failures <= policy.retries {
-        let delay = (policy.backoff)(failures).min(MAX_RETRY_DELAY);
+    // The job's retry strategy decides first (arguments that do not fit always go dead).
+    let decided = match raw {
+        Some(_) => None,
+        None => (policy.strategy)(&RetryContext {
+            error,
+            failures,
+            jid: doc.jid(),
+            job: doc.job(),
+        }),
+    };
+    let retry_in = match decided {
+        Some(RetryDecision::RetryIn(delay)) => Some(delay),
+        // The time is the strategy's; this host's clock only turns it into a wait.
+        Some(RetryDecision::RetryAt(at)) => Some(
+            at.duration_since(std::time::SystemTime::now())
+                .unwrap_or(Duration::ZERO),
+        ),
+        Some(RetryDecision::Dead) => None,
+        Some(RetryDecision::Discard) => {
+            warn!(duration_ms = took, outcome = "discarded", error = %error, "job failed; discarded by its retry strategy");
+            return Outcome::Discard {
+                jid: doc.jid().to_owned(),
+                tail: format!("{failures} {}", error.message()),
+                handoff: gator_core::store::inflight::handoff_on_end(
+                    doc.text(),
+                    "dead",
+                    Duration::from_secs(86_400),
+                ),
+            };
+        }
+        None if error.is_retryable() && failures <= policy.retries => {
+            Some((policy.backoff)(failures))
+        }
+        None => None,
+    };
+    if let Some(delay) = retry_in {
+        let delay = delay.min(MAX_RETRY_DELAY);
         let delay_ms = delay.as_millis() as u64; // at most five years: fits
         changes.push(("enqueued_at", now.saturating_add(delay_ms).to_string()));
         warn!(duration_ms = took, outcome = "retry", error = %error, retry_in_ms = delay_ms, "job failed; will retry");
@@ -187,7 +244,9 @@ pub fn classify(
             delay,
         }
     } else {
-        let why = if error.is_retryable() {
+        let why = if decided.is_some() {
+            "its retry strategy gave up"
+        } else if error.is_retryable() {
             "retries exhausted"
         } else {
             "not retryable"
@@ -252,6 +311,7 @@ mod tests {
         let policy = Policy {
             retries: 3,
             backoff: |_| Duration::MAX,
+            strategy: no_strategy,
         };
         let clock = RedisClock::default();
         let failure = Failure::Run(JobError::new("boom"));

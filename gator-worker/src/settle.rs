@@ -138,23 +138,20 @@ async fn try_write(
             }
             Ok(settled == 1)
         }
+        Outcome::Discard { jid, tail, handoff } => {
+            let recorded = ("discarded", tail.as_str());
+            given_up(client, job, jid, handoff.as_deref(), recorded, retention).await
+        }
         Outcome::Cancelled { jid, handoff } => {
-            let settled = gator_core::store::cancel::settle(
-                &mut conn,
-                keys,
+            given_up(
+                client,
                 job,
                 jid,
-                retention,
                 handoff.as_deref(),
+                ("cancelled", ""),
+                retention,
             )
-            .await?;
-            if let (true, Some(record)) = (settled, handoff)
-                && let Err(e) =
-                    chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
-            {
-                warn!(queue = %job.queue, error = %e, "could not report a workflow step's end to its workflow yet; the next drain of the outbox will");
-            }
-            Ok(settled)
+            .await
         }
         Outcome::Dead { entry } => {
             let handoff = inflight::handoff_on_death(entry, retention);
@@ -188,6 +185,31 @@ async fn try_write(
             }
         }
     }
+}
+
+/// Settles a job that will not run again and is not kept in the dead set (cancelled, or
+/// discarded by its retry strategy), recording `recorded` (state, tail); a workflow step's
+/// `handoff` is carried on at once.
+async fn given_up(
+    client: &Client,
+    job: &Fetched,
+    jid: &str,
+    handoff: Option<&str>,
+    recorded: (&str, &str),
+    retention: std::time::Duration,
+) -> gator_core::Result<bool> {
+    let (mut conn, keys) = (client.connection(), client.keys());
+    let settled = gator_core::store::cancel::settle_as(
+        &mut conn, keys, job, jid, retention, handoff, recorded,
+    )
+    .await?;
+    if let (true, Some(record)) = (settled, handoff)
+        && let Err(e) =
+            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+    {
+        warn!(queue = %job.queue, error = %e, "could not report a workflow step's end to its workflow yet; the next drain of the outbox will");
+    }
+    Ok(settled)
 }
 
 /// Whether an error may go away by itself: Redis unreachable or restarting, a timeout, a

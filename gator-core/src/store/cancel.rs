@@ -204,6 +204,20 @@ pub async fn settle(
     retention: Duration,
     handoff: Option<&str>,
 ) -> Result<bool> {
+    settle_as(conn, keys, job, jid, retention, handoff, ("cancelled", "")).await
+}
+
+/// [`settle`], recording `state` (`cancelled`, or `discarded` for a job its retry strategy
+/// gave up) with `tail` after its time.
+pub async fn settle_as(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    jid: &str,
+    retention: Duration,
+    handoff: Option<&str>,
+    (state, tail): (&str, &str),
+) -> Result<bool> {
     let settled: i64 = scripts::CANCELLED
         .key(keys.inflight(&job.queue, &job.process))
         .key(keys.cancelling(&job.queue))
@@ -212,6 +226,8 @@ pub async fn settle(
         .arg(jid)
         .arg(super::status::retention_ms(retention))
         .arg(handoff.unwrap_or(""))
+        .arg(state)
+        .arg(tail)
         .invoke_async(conn)
         .await?;
     Ok(settled == 1)

@@ -65,6 +65,15 @@ pub enum JobStatus {
         /// The attempts it took (1 if the first run succeeded).
         attempts: u32,
     },
+    /// Given up by its retry strategy (`RetryDecision::Discard`): not kept in the dead set.
+    Discarded {
+        /// When (Redis time).
+        at: SystemTime,
+        /// The attempts it had.
+        attempts: u32,
+        /// Why its last attempt failed.
+        error: String,
+    },
     /// Its attempt ended waiting for the reply to `key` (`ctx.await_reply`), until `deadline`.
     AwaitingReply {
         /// The correlation key.
@@ -93,6 +102,7 @@ impl JobStatus {
             JobStatus::Dead { .. } => "dead",
             JobStatus::Done { .. } => "done",
             JobStatus::Cancelled { .. } => "cancelled",
+            JobStatus::Discarded { .. } => "discarded",
             JobStatus::AwaitingReply { .. } => "awaiting",
             JobStatus::Unknown => "unknown",
         }
@@ -102,7 +112,10 @@ impl JobStatus {
     pub fn is_final(&self) -> bool {
         matches!(
             self,
-            JobStatus::Done { .. } | JobStatus::Dead { .. } | JobStatus::Cancelled { .. }
+            JobStatus::Done { .. }
+                | JobStatus::Dead { .. }
+                | JobStatus::Cancelled { .. }
+                | JobStatus::Discarded { .. }
         )
     }
 }
@@ -147,6 +160,11 @@ impl Record {
                 error: tail.to_owned(),
             },
             ("cancelled", Some(at)) => JobStatus::Cancelled { at },
+            ("discarded", Some(at)) => JobStatus::Discarded {
+                at,
+                attempts: count,
+                error: tail.to_owned(),
+            },
             // `awaiting <deadline> <key>`: the key is all the rest, spaces and all.
             ("awaiting", Some(deadline)) => JobStatus::AwaitingReply {
                 key: rest.to_owned(),

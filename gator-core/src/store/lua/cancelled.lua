@@ -1,5 +1,6 @@
 #!lua flags=allow-oom
--- cancelled.lua: settle a job whose cancellation was asked for (its jid is in the queue's
+-- cancelled.lua: settle a job whose cancellation was asked for (or that its retry strategy
+-- discarded, with ARGV[5] `discarded`) (its jid is in the queue's
 -- cancelling set): take it out of its process's in-flight list, free the units it held on a
 -- controlled queue, record it cancelled, and take its jid out of the cancelling set, in one
 -- step. It is never retried. Nothing is written if it was no longer in flight (recovered
@@ -14,6 +15,9 @@
 -- ARGV[2]  its jid
 -- ARGV[3]  how long (ms) the cancelled record is kept
 -- ARGV[4]  a workflow step's report of its end, for the outbox; '' for any other job
+-- ARGV[5]  the state to record: `cancelled` ('' for it), or `discarded` (a retry strategy
+--          gave the job up)
+-- ARGV[6]  the record's tail after its time (`<attempts> <error>` for `discarded`), or ''
 -- Returns  1 if settled, 0 if the job was not in flight
 -- @flow_lib
 local bad = wrong_type(KEYS[2], 'set') or wrong_type(KEYS[3], 'list')
@@ -23,7 +27,9 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
 end
 free_units(KEYS[1], ARGV[1])
 redis.call('SREM', KEYS[2], ARGV[2])
-set_status(queue_prefix(KEYS[1]), ARGV[1], 'cancelled ' .. now_ms(), tonumber(ARGV[3]))
+local state = (ARGV[5] and ARGV[5] ~= '') and ARGV[5] or 'cancelled'
+local tail = (ARGV[6] and ARGV[6] ~= '') and (' ' .. ARGV[6]) or ''
+set_status(queue_prefix(KEYS[1]), ARGV[1], state .. ' ' .. now_ms() .. tail, tonumber(ARGV[3]))
 if ARGV[4] ~= '' then
   redis.call('RPUSH', KEYS[3], ARGV[4])
 end

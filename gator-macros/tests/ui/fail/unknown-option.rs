@@ -1,6 +1,6 @@
 use gator_core::job;
 
-#[job(queue = "mail", retry = 3)]
+#[job(queue = "mail", retrys = 3)]
 fn send_email(to: String) {
     let _ = to;
 }
