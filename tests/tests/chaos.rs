@@ -622,9 +622,23 @@ fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> String {
             .map(|(id, _)| *id)
             .find(|id| id.contains(&format!(":{pid}:")))
     };
-    found
-        .unwrap_or_else(|| panic!("worker {slot} (pid {pid}) is not registered: {registered}"))
-        .to_owned()
+    if let Some(id) = found {
+        return id.to_owned();
+    }
+    // Not registered right now: after Redis was paused or its connections silenced, its
+    // registration expired and was pruned, and this frozen process has not beaten again. Its
+    // id is still in the lease sets of the queues it fetched from (kept 10 minutes).
+    all_queues()
+        .flat_map(|queue| {
+            let ids = redis.cli(&["ZRANGE", &format!("gator:{{{queue}}}:leases"), "0", "-1"]);
+            ids.lines().map(str::to_owned).collect::<Vec<_>>()
+        })
+        .find(|id| id.contains(&format!(":{pid}:")))
+        .unwrap_or_else(|| {
+            panic!(
+                "worker {slot} (pid {pid}) is neither registered nor in a lease set: {registered}"
+            )
+        })
 }
 
 /// The ids of the chaos jobs in the in-flight lists of `process` (`*`: of every process).
