@@ -116,6 +116,46 @@ pub async fn advance(
     Ok(())
 }
 
+/// Pushes `payload` to the queue it names, once (`chain_push.lua`, guarded by
+/// `gator:{<queue>}:handed:<guard>`), first adding the queue to the known set when `register`,
+/// and with `wait` once a replica has it: how a released workflow step or a reply's handler
+/// reaches its queue. Returns false if the payload names no valid queue (it is left where it
+/// is, for a person to see, rather than dropped).
+pub async fn push_once(
+    conn: &mut Connection,
+    keys: &Keys,
+    payload: &str,
+    guard: &str,
+    register: bool,
+    wait: Option<&ReplicaWait>,
+) -> Result<bool> {
+    #[derive(serde::Deserialize)]
+    struct Queue {
+        queue: String,
+    }
+    let Some(queue) = serde_json::from_str::<Queue>(payload)
+        .ok()
+        .map(|q| q.queue)
+        .filter(|q| super::keys::validate_stored_queue(q).is_ok())
+    else {
+        return Ok(false);
+    };
+    if register {
+        super::queue::register(conn, keys, std::slice::from_ref(&queue)).await?;
+    }
+    scripts::CHAIN_PUSH
+        .key(keys.handed(&queue, guard))
+        .key(keys.queue(&queue))
+        .arg(payload)
+        .arg(super::lease::millis(HANDED_GUARD))
+        .invoke_async::<i64>(conn)
+        .await?;
+    if let Some(wait) = wait {
+        wait.confirm(conn, vec![keys.queue(&queue)]).await?;
+    }
+    Ok(true)
+}
+
 /// Finishes every hand-off waiting in `queue`'s outbox (those a crash or an outage left
 /// behind); returns how many it found.
 pub async fn drain_outbox(

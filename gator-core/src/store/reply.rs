@@ -247,7 +247,7 @@ async fn done(
         && let Ok(handler) = PayloadDocument::parse(then.as_bytes())
     {
         let with_reply = handler.rewrite(&[("reply", reply.to_owned())]);
-        push(conn, keys, &with_reply, handler.jid(), wait).await?;
+        super::chain::push_once(conn, keys, &with_reply, handler.jid(), true, wait).await?;
     }
     if let Some(record) = handoff
         && let Err(e) = Box::pin(super::chain::advance(
@@ -279,39 +279,7 @@ async fn failed(
     let marker = serde_json::json!({ "attempt": doc.attempt(), "error": error }).to_string();
     let marked = doc.rewrite(&[("reply_failed", marker)]);
     let guard = format!("{}.w{}", waiter.jid, doc.attempt());
-    push(conn, keys, &marked, &guard, wait).await
-}
-
-/// Pushes `payload` to its queue once (`chain_push.lua`, guarded by `guard`).
-async fn push(
-    conn: &mut Connection,
-    keys: &Keys,
-    payload: &str,
-    guard: &str,
-    wait: Option<&ReplicaWait>,
-) -> Result<()> {
-    #[derive(Deserialize)]
-    struct Queue {
-        queue: String,
-    }
-    let Some(queue) = serde_json::from_str::<Queue>(payload)
-        .ok()
-        .map(|q| q.queue)
-        .filter(|q| super::keys::validate_stored_queue(q).is_ok())
-    else {
-        return Ok(());
-    };
-    super::queue::register(conn, keys, std::slice::from_ref(&queue)).await?;
-    scripts::CHAIN_PUSH
-        .key(keys.handed(&queue, guard))
-        .key(keys.queue(&queue))
-        .arg(payload)
-        .arg(super::lease::millis(super::chain::HANDED_GUARD))
-        .invoke_async::<i64>(conn)
-        .await?;
-    if let Some(wait) = wait {
-        wait.confirm(conn, vec![keys.queue(&queue)]).await?;
-    }
+    super::chain::push_once(conn, keys, &marked, &guard, true, wait).await?;
     Ok(())
 }
 

@@ -203,26 +203,9 @@ async fn push_released(
     }
     let [_, push, pushing] = script_keys(keys, id)?;
     for (jid, payload) in released {
-        #[derive(Deserialize)]
-        struct Queue {
-            queue: String,
-        }
-        let queue = serde_json::from_str::<Queue>(&payload)
-            .ok()
-            .map(|q| q.queue)
-            .filter(|q| super::keys::validate_stored_queue(q).is_ok());
-        // A payload Gator wrote always names a valid queue; anything else is left for a
-        // person to see rather than dropped.
-        let Some(queue) = queue else { continue };
-        scripts::CHAIN_PUSH
-            .key(keys.handed(&queue, &jid))
-            .key(keys.queue(&queue))
-            .arg(&payload)
-            .arg(super::lease::millis(super::chain::HANDED_GUARD))
-            .invoke_async::<i64>(conn)
-            .await?;
-        if let Some(wait) = wait {
-            wait.confirm(conn, vec![keys.queue(&queue)]).await?;
+        // The steps' queues were registered when the workflow was stored.
+        if !super::chain::push_once(conn, keys, &payload, &jid, false, wait).await? {
+            continue;
         }
         scripts::WF_PUSHED
             .key(&push)

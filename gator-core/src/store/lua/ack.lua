@@ -1,5 +1,6 @@
 #!lua flags=allow-oom
--- ack.lua: record that a chain step with a step after it succeeded: take it out of its
+-- ack.lua: record that a chain step with a step after it (or a workflow step, whose report
+-- goes the same way) succeeded: take it out of its
 -- process's in-flight list and append the hand-off of the next step to this queue's outbox,
 -- in one atomic step in this queue's slot. The next step may wait under another hash tag (on
 -- another cluster node), so it is moved by store::chain::advance (chain_take.lua, then
@@ -15,7 +16,8 @@
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:outbox
 -- ARGV[1]  the payload exactly as fetched
--- ARGV[2]  the hand-off: the step's chain link as JSON ({id, list_queue, next_jid, next_queue})
+-- ARGV[2]  the hand-off: the step's chain link as JSON ({id, list_queue, next_jid, next_queue}),
+--          or a workflow step's report to its workflow (store::workflow::Report)
 -- ARGV[3]  `<attempts> <result JSON>` (the result empty for none): its status record is
 --          `done <now> ` and this
 -- ARGV[4]  how long (ms) the status record is kept
