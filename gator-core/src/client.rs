@@ -8,6 +8,7 @@ use crate::connection::{Connection, Dedicated, DedicatedOpener, Opener, Shared};
 use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
 use crate::job::{DueTime, Encoded, Job, PendingJob, encode};
+use crate::middleware::{DispatchChain, DispatchMiddleware};
 use crate::payload::Payload;
 use crate::replication::ReplicaWait;
 use crate::shards::ShardCounts;
@@ -61,6 +62,8 @@ struct Inner {
     shards: ShardCounts,
     /// Replicas each enqueue must reach before a dispatch returns.
     wait: Option<ReplicaWait>,
+    /// Client middleware, run on each job before it is stored.
+    middleware: DispatchChain,
 }
 
 /// How often a client re-records a queue it dispatches to in the known-queues set: once per
@@ -84,6 +87,7 @@ pub struct ClientBuilder {
     tls: TlsFiles,
     cluster: bool,
     wait: Option<ReplicaWait>,
+    middleware: DispatchChain,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -94,11 +98,24 @@ impl std::fmt::Debug for ClientBuilder {
             .field("tls", &self.tls)
             .field("cluster", &self.cluster)
             .field("wait", &self.wait)
+            .field("middleware", &self.middleware)
             .finish()
     }
 }
 
 impl ClientBuilder {
+    /// Adds client middleware: it sees each job this client is about to store, and may change
+    /// it or refuse it (see [`crate::middleware`]). Middleware runs in the order it was added.
+    pub fn middleware(self, middleware: impl DispatchMiddleware) -> ClientBuilder {
+        self.shared_middleware(Arc::new(middleware))
+    }
+
+    /// [`ClientBuilder::middleware`] for middleware shared with other clients.
+    pub fn shared_middleware(mut self, middleware: Arc<dyn DispatchMiddleware>) -> ClientBuilder {
+        self.middleware.push(middleware);
+        self
+    }
+
     /// After each enqueue (dispatch, schedule, chain), waits until `replicas` replicas have it,
     /// for at most `timeout`, and fails the dispatch with [`Error::NotReplicated`] if they do
     /// not: an `Ok` then means the job survives a failover to a replica (see
@@ -218,6 +235,7 @@ impl ClientBuilder {
                 registered: Mutex::new(HashMap::new()),
                 shards: ShardCounts::default(),
                 wait,
+                middleware: self.middleware,
             }),
         })
     }
@@ -235,6 +253,7 @@ impl Client {
             tls: TlsFiles::default(),
             cluster: false,
             wait: None,
+            middleware: crate::middleware::default_chain(),
         }
     }
 
@@ -357,8 +376,14 @@ impl Client {
         Ok(placed.pop().expect("one payload per job"))
     }
 
-    /// [`Client::placed`] for many jobs.
-    pub(crate) async fn place(&self, jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+    /// [`Client::placed`] for many jobs, each first through the client middleware: a refusal
+    /// stores none of them.
+    pub(crate) async fn place(&self, mut jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+        if !self.inner.middleware.is_empty() {
+            for job in &mut jobs {
+                self.inner.middleware.apply(&mut job.payload)?;
+            }
+        }
         self.inner
             .shards
             .place(&mut self.connection(), self.keys(), jobs)

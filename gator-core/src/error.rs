@@ -127,6 +127,15 @@ pub enum Error {
         /// Why.
         reason: String,
     },
+    /// Client middleware ([`crate::middleware::DispatchMiddleware`]) refused to dispatch a job:
+    /// nothing was stored.
+    #[error("dispatch of job {job} refused by middleware: {reason}")]
+    Rejected {
+        /// The job's wire name.
+        job: String,
+        /// Why, as the middleware said.
+        reason: String,
+    },
     /// A workflow with no step was dispatched.
     #[error("a workflow needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyWorkflow,

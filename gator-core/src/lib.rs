@@ -35,6 +35,7 @@ pub mod endpoint;
 pub mod error;
 pub mod flow;
 pub mod job;
+pub mod middleware;
 pub mod payload;
 pub mod registry;
 pub mod replication;

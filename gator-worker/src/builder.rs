@@ -9,6 +9,7 @@
 
 use crate::config::{QueueSelection, QueueSpecError, WorkerConfig};
 use crate::launcher::Worker;
+use gator_core::middleware::DispatchMiddleware;
 use gator_core::{Client, Job, Registry, StateMap, TlsFiles};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,6 +47,24 @@ pub struct WorkerBuilder {
     states: StateMap,
     jobs: Option<Vec<String>>,
     install_default_client: bool,
+    middleware: Middleware,
+}
+
+/// The middleware a worker was given: layers around each job run, and client middleware for
+/// the client it connects itself.
+#[derive(Clone, Default)]
+pub(crate) struct Middleware {
+    pub(crate) layers: crate::middleware::Layers,
+    pub(crate) dispatch: Vec<Arc<dyn DispatchMiddleware>>,
+}
+
+impl std::fmt::Debug for Middleware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Middleware")
+            .field("layers", &self.layers)
+            .field("dispatch", &self.dispatch.len())
+            .finish()
+    }
 }
 
 /// Why a worker cannot be built.
@@ -102,6 +121,7 @@ impl WorkerBuilder {
             states: StateMap::default(),
             jobs: None,
             install_default_client: false,
+            middleware: Middleware::default(),
         }
     }
 
@@ -238,6 +258,36 @@ impl WorkerBuilder {
         self
     }
 
+    /// Wraps each job run in `layer`: a [`tower::Layer`] over [`JobService`], or
+    /// [`crate::middleware::from_fn`]. The first layer added is the outermost: it runs first
+    /// before the job and last after it (see [`crate::middleware`]).
+    ///
+    /// [`JobService`]: crate::middleware::JobService
+    pub fn layer<L>(mut self, layer: L) -> WorkerBuilder
+    where
+        L: tower::Layer<crate::middleware::JobService> + Send + Sync + 'static,
+        L::Service: tower::Service<
+                gator_core::middleware::JobRun,
+                Response = Option<String>,
+                Error = gator_core::JobError,
+            > + Clone
+            + Send
+            + Sync
+            + 'static,
+        <L::Service as tower::Service<gator_core::middleware::JobRun>>::Future: Send + 'static,
+    {
+        self.middleware.layers.push(layer);
+        self
+    }
+
+    /// Adds client middleware to the client the worker connects (the one jobs dispatch other
+    /// jobs through, with [`WorkerBuilder::install_default_client`]); a client given with
+    /// [`WorkerBuilder::client`] keeps its own. See [`gator_core::middleware`].
+    pub fn dispatch_middleware(mut self, middleware: impl DispatchMiddleware) -> WorkerBuilder {
+        self.middleware.dispatch.push(Arc::new(middleware));
+        self
+    }
+
     /// Makes the worker's client the process-wide default once connected, so `Job::dispatch`
     /// inside jobs goes to the same Redis. Off unless asked for: an app that sets its own
     /// default keeps it. The `gator-worker` binary turns it on.
@@ -286,6 +336,7 @@ impl WorkerBuilder {
             Arc::new(registry),
             self.states,
             self.install_default_client,
+            self.middleware,
         ))
     }
 }

@@ -50,6 +50,7 @@ pub struct Worker {
     registry: Arc<Registry>,
     states: StateMap,
     install_default_client: bool,
+    middleware: crate::builder::Middleware,
 }
 
 impl Worker {
@@ -65,6 +66,7 @@ impl Worker {
         registry: Arc<Registry>,
         states: StateMap,
         install_default_client: bool,
+        middleware: crate::builder::Middleware,
     ) -> Worker {
         Worker {
             config,
@@ -72,6 +74,7 @@ impl Worker {
             registry,
             states,
             install_default_client,
+            middleware,
         }
     }
 
@@ -99,10 +102,11 @@ impl Worker {
             registry,
             states,
             install_default_client,
+            middleware,
         } = self;
         let client = match client {
             Some(client) => client,
-            None => match connect(&config, &stop).await? {
+            None => match connect(&config, &middleware.dispatch, &stop).await? {
                 Some(client) => client,
                 None => return Ok(()), // stopped before Redis was reachable: nothing was fetched
             },
@@ -191,6 +195,7 @@ impl Worker {
                 states: states.clone(),
                 deadline: deadline.clone(),
                 cancels: cancels.clone(),
+                service: middleware.layers.service(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }
@@ -263,6 +268,7 @@ const CANCEL_GRACE: Duration = Duration::from_secs(1);
 /// `None` if stopped first.
 async fn connect(
     config: &WorkerConfig,
+    dispatch: &[Arc<dyn gator_core::middleware::DispatchMiddleware>],
     stop: &CancellationToken,
 ) -> gator_core::Result<Option<Client>> {
     let mut delay = Duration::from_millis(500);
@@ -273,6 +279,9 @@ async fn connect(
             .cluster(config.cluster);
         if let Some(wait) = config.wait {
             builder = builder.wait_for_replicas(wait.replicas, wait.timeout);
+        }
+        for middleware in dispatch {
+            builder = builder.shared_middleware(middleware.clone());
         }
         let connecting = builder.connect();
         let attempt = tokio::select! {

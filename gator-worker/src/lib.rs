@@ -136,6 +136,7 @@ pub mod job_admin;
 pub mod launcher;
 pub mod leases;
 pub mod memory;
+pub mod middleware;
 pub mod outcome;
 pub mod poller;
 pub mod processor;

@@ -27,6 +27,7 @@ use gator_core::{
 };
 use std::sync::Arc;
 use std::time::Duration;
+use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
 
@@ -63,6 +64,8 @@ pub struct Processor {
     pub deadline: CancellationToken,
     /// The jobs whose cancellation was asked for.
     pub cancels: Arc<crate::cancellation::Cancels>,
+    /// The server middleware around each run; `None` without any.
+    pub service: Option<crate::middleware::JobService>,
 }
 
 impl Processor {
@@ -262,7 +265,15 @@ impl Processor {
         ctx: &Context,
     ) -> gator_core::JobResult {
         let since = self.clock.now_ms();
-        let body = execute(execution, timeout, &job.slot, ctx);
+        let body = match &self.service {
+            None => Either::Left(execute(execution, timeout, &job.slot, ctx)),
+            Some(service) => {
+                let (slot, run_ctx) = (job.slot.clone(), ctx.clone());
+                let body = async move { execute(execution, timeout, &slot, &run_ctx).await };
+                let run = gator_core::middleware::JobRun::new(ctx.clone(), body);
+                Either::Right(crate::middleware::call(service.clone(), run))
+            }
+        };
         let mut body = std::pin::pin!(body);
         tokio::select! {
             biased;
@@ -334,7 +345,7 @@ impl Processor {
             enqueued_at_ms: doc.enqueued_at_ms().unwrap_or(0),
             chain_id: doc.chain().map(|link| link.id),
         };
-        Context::new(info, self.states.clone(), self.deadline.clone())
+        Context::new(info, self.states.clone(), self.deadline.clone()).with_headers(doc.headers())
     }
 
     /// The outcome of an attempt that ends waiting for a reply.

@@ -53,6 +53,8 @@ struct Inner {
     await_reply: std::sync::Mutex<Option<crate::reply::AwaitReply>>,
     /// For a handler job: the reply it was pushed with (JSON).
     reply: Option<String>,
+    /// The headers the job was dispatched with.
+    headers: crate::payload::Headers,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -89,6 +91,7 @@ impl Context {
                 cancel_requested: std::sync::atomic::AtomicBool::new(false),
                 await_reply: std::sync::Mutex::new(None),
                 reply: None,
+                headers: crate::payload::Headers::new(),
             }),
         }
     }
@@ -104,6 +107,25 @@ impl Context {
         self.changed(|inner| inner.reply = Some(reply))
     }
 
+    /// This context with the headers the job was dispatched with (see [`Context::header`]).
+    pub fn with_headers(self, headers: crate::payload::Headers) -> Context {
+        if headers.is_empty() {
+            return self;
+        }
+        self.changed(|inner| inner.headers = headers)
+    }
+
+    /// The header `name` the job was dispatched with (set by client middleware, see
+    /// [`crate::middleware`]), if any.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.inner.headers.get(name).map(String::as_str)
+    }
+
+    /// Every header the job was dispatched with.
+    pub fn headers(&self) -> &crate::payload::Headers {
+        &self.inner.headers
+    }
+
     /// This context with `change` made: in place while no clone of it exists (the worker
     /// builds it before the job runs), else on a copy.
     fn changed(self, change: impl FnOnce(&mut Inner)) -> Context {
@@ -116,6 +138,7 @@ impl Context {
             cancel_requested: std::sync::atomic::AtomicBool::new(shared.is_cancel_requested()),
             await_reply: std::sync::Mutex::new(None),
             reply: shared.reply.clone(),
+            headers: shared.headers.clone(),
         });
         change(&mut inner);
         Context {

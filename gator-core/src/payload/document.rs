@@ -43,6 +43,7 @@ pub struct PayloadDocument<'a> {
     created_at: Option<&'a RawValue>,
     enqueued_at: Option<&'a RawValue>,
     flow: Option<&'a RawValue>,
+    headers: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -70,6 +71,8 @@ struct Needed<'a> {
     enqueued_at: Option<&'a RawValue>,
     #[serde(borrow, default)]
     flow: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    headers: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -95,6 +98,7 @@ impl<'a> PayloadDocument<'a> {
             created_at: needed.created_at,
             enqueued_at: needed.enqueued_at,
             flow: needed.flow,
+            headers: needed.headers,
         })
     }
 
@@ -142,6 +146,28 @@ impl<'a> PayloadDocument<'a> {
     pub fn windows(&self) -> Option<crate::flow::Windows> {
         let flow: crate::flow::FlowOptions = serde_json::from_str(self.flow?.get()).ok()?;
         flow.parsed_windows().ok().flatten()
+    }
+
+    /// The job's headers ([`crate::payload::Payload::headers`]): its `headers` object's string
+    /// values. A value of another type (written by another language's producer) is left out,
+    /// and so is a `headers` field that is not an object: headers are metadata, and a job runs
+    /// without them.
+    pub fn headers(&self) -> crate::payload::Headers {
+        let Some(raw) = self.headers else {
+            return crate::payload::Headers::new();
+        };
+        let Ok(fields) = serde_json::from_str::<
+            std::collections::BTreeMap<String, serde_json::Value>,
+        >(raw.get()) else {
+            return crate::payload::Headers::new();
+        };
+        fields
+            .into_iter()
+            .filter_map(|(name, value)| match value {
+                serde_json::Value::String(value) => Some((name, value)),
+                _ => None,
+            })
+            .collect()
     }
 
     /// The chain link of a chain step; `None` if absent or not a link.

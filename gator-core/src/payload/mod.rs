@@ -11,7 +11,11 @@ pub use document::{DocumentError, PayloadDocument};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
+
+/// A job's headers (see [`Payload::headers`]): names to string values, in name order.
+pub type Headers = BTreeMap<String, String>;
 
 /// One job as stored in Redis. Unknown fields are kept (in `extra`) and written back, so a
 /// newer producer's fields survive a retry by an older worker.
@@ -62,6 +66,12 @@ pub struct Payload {
     /// a job without any, which a plain queue keeps on its list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<crate::flow::FlowOptions>,
+    /// Headers: string metadata that travels with the job from its dispatch to its run
+    /// (a tenant id, a W3C `traceparent`), set by client middleware
+    /// ([`crate::middleware::DispatchMiddleware`]) and read by server middleware and the job's
+    /// [`crate::Context::header`]. Absent when empty.
+    #[serde(default, skip_serializing_if = "Headers::is_empty")]
+    pub headers: Headers,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -85,6 +95,7 @@ impl Payload {
             chain: None,
             workflow: None,
             flow: None,
+            headers: Headers::new(),
             extra: Map::new(),
         }
     }
