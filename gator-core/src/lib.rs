@@ -36,6 +36,8 @@ pub mod error;
 pub mod flow;
 pub mod job;
 pub mod middleware;
+#[cfg(feature = "otel")]
+pub mod otel;
 pub mod payload;
 pub mod registry;
 pub mod replication;

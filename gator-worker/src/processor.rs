@@ -154,6 +154,9 @@ impl Processor {
             Err(e) => return outcome::malformed(&job.fetched, &e, &self.clock),
         };
         let span = info_span!("job", jid = %doc.jid(), job = %doc.job(), queue = %job.fetched.queue, attempt = doc.attempt().saturating_add(1));
+        // The child of the span it was dispatched in, if its headers carry a trace context.
+        #[cfg(feature = "otel")]
+        gator_core::otel::adopt_parent(&span, &doc.headers());
         self.steps(&doc, job).instrument(span).await
     }
 
