@@ -141,10 +141,7 @@ impl fmt::Debug for JobRun {
 
 impl JobRun {
     /// A run of the job of `ctx`, whose body is `body` (the worker makes these).
-    pub fn new(
-        ctx: Context,
-        body: impl Future<Output = JobResult> + Send + 'static,
-    ) -> JobRun {
+    pub fn new(ctx: Context, body: impl Future<Output = JobResult> + Send + 'static) -> JobRun {
         JobRun {
             ctx,
             body: Box::pin(body),

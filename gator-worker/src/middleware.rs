@@ -74,7 +74,12 @@ impl Layers {
             return None;
         }
         let innermost = JobService::new(tower::service_fn(|run: JobRun| run.run()));
-        Some(self.0.iter().rev().fold(innermost, |inner, wrap| wrap(inner)))
+        Some(
+            self.0
+                .iter()
+                .rev()
+                .fold(innermost, |inner, wrap| wrap(inner)),
+        )
     }
 }
 
@@ -84,12 +89,14 @@ pub(crate) async fn call(mut service: JobService, run: JobRun) -> gator_core::Jo
         service.ready().await?;
         service.call(run).await
     };
-    crate::run::catch_unwind(through).await.unwrap_or_else(|panic| {
-        Err(JobError::new(format!(
-            "job middleware panicked: {}",
-            crate::run::panic_message(&*panic)
-        )))
-    })
+    crate::run::catch_unwind(through)
+        .await
+        .unwrap_or_else(|panic| {
+            Err(JobError::new(format!(
+                "job middleware panicked: {}",
+                crate::run::panic_message(&*panic)
+            )))
+        })
 }
 
 /// The rest of the stack, for a [`from_fn`] middleware: `next.run(run).await` runs the job

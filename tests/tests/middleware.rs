@@ -84,7 +84,10 @@ async fn client_middleware_stamps_a_header_that_server_middleware_and_the_job_re
         .connect()
         .await
         .expect("connect");
-    let jid = client.dispatch(Greet::call("ada".into())).await.expect("dispatch");
+    let jid = client
+        .dispatch(Greet::call("ada".into()))
+        .await
+        .expect("dispatch");
 
     let builder = Worker::builder()
         .client(client.clone())
@@ -95,7 +98,10 @@ async fn client_middleware_stamps_a_header_that_server_middleware_and_the_job_re
             TENANT.scope(tenant, next.run(run)).await
         }));
     run_worker(builder, async || {
-        let status = client.wait_for(&jid, Duration::from_secs(10)).await.unwrap();
+        let status = client
+            .wait_for(&jid, Duration::from_secs(10))
+            .await
+            .unwrap();
         assert!(matches!(status, JobStatus::Done { .. }), "{status:?}");
     })
     .await;
@@ -209,7 +215,10 @@ async fn client_middleware_runs_in_order_and_server_layers_nest_first_added_oute
         .unwrap();
     let payload = Payload::from_json(&stored[0]).unwrap();
     assert_eq!(payload.jid, jid);
-    assert_eq!(payload.headers.get("second-saw").map(String::as_str), Some("1"));
+    assert_eq!(
+        payload.headers.get("second-saw").map(String::as_str),
+        Some("1")
+    );
 
     let builder = Worker::builder()
         .client(client.clone())
@@ -223,7 +232,10 @@ async fn client_middleware_runs_in_order_and_server_layers_nest_first_added_oute
             result
         }));
     run_worker(builder, async || {
-        let status = client.wait_for(&jid, Duration::from_secs(10)).await.unwrap();
+        let status = client
+            .wait_for(&jid, Duration::from_secs(10))
+            .await
+            .unwrap();
         assert!(matches!(status, JobStatus::Done { .. }), "{status:?}");
     })
     .await;
@@ -283,13 +295,17 @@ async fn a_panicking_middleware_fails_the_job_and_the_worker_keeps_running() {
         }));
     run_worker(builder, async || {
         for jid in [&first, &second] {
-            wait_until("the job to be retrying", Duration::from_secs(10), || async {
-                matches!(
-                    client.status_in("mw-panic", jid).await.unwrap(),
-                    JobStatus::Retrying { ref error, .. }
-                        if error.contains("job middleware panicked: metrics backend exploded")
-                )
-            })
+            wait_until(
+                "the job to be retrying",
+                Duration::from_secs(10),
+                || async {
+                    matches!(
+                        client.status_in("mw-panic", jid).await.unwrap(),
+                        JobStatus::Retrying { ref error, .. }
+                            if error.contains("job middleware panicked: metrics backend exploded")
+                    )
+                },
+            )
             .await;
         }
     })

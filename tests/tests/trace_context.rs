@@ -52,7 +52,10 @@ async fn a_jobs_span_is_the_child_of_the_span_it_was_dispatched_in() {
         .expect("dispatch");
     drop(checkout);
     // 2. Dispatched outside any span: no header, and the job's span is a root.
-    let outside = client.dispatch(TracedStep::call(2)).await.expect("dispatch");
+    let outside = client
+        .dispatch(TracedStep::call(2))
+        .await
+        .expect("dispatch");
     // 3. Written by a producer in another language, with the documented header.
     let foreign_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
     let foreign_parent = "00f067aa0ba902b7";
@@ -99,7 +102,10 @@ async fn a_jobs_span_is_the_child_of_the_span_it_was_dispatched_in() {
     assert_eq!(job.parent_span_id, checkout.span_context.span_id());
 
     let root = job_span_of(&spans, &outside);
-    assert_ne!(root.span_context.trace_id(), checkout.span_context.trace_id());
+    assert_ne!(
+        root.span_context.trace_id(),
+        checkout.span_context.trace_id()
+    );
     assert_eq!(root.parent_span_id, SpanId::INVALID);
 
     let linked = job_span_of(&spans, foreign);
