@@ -61,11 +61,17 @@ impl Chain {
 
     /// Enqueues the first step now through the default client; returns the chain id.
     pub async fn dispatch(self) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch_chain(mode, self, None).await;
+        }
         default_client().await?.dispatch_chain(self, None).await
     }
 
     /// Runs the first step at `time` through the default client; returns the chain id.
     pub async fn dispatch_at(self, time: SystemTime) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch_chain(mode, self, Some(time)).await;
+        }
         default_client()
             .await?
             .dispatch_chain(self, Some(time))
@@ -75,6 +81,10 @@ impl Chain {
     /// Runs the first step after `delay` (on Redis's clock) through the default client; returns
     /// the chain id.
     pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            let at = crate::client::time_after(delay)?;
+            return crate::testing::dispatch_chain(mode, self, Some(at)).await;
+        }
         default_client().await?.dispatch_chain_in(self, delay).await
     }
 

@@ -502,6 +502,9 @@ impl Client {
     /// Stores `chain`: its first step on its queue now (or scheduled at `at`, on Redis's
     /// clock), the rest waiting in the chain's list. Returns the chain id.
     pub async fn dispatch_chain(&self, chain: Chain, at: Option<SystemTime>) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch_chain(mode, chain, at).await;
+        }
         let when = match at {
             Some(time) => When::At(DueTime::from(time).to_ms()?),
             None => When::In(Duration::ZERO),
@@ -512,7 +515,10 @@ impl Client {
     /// Stores `chain` with its first step due after `delay`, counted on Redis's clock. Returns
     /// the chain id.
     pub async fn dispatch_chain_in(&self, chain: Chain, delay: Duration) -> Result<String> {
-        time_after(delay)?; // refuses a delay past the end of time, as dispatch_in does
+        let at = time_after(delay)?; // refuses a delay past the end of time, as dispatch_in does
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch_chain(mode, chain, Some(at)).await;
+        }
         self.store_chain(chain, When::In(delay)).await
     }
 

@@ -131,7 +131,23 @@ impl Workflow {
     /// Stores the workflow and starts its first stage through the default client; returns the
     /// workflow id (`<uuid>@<home queue>`).
     pub async fn dispatch(self) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch_workflow(mode, self).await;
+        }
         default_client().await?.dispatch_workflow(self).await
+    }
+
+    /// The stages, each step encoded with its failure policy.
+    pub(crate) fn into_stages(self) -> Result<Vec<Vec<(Encoded, OnFailure)>>> {
+        self.stages
+            .into_iter()
+            .map(|stage| {
+                stage
+                    .into_iter()
+                    .map(|step| Ok((step.job?, step.on_failure)))
+                    .collect()
+            })
+            .collect()
     }
 
     /// [`Workflow::dispatch`] through `client`.
@@ -228,6 +244,9 @@ pub fn home_of(id: &str) -> Option<&str> {
 impl Client {
     /// Stores `workflow` and starts its first stage; returns the workflow id.
     pub async fn dispatch_workflow(&self, workflow: Workflow) -> Result<String> {
+        if let Some(mode) = crate::testing::active() {
+            return crate::testing::dispatch_workflow(mode, workflow).await;
+        }
         if workflow.is_empty() {
             return Err(Error::EmptyWorkflow);
         }

@@ -29,14 +29,25 @@
 //! run there, while other tests run on their own threads and see their own jobs. Dispatches
 //! through [`crate::Client`] methods are caught too. (On a multi-thread runtime, tasks that
 //! move to other threads are not in the mode: use the default runtime for such tests.)
-//! Chains and workflows are not recorded: they still go to Redis.
+//!
+//! **Chains and workflows** ([`crate::Chain`], [`crate::Workflow`]) are caught too: in fake
+//! mode their first steps are recorded, and [`Fake::drain`] records each next step when the
+//! steps before it succeeded, with their results for `ctx.parent_result`, and with the
+//! workflow's failure policies (a failed step halts, continues or fails the workflow; there are
+//! no retries in a drain). In inline mode they run step by step at their dispatch. Steps added
+//! at run time (`Client::add_to_workflow`) still go to Redis.
+
+mod flows;
+
+use flows::Link;
+pub(crate) use flows::{dispatch_chain, dispatch_workflow};
 
 use crate::context::{Context, JobInfo, StateMap};
 use crate::error::{Error, Result};
 use crate::job::{Encoded, Execution, Job};
 use crate::registry::Registry;
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -56,6 +67,19 @@ pub struct Dispatched {
     pub due: Option<SystemTime>,
 }
 
+impl Dispatched {
+    /// The record of `payload`'s dispatch, due at `due`.
+    pub(crate) fn of(payload: &crate::payload::Payload, due: Option<SystemTime>) -> Dispatched {
+        Dispatched {
+            jid: payload.jid.clone(),
+            job: payload.job.clone(),
+            queue: payload.queue.clone(),
+            args: payload.args.clone(),
+            due,
+        }
+    }
+}
+
 /// What [`Fake::drain`] did.
 #[derive(Debug, Default)]
 pub struct Drained {
@@ -70,6 +94,8 @@ pub(crate) struct Mode {
     inline: bool,
     recorded: Mutex<VecDeque<Dispatched>>,
     states: Mutex<StateMap>,
+    /// For recorded steps of chains and workflows: what they belong to, and what comes next.
+    links: Mutex<HashMap<String, Link>>,
 }
 
 thread_local! {
@@ -86,6 +112,7 @@ fn install(inline: bool) -> Arc<Mode> {
         inline,
         recorded: Mutex::new(VecDeque::new()),
         states: Mutex::new(StateMap::default()),
+        links: Mutex::new(HashMap::new()),
     });
     ACTIVE.with(|active| *active.borrow_mut() = Some(mode.clone()));
     mode
@@ -189,9 +216,10 @@ impl Fake {
         );
     }
 
-    /// Forgets every recorded dispatch.
+    /// Forgets every recorded dispatch (and the chains and workflows they were steps of).
     pub fn clear(&self) {
         lock(&self.mode.recorded).clear();
+        lock(&self.mode.links).clear();
     }
 
     /// Runs the recorded jobs here, oldest first, each with its context and the state given
@@ -204,12 +232,22 @@ impl Fake {
             let Some(job) = lock(&self.mode.recorded).pop_front() else {
                 break;
             };
+            let link = lock(&self.mode.links).remove(&job.jid);
             let outcome = match &registry {
-                Ok(registry) => run(registry, &self.mode, &job).await,
+                Ok(registry) => run(registry, &self.mode, &job, link.as_ref()).await,
                 Err(e) => Err(e.to_string()),
             };
+            if let Some(link) = link {
+                let next = flows::after(link, &job, &outcome);
+                let mut links = lock(&self.mode.links);
+                let mut recorded = lock(&self.mode.recorded);
+                for (step, link) in next {
+                    links.insert(step.jid.clone(), link);
+                    recorded.push_back(step);
+                }
+            }
             match outcome {
-                Ok(()) => drained.ran += 1,
+                Ok(_) => drained.ran += 1,
                 Err(why) => drained.failed.push((job, why)),
             }
         }
@@ -217,12 +255,14 @@ impl Fake {
     }
 }
 
-/// Runs `job` with its registration in `registry`; `Err` with why if it failed.
+/// Runs `job` (a step of the chain or workflow `link` says) with its registration in
+/// `registry`; its result (JSON), or `Err` with why it failed.
 async fn run(
     registry: &Registry,
     mode: &Mode,
     job: &Dispatched,
-) -> std::result::Result<(), String> {
+    link: Option<&Link>,
+) -> std::result::Result<Option<String>, String> {
     let Some(registration) = registry.get(&job.job) else {
         return Err(format!("no job named {:?} is registered", job.job));
     };
@@ -234,17 +274,21 @@ async fn run(
         attempt: 1,
         created_at_ms: now,
         enqueued_at_ms: now,
-        chain_id: None,
+        chain_id: link.and_then(Link::chain_id),
     };
     let states = lock(&mode.states).clone();
     let ctx = Context::new(info, states, crate::CancellationToken::new());
+    let ctx = match link.and_then(Link::workflow) {
+        Some((id, parents)) => ctx.with_workflow(id, parents),
+        None => ctx,
+    };
     let execution = (registration.run)(&job.args.to_string(), ctx)
         .map_err(|e| format!("its arguments do not fit: {e}"))?;
     let result = match execution {
         Execution::Blocking(body) => body(),
         Execution::Async(body) => body.await,
     };
-    result.map(|_| ()).map_err(|e| e.to_string())
+    result.map_err(|e| e.to_string())
 }
 
 /// Takes the dispatch of `job` (due at `due`) in `mode` ([`active`]): records it, or runs it
@@ -255,20 +299,14 @@ pub(crate) async fn dispatch(
     due: Option<SystemTime>,
 ) -> Result<String> {
     let payload = job?.payload;
-    let dispatched = Dispatched {
-        jid: payload.jid.clone(),
-        job: payload.job.clone(),
-        queue: payload.queue.clone(),
-        args: payload.args.clone(),
-        due,
-    };
+    let dispatched = Dispatched::of(&payload, due);
     if !mode.inline {
         lock(&mode.recorded).push_back(dispatched);
         return Ok(payload.jid);
     }
     let registry = Registry::from_inventory()?;
     // Boxed: a job run inline may itself dispatch inline.
-    Box::pin(run(&registry, &mode, &dispatched))
+    Box::pin(run(&registry, &mode, &dispatched, None))
         .await
         .map_err(|reason| Error::InlineJobFailed {
             job: dispatched.job.clone(),

@@ -1,0 +1,244 @@
+//! Chains and workflows in testing mode: in fake mode their first steps are recorded, and each
+//! next step when the ones before it ended as the real thing would release it; in inline mode
+//! they run step by step at their dispatch.
+
+use super::{Dispatched, Mode, lock, run};
+use crate::chain::Chain;
+use crate::error::{Error, Result};
+use crate::payload::new_jid;
+use crate::registry::Registry;
+use crate::workflow::{OnFailure, Parent, Workflow};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// What a recorded step belongs to, and what comes after it.
+pub(crate) enum Link {
+    /// A step of chain `id`; `rest` run one by one after it, each once the one before
+    /// succeeded.
+    Chain {
+        id: String,
+        rest: VecDeque<Dispatched>,
+    },
+    /// A step of a workflow, with its parents' results and its failure policy.
+    Workflow {
+        flow: Arc<Mutex<FakeWorkflow>>,
+        parents: Vec<Parent>,
+        policy: OnFailure,
+    },
+}
+
+impl Link {
+    /// The chain id, for the step's context.
+    pub(super) fn chain_id(&self) -> Option<String> {
+        match self {
+            Link::Chain { id, .. } => Some(id.clone()),
+            Link::Workflow { .. } => None,
+        }
+    }
+
+    /// The workflow id and the step's parents, for its context.
+    pub(super) fn workflow(&self) -> Option<(String, Vec<Parent>)> {
+        match self {
+            Link::Chain { .. } => None,
+            Link::Workflow { flow, parents, .. } => Some((lock(flow).id.clone(), parents.clone())),
+        }
+    }
+}
+
+/// A workflow being drained: the stages still to come, and the one running.
+pub(crate) struct FakeWorkflow {
+    id: String,
+    waiting: VecDeque<Vec<(Dispatched, OnFailure)>>,
+    /// Steps of the running stage that have not ended.
+    open: usize,
+    /// What the running stage's ended steps leave to the next: their results.
+    results: Vec<Parent>,
+    /// A step halted or failed the workflow: nothing more is released.
+    stopped: bool,
+}
+
+impl FakeWorkflow {
+    /// Records the end of a step of the running stage; the next stage's steps, with their
+    /// parents, once every step of this one has ended.
+    fn ended(
+        &mut self,
+        job: &Dispatched,
+        outcome: &std::result::Result<Option<String>, String>,
+        policy: OnFailure,
+    ) -> Option<(Vec<(Dispatched, OnFailure)>, Vec<Parent>)> {
+        self.open = self.open.saturating_sub(1);
+        let parent = |result| Parent {
+            jid: job.jid.clone(),
+            job: job.job.clone(),
+            result,
+        };
+        match (outcome, policy) {
+            (Ok(result), _) => self.results.push(parent(result.clone())),
+            (Err(_), OnFailure::Continue) => self.results.push(parent(None)),
+            (Err(_), OnFailure::Halt) => self.stopped = true,
+            (Err(_), OnFailure::Fail) => {
+                self.stopped = true;
+                self.waiting.clear();
+            }
+        }
+        if self.open > 0 || self.stopped {
+            return None;
+        }
+        let stage = self.waiting.pop_front()?;
+        self.open = stage.len();
+        Some((stage, std::mem::take(&mut self.results)))
+    }
+}
+
+/// The steps to record after `job` (a step `link` says) ended with `outcome`, with theirs.
+pub(super) fn after(
+    link: Link,
+    job: &Dispatched,
+    outcome: &std::result::Result<Option<String>, String>,
+) -> Vec<(Dispatched, Link)> {
+    match link {
+        // A failed step halts its chain, as a dead step does.
+        Link::Chain { .. } if outcome.is_err() => Vec::new(),
+        Link::Chain { id, mut rest } => match rest.pop_front() {
+            Some(next) => vec![(next, Link::Chain { id, rest })],
+            None => Vec::new(),
+        },
+        Link::Workflow { flow, policy, .. } => {
+            let released = lock(&flow).ended(job, outcome, policy);
+            let Some((stage, parents)) = released else {
+                return Vec::new();
+            };
+            stage
+                .into_iter()
+                .map(|(step, policy)| {
+                    let link = Link::Workflow {
+                        flow: flow.clone(),
+                        parents: parents.clone(),
+                        policy,
+                    };
+                    (step, link)
+                })
+                .collect()
+        }
+    }
+}
+
+/// A chain dispatched in testing `mode` (its first step due at `due`); returns its id.
+pub(crate) async fn dispatch_chain(
+    mode: Arc<Mode>,
+    chain: Chain,
+    due: Option<SystemTime>,
+) -> Result<String> {
+    let id = new_jid();
+    let mut steps: VecDeque<Dispatched> = chain
+        .into_steps()?
+        .into_iter()
+        .map(|step| Dispatched::of(&step.payload, None))
+        .collect();
+    if mode.inline {
+        let registry = Registry::from_inventory()?;
+        while let Some(step) = steps.pop_front() {
+            let link = Link::Chain {
+                id: id.clone(),
+                rest: VecDeque::new(),
+            };
+            Box::pin(run(&registry, &mode, &step, Some(&link)))
+                .await
+                .map_err(|reason| Error::InlineJobFailed {
+                    job: step.job.clone(),
+                    reason,
+                })?;
+        }
+        return Ok(id);
+    }
+    if let Some(mut first) = steps.pop_front() {
+        first.due = due;
+        let link = Link::Chain {
+            id: id.clone(),
+            rest: steps,
+        };
+        lock(&mode.links).insert(first.jid.clone(), link);
+        lock(&mode.recorded).push_back(first);
+    }
+    Ok(id)
+}
+
+/// A workflow dispatched in testing `mode`; returns its id (`<uuid>@<home queue>`).
+pub(crate) async fn dispatch_workflow(mode: Arc<Mode>, workflow: Workflow) -> Result<String> {
+    let mut stages: VecDeque<Vec<(Dispatched, OnFailure)>> = workflow
+        .into_stages()?
+        .into_iter()
+        .map(|stage| {
+            stage
+                .into_iter()
+                .map(|(step, policy)| (Dispatched::of(&step.payload, None), policy))
+                .collect()
+        })
+        .collect();
+    let home = match stages.front().and_then(|stage| stage.first()) {
+        Some((first, _)) => first.queue.clone(),
+        None => return Err(Error::EmptyWorkflow),
+    };
+    let id = format!("{}@{home}", new_jid());
+    let first = stages.pop_front().unwrap_or_default();
+    let flow = Arc::new(Mutex::new(FakeWorkflow {
+        id: id.clone(),
+        waiting: stages,
+        open: first.len(),
+        results: Vec::new(),
+        stopped: false,
+    }));
+    if mode.inline {
+        run_inline(&mode, &flow, first).await?;
+        return Ok(id);
+    }
+    let mut links = lock(&mode.links);
+    let mut recorded = lock(&mode.recorded);
+    for (step, policy) in first {
+        let link = Link::Workflow {
+            flow: flow.clone(),
+            parents: Vec::new(),
+            policy,
+        };
+        links.insert(step.jid.clone(), link);
+        recorded.push_back(step);
+    }
+    Ok(id)
+}
+
+/// Runs a workflow inline, stage by stage; a failed step that halts or fails it fails the
+/// dispatch.
+async fn run_inline(
+    mode: &Arc<Mode>,
+    flow: &Arc<Mutex<FakeWorkflow>>,
+    first: Vec<(Dispatched, OnFailure)>,
+) -> Result<()> {
+    let registry = Registry::from_inventory()?;
+    let mut stage = first;
+    let mut parents = Vec::new();
+    while !stage.is_empty() {
+        let mut next = None;
+        for (step, policy) in stage {
+            let link = Link::Workflow {
+                flow: flow.clone(),
+                parents: parents.clone(),
+                policy,
+            };
+            let outcome = Box::pin(run(&registry, mode, &step, Some(&link))).await;
+            if let Err(reason) = &outcome
+                && policy != OnFailure::Continue
+            {
+                return Err(Error::InlineJobFailed {
+                    job: step.job.clone(),
+                    reason: reason.clone(),
+                });
+            }
+            if let Some(released) = lock(flow).ended(&step, &outcome, policy) {
+                next = Some(released);
+            }
+        }
+        (stage, parents) = next.unwrap_or_default();
+    }
+    Ok(())
+}
