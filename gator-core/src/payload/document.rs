@@ -43,6 +43,7 @@ pub struct PayloadDocument<'a> {
     created_at: Option<&'a RawValue>,
     enqueued_at: Option<&'a RawValue>,
     flow: Option<&'a RawValue>,
+    unique: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -70,6 +71,8 @@ struct Needed<'a> {
     enqueued_at: Option<&'a RawValue>,
     #[serde(borrow, default)]
     flow: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    unique: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -95,12 +98,20 @@ impl<'a> PayloadDocument<'a> {
             created_at: needed.created_at,
             enqueued_at: needed.enqueued_at,
             flow: needed.flow,
+            unique: needed.unique,
         })
     }
 
     /// The payload's whole text, as stored.
     pub fn text(&self) -> &str {
         self.text
+    }
+
+    /// When a unique job's lock is released ([`crate::unique`]); `None` for a job that is not
+    /// unique (or whose `unique` field does not parse: it took no lock the worker could name).
+    pub fn unique_until(&self) -> Option<crate::unique::UniqueUntil> {
+        let unique: crate::unique::Unique = serde_json::from_str(self.unique?.get()).ok()?;
+        Some(unique.until)
     }
 
     /// The job id.

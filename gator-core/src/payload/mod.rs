@@ -62,6 +62,10 @@ pub struct Payload {
     /// a job without any, which a plain queue keeps on its list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flow: Option<crate::flow::FlowOptions>,
+    /// For a unique job: its key, when its lock is released, its TTL and debounce delay (see
+    /// [`crate::unique`]); absent for any other job, which takes no lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique: Option<crate::unique::Unique>,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -85,6 +89,7 @@ impl Payload {
             chain: None,
             workflow: None,
             flow: None,
+            unique: None,
             extra: Map::new(),
         }
     }
