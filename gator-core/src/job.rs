@@ -384,6 +384,12 @@ impl<J: Job> PendingJob<J> {
         default_client().await?.dispatch_unique_in(self, delay).await
     }
 
+    /// [`PendingJob::dispatch_with`] that says whether a new job was stored or a unique job's
+    /// duplicate was found.
+    pub async fn dispatch_unique_with(self, client: &Client) -> Result<crate::unique::Dispatched> {
+        client.dispatch_unique(self).await
+    }
+
     /// Enqueues now through `client`; returns the jid.
     pub async fn dispatch_with(self, client: &Client) -> Result<String> {
         client.dispatch(self).await
