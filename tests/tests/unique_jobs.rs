@@ -6,7 +6,7 @@
 //! burst of concurrent dispatches makes one job.
 
 use gator_core::unique::{Dispatched, default_key};
-use gator_core::{Client, JobStatus, job};
+use gator_core::{Client, JobStatus, SetKind, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -257,6 +257,41 @@ async fn until_success_keeps_the_lock_through_a_failure_and_its_retry_and_releas
     worker.stop().await;
 }
 
+/// Unique, on a queue under flow control (its priority makes it so).
+#[job(queue = "uf", unique_for = "1m", priority = 5)]
+async fn prioritized(n: u32) {
+    note(format!("prioritized {n}"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_unique_job_on_a_controlled_queue_releases_its_lock_and_units_at_success() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let first = Prioritized::call(1)
+        .dispatch_unique_with(&client)
+        .await
+        .unwrap();
+    let dup = Prioritized::call(1)
+        .dispatch_unique_with(&client)
+        .await
+        .unwrap();
+    assert_eq!(dup, Dispatched::Duplicate(first.jid().to_owned()));
+    let worker = TestWorker::start(&redis.url(), Some("uf"), 1);
+    wait_for_state(&client, first.jid(), "done").await;
+    let key = default_key("prioritized", &serde_json::json!([1]));
+    assert_eq!(holder(&client, "uf", &key).await, None);
+    // Its units were freed with it: the next jobs run on the one processor.
+    let next = Prioritized::call(1)
+        .dispatch_unique_with(&client)
+        .await
+        .unwrap();
+    assert!(!next.is_duplicate(), "{next:?}");
+    let other = Prioritized::call(2).dispatch_with(&client).await.unwrap();
+    wait_for_state(&client, next.jid(), "done").await;
+    wait_for_state(&client, &other, "done").await;
+    worker.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_job_releases_its_lock() {
     let redis = RedisServer::start();
@@ -278,7 +313,7 @@ async fn a_dead_job_releases_its_lock() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_cancelled_job_releases_its_lock() {
+async fn a_cancelled_or_deleted_job_releases_its_lock() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let key = default_key("report", &serde_json::json!([5]));
@@ -296,6 +331,20 @@ async fn a_cancelled_job_releases_its_lock() {
     assert_eq!(holder(&client, "uq", &key).await, None);
     let again = Report::call(5).dispatch_unique_with(&client).await.unwrap();
     assert!(!again.is_duplicate(), "{again:?}");
+
+    // Deleted from the scheduled set by an admin: gone, and so is its lock.
+    let key = default_key("report", &serde_json::json!([6]));
+    let scheduled = client
+        .dispatch_unique_in(Report::call(6), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(
+        client
+            .delete_job(SetKind::Scheduled, Some("uq"), scheduled.jid())
+            .await
+            .unwrap()
+    );
+    assert_eq!(holder(&client, "uq", &key).await, None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
