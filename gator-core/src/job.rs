@@ -381,7 +381,10 @@ impl<J: Job> PendingJob<J> {
             let jid = crate::testing::dispatch(mode, encode(self), Some(at)).await?;
             return Ok(crate::unique::Dispatched::New(jid));
         }
-        default_client().await?.dispatch_unique_in(self, delay).await
+        default_client()
+            .await?
+            .dispatch_unique_in(self, delay)
+            .await
     }
 
     /// [`PendingJob::dispatch_with`] that says whether a new job was stored or a unique job's

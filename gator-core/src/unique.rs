@@ -245,9 +245,13 @@ impl Client {
     ) -> Result<Dispatched> {
         self.register_if_due(std::slice::from_ref(&payload)).await?;
         let mut conn = self.connection();
-        let (dispatched, _due) = store::unique::dispatch(&mut conn, self.keys(), &payload, when).await?;
+        let (dispatched, _due) =
+            store::unique::dispatch(&mut conn, self.keys(), &payload, when).await?;
         // A debounced duplicate replaced the pending job: it wrote too.
-        let debounced = payload.unique.as_ref().is_some_and(|u| u.debounce.is_some());
+        let debounced = payload
+            .unique
+            .as_ref()
+            .is_some_and(|u| u.debounce.is_some());
         if !dispatched.is_duplicate() || debounced {
             self.confirm_replicated(&mut conn, vec![payload.queue.as_str()])
                 .await?;

@@ -838,8 +838,11 @@ mod tests {
 
     #[test]
     fn unique_options_are_read() {
-        let (options, errors) =
-            parse(quote!(unique_for = "10m", unique_until = "start", debounce = "5s"));
+        let (options, errors) = parse(quote!(
+            unique_for = "10m",
+            unique_until = "start",
+            debounce = "5s"
+        ));
         assert_eq!(errors, 0);
         assert_eq!(options.unique_for_ms, Some(600_000));
         assert_eq!(options.unique_until_start, Some(true));

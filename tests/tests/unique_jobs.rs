@@ -129,7 +129,7 @@ async fn a_duplicate_dispatch_returns_the_existing_jid_flagged_as_a_duplicate() 
     assert_eq!(holder(&client, "uq", &key).await, Some(jid.clone()));
     assert!(matches!(
         client.status(&jid).await.unwrap(),
-        JobStatus::Queued { .. }
+        JobStatus::Queued
     ));
 
     // Each runs once, and its success releases its lock: the same args make a new job.
@@ -206,7 +206,10 @@ async fn until_start_releases_the_lock_as_the_job_starts() {
         .await
         .unwrap();
     let key = default_key("gated", &serde_json::json!(["gate-a"]));
-    assert_eq!(holder(&client, "uq", &key).await.as_deref(), Some(first.jid()));
+    assert_eq!(
+        holder(&client, "uq", &key).await.as_deref(),
+        Some(first.jid())
+    );
     let worker = TestWorker::start(&redis.url(), Some("uq"), 2);
     wait_until("the first job started", Duration::from_secs(15), || async {
         notes("gate-a").len() == 1
@@ -222,9 +225,11 @@ async fn until_start_releases_the_lock_as_the_job_starts() {
         .await
         .unwrap();
     assert!(!second.is_duplicate(), "{second:?}");
-    wait_until("the second job started", Duration::from_secs(15), || async {
-        notes("gate-a").len() == 2
-    })
+    wait_until(
+        "the second job started",
+        Duration::from_secs(15),
+        || async { notes("gate-a").len() == 2 },
+    )
     .await;
     GATE_OPEN.store(true, Ordering::SeqCst);
     wait_for_state(&client, first.jid(), "done").await;
@@ -233,8 +238,7 @@ async fn until_start_releases_the_lock_as_the_job_starts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn until_success_keeps_the_lock_through_a_failure_and_its_retry_and_releases_it_at_success()
-{
+async fn until_success_keeps_the_lock_through_a_failure_and_its_retry_and_releases_it_at_success() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let key = default_key("flaky", &serde_json::json!(["flaky"]));
@@ -371,9 +375,11 @@ async fn the_ttl_releases_a_lock_whose_worker_was_sigkilled() {
         .await
         .unwrap();
     assert_eq!(during, Dispatched::Duplicate(first.jid().to_owned()));
-    wait_until("the lock's TTL ran out", Duration::from_secs(10), || async {
-        holder(&client, "uk", "killed").await.is_none()
-    })
+    wait_until(
+        "the lock's TTL ran out",
+        Duration::from_secs(10),
+        || async { holder(&client, "uk", "killed").await.is_none() },
+    )
     .await;
     let after = Sleepy::call(7, 0)
         .unique_key("killed")
