@@ -388,7 +388,9 @@ impl Client {
         store::shards::all(&mut self.connection(), self.keys()).await
     }
 
-    /// Enqueues many jobs of one type in one round trip; returns their jids in order.
+    /// Enqueues many jobs of one type in one round trip; returns their jids in order. Unique
+    /// jobs ([`crate::unique`]) go one by one with their locks; a duplicate's jid is its
+    /// holder's.
     pub async fn dispatch_many<J: Job>(
         &self,
         jobs: impl IntoIterator<Item = PendingJob<J>>,
