@@ -262,6 +262,31 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_unique_job_says_when_its_lock_goes_and_a_plain_one_has_none() {
+        let read = |raw: &str| {
+            PayloadDocument::parse(raw.as_bytes())
+                .expect("a payload")
+                .unique_until()
+        };
+        use crate::unique::UniqueUntil;
+        let head = r#"{"jid":"j","job":"x","args":[]"#;
+        assert_eq!(read(&format!("{head}}}")), None);
+        assert_eq!(
+            read(&format!(
+                r#"{head},"unique":{{"key":"k","until":"start","ttl":5}}}}"#
+            )),
+            Some(UniqueUntil::Start)
+        );
+        // `until` defaults to success, as the scripts read it.
+        assert_eq!(
+            read(&format!(r#"{head},"unique":{{"key":"k","ttl":5}}}}"#)),
+            Some(UniqueUntil::Success)
+        );
+        // Unreadable: it took no lock the worker can name.
+        assert_eq!(read(&format!(r#"{head},"unique":"k"}}"#)), None);
+    }
+
+    #[test]
     fn a_rewrite_changes_only_the_named_fields_and_keeps_the_rest_as_it_came() {
         let raw = br#"{"jid":"j1","job":"send","args":[1, 2.50],"queue":"q","created_at":1732300000000.5,"trace":{"a":1e3},"attempt":0}"#;
         let doc = PayloadDocument::parse(raw).expect("a payload");
