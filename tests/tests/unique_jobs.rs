@@ -261,6 +261,38 @@ async fn until_success_keeps_the_lock_through_a_failure_and_its_retry_and_releas
     worker.stop().await;
 }
 
+/// Unique until success; its attempt ends waiting for a reply.
+#[job(queue = "uq", unique_for = "1m")]
+async fn asks(ctx: gator_core::Context, tag: String) {
+    ctx.await_reply(format!("{tag}:answer"), Duration::from_secs(60));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_waiting_for_a_reply_keeps_its_lock_until_the_reply_makes_it_done() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let key = default_key("asks", &serde_json::json!(["q1"]));
+    let first = Asks::call("q1".into())
+        .dispatch_unique_with(&client)
+        .await
+        .unwrap();
+    let worker = TestWorker::start(&redis.url(), Some("uq"), 1);
+    wait_for_state(&client, first.jid(), "awaiting").await;
+    assert_eq!(
+        holder(&client, "uq", &key).await.as_deref(),
+        Some(first.jid())
+    );
+    let during = Asks::call("q1".into())
+        .dispatch_unique_with(&client)
+        .await
+        .unwrap();
+    assert_eq!(during, Dispatched::Duplicate(first.jid().to_owned()));
+    client.reply("q1:answer", &42).await.unwrap();
+    wait_for_state(&client, first.jid(), "done").await;
+    assert_eq!(holder(&client, "uq", &key).await, None);
+    worker.stop().await;
+}
+
 /// Unique, on a queue under flow control (its priority makes it so).
 #[job(queue = "uf", unique_for = "1m", priority = 5)]
 async fn prioritized(n: u32) {
