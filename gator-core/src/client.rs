@@ -14,6 +14,7 @@ use crate::replication::ReplicaWait;
 use crate::shards::ShardCounts;
 use crate::store::schedule::When;
 use crate::store::{self, keys::Keys};
+use crate::unique::Dispatched;
 use redis::aio::ConnectionManagerConfig;
 use redis::{AsyncConnectionConfig, ConnectionInfo};
 use std::collections::HashMap;
@@ -335,11 +336,20 @@ impl Client {
             return crate::testing::dispatch(mode, encode(job), None).await;
         }
         let payload = self.placed(encode(job)?).await?;
+        Ok(self.dispatch_placed(payload).await?.into_jid())
+    }
+
+    /// [`Client::dispatch`] of a placed payload: a unique job goes with its lock
+    /// ([`crate::unique`]); any other is new.
+    pub(crate) async fn dispatch_placed(&self, payload: Payload) -> Result<Dispatched> {
         if let Some(start) = self.window_start(&payload, None).await? {
-            return self.schedule(payload, When::At(start), start).await;
+            return self.schedule_placed(payload, When::At(start), start).await;
+        }
+        if payload.unique.is_some() {
+            return self.store_unique(payload, None).await;
         }
         self.enqueue(std::slice::from_ref(&payload)).await?;
-        Ok(payload.jid)
+        Ok(Dispatched::New(payload.jid))
     }
 
     /// For a job with time windows ([`PendingJob::windows`]): when it may start, on Redis's
@@ -403,7 +413,9 @@ impl Client {
         store::shards::all(&mut self.connection(), self.keys()).await
     }
 
-    /// Enqueues many jobs of one type in one round trip; returns their jids in order.
+    /// Enqueues many jobs of one type in one round trip; returns their jids in order. Unique
+    /// jobs ([`crate::unique`]) go one by one with their locks; a duplicate's jid is its
+    /// holder's.
     pub async fn dispatch_many<J: Job>(
         &self,
         jobs: impl IntoIterator<Item = PendingJob<J>>,
@@ -420,16 +432,23 @@ impl Client {
             return Ok(Vec::new());
         }
         let payloads = self.place(jobs).await?;
-        let jids = payloads.iter().map(|p| p.jid.clone()).collect();
-        // Jobs with time windows that may not start now are scheduled at their next opening;
+        let mut jids = Vec::with_capacity(payloads.len());
+        // Jobs with time windows that may not start now are scheduled at their next opening,
+        // and unique jobs go one by one with their locks (a duplicate's jid is the holder's);
         // the rest go in one round trip.
         let mut now = Vec::with_capacity(payloads.len());
         for payload in payloads {
             match self.window_start(&payload, None).await? {
                 Some(start) => {
-                    self.schedule(payload, When::At(start), start).await?;
+                    jids.push(self.schedule(payload, When::At(start), start).await?);
                 }
-                None => now.push(payload),
+                None if payload.unique.is_some() => {
+                    jids.push(self.store_unique(payload, None).await?.into_jid());
+                }
+                None => {
+                    jids.push(payload.jid.clone());
+                    now.push(payload);
+                }
             }
         }
         if !now.is_empty() {
@@ -482,21 +501,32 @@ impl Client {
         self.schedule(payload, When::At(due), due).await
     }
 
-    async fn schedule(
+    async fn schedule(&self, payload: Payload, when: When, enqueued_at_ms: u64) -> Result<String> {
+        Ok(self
+            .schedule_placed(payload, when, enqueued_at_ms)
+            .await?
+            .into_jid())
+    }
+
+    /// [`Client::schedule`], saying whether a unique job found a duplicate.
+    pub(crate) async fn schedule_placed(
         &self,
         mut payload: Payload,
         when: When,
         enqueued_at_ms: u64,
-    ) -> Result<String> {
+    ) -> Result<Dispatched> {
         // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
         // the payload without rewriting it.
         payload.enqueued_at = enqueued_at_ms.max(payload.enqueued_at);
+        if payload.unique.is_some() {
+            return self.store_unique(payload, Some(when)).await;
+        }
         self.register_if_due(std::slice::from_ref(&payload)).await?;
         let mut conn = self.connection();
         store::schedule::schedule(&mut conn, self.keys(), &payload, when, None).await?;
         self.confirm_replicated(&mut conn, vec![payload.queue.as_str()])
             .await?;
-        Ok(payload.jid)
+        Ok(Dispatched::New(payload.jid))
     }
 
     /// Stores `chain`: its first step on its queue now (or scheduled at `at`, on Redis's
@@ -539,7 +569,7 @@ impl Client {
 
     /// Records the queues of `payloads` in the known-queues set if this client has not done so
     /// in the last [`REGISTER_EVERY`], as a command of its own (a global key).
-    async fn register_if_due(&self, payloads: &[Payload]) -> Result<()> {
+    pub(crate) async fn register_if_due(&self, payloads: &[Payload]) -> Result<()> {
         self.register_controlled(payloads).await?;
         if !self.due_for_registering(payloads.iter().map(|p| p.queue.as_str())) {
             return Ok(());

@@ -151,6 +151,12 @@ pub enum Error {
         /// The workflow id.
         id: String,
     },
+    /// Unique options that cannot be used (a zero TTL or debounce delay, an empty key).
+    #[error("invalid unique options: {reason}")]
+    InvalidUnique {
+        /// Why they were refused.
+        reason: String,
+    },
     /// A time that cannot be used to schedule a job.
     #[error("invalid schedule time: {reason}")]
     InvalidTime {

@@ -46,6 +46,10 @@ pub trait Job: Sized + Send + Sync + 'static {
         let _ = args;
         crate::flow::FlowOptions::default()
     }
+    /// The unique options every job of this type carries (`#[job(unique_for = "10m",
+    /// unique_until = "start", debounce = "5s")]`); `None`: not unique unless a dispatch asks.
+    /// See [`crate::unique`].
+    const UNIQUE: Option<crate::unique::UniqueOptions> = None;
     /// Turns decoded arguments, and this attempt's context, into the work to run.
     fn execute(args: Self::Args, ctx: Context) -> Execution;
 }
@@ -189,6 +193,8 @@ pub struct PendingJob<J: Job> {
     pub(crate) queue: Cow<'static, str>,
     pub(crate) shard_key: Option<String>,
     pub(crate) flow: crate::flow::FlowOptions,
+    pub(crate) unique: Option<crate::unique::UniqueOptions>,
+    pub(crate) unique_key: Option<String>,
 }
 
 impl<J: Job> fmt::Debug for PendingJob<J> {
@@ -198,6 +204,8 @@ impl<J: Job> fmt::Debug for PendingJob<J> {
             .field("queue", &self.queue)
             .field("shard_key", &self.shard_key)
             .field("flow", &self.flow)
+            .field("unique", &self.unique)
+            .field("unique_key", &self.unique_key)
             .finish()
     }
 }
@@ -211,7 +219,43 @@ impl<J: Job> PendingJob<J> {
             queue: Cow::Borrowed(J::QUEUE),
             shard_key: None,
             flow,
+            unique: J::UNIQUE,
+            unique_key: None,
         }
+    }
+
+    /// Makes this job unique for `ttl` at most (see [`crate::unique`]): while it waits, runs or
+    /// retries, a dispatch with the same key returns its jid and stores nothing.
+    pub fn unique_for(mut self, ttl: Duration) -> PendingJob<J> {
+        self.unique.get_or_insert_with(Default::default).ttl = ttl;
+        self
+    }
+
+    /// Releases this job's unique lock when it starts, or when it succeeds (the default).
+    /// Makes it unique (for [`crate::unique::DEFAULT_UNIQUE_FOR`] unless set).
+    pub fn unique_until(mut self, until: crate::unique::UniqueUntil) -> PendingJob<J> {
+        self.unique.get_or_insert_with(Default::default).until = until;
+        self
+    }
+
+    /// Uses `key` as this job's unique key instead of its wire name and arguments. Makes it
+    /// unique (for [`crate::unique::DEFAULT_UNIQUE_FOR`] unless set).
+    pub fn unique_key(mut self, key: impl Into<String>) -> PendingJob<J> {
+        self.unique.get_or_insert_with(Default::default);
+        self.unique_key = Some(key.into());
+        self
+    }
+
+    /// Debounces this job: it runs `delay` after the last dispatch with its unique key, once,
+    /// with the last arguments (see [`crate::unique`]). Makes it unique.
+    pub fn debounce(mut self, delay: Duration) -> PendingJob<J> {
+        self.unique.get_or_insert_with(Default::default).debounce = Some(delay);
+        self
+    }
+
+    /// The unique options this job will carry, if it is unique.
+    pub fn unique_options(&self) -> Option<&crate::unique::UniqueOptions> {
+        self.unique.as_ref()
     }
 
     /// Runs this job before every job of higher number on its queue (lower runs first; the
@@ -319,6 +363,36 @@ impl<J: Job> PendingJob<J> {
         default_client().await?.dispatch_in(self, delay).await
     }
 
+    /// [`PendingJob::dispatch`] that says whether a new job was stored or a unique job's
+    /// duplicate was found ([`crate::unique`]); a job that is not unique is always new.
+    pub async fn dispatch_unique(self) -> Result<crate::unique::Dispatched> {
+        if let Some(mode) = crate::testing::active() {
+            let jid = crate::testing::dispatch(mode, encode(self), None).await?;
+            return Ok(crate::unique::Dispatched::New(jid));
+        }
+        default_client().await?.dispatch_unique(self).await
+    }
+
+    /// [`PendingJob::dispatch_in`] that says whether a new job was stored or a unique job's
+    /// duplicate was found.
+    pub async fn dispatch_unique_in(self, delay: Duration) -> Result<crate::unique::Dispatched> {
+        if let Some(mode) = crate::testing::active() {
+            let at = SystemTime::now() + delay;
+            let jid = crate::testing::dispatch(mode, encode(self), Some(at)).await?;
+            return Ok(crate::unique::Dispatched::New(jid));
+        }
+        default_client()
+            .await?
+            .dispatch_unique_in(self, delay)
+            .await
+    }
+
+    /// [`PendingJob::dispatch_with`] that says whether a new job was stored or a unique job's
+    /// duplicate was found.
+    pub async fn dispatch_unique_with(self, client: &Client) -> Result<crate::unique::Dispatched> {
+        client.dispatch_unique(self).await
+    }
+
     /// Enqueues now through `client`; returns the jid.
     pub async fn dispatch_with(self, client: &Client) -> Result<String> {
         client.dispatch(self).await
@@ -385,12 +459,29 @@ pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
     crate::store::keys::validate_queue(&job.queue)?;
     job.flow.validate()?;
     let args = serde_json::to_value(&job.args)?;
+    let mut shard_key = job.shard_key;
+    let unique = match job.unique {
+        Some(options) => {
+            options.validate()?;
+            let key = match job.unique_key {
+                Some(key) if key.is_empty() => {
+                    return Err(Error::InvalidUnique {
+                        reason: "a unique key must not be empty".to_owned(),
+                    });
+                }
+                Some(key) => key,
+                None => crate::unique::default_key(J::NAME, &args),
+            };
+            // Duplicates must meet on one shard of a sharded queue: placed by their key.
+            shard_key.get_or_insert_with(|| key.clone());
+            Some(crate::unique::Unique::new(key, &options))
+        }
+        None => None,
+    };
     let mut payload = Payload::new(J::NAME, &job.queue, args);
     payload.flow = (!job.flow.is_empty()).then_some(job.flow);
-    Ok(Encoded {
-        payload,
-        shard_key: job.shard_key,
-    })
+    payload.unique = unique;
+    Ok(Encoded { payload, shard_key })
 }
 
 /// Enqueues many jobs of one type in one round trip through the default client.

@@ -48,6 +48,7 @@ pub mod shards;
 pub mod status;
 pub mod store;
 pub mod testing;
+pub mod unique;
 pub mod workflow;
 
 pub use cancel::Cancellation;
@@ -66,6 +67,7 @@ pub use registry::{JobRegistration, Registry};
 pub use replication::ReplicaWait;
 pub use status::{JobDetails, JobStatus};
 pub use store::sets::{SetEntry, SetKind};
+pub use unique::{Dispatched, UniqueOptions, UniqueUntil};
 pub use workflow::{OnFailure, Step, Workflow};
 
 /// Cancels a [`Context`]: re-exported so no extra crate is needed to make one.

@@ -29,6 +29,9 @@ const OPTIONS: &[&str] = &[
     "rate",
     "windows",
     "tz",
+    "unique_for",
+    "unique_until",
+    "debounce",
 ];
 
 /// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
@@ -65,6 +68,12 @@ pub(crate) struct JobOptions {
     pub tz: Option<LitStr>,
     /// Whether `windows` was given at all (even if refused), for the `tz` check.
     pub windows_given: bool,
+    /// `unique_for = "10m"`: the unique lock's TTL, in ms.
+    pub unique_for_ms: Option<u64>,
+    /// `unique_until = "start"`: true for `start`, false for `success`.
+    pub unique_until_start: Option<bool>,
+    /// `debounce = "5s"`: the debounce delay, in ms.
+    pub debounce_ms: Option<u64>,
 }
 
 /// The `backoff` option.
@@ -296,6 +305,46 @@ impl JobOptions {
                 check_unset(&self.windows_given.then_some(()), &key)?;
                 self.windows_given = true;
                 self.windows = Some(windows_value(meta, &key)?);
+            }
+            "unique_for" | "debounce" => {
+                let (field, example, zero) = if key == "unique_for" {
+                    (
+                        &mut self.unique_for_ms,
+                        "10m",
+                        "a unique lock that lasts no time would let every duplicate through",
+                    )
+                } else {
+                    (
+                        &mut self.debounce_ms,
+                        "5s",
+                        "a debounce of zero waits for nothing: leave `debounce` out",
+                    )
+                };
+                check_unset(field, &key)?;
+                let lit = string_value(meta, &key, example)?;
+                let ms =
+                    parse_duration_ms(&lit.value()).map_err(|e| syn::Error::new(lit.span(), e))?;
+                if ms == 0 {
+                    return Err(syn::Error::new(lit.span(), zero));
+                }
+                *field = Some(ms);
+            }
+            "unique_until" => {
+                check_unset(&self.unique_until_start, &key)?;
+                let lit = string_value(meta, &key, "start")?;
+                self.unique_until_start = Some(match lit.value().as_str() {
+                    "start" => true,
+                    "success" => false,
+                    other => {
+                        return Err(syn::Error::new(
+                            lit.span(),
+                            format!(
+                                "`unique_until = {other:?}` is not a moment the lock can end: \
+                                 write `unique_until = \"start\"` or `\"success\"` (the default)"
+                            ),
+                        ));
+                    }
+                });
             }
             "tz" => {
                 check_unset(&self.tz, &key)?;
@@ -785,6 +834,39 @@ mod tests {
         );
         let just_long_enough = "é".repeat(64);
         assert_eq!(parse(quote!(rate = #just_long_enough)).1, 0);
+    }
+
+    #[test]
+    fn unique_options_are_read() {
+        let (options, errors) = parse(quote!(
+            unique_for = "10m",
+            unique_until = "start",
+            debounce = "5s"
+        ));
+        assert_eq!(errors, 0);
+        assert_eq!(options.unique_for_ms, Some(600_000));
+        assert_eq!(options.unique_until_start, Some(true));
+        assert_eq!(options.debounce_ms, Some(5_000));
+        let (options, errors) = parse(quote!(unique_until = "success"));
+        assert_eq!((errors, options.unique_until_start), (0, Some(false)));
+    }
+
+    #[test]
+    fn bad_unique_options_are_each_refused() {
+        let cases = [
+            quote!(unique_for = "0s"),
+            quote!(unique_for = "10"),
+            quote!(unique_for = 600),
+            quote!(unique_for),
+            quote!(unique_until = "finish"),
+            quote!(unique_until = start),
+            quote!(debounce = "0ms"),
+            quote!(debounce = "soon"),
+            quote!(unique_for = "1m", unique_for = "2m"),
+        ];
+        for tokens in cases {
+            assert_eq!(parse(tokens.clone()).1, 1, "{tokens}");
+        }
     }
 
     #[test]

@@ -195,11 +195,45 @@ fn policy(options: &JobOptions) -> TokenStream {
         }
     });
     let flow = flow_fn(options);
-    quote!(#retries #timeout #backoff #retry #flow)
+    let unique = unique_const(options);
+    quote!(#retries #timeout #backoff #retry #flow #unique)
 }
 
 /// `fn flow(args)` of `impl Job`, only for a job with flow-control options: the options every
 /// job of this type carries (a dispatch's builder methods override them).
+/// `const UNIQUE` for `unique_for`, `unique_until` and `debounce`: any of them makes the job
+/// unique (for the default TTL unless `unique_for` says).
+fn unique_const(options: &JobOptions) -> Option<TokenStream> {
+    if options.unique_for_ms.is_none()
+        && options.unique_until_start.is_none()
+        && options.debounce_ms.is_none()
+    {
+        return None;
+    }
+    let ttl = match options.unique_for_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(::gator_core::unique::DEFAULT_UNIQUE_FOR),
+    };
+    let until = match options.unique_until_start {
+        Some(true) => quote!(::gator_core::unique::UniqueUntil::Start),
+        _ => quote!(::gator_core::unique::UniqueUntil::Success),
+    };
+    let debounce = match options.debounce_ms {
+        Some(ms) => {
+            quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    Some(quote! {
+        const UNIQUE: ::core::option::Option<::gator_core::unique::UniqueOptions> =
+            ::core::option::Option::Some(::gator_core::unique::UniqueOptions {
+                ttl: #ttl,
+                until: #until,
+                debounce: #debounce,
+            });
+    })
+}
+
 fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
     let has_flow = options.priority.is_some()
         || options.cost.is_some()

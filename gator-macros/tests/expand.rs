@@ -187,7 +187,8 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
             "sync_ctx_job",
             "tenant_sync",
             "tick",
-            "tock"
+            "tock",
+            "unique_debounced"
         ]
     );
     let queues: Vec<_> = registry
@@ -199,7 +200,7 @@ fn every_job_is_in_the_inventory_with_its_name_and_queue() {
         queues,
         [
             "default", "default", "async-q", "batch", "default", "default", "partner", "mail",
-            "default", "default", "default", "default"
+            "default", "default", "default", "default", "default"
         ]
     );
     let sync = registry.get("send_sync").unwrap();
@@ -404,4 +405,37 @@ fn flow_options_come_from_the_attribute_and_the_limit_key_from_the_named_argumen
     assert_eq!(pending.flow_options().priority, Some(3));
     assert_eq!(pending.flow_options().key.as_deref(), Some("north"));
     assert_eq!(pending.flow_options().cost, Some(2));
+}
+
+#[job(unique_for = "10m", unique_until = "start", debounce = "5s")]
+fn unique_debounced(n: u32) {
+    let _ = n;
+}
+
+#[test]
+fn unique_options_come_from_the_attribute_and_a_dispatch_may_change_them() {
+    use gator_core::unique::{DEFAULT_UNIQUE_FOR, UniqueOptions, UniqueUntil};
+    use std::time::Duration;
+    let expected = UniqueOptions {
+        ttl: Duration::from_secs(600),
+        until: UniqueUntil::Start,
+        debounce: Some(Duration::from_secs(5)),
+    };
+    assert_eq!(UniqueDebounced::UNIQUE, Some(expected));
+    assert_eq!(UniqueDebounced::call(1).unique_options(), Some(&expected));
+    // A job without the options is not unique until a dispatch asks.
+    assert_eq!(NoFlow::UNIQUE, None);
+    assert_eq!(NoFlow::call(1).unique_options(), None);
+    let keyed = NoFlow::call(1).unique_key("k");
+    assert_eq!(
+        keyed.unique_options(),
+        Some(&UniqueOptions::new(DEFAULT_UNIQUE_FOR))
+    );
+    let changed = UniqueDebounced::call(1)
+        .unique_for(Duration::from_secs(60))
+        .unique_until(UniqueUntil::Success);
+    assert_eq!(
+        changed.unique_options().map(|u| (u.ttl, u.until)),
+        Some((Duration::from_secs(60), UniqueUntil::Success))
+    );
 }

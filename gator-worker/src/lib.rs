@@ -61,6 +61,7 @@
 //! | info | `job cancelled`, `job cancelled before it started` | `duration_ms`, `outcome = "cancelled"` (after a run) |
 //! | info | `job cancelled: telling it to stop` | `jid` |
 //! | warn | `cannot read Redis's clock to check the job's time windows; running it` | `error` |
+//! | warn | `could not release the job's unique lock as it starts; its TTL will` | `error` |
 //!
 //! Worker-level:
 //!

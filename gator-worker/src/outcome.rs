@@ -26,6 +26,9 @@ pub enum Outcome {
         attempts: u32,
         /// When it finished (the worker's estimate of Redis time, ms).
         at_ms: u64,
+        /// Whether it is a unique job whose lock lasts until its success
+        /// (`gator_core::unique`): its success is settled by a script that releases the lock.
+        unique_lock: bool,
     },
     /// It failed and runs again `delay` from now (on Redis's clock); the payload records the
     /// failure.

@@ -22,6 +22,7 @@ use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
 use crate::run::{catch_unwind, execute, panic_message};
 use crate::settle;
 use gator_core::payload::PayloadDocument;
+use gator_core::unique::UniqueUntil;
 use gator_core::{
     Client, Context, Execution, JobError, JobInfo, JobRegistration, Registry, StateMap,
 };
@@ -124,7 +125,15 @@ impl Processor {
     /// Redis settles this job before it moves the next one in.
     async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
         let (fetched, slot) = match (&outcome, outcome.done(self.kept.retention)) {
-            (Outcome::Done { handoff, .. }, Some(done)) => {
+            // A unique job's success releases its lock in its settle script (below).
+            (
+                Outcome::Done {
+                    handoff,
+                    unique_lock: false,
+                    ..
+                },
+                Some(done),
+            ) => {
                 match self
                     .fetcher
                     .ack_and_next(job, handoff.as_deref(), &done, stop)
@@ -207,7 +216,10 @@ impl Processor {
                 return classify(Failure::BadArgs { reason, raw }, policy);
             }
         };
-        // 3. Execute.
+        // 3. Execute, first releasing the lock of a unique job that holds it until its start.
+        if doc.unique_until() == Some(UniqueUntil::Start) {
+            self.release_unique(&job.fetched).await;
+        }
         info!("job started");
         let result = self
             .run_marked(doc, job, execution, registration.timeout, &ctx)
@@ -246,9 +258,20 @@ impl Processor {
                     result,
                     attempts: doc.attempt().saturating_add(1),
                     at_ms: self.clock.now_ms(),
+                    unique_lock: doc.unique_until() == Some(UniqueUntil::Success),
                 }
             }
             Err(error) => classify(Failure::Run(error), policy),
+        }
+    }
+
+    /// Releases the unique lock of a job that holds it until it starts. A lock that cannot
+    /// be released now is only logged: its TTL ends it, and the job runs all the same.
+    async fn release_unique(&self, fetched: &gator_core::store::inflight::Fetched) {
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
+        if let Err(e) = gator_core::store::unique::release(&mut conn, keys, fetched).await {
+            warn!(error = %e, "could not release the job's unique lock as it starts; its TTL will");
         }
     }
 

@@ -95,10 +95,19 @@ async fn try_write(
     let mut conn = client.connection();
     let keys = client.keys();
     match outcome {
-        Outcome::Done { handoff, .. } => {
+        Outcome::Done {
+            handoff,
+            unique_lock,
+            ..
+        } => {
             let Some(done) = outcome.done(retention) else {
                 return Ok(false); // cannot happen: `done` is `Some` for every success
             };
+            // A unique job's success releases its lock in the same script (a hand-off's
+            // ack.lua releases it too).
+            if *unique_lock && handoff.is_none() {
+                return gator_core::store::unique::ack(&mut conn, keys, job, &done).await;
+            }
             inflight::ack(
                 &mut conn,
                 keys,

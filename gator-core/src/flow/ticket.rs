@@ -31,7 +31,7 @@ impl Client {
     /// Enqueues `job` now, like [`Client::dispatch`], and returns its [`Ticket`]: its place in
     /// its queue and, on a rate-limited queue, when it is expected to start. A job with time
     /// windows that may not start now is scheduled at its next opening, and its ticket has no
-    /// place yet (`seq: None`), only that time.
+    /// place yet (`seq: None`), only that time. A unique job's ticket has no place either.
     pub async fn dispatch_with_ticket<J: Job>(&self, job: PendingJob<J>) -> Result<Ticket> {
         let payload = self.placed(encode(job)?).await?;
         if let Some(start) = self.window_start(&payload, None).await? {
@@ -41,6 +41,17 @@ impl Client {
                 seq: None,
                 ahead: 0,
                 expected_start: Some(UNIX_EPOCH + Duration::from_millis(start)),
+            });
+        }
+        // A unique job is stored with its lock (`crate::unique`); its ticket has no place
+        // (it may be a duplicate, already waiting somewhere).
+        if payload.unique.is_some() {
+            let jid = self.store_unique(payload, None).await?.into_jid();
+            return Ok(Ticket {
+                jid,
+                seq: None,
+                ahead: 0,
+                expected_start: None,
             });
         }
         let register = self.due_for_registering(std::iter::once(payload.queue.as_str()));

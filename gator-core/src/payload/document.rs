@@ -44,6 +44,7 @@ pub struct PayloadDocument<'a> {
     enqueued_at: Option<&'a RawValue>,
     flow: Option<&'a RawValue>,
     headers: Option<&'a RawValue>,
+    unique: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -73,6 +74,7 @@ struct Needed<'a> {
     flow: Option<&'a RawValue>,
     #[serde(borrow, default)]
     headers: Option<&'a RawValue>,
+    unique: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -99,12 +101,20 @@ impl<'a> PayloadDocument<'a> {
             enqueued_at: needed.enqueued_at,
             flow: needed.flow,
             headers: needed.headers,
+            unique: needed.unique,
         })
     }
 
     /// The payload's whole text, as stored.
     pub fn text(&self) -> &str {
         self.text
+    }
+
+    /// When a unique job's lock is released ([`crate::unique`]); `None` for a job that is not
+    /// unique (or whose `unique` field does not parse: it took no lock the worker could name).
+    pub fn unique_until(&self) -> Option<crate::unique::UniqueUntil> {
+        let unique: crate::unique::Unique = serde_json::from_str(self.unique?.get()).ok()?;
+        Some(unique.until)
     }
 
     /// The job id.
@@ -275,6 +285,31 @@ impl<'de: 'a, 'a> Deserialize<'de> for Fields<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_unique_job_says_when_its_lock_goes_and_a_plain_one_has_none() {
+        let read = |raw: &str| {
+            PayloadDocument::parse(raw.as_bytes())
+                .expect("a payload")
+                .unique_until()
+        };
+        use crate::unique::UniqueUntil;
+        let head = r#"{"jid":"j","job":"x","args":[]"#;
+        assert_eq!(read(&format!("{head}}}")), None);
+        assert_eq!(
+            read(&format!(
+                r#"{head},"unique":{{"key":"k","until":"start","ttl":5}}}}"#
+            )),
+            Some(UniqueUntil::Start)
+        );
+        // `until` defaults to success, as the scripts read it.
+        assert_eq!(
+            read(&format!(r#"{head},"unique":{{"key":"k","ttl":5}}}}"#)),
+            Some(UniqueUntil::Success)
+        );
+        // Unreadable: it took no lock the worker can name.
+        assert_eq!(read(&format!(r#"{head},"unique":"k"}}"#)), None);
+    }
 
     #[test]
     fn a_rewrite_changes_only_the_named_fields_and_keeps_the_rest_as_it_came() {

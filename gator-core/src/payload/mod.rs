@@ -72,6 +72,10 @@ pub struct Payload {
     /// [`crate::Context::header`]. Absent when empty.
     #[serde(default, skip_serializing_if = "Headers::is_empty")]
     pub headers: Headers,
+    /// For a unique job: its key, when its lock is released, its TTL and debounce delay (see
+    /// [`crate::unique`]); absent for any other job, which takes no lock.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique: Option<crate::unique::Unique>,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -96,6 +100,7 @@ impl Payload {
             workflow: None,
             flow: None,
             headers: Headers::new(),
+            unique: None,
             extra: Map::new(),
         }
     }

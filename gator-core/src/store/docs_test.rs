@@ -51,6 +51,7 @@ fn every_key_is_documented_in_the_wire_format() {
         k.limiter_rate("<name>"),
         k.limiter_tat("<name>"),
         k.limiters(),
+        k.unique(q, "<sha1 hex of key>"),
     ] {
         assert!(
             DOC.contains(&format!("`{key}`")),

@@ -226,6 +226,13 @@ impl Keys {
         self.of_queue(queue, "scheduled", "")
     }
 
+    /// STRING: the lock of unique key `digest` (its SHA-1 hex, [`crate::unique::digest`]) on
+    /// `queue`, holding the jid of the job that holds it (for a debounced job, its pending
+    /// payload), expiring after its TTL. The scripts build it from the payload's `unique.key`.
+    pub fn unique(&self, queue: &str, digest: &str) -> String {
+        self.of_queue(queue, "unique:", digest)
+    }
+
     /// ZSET of failed payloads of `queue` waiting for their next attempt, scored by its time (ms).
     pub fn retry(&self, queue: &str) -> String {
         self.of_queue(queue, "retry", "")

@@ -17,6 +17,7 @@ pub mod scripts;
 pub mod sets;
 pub mod shards;
 pub mod status;
+pub mod unique;
 pub mod workflow;
 
 #[cfg(test)]

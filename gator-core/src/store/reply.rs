@@ -241,6 +241,11 @@ async fn done(
         .arg(format!("{attempts} {reply}"))
         .arg(waiter.ret.max(1))
         .arg(handoff.as_deref().unwrap_or(""))
+        // A unique job's payload, whose lock its success releases (only those pay for it).
+        .arg(match doc.as_ref().and_then(|d| d.unique_until()) {
+            Some(_) => waiter.payload.as_str(),
+            None => "",
+        })
         .invoke_async::<i64>(conn)
         .await?;
     if let Some(then) = &waiter.then

@@ -22,13 +22,21 @@ const WF_LIB: &str = include_str!("lua/wf_lib.lua");
 /// The marker line a script puts where it needs the workflow library.
 const WF_LIB_MARKER: &str = "-- @wf_lib\n";
 
+/// `lua/unique_lib.lua`, the unique jobs' locks (take, name, release), inserted where a
+/// script says `-- @unique_lib`.
+const UNIQUE_LIB: &str = include_str!("lua/unique_lib.lua");
+
+/// The marker line a script puts where it needs the unique library.
+const UNIQUE_LIB_MARKER: &str = "-- @unique_lib\n";
+
 /// `source` with the prelude inserted after its first line, the `#!lua` line that must stay
 /// first, and the flow or workflow library at its marker.
 fn with_prelude(source: &str) -> Script {
     let (shebang, body) = source.split_once('\n').unwrap_or((source, ""));
     let body = body
         .replacen(FLOW_LIB_MARKER, FLOW_LIB, 1)
-        .replacen(WF_LIB_MARKER, WF_LIB, 1);
+        .replacen(WF_LIB_MARKER, WF_LIB, 1)
+        .replacen(UNIQUE_LIB_MARKER, UNIQUE_LIB, 1);
     Script::new(&format!("{shebang}\n{PRELUDE}{body}"))
 }
 
@@ -108,6 +116,10 @@ scripts! {
     RELEASE => "release.lua";
     /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
     MOVE_TO_QUEUE => "move_to_queue.lua";
+    /// `lua/unique_dispatch.lua`: dispatch a unique job with its lock, or find its duplicate.
+    UNIQUE_DISPATCH => "unique_dispatch.lua";
+    /// `lua/unique_release.lua`: release a unique job's lock as it starts.
+    UNIQUE_RELEASE => "unique_release.lua";
     /// `lua/heartbeat.lua`: register a live process and count the fleet, on Redis time.
     HEARTBEAT => "heartbeat.lua";
 }

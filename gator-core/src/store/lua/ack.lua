@@ -11,23 +11,31 @@
 -- see store::inflight::ack_and_take.)
 -- A job that holds no units (its process holds none on this queue: a plain queue) is settled
 -- before the flow library is defined.
+-- A job with `unique` (unique_lib.lua) releases its lock here, in the same step: a unique job
+-- whose lock lasts until its success settles through this script even without a hand-off
+-- (ARGV[2] empty: store::unique::ack).
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:outbox
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  the hand-off: the step's chain link as JSON ({id, list_queue, next_jid, next_queue}),
---          or a workflow step's report to its workflow (store::workflow::Report)
+--          or a workflow step's report to its workflow (store::workflow::Report); '' for none
+--          (a unique job's success that hands nothing off)
 -- ARGV[3]  `<attempts> <result JSON>` (the result empty for none): its status record is
 --          `done <now> ` and this
 -- ARGV[4]  how long (ms) the status record is kept
 -- Returns  0 if the job was not in flight; 1 if acked and the hand-off recorded
+-- @unique_lib
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
+if ARGV[2] ~= '' then
+  redis.call('RPUSH', KEYS[2], ARGV[2])
+end
 local prefix, process = string.match(KEYS[1], '^(.-}:)inflight:(.*)$')
+unique_release(prefix, ARGV[1])
 set_status(prefix, ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[3], tonumber(ARGV[4]))
 if redis.call('EXISTS', prefix .. 'units:' .. process) == 0 then
   return 1

@@ -5,6 +5,8 @@
 -- controlled queue, cannot be removed from here: its jid goes in the queue's cancelling set,
 -- which every worker reads each second; the worker running it (or the next to fetch it) stops
 -- it and records it cancelled (cancelled.lua).
+-- A unique job removed here releases its lock (unique_lib.lua) in the same step; a marked one
+-- releases it when its worker settles it.
 -- allow-oom: it only removes, and a Redis at maxmemory must still let a job be cancelled.
 --
 -- KEYS[1]  LIST or ZSET  where the job waits: gator:{<queue>}:queue, :scheduled or :retry
@@ -20,6 +22,7 @@
 -- KEYS[4]  LIST  gator:{<queue>}:outbox (`mark` only)
 -- Returns  1 if cancelled (or marked); 0 if the job was no longer there, or no longer in that
 --          state (it moved meanwhile: read its status again)
+-- @unique_lib
 local mode = ARGV[1]
 if mode == 'list' then
   local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
@@ -43,5 +46,6 @@ else
   end
   return 1
 end
+unique_release(queue_prefix(KEYS[3]), ARGV[2])
 redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
 return 1

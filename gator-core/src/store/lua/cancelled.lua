@@ -6,6 +6,7 @@
 -- step. It is never retried. Nothing is written if it was no longer in flight (recovered
 -- meanwhile: its recovered copy is settled the same way by the worker that fetches it).
 -- A workflow step's end is also recorded in the queue's outbox, as kill.lua does.
+-- A unique job's lock (unique_lib.lua) is released in the same step.
 -- allow-oom: it only removes, and a Redis at maxmemory must still settle jobs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
@@ -20,12 +21,14 @@
 -- ARGV[6]  the record's tail after its time (`<attempts> <error>` for `discarded`), or ''
 -- Returns  1 if settled, 0 if the job was not in flight
 -- @flow_lib
+-- @unique_lib
 local bad = wrong_type(KEYS[2], 'set') or wrong_type(KEYS[3], 'list')
 if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
 free_units(KEYS[1], ARGV[1])
+unique_release(queue_prefix(KEYS[1]), ARGV[1])
 redis.call('SREM', KEYS[2], ARGV[2])
 local state = (ARGV[5] and ARGV[5] ~= '') and ARGV[5] or 'cancelled'
 local tail = (ARGV[6] and ARGV[6] ~= '') and (' ' .. ARGV[6]) or ''

@@ -9,6 +9,7 @@
 -- wf_report.lua), in the same step.
 -- Trimmed entries that are chain steps with a step after them are returned, so the caller
 -- deletes their chains' waiting lists (which may live under another queue's hash tag).
+-- A unique job's lock (unique_lib.lua) is released in the same step: a dead job holds nothing.
 -- allow-oom: it only moves a job and removes old ones.
 --
 -- Its KEYS and ARGV follow the outcome scripts' order (ack.lua, retry.lua): the in-flight
@@ -26,12 +27,14 @@
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
 -- @flow_lib
+-- @unique_lib
 local bad = wrong_type(KEYS[2], 'zset') or wrong_type(KEYS[3], 'list')
 if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return { -1 }
 end
 free_units(KEYS[1], ARGV[1])
+unique_release(queue_prefix(KEYS[2]), ARGV[1])
 local now = now_ms()
 redis.call('ZADD', KEYS[2], now, ARGV[2])
 if ARGV[5] ~= '' then
