@@ -51,6 +51,10 @@ fn every_key_is_documented_in_the_wire_format() {
         k.limiter_rate("<name>"),
         k.limiter_tat("<name>"),
         k.limiters(),
+        k.cron_index(),
+        k.cron_entries(q),
+        k.cron_fired(q),
+        k.cron_paused(q),
     ] {
         assert!(
             DOC.contains(&format!("`{key}`")),

@@ -108,6 +108,10 @@ scripts! {
     RELEASE => "release.lua";
     /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
     MOVE_TO_QUEUE => "move_to_queue.lua";
+    /// `lua/cron_add.lua`: store a periodic entry's definition; its first tick comes after now.
+    CRON_ADD => "cron_add.lua";
+    /// `lua/cron_fire.lua`: enqueue a periodic entry's job for a tick, once across all workers.
+    CRON_FIRE => "cron_fire.lua";
     /// `lua/heartbeat.lua`: register a live process and count the fleet, on Redis time.
     HEARTBEAT => "heartbeat.lua";
 }
