@@ -128,6 +128,8 @@ pub mod builder;
 pub mod cancellation;
 pub mod clock;
 pub mod config;
+pub mod cron;
+pub mod cron_admin;
 pub mod fetcher;
 pub mod flow_admin;
 pub mod heartbeat;
