@@ -113,7 +113,7 @@ impl Cron {
             match store::cron::fire(&mut conn, keys, name, Some(tick), &payload).await {
                 Ok(Fire::Pushed) => {
                     pass.fired += 1;
-                    info!(entry = name, tick, jid = %payload.jid, queue = %payload.queue, "enqueued a periodic job");
+                    debug!(entry = name, tick, jid = %payload.jid, queue = %payload.queue, "enqueued a periodic job");
                 }
                 Ok(outcome) => {
                     debug!(entry = name, tick, ?outcome, "tick not fired here");

@@ -4,13 +4,17 @@
 //! declared with `#[job(cron = ..)]` is published and fired by a worker; bad input is refused.
 //!
 //! The clock is Redis's: ticks are computed on `TIME` and compared inside `cron_fire.lua`, so
-//! the tests use 6-field, per-second expressions and read Redis's clock to decide what they
-//! wait for. The jobs are the test worker's `cron_tick`, which counts each run under its
+//! the tests use 6-field, per-second expressions, read Redis's clock to decide what they wait
+//! for, and run workers whose own clocks are 5 minutes off (libfaketime) beside a true one.
+//! (A sped-up clock does not fit: leases expire on Redis's clock and are renewed on the
+//! worker's timers, so a fast Redis clock would expire every lease.) The jobs are the test worker's `cron_tick`, which counts each run under its
 //! tick in `test:cron:<tag>`: a tick enqueued twice shows a count of 2.
 
 use gator_core::cron::Fire;
 use gator_core::{Client, job, store};
-use gator_tests::{RedisServer, TestWorker, WorkerProcess, client, run_cli, wait_until};
+use gator_tests::{
+    RedisServer, TestWorker, WorkerCommand, WorkerProcess, client, run_cli, wait_until,
+};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -67,9 +71,10 @@ fn assert_each_tick_ran_once(ticks: &BTreeMap<u64, u32>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_workers_enqueue_each_tick_exactly_once() {
+async fn three_workers_with_skewed_clocks_enqueue_each_tick_exactly_once_on_redis_time() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
+    let added = client.redis_time().await.unwrap();
     client
         .add_periodic(
             "every-second",
@@ -79,7 +84,15 @@ async fn three_workers_enqueue_each_tick_exactly_once() {
         )
         .await
         .unwrap();
-    let _fleet = workers(&redis, 3);
+    // One worker on the right time, one 5 minutes ahead, one 5 minutes behind (libfaketime):
+    // a worker that took a tick from its own clock would fire ticks from the future, or old
+    // ones again.
+    let command = WorkerCommand::new(WORKER, &redis.url(), "cron").args(&["--concurrency", "2"]);
+    let _fleet = [
+        command.spawn(),
+        command.clone().clock_offset("+5m").spawn(),
+        command.clone().clock_offset("-5m").spawn(),
+    ];
 
     wait_until("15 ticks to run", Duration::from_secs(60), || async {
         runs(&client, "fleet").await.len() >= 15
@@ -90,8 +103,13 @@ async fn three_workers_enqueue_each_tick_exactly_once() {
     wait_for_redis_time(&client, seen + 1500).await;
     let ticks = runs(&client, "fleet").await;
     assert_each_tick_ran_once(&ticks);
+    let now = client.redis_time().await.unwrap();
     for tick in ticks.keys() {
         assert_eq!(tick % 1000, 0, "a tick falls on a whole second: {tick}");
+        assert!(
+            *tick > added && *tick <= now,
+            "tick {tick} is not between the entry's creation ({added}) and now ({now}) on Redis's clock"
+        );
     }
     // With three workers awake at every second, none is skipped either.
     let (first, last) = (ticks.keys().next().unwrap(), ticks.keys().last().unwrap());
