@@ -51,7 +51,9 @@ impl Cron {
     pub async fn run(mut self, stop: CancellationToken) {
         loop {
             let pause = match self.tick().await {
-                Ok(pass) => pass.next_in.map_or(self.refresh, |next| next.min(self.refresh)),
+                Ok(pass) => pass
+                    .next_in
+                    .map_or(self.refresh, |next| next.min(self.refresh)),
                 Err(e) => {
                     warn!(error = %e, "could not fire periodic jobs; trying again next pass");
                     self.refresh
@@ -72,7 +74,10 @@ impl Cron {
             for entry in &self.declared {
                 self.client.publish_periodic(entry).await?;
             }
-            info!(entries = self.declared.len(), "published the periodic jobs declared in code");
+            info!(
+                entries = self.declared.len(),
+                "published the periodic jobs declared in code"
+            );
             self.declared.clear();
         }
         let keys = self.client.keys();

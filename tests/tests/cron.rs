@@ -152,16 +152,26 @@ async fn concurrent_fires_of_one_tick_push_one_job() {
     let outcomes = futures_join_all(fires).await;
     let pushed = outcomes.iter().filter(|o| **o == Fire::Pushed).count();
     assert_eq!(pushed, 1, "outcomes: {outcomes:?}");
-    assert!(outcomes.iter().all(|o| matches!(o, Fire::Pushed | Fire::AlreadyFired)));
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Fire::Pushed | Fire::AlreadyFired))
+    );
     assert_eq!(client.queue_len("cron").await.unwrap(), 1);
     // An older tick, and one after Redis's clock, push nothing.
     let older = entry.payload(Some(tick - 1000), now);
     let fire = |tick, payload| {
         let client = client.clone();
         async move {
-            store::cron::fire(&mut client.connection(), client.keys(), "race", Some(tick), &payload)
-                .await
-                .unwrap()
+            store::cron::fire(
+                &mut client.connection(),
+                client.keys(),
+                "race",
+                Some(tick),
+                &payload,
+            )
+            .await
+            .unwrap()
         }
     };
     assert_eq!(fire(tick - 1000, older.clone()).await, Fire::AlreadyFired);
@@ -188,7 +198,12 @@ async fn workers_stopped_for_several_ticks_fire_the_missed_ones_once_not_in_a_bu
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     client
-        .add_periodic("downtime", "* * * * * *", None, CronTick::call("down".into()))
+        .add_periodic(
+            "downtime",
+            "* * * * * *",
+            None,
+            CronTick::call("down".into()),
+        )
         .await
         .unwrap();
     let fleet = workers(&redis, 2);
@@ -204,9 +219,11 @@ async fn workers_stopped_for_several_ticks_fire_the_missed_ones_once_not_in_a_bu
     wait_for_redis_time(&client, stopped + 5000).await;
     let restarted = client.redis_time().await.unwrap();
     let _fleet = workers(&redis, 2);
-    wait_until("a tick after the restart to run", Duration::from_secs(30), || async {
-        runs(&client, "down").await.keys().any(|t| *t > restarted)
-    })
+    wait_until(
+        "a tick after the restart to run",
+        Duration::from_secs(30),
+        || async { runs(&client, "down").await.keys().any(|t| *t > restarted) },
+    )
     .await;
     let ticks = runs(&client, "down").await;
     assert_each_tick_ran_once(&ticks);
@@ -232,7 +249,9 @@ async fn a_new_entry_fires_no_tick_from_before_it_was_added() {
         .await
         .unwrap();
     let listed = client.periodic_entries().await.unwrap();
-    let last = listed[0].last_fired.expect("a new entry records when it was added");
+    let last = listed[0]
+        .last_fired
+        .expect("a new entry records when it was added");
     assert!(last >= before, "{last} < {before}");
     let entry = listed[0].entry.clone();
     let now = client.redis_time().await.unwrap();
@@ -260,7 +279,12 @@ async fn a_paused_entry_fires_nothing_and_resumed_waits_for_its_next_tick() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     client
-        .add_periodic("pausable", "* * * * * *", None, CronTick::call("pause".into()))
+        .add_periodic(
+            "pausable",
+            "* * * * * *",
+            None,
+            CronTick::call("pause".into()),
+        )
         .await
         .unwrap();
     let _fleet = workers(&redis, 2);
@@ -277,9 +301,11 @@ async fn a_paused_entry_fires_nothing_and_resumed_waits_for_its_next_tick() {
     let resumed = client.redis_time().await.unwrap();
     let out = run_cli(WORKER, &redis.url(), &["cron", "resume", "pausable"]);
     assert!(out.status.success());
-    wait_until("a tick after the resume to run", Duration::from_secs(30), || async {
-        runs(&client, "pause").await.keys().any(|t| *t > resumed)
-    })
+    wait_until(
+        "a tick after the resume to run",
+        Duration::from_secs(30),
+        || async { runs(&client, "pause").await.keys().any(|t| *t > resumed) },
+    )
     .await;
 
     let ticks = runs(&client, "pause").await;
@@ -300,7 +326,12 @@ async fn run_now_enqueues_once_even_when_paused_and_leaves_the_schedule_alone() 
     let client = client(&redis.url()).await;
     // Once a year: no tick comes during the test.
     client
-        .add_periodic("yearly", "0 0 1 1 *", Some("UTC"), CronTick::call("now".into()))
+        .add_periodic(
+            "yearly",
+            "0 0 1 1 *",
+            Some("UTC"),
+            CronTick::call("now".into()),
+        )
         .await
         .unwrap();
     client.pause_periodic("yearly").await.unwrap();
@@ -310,9 +341,11 @@ async fn run_now_enqueues_once_even_when_paused_and_leaves_the_schedule_alone() 
     let out = run_cli(WORKER, &redis.url(), &["cron", "run", "yearly"]);
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).contains("yearly: enqueued"));
-    wait_until("the run-now job to run", Duration::from_secs(30), || async {
-        !runs(&client, "now").await.is_empty()
-    })
+    wait_until(
+        "the run-now job to run",
+        Duration::from_secs(30),
+        || async { !runs(&client, "now").await.is_empty() },
+    )
     .await;
     assert_eq!(runs(&client, "now").await.values().sum::<u32>(), 1);
     let after = &client.periodic_entries().await.unwrap()[0];
@@ -357,7 +390,8 @@ async fn the_cli_lists_entries_and_refuses_unknown_names() {
         let out = run_cli(WORKER, &redis.url(), &["cron", action, "no-such-entry"]);
         assert!(!out.status.success(), "cron {action} of an unknown entry");
         assert!(
-            String::from_utf8_lossy(&out.stderr).contains("no periodic job named \"no-such-entry\""),
+            String::from_utf8_lossy(&out.stderr)
+                .contains("no periodic job named \"no-such-entry\""),
             "cron {action}"
         );
     }
@@ -371,9 +405,11 @@ async fn a_job_declared_with_cron_is_published_and_fired_by_the_worker() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("cron-declared"), 1);
-    wait_until("the declared job to run twice", Duration::from_secs(30), || async {
-        DECLARED_RUNS.load(Ordering::SeqCst) >= 2
-    })
+    wait_until(
+        "the declared job to run twice",
+        Duration::from_secs(30),
+        || async { DECLARED_RUNS.load(Ordering::SeqCst) >= 2 },
+    )
     .await;
     let entries = client.periodic_entries().await.unwrap();
     let declared = entries
@@ -392,7 +428,12 @@ async fn bad_expressions_zones_and_names_are_refused_and_store_nothing() {
     for (name, cron, tz, says) in [
         ("four", "* * * *", None, "has 4 fields"),
         ("minute", "61 * * * *", None, "is invalid"),
-        ("zone", "* * * * *", Some("Mars/Olympus"), "not an IANA zone"),
+        (
+            "zone",
+            "* * * * *",
+            Some("Mars/Olympus"),
+            "not an IANA zone",
+        ),
         ("", "* * * * *", None, "1 to 200 bytes"),
     ] {
         let err = client

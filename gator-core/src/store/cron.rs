@@ -210,7 +210,12 @@ pub async fn resume(
 }
 
 /// Whether `queue` holds entry `name`'s definition.
-async fn exists(conn: &mut impl ConnectionLike, keys: &Keys, name: &str, queue: &str) -> Result<bool> {
+async fn exists(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    name: &str,
+    queue: &str,
+) -> Result<bool> {
     Ok(redis::cmd("HEXISTS")
         .arg(keys.cron_entries(queue))
         .arg(name)
