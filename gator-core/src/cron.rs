@@ -14,7 +14,8 @@
 //! start; publishing is idempotent). The expression has 5 fields (minute granularity) or 6 (a
 //! leading seconds field), with `L`, `W`, `#`, ranges, steps, names and `@daily`-style
 //! nicknames (the [croner](https://docs.rs/croner) crate parses them), evaluated in an IANA
-//! time zone (UTC by default), daylight saving time included.
+//! time zone (UTC by default). Across a daylight saving change, a tick in the skipped hour
+//! runs at the change and one in the repeated hour runs once, as Vixie cron does.
 //!
 //! # Exactly once
 //!
@@ -409,6 +410,26 @@ mod tests {
         assert_eq!(
             s.next_after(utc("2026-07-10T00:00:00Z")),
             Some(utc("2026-07-10T07:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn daylight_saving_time_changes_neither_skip_nor_double_a_daily_tick() {
+        // Berlin's clocks went 02:00 -> 03:00 on 2026-03-29 and 03:00 -> 02:00 on 2026-10-25.
+        let s = Schedule::parse("30 2 * * *", "Europe/Berlin").expect("valid");
+        // 02:30 does not exist on 2026-03-29: it runs at 03:00 CEST, as Vixie cron does.
+        assert_eq!(
+            s.next_after(utc("2026-03-28T12:00:00Z")),
+            Some(utc("2026-03-29T01:00:00Z"))
+        );
+        // 02:30 happens twice on 2026-10-25: it runs at the first one only.
+        let first = s.next_after(utc("2026-10-24T12:00:00Z")).expect("a tick");
+        let second = s.next_after(first).expect("a tick");
+        assert_eq!(first, utc("2026-10-25T00:30:00Z"));
+        assert_eq!(
+            second,
+            utc("2026-10-26T01:30:00Z"),
+            "02:30 ran twice in the repeated hour"
         );
     }
 
