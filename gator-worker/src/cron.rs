@@ -3,7 +3,7 @@
 //! Every worker runs one. Each pass:
 //! 1. publishes the entries declared in code (`#[job(cron = ...)]`) until that has worked once
 //!    (idempotent: an entry keeps its last tick and its pause);
-//! 2. reads Redis's clock and every entry;
+//! 2. reads every entry, then Redis's clock (no entries: the pass ends here);
 //! 3. for each entry not paused whose latest tick at or before Redis's clock is newer than its
 //!    last fired tick, asks `cron_fire.lua` to fire that tick. Every worker may ask; the script
 //!    pushes once per tick. Only the latest tick is ever asked for, so a worker that comes back
@@ -21,8 +21,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 /// The longest sleep between passes, in poll intervals (5 s by default): a worker reads the
-/// entries at least this often, one `TIME`, one `HGETALL` and one `MULTI` per queue with
-/// entries; an idle fleet without entries pays one `TIME` and one `HGETALL` per worker.
+/// entries at least this often, one `HGETALL`, one `MULTI` per queue with entries and one
+/// `TIME`; a fleet without entries pays one `HGETALL` per worker per pass.
 pub const REFRESH_POLLS: u32 = 5;
 
 /// Enqueues periodic jobs at their ticks.
@@ -82,8 +82,13 @@ impl Cron {
         }
         let keys = self.client.keys();
         let mut conn = self.client.connection();
-        let now = self.client.redis_time().await?;
         let stored = store::cron::list(&mut conn, keys).await?;
+        if stored.is_empty() {
+            // No entries: a worker of a fleet without periodic jobs pays one HGETALL a pass.
+            return Ok(Pass::default());
+        }
+        // Read after the entries: a tick is never computed from a time before they were read.
+        let now = self.client.redis_time().await?;
         let mut pass = Pass {
             entries: stored.len(),
             ..Pass::default()
