@@ -1,7 +1,8 @@
 //! Periodic jobs (`gator_core::cron`): three worker processes over many ticks enqueue each tick
 //! exactly once; workers stopped for several ticks fire the missed ones once, not in a burst; a
 //! new entry fires no tick from before it was added; pause, resume, run-now and the CLI; a job
-//! declared with `#[job(cron = ..)]` is published and fired by a worker; bad input is refused.
+//! declared with `#[job(cron = ..)]` is published and fired by a worker; a tick on a paused
+//! queue is parked; an entry moves between queues; bad input is refused.
 //!
 //! The clock is Redis's: ticks are computed on `TIME` and compared inside `cron_fire.lua`, so
 //! the tests use 6-field, per-second expressions, read Redis's clock to decide what they wait
@@ -11,11 +12,12 @@
 //! tick in `test:cron:<tag>`: a tick enqueued twice shows a count of 2.
 
 use gator_core::cron::Fire;
-use gator_core::{Client, job, store};
+use gator_core::flow::FlowSetting;
+use gator_core::{Client, JobStatus, job, store};
 use gator_tests::{
     RedisServer, TestWorker, WorkerCommand, WorkerProcess, client, run_cli, wait_until,
 };
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
@@ -443,4 +445,81 @@ async fn bad_expressions_zones_and_names_are_refused_and_store_nothing() {
         assert!(err.to_string().contains(says), "{err}");
     }
     assert!(client.periodic_entries().await.unwrap().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tick_on_a_paused_queue_is_parked_with_its_status_and_runs_on_resume() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    gator_tests::set_flow(&client, "cron", &[FlowSetting::Paused(true)]).await;
+    client
+        .add_periodic(
+            "parked",
+            "* * * * * *",
+            None,
+            CronTick::call("parked".into()),
+        )
+        .await
+        .unwrap();
+    let entry = client.periodic_entries().await.unwrap().remove(0).entry;
+    let added = client.redis_time().await.unwrap();
+    wait_for_redis_time(&client, added + 1000).await;
+    let now = client.redis_time().await.unwrap();
+    let tick = entry.schedule().unwrap().latest_at_or_before(now).unwrap();
+    let payload = entry.payload(Some(tick), now);
+    let fired = store::cron::fire(
+        &mut client.connection(),
+        client.keys(),
+        "parked",
+        Some(tick),
+        &payload,
+    )
+    .await
+    .unwrap();
+    assert_eq!(fired, Fire::Pushed);
+    let parked = store::flow::parked(&mut client.connection(), client.keys(), "cron")
+        .await
+        .unwrap();
+    assert_eq!(parked, 1, "the tick's job waits parked on the paused queue");
+    assert_eq!(
+        client.status(&payload.jid).await.unwrap(),
+        JobStatus::Queued
+    );
+    // Only the parked job runs on resume: the workers' own ticks are paused meanwhile.
+    client.pause_periodic("parked").await.unwrap();
+    let _worker = workers(&redis, 1);
+    gator_tests::set_flow(&client, "cron", &[FlowSetting::Paused(false)]).await;
+    wait_until(
+        "the parked tick to run",
+        Duration::from_secs(30),
+        || async { runs(&client, "parked").await.contains_key(&tick) },
+    )
+    .await;
+    assert_eq!(runs(&client, "parked").await, BTreeMap::from([(tick, 1)]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn re_adding_an_entry_for_another_queue_moves_it() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let job = || CronTick::call("moved".into());
+    client
+        .add_periodic("mover", "0 0 1 1 *", None, job())
+        .await
+        .unwrap();
+    client
+        .add_periodic("mover", "0 0 1 1 *", None, job().queue("cron-2"))
+        .await
+        .unwrap();
+    let listed = client.periodic_entries().await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].entry.queue, "cron-2");
+    let old: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(client.keys().cron_entries("cron"))
+        .query_async(&mut client.connection())
+        .await
+        .unwrap();
+    assert!(old.is_empty(), "the old queue still holds {old:?}");
+    assert!(client.remove_periodic("mover").await.unwrap());
+    assert!(!client.remove_periodic("mover").await.unwrap());
 }
