@@ -173,6 +173,21 @@ pub enum Error {
         /// How long it was waited for.
         waited: std::time::Duration,
     },
+    /// A periodic entry that cannot be used: a bad cron expression, time zone or name (see
+    /// [`crate::cron`]).
+    #[error("invalid periodic job {name:?}: {reason}")]
+    InvalidCron {
+        /// The entry's name.
+        name: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// No periodic entry of that name is stored in Redis.
+    #[error("no periodic job named {name:?}; `gator-worker cron list` shows them")]
+    UnknownPeriodic {
+        /// The name asked for.
+        name: String,
+    },
     /// A flow option or queue setting that cannot be used (see [`crate::flow`]).
     #[error("invalid flow control setting: {reason}")]
     InvalidFlow {

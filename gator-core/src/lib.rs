@@ -31,6 +31,7 @@ pub mod chain;
 pub mod client;
 pub mod connection;
 pub mod context;
+pub mod cron;
 pub mod endpoint;
 pub mod error;
 pub mod flow;

@@ -32,6 +32,7 @@ const OPTIONS: &[&str] = &[
     "unique_for",
     "unique_until",
     "debounce",
+    "cron",
 ];
 
 /// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
@@ -74,6 +75,10 @@ pub(crate) struct JobOptions {
     pub unique_until_start: Option<bool>,
     /// `debounce = "5s"`: the debounce delay, in ms.
     pub debounce_ms: Option<u64>,
+    /// `cron = "*/5 * * * *"`: enqueue the job on this schedule (in `tz`), once per tick.
+    pub cron: Option<LitStr>,
+    /// Whether `cron` was given at all (even if refused), for the `tz` check.
+    pub cron_given: bool,
 }
 
 /// The `backoff` option.
@@ -98,13 +103,39 @@ impl JobOptions {
             }
             Err(err) => errors.push(err),
         }
-        if let (Some(tz), false) = (&options.tz, options.windows_given) {
+        if let (Some(tz), false) = (&options.tz, options.windows_given || options.cron_given) {
             errors.push(syn::Error::new(
                 tz.span(),
-                "`tz` is the time zone of `windows`: add `windows = [\"05:00-07:00\"]`, or leave `tz` out",
+                "`tz` is the time zone of `windows` or `cron`: add `windows = [\"05:00-07:00\"]` \
+                 or `cron = \"0 9 * * *\"`, or leave `tz` out",
             ));
         }
         options
+    }
+
+    /// A `cron` job is enqueued with no arguments: refuses one whose fn takes any (besides
+    /// `Context` and `State`, which the worker supplies).
+    pub fn check_cron_args(&self, job: &JobFn) -> syn::Result<()> {
+        let Some(cron) = &self.cron else {
+            return Ok(());
+        };
+        if job.params.is_empty() {
+            return Ok(());
+        }
+        let names: Vec<String> = job
+            .params
+            .iter()
+            .map(|p| format!("`{}`", p.ident.unraw()))
+            .collect();
+        Err(syn::Error::new(
+            cron.span(),
+            format!(
+                "a `cron` job is enqueued with no arguments, but this one takes {}; remove them, \
+                 or leave `cron` out and add the entry at run time with fixed arguments: \
+                 `client.add_periodic(name, cron, tz, Job::call(..))`",
+                names.join(", ")
+            ),
+        ))
     }
 
     /// Finds the wire argument `limit_key` names among the job fn's arguments (its
@@ -357,6 +388,14 @@ impl JobOptions {
                 }
                 self.tz = Some(tz);
             }
+            "cron" => {
+                // Also once refused: a second `cron` is a duplicate either way.
+                check_unset(&self.cron_given.then_some(()), &key)?;
+                self.cron_given = true;
+                let cron = string_value(meta, &key, "*/5 * * * *")?;
+                check_cron(&cron)?;
+                self.cron = Some(cron);
+            }
             _ => {
                 return Err(syn::Error::new(
                     key.span(),
@@ -369,6 +408,25 @@ impl JobOptions {
         }
         Ok(())
     }
+}
+
+/// A first check of a cron expression: 5 fields (minute hour day-of-month month
+/// day-of-week), 6 (seconds first) or a nickname (`@daily`). The fields themselves are checked
+/// by the worker at start (croner), which refuses to start with a bad one.
+fn check_cron(cron: &LitStr) -> syn::Result<()> {
+    let value = cron.value();
+    let fields = value.split_whitespace().count();
+    if value.trim_start().starts_with('@') || (5..=6).contains(&fields) {
+        return Ok(());
+    }
+    Err(syn::Error::new(
+        cron.span(),
+        format!(
+            "a cron expression has 5 fields (`*/5 * * * *`: minute hour day-of-month month \
+             day-of-week) or 6 (a seconds field first: `*/10 * * * * *`), or is a nickname such \
+             as `@daily`; this one has {fields}"
+        ),
+    ))
 }
 
 /// What the `Context` or `State<T>` parameter that binds `name` is, as in "`Context`", if
@@ -716,6 +774,13 @@ mod tests {
         assert!(!queue_ok(&"q".repeat(129)));
         assert!(!queue_ok("") && !queue_ok("a b") && !queue_ok("{tag}") && !queue_ok("a:b"));
         assert!(!queue_ok("café"));
+    }
+
+    #[test]
+    fn cron_expressions_have_five_or_six_fields_or_a_nickname() {
+        let ok = |c: &str| check_cron(&LitStr::new(c, Span::call_site())).is_ok();
+        assert!(ok("*/5 * * * *") && ok("0 */5 * * * *") && ok("@daily"));
+        assert!(!ok("") && !ok("* * * *") && !ok("0 0 0 * * * 2030"));
     }
 
     #[test]

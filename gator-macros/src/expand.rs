@@ -40,6 +40,7 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
     let struct_doc = struct_doc(&fn_name, type_ident, &name.value(), &queue.value());
     let job_impl = job_impl(job, &name, &queue, policy(options));
     let inherent_impl = inherent_impl(job, &fn_name, &queue.value());
+    let cron = cron_registration(options, type_ident);
     quote! {
         #item
 
@@ -55,6 +56,7 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
         const _: () = {
             #job_impl
             #inherent_impl
+            #cron
         };
     }
 }
@@ -163,6 +165,24 @@ fn job_impl(job: &JobFn, name: &LitStr, queue: &LitStr, policy: TokenStream) -> 
             ))
         }
     }
+}
+
+/// With `cron = ...`: the periodic entry's registration, which every worker publishes at start.
+fn cron_registration(options: &JobOptions, type_ident: &Ident) -> Option<TokenStream> {
+    let cron = options.cron.as_ref()?;
+    let tz = match &options.tz {
+        Some(tz) => quote!(::core::option::Option::Some(#tz)),
+        None => quote!(::core::option::Option::None),
+    };
+    Some(quote! {
+        ::gator_core::__inventory::submit! {
+            ::gator_core::cron::CronRegistration {
+                cron: #cron,
+                tz: #tz,
+                payload: ::gator_core::cron::payload_of::<#type_ident>,
+            }
+        }
+    })
 }
 
 /// The retry and timeout items of `impl Job` that the options override.

@@ -1,6 +1,7 @@
 //! The admin subcommands, `gator-worker dead|retry|scheduled list|run|delete ...`: inspect and
 //! repair a queue's sets through [`gator_core::admin`] instead of running the worker (and
-//! `gator-worker shards`, in `shards_admin`; `gator-worker queue|limiter`, in `flow_admin`).
+//! `gator-worker shards`, in `shards_admin`; `gator-worker queue|limiter`, in `flow_admin`;
+//! `gator-worker cron`, in `cron_admin`).
 //! Results
 //! go to stdout, errors to stderr with exit code 1.
 
@@ -83,6 +84,19 @@ pub enum AdminCommand {
         /// What to do with the job.
         #[command(subcommand)]
         action: crate::job_admin::JobAction,
+    },
+    /// Periodic jobs: list, pause, resume, run now, remove.
+    #[command(
+        long_about = "Periodic jobs (README, \"Cron and periodic jobs\"), for every worker at \
+        once: `cron list [--json]` shows each entry's schedule, job, queue, state, last and next \
+        tick; `cron pause NAME` and `cron resume NAME` stop and restart its ticks (resumed, it \
+        waits for its next tick); `cron run NAME` enqueues its job once now; `cron remove NAME` \
+        deletes it (one declared in code comes back when a worker that declares it starts)."
+    )]
+    Cron {
+        /// What to do with the periodic jobs.
+        #[command(subcommand)]
+        action: crate::cron_admin::CronAction,
     },
     /// Rate limiters shared across queues: set, clear, list.
     #[command(
@@ -263,6 +277,9 @@ impl AdminCommand {
             }
             AdminCommand::Job { action } => {
                 return crate::job_admin::run(client, action, out).await;
+            }
+            AdminCommand::Cron { action } => {
+                return crate::cron_admin::run(client, action, out).await;
             }
         };
         match action {

@@ -314,6 +314,8 @@ impl WorkerBuilder {
             }
         }
         let mut registry = Registry::from_inventory()?;
+        // A bad `#[job(cron = ...)]` expression or zone stops the worker here, with its reason.
+        gator_core::cron::declared()?;
         if let Some(names) = &self.jobs {
             registry = registry.only(names)?;
         }

@@ -6,12 +6,13 @@
 //!    their first fetch);
 //! 3. recover the in-flight jobs of dead processes (and, with `--worker-id`, of this worker's
 //!    earlier processes) before fetching anything;
-//! 4. start the heartbeat, the recovery loop, the processors and the poller.
+//! 4. start the heartbeat, the recovery loop, the processors, the poller and the cron loop
+//!    (which publishes the periodic jobs declared in code).
 //!
 //! Shutdown, in order:
 //! 1. the stop token is cancelled (SIGINT/SIGTERM, or the embedding program);
-//! 2. processors stop fetching (a job fetched at that moment stays in flight); the poller and
-//!    the recovery loop stop;
+//! 2. processors stop fetching (a job fetched at that moment stays in flight); the poller, the
+//!    cron loop and the recovery loop stop;
 //! 3. running jobs get up to `shutdown_timeout` to finish and settle; at that deadline their
 //!    contexts are cancelled (`ctx.cancelled()` resolves) and they get one more second;
 //! 4. once no fetch can still land a job, every job left in this process's in-flight lists
@@ -206,6 +207,18 @@ impl Worker {
             fleet: heartbeat.fleet.clone(),
         };
         tracker.spawn(poller.run(stop.clone()));
+        // The entries declared in code for the jobs this worker runs (checked by the builder).
+        let declared = gator_core::cron::declared()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|entry| registry.get(&entry.job).is_some())
+            .collect();
+        let cron = crate::cron::Cron {
+            client: client.clone(),
+            declared,
+            refresh: config.poll_interval * crate::cron::REFRESH_POLLS,
+        };
+        tracker.spawn(cron.run(stop.clone()));
         tracker.close();
 
         stop.cancelled().await;

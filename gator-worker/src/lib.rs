@@ -95,6 +95,10 @@
 //! | warn | `a fetch is still under way: …` | |
 //! | warn | `could not promote due jobs; trying again next pass` | `error` |
 //! | warn | `could not promote the queue's due jobs; …`, `could not recover the queue's in-flight jobs of dead processes; …` | `queue`, `error` |
+//! | info | `published the periodic jobs declared in code` | `entries` |
+//! | warn | `could not fire periodic jobs; trying again next pass` | `error` |
+//! | warn | `could not fire a periodic job; trying again next pass` | `entry`, `tick`, `error` |
+//! | warn | `a periodic entry cannot be read; skipped` | `entry`, `error` |
 //! | warn | `could not look for stranded in-flight jobs` | `queue`, `error` |
 //! | warn | `could not put back a stranded in-flight job; …` | `queue`, `error` |
 //! | warn | `could not put back a job taken ahead of a pause; …` | `queue`, `error` |
@@ -129,6 +133,8 @@ pub mod builder;
 pub mod cancellation;
 pub mod clock;
 pub mod config;
+pub mod cron;
+pub mod cron_admin;
 pub mod fetcher;
 pub mod flow_admin;
 pub mod heartbeat;

@@ -52,6 +52,10 @@ fn every_key_is_documented_in_the_wire_format() {
         k.limiter_tat("<name>"),
         k.limiters(),
         k.unique(q, "<sha1 hex of key>"),
+        k.cron_index(),
+        k.cron_entries(q),
+        k.cron_fired(q),
+        k.cron_paused(q),
     ] {
         assert!(
             DOC.contains(&format!("`{key}`")),

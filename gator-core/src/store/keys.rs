@@ -196,6 +196,32 @@ impl Keys {
         format!("{}:limiters", self.namespace)
     }
 
+    /// HASH periodic entry name → the queue its definition lives in (global; see
+    /// [`crate::cron`]): the index every worker's cron loop reads. Written before the entry
+    /// and removed after it, each by a command of its own.
+    pub fn cron_index(&self) -> String {
+        format!("{}:cron", self.namespace)
+    }
+
+    /// HASH periodic entry name → its definition (JSON: cron, tz, job payload, source), for
+    /// the entries whose jobs go to `queue`.
+    pub fn cron_entries(&self, queue: &str) -> String {
+        self.of_queue(queue, "cron", "")
+    }
+
+    /// HASH periodic entry name → the last tick fired (ms since the epoch, Redis time; at first
+    /// the time the entry was added, so that no earlier tick fires). `cron_fire.lua` compares
+    /// and sets it with the push: one enqueue per tick across every worker.
+    pub fn cron_fired(&self, queue: &str) -> String {
+        self.of_queue(queue, "cron_fired", "")
+    }
+
+    /// HASH periodic entry name → when it was paused (ms, Redis time), for the paused entries
+    /// of `queue`.
+    pub fn cron_paused(&self, queue: &str) -> String {
+        self.of_queue(queue, "cron_paused", "")
+    }
+
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
         self.of_queue(queue, "queue", "")

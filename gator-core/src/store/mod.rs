@@ -4,6 +4,7 @@
 pub mod admit;
 pub mod cancel;
 pub mod chain;
+pub mod cron;
 pub mod dead;
 pub mod flow;
 pub mod inflight;

@@ -120,6 +120,10 @@ scripts! {
     UNIQUE_DISPATCH => "unique_dispatch.lua";
     /// `lua/unique_release.lua`: release a unique job's lock as it starts.
     UNIQUE_RELEASE => "unique_release.lua";
+    /// `lua/cron_add.lua`: store a periodic entry's definition; its first tick comes after now.
+    CRON_ADD => "cron_add.lua";
+    /// `lua/cron_fire.lua`: enqueue a periodic entry's job for a tick, once across all workers.
+    CRON_FIRE => "cron_fire.lua";
     /// `lua/heartbeat.lua`: register a live process and count the fleet, on Redis time.
     HEARTBEAT => "heartbeat.lua";
 }

@@ -39,6 +39,25 @@ async fn record_run(id: u64) -> gator_core::Result<()> {
     Ok(())
 }
 
+/// Periodic-job probe (tests/tests/cron.rs): counts a run in the hash `test:cron:<tag>` under
+/// the job's `created_at`, which for a job enqueued by a periodic entry is its tick; so a tick
+/// enqueued twice shows a count of 2.
+#[job(queue = "cron")]
+async fn cron_tick(ctx: gator_core::Context, tag: String) -> gator_core::Result<()> {
+    let tick = ctx
+        .created_at()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let client = gator_core::default_client().await?;
+    redis::cmd("HINCRBY")
+        .arg(format!("test:cron:{tag}"))
+        .arg(tick)
+        .arg(1)
+        .query_async::<()>(&mut client.connection())
+        .await?;
+    Ok(())
+}
+
 /// Records when it started, on Redis's clock (ms), in the hash `test:started_at` under `id`.
 #[job]
 async fn note_time(id: u64) -> Result<(), String> {

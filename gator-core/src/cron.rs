@@ -1,0 +1,463 @@
+//! Periodic jobs: a job enqueued on a cron schedule, once per tick across every worker.
+//!
+//! An entry is declared in code, on a job that takes no arguments:
+//!
+//! ```no_run
+//! #[gator_core::job(cron = "*/5 * * * *", tz = "Europe/Berlin")]
+//! async fn sweep() -> Result<(), String> {
+//!     Ok(())
+//! }
+//! ```
+//!
+//! or added at run time with fixed arguments ([`Client::add_periodic`]), and is stored in
+//! Redis so that every worker sees it (an entry declared in code is published by each worker at
+//! start; publishing is idempotent). The expression has 5 fields (minute granularity) or 6 (a
+//! leading seconds field), with `L`, `W`, `#`, ranges, steps, names and `@daily`-style
+//! nicknames (the [croner](https://docs.rs/croner) crate parses them), evaluated in an IANA
+//! time zone (UTC by default). Across a daylight saving change, a tick in the skipped hour
+//! runs at the change and one in the repeated hour runs once, as Vixie cron does.
+//!
+//! # Exactly once
+//!
+//! Every worker runs a cron loop. Each pass reads Redis's clock (`TIME`), computes each
+//! entry's latest tick at or before it, and asks `cron_fire.lua` to fire that tick. The script
+//! compares it with the entry's last fired tick, kept in the queue's slot, and only if it is
+//! newer records it and pushes the job, in one atomic step: one enqueue per tick, whatever the
+//! number of workers, and none from a worker whose own clock is off (the local clock only
+//! decides how long to sleep).
+//!
+//! # Missed ticks
+//!
+//! Ticks are never fired in bulk. After downtime (no worker running, Redis away), the first
+//! pass fires only the latest tick that was missed, once ("run once if missed"), then the
+//! schedule goes on. A newly added entry fires no tick from before it was added. A paused entry
+//! fires nothing; resumed, it waits for its next tick. `gator-worker cron run NAME` enqueues the
+//! job once now, which is not a tick and changes none of this.
+//!
+//! A job enqueued for a tick has `created_at` = the tick, and its payload carries
+//! `"cron": {"entry": NAME, "tick": MS}` (`tick` is null for a run-now).
+
+use crate::client::Client;
+use crate::error::{Error, Result};
+use crate::job::{Job, PendingJob, encode};
+use crate::payload::Payload;
+use crate::store;
+use croner::Cron;
+use croner::parser::{CronParser, Seconds, Year};
+use jiff::Timestamp;
+use jiff::tz::TimeZone;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The zone of an entry that names none.
+pub const DEFAULT_TZ: &str = "UTC";
+
+/// A parsed cron expression in a time zone: computes ticks, in ms since the Unix epoch.
+#[derive(Debug, Clone)]
+pub struct Schedule {
+    cron: Cron,
+    tz: TimeZone,
+}
+
+impl Schedule {
+    /// Parses `expr` (5 fields, or 6 with seconds first) in IANA zone `tz`.
+    pub fn parse(expr: &str, tz: &str) -> std::result::Result<Schedule, String> {
+        let fields = expr.split_whitespace().count();
+        if !expr.trim_start().starts_with('@') && !(5..=6).contains(&fields) {
+            return Err(format!(
+                "the cron expression {expr:?} has {fields} fields; write 5 (`*/5 * * * *`: \
+                 minute hour day-of-month month day-of-week) or 6 (a seconds field first)"
+            ));
+        }
+        let cron = CronParser::builder()
+            .seconds(Seconds::Optional)
+            .year(Year::Disallowed)
+            .build()
+            .parse(expr)
+            .map_err(|e| format!("the cron expression {expr:?} is invalid: {e}"))?;
+        let tz = TimeZone::get(tz).map_err(|_| {
+            format!("time zone {tz:?} is not an IANA zone, such as `Europe/Berlin` or `UTC`")
+        })?;
+        Ok(Schedule { cron, tz })
+    }
+
+    /// The latest tick at or before `ms` (ms since the epoch), if there is one.
+    pub fn latest_at_or_before(&self, ms: u64) -> Option<u64> {
+        let at = self.zoned(ms)?;
+        let tick = self.cron.find_previous_occurrence(&at, true).ok()?;
+        u64::try_from(tick.timestamp().as_millisecond()).ok()
+    }
+
+    /// The first tick after `ms` (ms since the epoch), if there is one.
+    pub fn next_after(&self, ms: u64) -> Option<u64> {
+        let at = self.zoned(ms)?;
+        let tick = self.cron.find_next_occurrence(&at, false).ok()?;
+        u64::try_from(tick.timestamp().as_millisecond()).ok()
+    }
+
+    /// `ms` cut to its whole second (ticks fall on whole seconds), in the schedule's zone.
+    fn zoned(&self, ms: u64) -> Option<jiff::Zoned> {
+        let secs = i64::try_from(ms / 1000).ok()?;
+        Some(Timestamp::from_second(secs).ok()?.to_zoned(self.tz.clone()))
+    }
+}
+
+/// Where an entry came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    /// `#[job(cron = ...)]`, published by every worker at start.
+    Code,
+    /// [`Client::add_periodic`].
+    Api,
+}
+
+/// A periodic entry's definition, stored as JSON in `gator:{<queue>}:cron` (docs/wire-format.md).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CronEntry {
+    /// The entry's name, unique across queues (a job declared in code: its wire name).
+    pub name: String,
+    /// The cron expression, 5 or 6 fields.
+    pub cron: String,
+    /// The IANA time zone the expression is read in.
+    pub tz: String,
+    /// Where the job goes.
+    pub queue: String,
+    /// The job's wire name.
+    pub job: String,
+    /// Its arguments, a JSON array, the same for every tick.
+    pub args: Value,
+    /// Its flow options, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flow: Option<crate::flow::FlowOptions>,
+    /// Declared in code or added at run time.
+    pub source: Source,
+}
+
+impl CronEntry {
+    /// An entry `name` that enqueues `payload`'s job (its name, queue, arguments and flow
+    /// options) on `cron` in `tz` (UTC if `None`); checks the name, expression and zone.
+    pub fn new(
+        name: &str,
+        cron: &str,
+        tz: Option<&str>,
+        payload: Payload,
+        source: Source,
+    ) -> Result<CronEntry> {
+        let invalid = |reason: String| Error::InvalidCron {
+            name: name.to_owned(),
+            reason,
+        };
+        if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
+            return Err(invalid(
+                "a name is 1 to 200 bytes without control characters".to_owned(),
+            ));
+        }
+        let tz = tz.unwrap_or(DEFAULT_TZ);
+        Schedule::parse(cron, tz).map_err(invalid)?;
+        Ok(CronEntry {
+            name: name.to_owned(),
+            cron: cron.trim().to_owned(),
+            tz: tz.to_owned(),
+            queue: payload.queue,
+            job: payload.job,
+            args: payload.args,
+            flow: payload.flow,
+            source,
+        })
+    }
+
+    /// Parses a stored definition.
+    pub fn from_json(raw: &str) -> serde_json::Result<CronEntry> {
+        serde_json::from_str(raw)
+    }
+
+    /// The stored definition.
+    pub fn to_json(&self) -> String {
+        // A struct of strings and `Value`s always serializes.
+        serde_json::to_string(self).expect("a CronEntry always serializes")
+    }
+
+    /// The entry's schedule.
+    pub fn schedule(&self) -> Result<Schedule> {
+        Schedule::parse(&self.cron, &self.tz).map_err(|reason| Error::InvalidCron {
+            name: self.name.clone(),
+            reason,
+        })
+    }
+
+    /// A fresh payload (new jid) of the entry's job for `tick` (ms; `None` for a run-now),
+    /// enqueued at `now` (ms, Redis time): `created_at` is the tick, and `cron` says which
+    /// entry and tick it came from.
+    pub fn payload(&self, tick: Option<u64>, now: u64) -> Payload {
+        let mut payload = Payload::new(&self.job, &self.queue, self.args.clone());
+        payload.created_at = tick.unwrap_or(now);
+        payload.enqueued_at = now;
+        payload.flow = self.flow.clone();
+        payload
+            .extra
+            .insert("cron".to_owned(), json!({"entry": self.name, "tick": tick}));
+        payload
+    }
+}
+
+/// A `#[job(cron = ...)]` declaration; the macro submits one per such job to `inventory`.
+#[derive(Debug)]
+pub struct CronRegistration {
+    /// The cron expression.
+    pub cron: &'static str,
+    /// The time zone (`None`: UTC).
+    pub tz: Option<&'static str>,
+    /// The job's payload, with no arguments, on its default queue.
+    pub payload: fn() -> Result<Payload>,
+}
+
+inventory::collect!(CronRegistration);
+
+/// The payload of job `J` with no arguments, for a [`CronRegistration`].
+pub fn payload_of<J: Job>() -> Result<Payload>
+where
+    J::Args: Default,
+{
+    Ok(encode(PendingJob::<J>::new(J::Args::default()))?.payload)
+}
+
+impl CronRegistration {
+    /// The entry it declares: named after the job.
+    pub fn entry(&self) -> Result<CronEntry> {
+        let payload = (self.payload)()?;
+        let name = payload.job.clone();
+        CronEntry::new(&name, self.cron, self.tz, payload, Source::Code)
+    }
+}
+
+/// Every entry declared in code (`#[job(cron = ...)]`) linked into this binary, checked.
+pub fn declared() -> Result<Vec<CronEntry>> {
+    let mut entries = inventory::iter::<CronRegistration>
+        .into_iter()
+        .map(CronRegistration::entry)
+        .collect::<Result<Vec<_>>>()?;
+    entries.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(entries)
+}
+
+/// An entry as stored in Redis, with its state.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Periodic {
+    /// The definition.
+    pub entry: CronEntry,
+    /// Whether it is paused.
+    pub paused: bool,
+    /// The last tick fired (ms, Redis time); when it was added, if none fired yet.
+    pub last_fired: Option<u64>,
+    /// Its next tick after Redis's clock now (ms), if it has one.
+    pub next: Option<u64>,
+}
+
+/// What the fire of one tick did (see [`Client::run_periodic_now`] for a run-now).
+pub use store::cron::Fire;
+
+impl Client {
+    /// Stores periodic entry `name`: `job` (its arguments fixed) enqueued on `cron` (5 or 6
+    /// fields) in IANA zone `tz` (UTC if `None`), by whichever worker sees the tick first, once
+    /// per tick. Replaces an entry of that name, keeping its last tick and pause; a new entry
+    /// fires no tick from before now.
+    pub async fn add_periodic<J: Job>(
+        &self,
+        name: &str,
+        cron: &str,
+        tz: Option<&str>,
+        job: PendingJob<J>,
+    ) -> Result<()> {
+        let payload = encode(job)?.payload;
+        let entry = CronEntry::new(name, cron, tz, payload, Source::Api)?;
+        self.publish_periodic(&entry).await
+    }
+
+    /// Stores `entry` (what [`Client::add_periodic`] and a worker's start do): registers its
+    /// queue (and as controlled, if its job has flow options), then the entry.
+    pub async fn publish_periodic(&self, entry: &CronEntry) -> Result<()> {
+        let mut conn = self.connection();
+        let keys = self.keys();
+        store::queue::register(&mut conn, keys, std::slice::from_ref(&entry.queue)).await?;
+        if entry.flow.as_ref().is_some_and(|f| !f.is_empty()) {
+            store::flow::register(&mut conn, keys, &[entry.queue.as_str()]).await?;
+        }
+        store::cron::add(&mut conn, keys, &entry.name, &entry.queue, &entry.to_json()).await?;
+        Ok(())
+    }
+
+    /// Removes periodic entry `name`; whether there was one. An entry declared in code comes
+    /// back when a worker that declares it starts.
+    pub async fn remove_periodic(&self, name: &str) -> Result<bool> {
+        store::cron::remove(&mut self.connection(), self.keys(), name).await
+    }
+
+    /// Every periodic entry stored in Redis, by name, with its state. An entry whose stored
+    /// definition cannot be read is left out.
+    pub async fn periodic_entries(&self) -> Result<Vec<Periodic>> {
+        let now = self.redis_time().await?;
+        let stored = store::cron::list(&mut self.connection(), self.keys()).await?;
+        Ok(stored
+            .into_iter()
+            .filter_map(|s| {
+                let entry = CronEntry::from_json(&s.definition).ok()?;
+                let next = entry.schedule().ok().and_then(|sc| sc.next_after(now));
+                Some(Periodic {
+                    entry,
+                    paused: s.paused_at.is_some(),
+                    last_fired: s.fired,
+                    next,
+                })
+            })
+            .collect())
+    }
+
+    /// Pauses periodic entry `name`: it fires no tick until resumed.
+    pub async fn pause_periodic(&self, name: &str) -> Result<()> {
+        let queue = self.periodic_queue(name).await?;
+        let now = self.redis_time().await?;
+        if !store::cron::pause(&mut self.connection(), self.keys(), name, &queue, now).await? {
+            return Err(unknown(name));
+        }
+        Ok(())
+    }
+
+    /// Resumes periodic entry `name`: it fires its next tick (not one missed while paused).
+    pub async fn resume_periodic(&self, name: &str) -> Result<()> {
+        let queue = self.periodic_queue(name).await?;
+        let now = self.redis_time().await?;
+        if !store::cron::resume(&mut self.connection(), self.keys(), name, &queue, now).await? {
+            return Err(unknown(name));
+        }
+        Ok(())
+    }
+
+    /// Enqueues periodic entry `name`'s job once now, paused or not; not a tick, so its
+    /// schedule is unchanged. Returns the jid.
+    pub async fn run_periodic_now(&self, name: &str) -> Result<String> {
+        let entry = self
+            .periodic_entries()
+            .await?
+            .into_iter()
+            .find(|p| p.entry.name == name)
+            .ok_or_else(|| unknown(name))?
+            .entry;
+        let payload = entry.payload(None, self.redis_time().await?);
+        match store::cron::fire(&mut self.connection(), self.keys(), name, None, &payload).await? {
+            Fire::Pushed => Ok(payload.jid),
+            _ => Err(unknown(name)),
+        }
+    }
+
+    /// The queue periodic entry `name` lives in.
+    async fn periodic_queue(&self, name: &str) -> Result<String> {
+        store::cron::queue_of(&mut self.connection(), self.keys(), name)
+            .await?
+            .ok_or_else(|| unknown(name))
+    }
+}
+
+fn unknown(name: &str) -> Error {
+    Error::UnknownPeriodic {
+        name: name.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ms of a UTC civil time.
+    fn utc(s: &str) -> u64 {
+        let ts: Timestamp = s.parse().expect("a valid timestamp");
+        ts.as_millisecond() as u64
+    }
+
+    #[test]
+    fn the_latest_tick_is_at_or_before_the_time_given() {
+        let s = Schedule::parse("*/5 * * * *", "UTC").expect("valid");
+        assert_eq!(
+            s.latest_at_or_before(utc("2026-01-01T10:07:30.250Z")),
+            Some(utc("2026-01-01T10:05:00Z"))
+        );
+        assert_eq!(
+            s.latest_at_or_before(utc("2026-01-01T10:05:00Z")),
+            Some(utc("2026-01-01T10:05:00Z"))
+        );
+        assert_eq!(
+            s.next_after(utc("2026-01-01T10:05:00Z")),
+            Some(utc("2026-01-01T10:10:00Z"))
+        );
+    }
+
+    #[test]
+    fn six_fields_tick_every_second() {
+        let s = Schedule::parse("* * * * * *", "UTC").expect("valid");
+        let t = utc("2026-01-01T10:00:03.900Z");
+        assert_eq!(s.latest_at_or_before(t), Some(utc("2026-01-01T10:00:03Z")));
+        assert_eq!(s.next_after(t), Some(utc("2026-01-01T10:00:04Z")));
+    }
+
+    #[test]
+    fn a_time_zone_moves_the_ticks_with_daylight_saving_time() {
+        let s = Schedule::parse("0 9 * * *", "Europe/Berlin").expect("valid");
+        // 09:00 in Berlin is 08:00 UTC in winter and 07:00 UTC in summer.
+        assert_eq!(
+            s.next_after(utc("2026-01-10T00:00:00Z")),
+            Some(utc("2026-01-10T08:00:00Z"))
+        );
+        assert_eq!(
+            s.next_after(utc("2026-07-10T00:00:00Z")),
+            Some(utc("2026-07-10T07:00:00Z"))
+        );
+    }
+
+    #[test]
+    fn daylight_saving_time_changes_neither_skip_nor_double_a_daily_tick() {
+        // Berlin's clocks went 02:00 -> 03:00 on 2026-03-29 and 03:00 -> 02:00 on 2026-10-25.
+        let s = Schedule::parse("30 2 * * *", "Europe/Berlin").expect("valid");
+        // 02:30 does not exist on 2026-03-29: it runs at 03:00 CEST, as Vixie cron does.
+        assert_eq!(
+            s.next_after(utc("2026-03-28T12:00:00Z")),
+            Some(utc("2026-03-29T01:00:00Z"))
+        );
+        // 02:30 happens twice on 2026-10-25: it runs at the first one only.
+        let first = s.next_after(utc("2026-10-24T12:00:00Z")).expect("a tick");
+        let second = s.next_after(first).expect("a tick");
+        assert_eq!(first, utc("2026-10-25T00:30:00Z"));
+        assert_eq!(
+            second,
+            utc("2026-10-26T01:30:00Z"),
+            "02:30 ran twice in the repeated hour"
+        );
+    }
+
+    #[test]
+    fn bad_expressions_and_zones_are_refused_with_the_reason() {
+        let fields = Schedule::parse("* * * *", "UTC").expect_err("4 fields");
+        assert!(fields.contains("has 4 fields"), "{fields}");
+        let seven = Schedule::parse("0 0 0 * * * 2030", "UTC").expect_err("7 fields");
+        assert!(seven.contains("has 7 fields"), "{seven}");
+        let bad = Schedule::parse("61 * * * *", "UTC").expect_err("minute 61");
+        assert!(bad.contains("is invalid"), "{bad}");
+        let zone = Schedule::parse("* * * * *", "Mars/Olympus").expect_err("no such zone");
+        assert!(zone.contains("not an IANA zone"), "{zone}");
+        assert!(Schedule::parse("@daily", "UTC").is_ok());
+    }
+
+    #[test]
+    fn an_entry_round_trips_and_stamps_its_tick() {
+        let payload = Payload::new("sweep", "default", json!([]));
+        let entry = CronEntry::new("sweep", "*/5 * * * *", None, payload, Source::Code)
+            .expect("valid entry");
+        assert_eq!(entry.tz, "UTC");
+        let again = CronEntry::from_json(&entry.to_json()).expect("round trip");
+        assert_eq!(again, entry);
+        let job = entry.payload(Some(1_000), 2_000);
+        assert_eq!((job.created_at, job.enqueued_at), (1_000, 2_000));
+        assert_eq!(job.extra["cron"], json!({"entry": "sweep", "tick": 1000}));
+        let err = CronEntry::new("", "* * * * *", None, job, Source::Api).expect_err("no name");
+        assert!(err.to_string().contains("1 to 200 bytes"), "{err}");
+    }
+}
