@@ -261,6 +261,22 @@ impl<J: Job> PendingJob<J> {
         self
     }
 
+    /// Runs this job only while no other job of its queue with the same key runs (see
+    /// [`crate::flow::overlap`]); the key is the job's wire name and arguments. Makes the
+    /// queue controlled.
+    pub fn no_overlap(mut self) -> PendingJob<J> {
+        self.flow.overlap = Some(crate::flow::overlap::default_key(J::NAME, &self.args));
+        self
+    }
+
+    /// Runs this job only while no other job of its queue with overlap key `key` runs (see
+    /// [`crate::flow::overlap`]): a key longer than 128 bytes is replaced by its digest.
+    /// Overrides the key of `#[job(no_overlap)]`, or makes this one dispatch no-overlap.
+    pub fn overlap_key(mut self, key: impl Into<String>) -> PendingJob<J> {
+        self.flow.overlap = Some(crate::flow::overlap::fit_key(key));
+        self
+    }
+
     /// The flow options this job will carry.
     pub fn flow_options(&self) -> &crate::flow::FlowOptions {
         &self.flow

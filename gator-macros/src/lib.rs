@@ -196,6 +196,11 @@ fn job_impl(
     {
         errors.push(err);
     }
+    if let Some(job_fn) = &job_fn
+        && let Err(err) = options.resolve_overlap_key(job_fn)
+    {
+        errors.push(err);
+    }
     let errors = errors.to_compile_errors();
     match job_fn {
         // A bad option falls back to its default, so the job type still exists and code that
