@@ -392,10 +392,14 @@ fn arg_name_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<Ident>
             format!(
                 "`{key}` names an argument, not a string: write it without quotes, as in \
                  `{key} = {}`",
-                syn::parse_str::<Ident>(&name.value()).map_or(example.to_owned(), |i| i.to_string())
+                syn::parse_str::<Ident>(&name.value())
+                    .map_or(example.to_owned(), |i| i.to_string())
             ),
         )),
-        other => Err(syn::Error::new_spanned(other, format!("expected {expected}"))),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("expected {expected}"),
+        )),
     }
 }
 
@@ -993,10 +997,24 @@ mod tests {
                 .map(|()| options.overlap_key_index)
                 .map_err(|e| e.to_string())
         };
-        assert_eq!(err(quote!(fn f(day: u32, account: String) {})), Ok(Some(1)));
-        let message = err(quote!(fn f(ctx: Context) {})).unwrap_err();
+        assert_eq!(
+            err(quote!(
+                fn f(day: u32, account: String) {}
+            )),
+            Ok(Some(1))
+        );
+        let message = err(quote!(
+            fn f(ctx: Context) {}
+        ))
+        .unwrap_err();
         assert!(message.contains("`.overlap_key(..)`"), "{message}");
-        let message = err(quote!(fn f(acount: String) {})).unwrap_err();
-        assert!(message.contains("`overlap_key = account` names no argument"), "{message}");
+        let message = err(quote!(
+            fn f(acount: String) {}
+        ))
+        .unwrap_err();
+        assert!(
+            message.contains("`overlap_key = account` names no argument"),
+            "{message}"
+        );
     }
 }

@@ -105,7 +105,11 @@ async fn jobs_of_one_key_never_overlap_across_processes_while_other_keys_run_bes
 
     let max = max_by_key(&redis).await;
     for key in ["a", "b", "c", "same-args"] {
-        assert_eq!(max.get(key), Some(&1), "key {key} ran twice at once: {max:?}");
+        assert_eq!(
+            max.get(key),
+            Some(&1),
+            "key {key} ran twice at once: {max:?}"
+        );
     }
     let all = count(&redis, &["GET", "{ovl}:max_all"]).await;
     assert!(all > 1, "other keys never ran beside each other");
@@ -114,9 +118,11 @@ async fn jobs_of_one_key_never_overlap_across_processes_while_other_keys_run_bes
     assert!(ids.iter().all(|id| runs[id] == 1), "{runs:?}");
     assert_eq!(count(&redis, &["ZCARD", RETRY]).await, 0);
     assert_eq!(count(&redis, &["ZCARD", DEAD]).await, 0);
-    wait_until("every lock is released", Duration::from_secs(10), || async {
-        count(&redis, &["HLEN", LOCKS]).await == 0
-    })
+    wait_until(
+        "every lock is released",
+        Duration::from_secs(10),
+        || async { count(&redis, &["HLEN", LOCKS]).await == 0 },
+    )
     .await;
 }
 
@@ -157,9 +163,11 @@ async fn a_sigkilled_holders_lock_is_released_by_recovery_and_the_others_go_on()
     let after_kill: Vec<u64> = order.into_iter().filter(|id| *id != 9).skip(1).collect();
     assert_eq!(after_kill, [1, 2, 3], "the recovered holder went first");
     assert_eq!(count(&redis, &["ZCARD", RETRY]).await, 0);
-    wait_until("every lock is released", Duration::from_secs(10), || async {
-        count(&redis, &["HLEN", LOCKS]).await == 0
-    })
+    wait_until(
+        "every lock is released",
+        Duration::from_secs(10),
+        || async { count(&redis, &["HLEN", LOCKS]).await == 0 },
+    )
     .await;
 }
 

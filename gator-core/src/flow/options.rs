@@ -168,6 +168,12 @@ mod tests {
             overlap: Some(String::new()),
             ..FlowOptions::default()
         };
-        assert!(empty.validate().unwrap_err().to_string().contains("overlap key"));
+        assert!(
+            empty
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("overlap key")
+        );
     }
 }

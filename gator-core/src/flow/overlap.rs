@@ -80,7 +80,10 @@ mod tests {
 
     #[test]
     fn the_default_key_is_the_wire_name_and_the_arguments() {
-        assert_eq!(default_key("resize", &("a.png", 800)), r#"resize:["a.png",800]"#);
+        assert_eq!(
+            default_key("resize", &("a.png", 800)),
+            r#"resize:["a.png",800]"#
+        );
     }
 
     #[test]
@@ -104,7 +107,10 @@ mod tests {
         assert_ne!(key, default_key("report", &(format!("{long}y"),)));
         assert_eq!(fit_key("short"), "short");
         let fitted = fit_key(long);
-        assert!(fitted.starts_with("sha1:") && fitted.len() == 45, "{fitted}");
+        assert!(
+            fitted.starts_with("sha1:") && fitted.len() == 45,
+            "{fitted}"
+        );
         let named = default_key(&"n".repeat(200), &(1,));
         assert!(named.starts_with("sha1:"), "{named}");
     }
