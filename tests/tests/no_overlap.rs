@@ -147,6 +147,18 @@ async fn a_sigkilled_holders_lock_is_released_by_recovery_and_the_others_go_on()
     .await;
     let locked: Option<String> = query(&redis, &["HGET", LOCKS, "k"]).await;
     assert_eq!(locked.as_deref(), Some(holder.as_str()));
+    // The queue's status shows them waiting for the lock.
+    let status = client.flow_status(QUEUE).await.unwrap();
+    let waiting: Vec<_> = status
+        .parked
+        .iter()
+        .filter(|p| p.state == "overlap")
+        .collect();
+    assert_eq!(waiting.len(), 1, "{:?}", status.parked);
+    assert_eq!(
+        (waiting[0].overlap.as_deref(), waiting[0].jobs),
+        (Some("k"), 2)
+    );
 
     doomed[0].kill().unwrap(); // SIGKILL: the holder never settles
     doomed[0].wait().unwrap();
