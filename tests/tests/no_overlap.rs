@@ -7,7 +7,7 @@
 //! each start, how many probes of its key and in all run at that moment (`{ovl}:max`,
 //! `{ovl}:max_all`), the order of starts (`{ovl}:order`) and each id's runs (`{ovl}:runs`).
 
-use gator_core::PendingJob;
+use gator_core::{Cancellation, PendingJob};
 use gator_tests::{RedisServer, WorkerProcess, client, spawn_worker_process_with, wait_until};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -226,4 +226,83 @@ async fn a_bad_overlap_key_is_refused_at_dispatch_and_nothing_is_queued() {
     let _fleet = workers(&redis, 1, 2);
     wait_for_runs(&redis, &[1], Duration::from_secs(20)).await;
     assert_eq!(count(&redis, &["ZCARD", DEAD]).await, 0);
+}
+
+/// Starts probe 1 of key `k` hanging (`hang`: `{ovl}:hang`, or `{ovl}:deaf` to cancels and
+/// shutdown) on one worker process, queues probes 2 and 3 of `k`
+/// behind it, and waits until they wait for its lock. Returns the holder's jid and the worker.
+async fn a_hanging_holder_with_two_waiting(
+    redis: &RedisServer,
+    client: &gator_core::Client,
+    hang: &str,
+    extra: &[&str],
+) -> (String, WorkerProcess) {
+    let _: () = query(redis, &["SADD", hang, "1"]).await;
+    let holder = client.dispatch(probe(1, "k", 100)).await.unwrap();
+    let mut args = vec!["--lease", "4s"];
+    args.extend_from_slice(extra);
+    let worker = spawn_worker_process_with(WORKER, &redis.url(), QUEUE, 4, &args);
+    wait_for_runs(redis, &[1], Duration::from_secs(20)).await;
+    for id in [2, 3] {
+        client.dispatch(probe(id, "k", 100)).await.unwrap();
+    }
+    wait_until("probes 2 and 3 wait", Duration::from_secs(10), || async {
+        count(redis, &["EXISTS", "gator:{ovl}:overlap_wait:k"]).await == 1
+    })
+    .await;
+    (holder, worker)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_holder_releases_the_lock() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let (holder, _worker) =
+        a_hanging_holder_with_two_waiting(&redis, &client, "{ovl}:hang", &[]).await;
+    // (Removed if its record does not say running yet, 100 ms into its run: it is marked all
+    // the same, and its worker stops it.)
+    let cancelled = client.cancel(&holder).await.unwrap();
+    assert!(
+        matches!(cancelled, Cancellation::Stopping | Cancellation::Removed),
+        "{cancelled:?}"
+    );
+    // The probe sees the cancel (`ctx.cancelled()`), counts itself off and ends.
+    wait_for_runs(&redis, &[2, 3], Duration::from_secs(20)).await;
+    assert_eq!(
+        runs(&redis).await[&1],
+        1,
+        "a cancelled job does not run again"
+    );
+    assert_eq!(max_by_key(&redis).await.get("k"), Some(&1));
+    wait_until("the lock is released", Duration::from_secs(10), || async {
+        count(&redis, &["HLEN", LOCKS]).await == 0
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_holder_put_back_at_shutdown_releases_the_lock_and_runs_first() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let (_, mut stopping) = a_hanging_holder_with_two_waiting(
+        &redis,
+        &client,
+        "{ovl}:deaf",
+        &["--shutdown-timeout", "1s"],
+    )
+    .await;
+    // SIGTERM: the holder outlives the shutdown timeout and is put back (put_back.lua).
+    assert!(gator_tests::terminate(&mut stopping).success());
+    let _: () = query(&redis, &["HINCRBY", "{ovl}:running", "k", "-1"]).await;
+    let _: () = query(&redis, &["DECR", "{ovl}:running_all"]).await;
+    assert_eq!(
+        count(&redis, &["HLEN", LOCKS]).await,
+        0,
+        "the put-back freed the lock"
+    );
+    let _next = workers(&redis, 1, 4);
+    wait_for_runs(&redis, &[2, 3], Duration::from_secs(20)).await;
+    let order: Vec<u64> = query(&redis, &["LRANGE", "{ovl}:order", "0", "-1"]).await;
+    assert_eq!(order, [1, 1, 2, 3], "the put-back holder went first");
+    assert_eq!(max_by_key(&redis).await.get("k"), Some(&1));
 }
