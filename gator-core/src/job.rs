@@ -40,8 +40,8 @@ pub trait Job: Sized + Send + Sync + 'static {
     /// refuses to start without one of each.
     const STATES: &'static [StateNeed] = &[];
     /// The flow options every job of this type carries (`#[job(priority = 10, cost = 2,
-    /// limit_key = region, critical, rate = "email")]`); a dispatch's builder methods override
-    /// them. See [`crate::flow`].
+    /// limit_key = region, critical, rate = "email", no_overlap)]`); a dispatch's builder
+    /// methods override them. See [`crate::flow`].
     fn flow(args: &Self::Args) -> crate::flow::FlowOptions {
         let _ = args;
         crate::flow::FlowOptions::default()

@@ -66,6 +66,8 @@ use quote::quote;
 /// | `rate = "email"` | none | Flow control: the named rate limiter the job obeys (1 to 128 bytes, no control characters); its rate is set in Redis. |
 /// | `windows = ["05:00-07:00"]` | any time | Flow control: the daily windows the job may start in, `HH:MM-HH:MM` (00:00 to 24:00, 24:00 only as an end; across midnight if the end comes first). |
 /// | `tz = "Europe/Berlin"` | UTC | The IANA time zone of `windows` (only with `windows`; the zone is checked at dispatch). |
+/// | `no_overlap` | off | Flow control, a bare flag: at most one job of the queue with the same overlap key runs at once; the others wait parked. The key is the wire name and the arguments as canonical JSON (see `gator_core::flow::overlap`). Not with `critical`. |
+/// | `overlap_key = account` | wire name + arguments | Flow control: the wire argument whose value, by `ToString`, is the overlap key (implies `no_overlap`); a key over 128 bytes is stored as its digest. |
 ///
 /// Options are separated by commas, in any order, each at most once:
 /// `#[job(queue = "mail", name = "mail.welcome", retries = 3, timeout = "30s")]`.
