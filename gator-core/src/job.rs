@@ -40,8 +40,8 @@ pub trait Job: Sized + Send + Sync + 'static {
     /// refuses to start without one of each.
     const STATES: &'static [StateNeed] = &[];
     /// The flow options every job of this type carries (`#[job(priority = 10, cost = 2,
-    /// limit_key = region, critical, rate = "email")]`); a dispatch's builder methods override
-    /// them. See [`crate::flow`].
+    /// limit_key = region, critical, rate = "email", no_overlap)]`); a dispatch's builder
+    /// methods override them. See [`crate::flow`].
     fn flow(args: &Self::Args) -> crate::flow::FlowOptions {
         let _ = args;
         crate::flow::FlowOptions::default()
@@ -302,6 +302,22 @@ impl<J: Job> PendingJob<J> {
     ) -> PendingJob<J> {
         self.flow.windows = windows.into_iter().map(Into::into).collect();
         self.flow.tz = tz.map(str::to_owned);
+        self
+    }
+
+    /// Runs this job only while no other job of its queue with the same key runs (see
+    /// [`crate::flow::overlap`]); the key is the job's wire name and arguments. Makes the
+    /// queue controlled.
+    pub fn no_overlap(mut self) -> PendingJob<J> {
+        self.flow.overlap = Some(crate::flow::overlap::default_key(J::NAME, &self.args));
+        self
+    }
+
+    /// Runs this job only while no other job of its queue with overlap key `key` runs (see
+    /// [`crate::flow::overlap`]): a key longer than 128 bytes is replaced by its digest.
+    /// Overrides the key of `#[job(no_overlap)]`, or makes this one dispatch no-overlap.
+    pub fn overlap_key(mut self, key: impl Into<String>) -> PendingJob<J> {
+        self.flow.overlap = Some(crate::flow::overlap::fit_key(key));
         self
     }
 

@@ -33,6 +33,8 @@ const OPTIONS: &[&str] = &[
     "unique_until",
     "debounce",
     "cron",
+    "no_overlap",
+    "overlap_key",
 ];
 
 /// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
@@ -79,6 +81,13 @@ pub(crate) struct JobOptions {
     pub cron: Option<LitStr>,
     /// Whether `cron` was given at all (even if refused), for the `tz` check.
     pub cron_given: bool,
+    /// `no_overlap`: at most one job of the queue with the same overlap key runs at once.
+    pub no_overlap: Option<Span>,
+    /// `overlap_key = account`: the argument whose value is the overlap key (implies
+    /// `no_overlap`); the wire name and all arguments if absent.
+    pub overlap_key: Option<Ident>,
+    /// Which wire argument `overlap_key` names (see [`JobOptions::resolve_overlap_key`]).
+    pub overlap_key_index: Option<usize>,
 }
 
 /// The `backoff` option.
@@ -102,6 +111,16 @@ impl JobOptions {
                 }
             }
             Err(err) => errors.push(err),
+        }
+        if let (Some(critical), true) = (
+            options.critical,
+            options.no_overlap.is_some() || options.overlap_key.is_some(),
+        ) {
+            errors.push(syn::Error::new(
+                critical,
+                "a `critical` job cannot be `no_overlap`: it runs outside the queue's parking, \
+                 where the jobs waiting for the lock wait; leave one of the two out",
+            ));
         }
         if let (Some(tz), false) = (&options.tz, options.windows_given || options.cron_given) {
             errors.push(syn::Error::new(
@@ -141,35 +160,18 @@ impl JobOptions {
     /// Finds the wire argument `limit_key` names among the job fn's arguments (its
     /// parameters other than `Context` and `State`); an error if there is none.
     pub fn resolve_limit_key(&mut self, job: &JobFn) -> syn::Result<()> {
-        let Some(key) = &self.limit_key else {
-            return Ok(());
-        };
-        let params = &job.params;
-        if let Some(index) = params.iter().position(|p| p.ident.unraw() == key.unraw()) {
-            self.limit_key_index = Some(index);
-            return Ok(());
+        if let Some(key) = &self.limit_key {
+            self.limit_key_index = Some(arg_index(job, "limit_key", key)?);
         }
-        let names: Vec<String> = params
-            .iter()
-            .map(|p| format!("`{}`", p.ident.unraw()))
-            .collect();
-        let instead = if names.is_empty() {
-            "the job takes no argument to key by: leave `limit_key` out (a dispatch can still \
-             set a key with `.limit_key(..)`)"
-                .to_owned()
-        } else {
-            format!("name one of its arguments: {}", names.join(", "))
-        };
-        // A `Context` or `State` parameter has a name too, but comes from the worker: it is
-        // not stored with the job, so the queue cannot read a key from it.
-        let message = match worker_param_named(job, key) {
-            Some(kind) => format!(
-                "`limit_key = {key}` names the job's {kind} parameter, which the worker supplies \
-                 and is not stored with the job; {instead}"
-            ),
-            None => format!("`limit_key = {key}` names no argument of the job; {instead}"),
-        };
-        Err(syn::Error::new(key.span(), message))
+        Ok(())
+    }
+
+    /// Finds the wire argument `overlap_key` names, as [`JobOptions::resolve_limit_key`] does.
+    pub fn resolve_overlap_key(&mut self, job: &JobFn) -> syn::Result<()> {
+        if let Some(key) = &self.overlap_key {
+            self.overlap_key_index = Some(arg_index(job, "overlap_key", key)?);
+        }
+        Ok(())
     }
 
     fn set(&mut self, meta: &Meta) -> syn::Result<()> {
@@ -396,6 +398,21 @@ impl JobOptions {
                 check_cron(&cron)?;
                 self.cron = Some(cron);
             }
+            "no_overlap" => {
+                check_unset(&self.no_overlap, &key)?;
+                if !matches!(meta, Meta::Path(_)) {
+                    return Err(syn::Error::new_spanned(
+                        meta,
+                        "`no_overlap` takes no value: write `#[job(no_overlap)]`, and \
+                         `overlap_key = account` to key by one argument",
+                    ));
+                }
+                self.no_overlap = Some(key.span());
+            }
+            "overlap_key" => {
+                check_unset(&self.overlap_key, &key)?;
+                self.overlap_key = Some(arg_name_value(meta, &key, "account")?);
+            }
             _ => {
                 return Err(syn::Error::new(
                     key.span(),
@@ -427,6 +444,70 @@ fn check_cron(cron: &LitStr) -> syn::Result<()> {
              as `@daily`; this one has {fields}"
         ),
     ))
+}
+
+/// The index among the job fn's wire arguments (its parameters other than `Context` and
+/// `State`) of the one `key` names, for option `option`; an error if there is none.
+fn arg_index(job: &JobFn, option: &str, key: &Ident) -> syn::Result<usize> {
+    let params = &job.params;
+    if let Some(index) = params.iter().position(|p| p.ident.unraw() == key.unraw()) {
+        return Ok(index);
+    }
+    let names: Vec<String> = params
+        .iter()
+        .map(|p| format!("`{}`", p.ident.unraw()))
+        .collect();
+    let instead = if names.is_empty() {
+        format!(
+            "the job takes no argument to key by: leave `{option}` out (a dispatch can still \
+             set a key with `.{option}(..)`)"
+        )
+    } else {
+        format!("name one of its arguments: {}", names.join(", "))
+    };
+    // A `Context` or `State` parameter has a name too, but comes from the worker: it is
+    // not stored with the job, so the queue cannot read a key from it.
+    let message = match worker_param_named(job, key) {
+        Some(kind) => format!(
+            "`{option} = {key}` names the job's {kind} parameter, which the worker supplies \
+             and is not stored with the job; {instead}"
+        ),
+        None => format!("`{option} = {key}` names no argument of the job; {instead}"),
+    };
+    Err(syn::Error::new(key.span(), message))
+}
+
+/// The value of an option that names one of the job's arguments (`overlap_key = account`).
+fn arg_name_value(meta: &Meta, key: &Ident, example: &str) -> syn::Result<Ident> {
+    let expected = format!("the name of one of the job's arguments, as in `{key} = {example}`");
+    let Meta::NameValue(nv) = meta else {
+        return Err(syn::Error::new(
+            key.span(),
+            format!("`{key}` needs {expected}"),
+        ));
+    };
+    match &nv.value {
+        Expr::Path(path) if path.path.get_ident().is_some() => {
+            // Checked just above: the path is one identifier.
+            Ok(path.path.get_ident().cloned().expect("an identifier"))
+        }
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(name),
+            ..
+        }) => Err(syn::Error::new(
+            name.span(),
+            format!(
+                "`{key}` names an argument, not a string: write it without quotes, as in \
+                 `{key} = {}`",
+                syn::parse_str::<Ident>(&name.value())
+                    .map_or(example.to_owned(), |i| i.to_string())
+            ),
+        )),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("expected {expected}"),
+        )),
+    }
 }
 
 /// What the `Context` or `State<T>` parameter that binds `name` is, as in "`Context`", if
@@ -883,6 +964,13 @@ mod tests {
             quote!(windows = ["05:00-07:00"], tz = ""),
             quote!(windows = ["05:00-07:00"], tz = Berlin),
             quote!(critical, critical),
+            quote!(no_overlap = true),
+            quote!(no_overlap, no_overlap),
+            quote!(overlap_key = "account"),
+            quote!(overlap_key = args.account),
+            quote!(overlap_key),
+            quote!(critical, no_overlap),
+            quote!(critical, overlap_key = account),
         ];
         for tokens in cases {
             assert_eq!(parse(tokens.clone()).1, 1, "{tokens}");
@@ -1033,6 +1121,47 @@ mod tests {
                 )
             ),
             None
+        );
+    }
+
+    #[test]
+    fn no_overlap_and_its_key_are_read() {
+        let (options, errors) = parse(quote!(no_overlap));
+        assert_eq!(errors, 0);
+        assert!(options.no_overlap.is_some() && options.overlap_key.is_none());
+        let (options, errors) = parse(quote!(no_overlap, overlap_key = account));
+        assert_eq!(errors, 0);
+        assert_eq!(
+            options.overlap_key.map(|k| k.to_string()).as_deref(),
+            Some("account")
+        );
+        let err = |item: TokenStream| {
+            let mut errors = Errors::default();
+            let mut options = JobOptions::parse(quote!(overlap_key = account), &mut errors);
+            let job = crate::validate::job_fn(syn::parse2(item).unwrap(), &mut errors).unwrap();
+            options
+                .resolve_overlap_key(&job)
+                .map(|()| options.overlap_key_index)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            err(quote!(
+                fn f(day: u32, account: String) {}
+            )),
+            Ok(Some(1))
+        );
+        let message = err(quote!(
+            fn f(ctx: Context) {}
+        ))
+        .unwrap_err();
+        assert!(message.contains("`.overlap_key(..)`"), "{message}");
+        let message = err(quote!(
+            fn f(acount: String) {}
+        ))
+        .unwrap_err();
+        assert!(
+            message.contains("`overlap_key = account` names no argument"),
+            "{message}"
         );
     }
 }

@@ -260,7 +260,9 @@ fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
         || options.critical.is_some()
         || options.limit_key_index.is_some()
         || options.rate.is_some()
-        || options.windows.is_some();
+        || options.windows.is_some()
+        || options.no_overlap.is_some()
+        || options.overlap_key_index.is_some();
     if !has_flow {
         return None;
     }
@@ -295,15 +297,35 @@ fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
     let tz = options.tz.as_ref().map(
         |tz| quote!(#flow.tz = ::core::option::Option::Some(::std::string::String::from(#tz));),
     );
-    let use_args = match options.limit_key_index {
-        Some(_) => quote!(),
-        None => quote!(let _ = #args;),
+    let overlap = match (&options.overlap_key, options.overlap_key_index) {
+        (Some(name), Some(index)) => {
+            let index = syn::Index::from(index);
+            // Spanned at the name, as for `limit_key`.
+            let to_string = quote_spanned! {name.span()=>
+                ::std::string::ToString::to_string(&#args.#index)
+            };
+            Some(quote!(#flow.overlap = ::core::option::Option::Some(
+                ::gator_core::flow::overlap::fit_key(#to_string)
+            );))
+        }
+        _ => options.no_overlap.map(|_| {
+            quote!(#flow.overlap = ::core::option::Option::Some(
+                ::gator_core::flow::overlap::default_key(
+                    <Self as ::gator_core::Job>::NAME,
+                    #args,
+                )
+            );)
+        }),
+    };
+    let use_args = match (options.limit_key_index, &overlap) {
+        (None, None) => quote!(let _ = #args;),
+        _ => quote!(),
     };
     Some(quote! {
         fn flow(#args: &Self::Args) -> ::gator_core::flow::FlowOptions {
             #use_args
             let mut #flow = ::gator_core::flow::FlowOptions::default();
-            #priority #cost #critical #key #rate #windows #tz
+            #priority #cost #critical #key #rate #windows #tz #overlap
             #flow
         }
     })

@@ -67,6 +67,8 @@ use quote::quote;
 /// | `windows = ["05:00-07:00"]` | any time | Flow control: the daily windows the job may start in, `HH:MM-HH:MM` (00:00 to 24:00, 24:00 only as an end; across midnight if the end comes first). |
 /// | `tz = "Europe/Berlin"` | UTC | The IANA time zone of `windows` and `cron` (only with one of them; the zone is checked at dispatch, and by the worker at start for `cron`). |
 /// | `cron = "*/5 * * * *"` | none | A periodic job: enqueued on this schedule (5 fields, or 6 with seconds first; `@daily`...) in `tz`, once per tick across all workers. Only for a job without arguments; the expression is checked by the worker at start. See `gator_core::cron`. |
+/// | `no_overlap` | off | Flow control, a bare flag: at most one job of the queue with the same overlap key runs at once; the others wait parked. The key is the wire name and the arguments as canonical JSON (see `gator_core::flow::overlap`). Not with `critical`. |
+/// | `overlap_key = account` | wire name + arguments | Flow control: the wire argument whose value, by `ToString`, is the overlap key (implies `no_overlap`); a key over 128 bytes is stored as its digest. |
 ///
 /// Options are separated by commas, in any order, each at most once:
 /// `#[job(queue = "mail", name = "mail.welcome", retries = 3, timeout = "30s")]`.
@@ -199,6 +201,11 @@ fn job_impl(
     }
     if let Some(job_fn) = &job_fn
         && let Err(err) = options.check_cron_args(job_fn)
+    {
+        errors.push(err);
+    }
+    if let Some(job_fn) = &job_fn
+        && let Err(err) = options.resolve_overlap_key(job_fn)
     {
         errors.push(err);
     }

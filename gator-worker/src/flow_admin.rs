@@ -337,9 +337,14 @@ fn show(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
             .as_ref()
             .map(|r| format!(", limiter {r:?}"))
             .unwrap_or_default();
+        let overlap = parked
+            .overlap
+            .as_ref()
+            .map(|o| format!(", overlap key {o:?}"))
+            .unwrap_or_default();
         writeln!(
             out,
-            "  parked: key {:?}{rate}: {} jobs ({})",
+            "  parked: key {:?}{rate}{overlap}: {} jobs ({})",
             parked.key, parked.jobs, parked.state
         )?;
     }

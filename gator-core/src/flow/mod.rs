@@ -21,6 +21,11 @@
 //! - **Rate limits**: GCRA on Redis time, for the queue as a whole and for named limiters
 //!   that jobs opt into. A job over a limit stays parked until the time it may start.
 //!
+//! - **No overlap**: a job with an overlap key (`#[job(no_overlap)]`) starts only while no
+//!   other job of the queue with that key runs; the others wait parked under a parking key
+//!   that includes the overlap key, so they block no other job, and are woken when the holder
+//!   settles. See [`overlap`].
+//!
 //! Units are leased: they are held under the process's lease on the queue, and the recovery
 //! that puts a dead process's jobs back releases its units in the same script.
 //!
@@ -39,6 +44,7 @@
 
 mod admin;
 mod options;
+pub mod overlap;
 mod settings;
 mod shared;
 mod ticket;

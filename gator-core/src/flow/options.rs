@@ -35,6 +35,10 @@ pub struct FlowOptions {
     /// The IANA time zone of `windows` (UTC if unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
+    /// The no-overlap key (`#[job(no_overlap)]`): at most one job of the queue with this key
+    /// runs at once; the others wait parked. See [`super::overlap`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overlap: Option<String>,
 }
 
 impl FlowOptions {
@@ -59,6 +63,17 @@ impl FlowOptions {
         }
         if let Some(rate) = &self.rate {
             check_name("rate limiter", rate)?;
+        }
+        if let Some(overlap) = &self.overlap {
+            check_name("overlap key", overlap)?;
+            if self.critical {
+                // A critical job skips the parking keys the lock's waiters park under.
+                return refuse(
+                    "a critical job cannot be no_overlap: it runs outside the queue's parking, \
+                     where the lock's waiters wait; drop one of the two"
+                        .into(),
+                );
+            }
         }
         self.parsed_windows()?;
         Ok(())
@@ -137,5 +152,28 @@ mod tests {
             ..FlowOptions::default()
         };
         assert!(key.validate().is_err());
+        let critical = FlowOptions {
+            critical: true,
+            overlap: Some("report".into()),
+            ..FlowOptions::default()
+        };
+        assert!(
+            critical
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("no_overlap")
+        );
+        let empty = FlowOptions {
+            overlap: Some(String::new()),
+            ..FlowOptions::default()
+        };
+        assert!(
+            empty
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("overlap key")
+        );
     }
 }

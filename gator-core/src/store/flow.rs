@@ -207,9 +207,12 @@ pub struct Parked {
     pub key: String,
     /// The rate limiter the jobs name, if any.
     pub rate: Option<String>,
+    /// The no-overlap key the jobs share, if any ([`crate::flow::overlap`]).
+    pub overlap: Option<String>,
     /// How many jobs wait.
     pub jobs: u64,
-    /// `ready`, `blocked` (waiting for its key's share) or `timed` (waiting for its limiter).
+    /// `ready`, `blocked` (waiting for its key's share), `timed` (waiting for its limiter) or
+    /// `overlap` (waiting for a running job of its overlap key to settle).
     pub state: String,
 }
 
@@ -305,19 +308,42 @@ pub async fn status(
         .arg(keys.blocked(queue))
         .query_async(conn)
         .await?;
-    for (state, parking_keys) in [("ready", ready), ("blocked", blocked), ("timed", timed)] {
+    // The overlap keys held now; the parking keys waiting for them.
+    let held: Vec<String> = redis::cmd("HKEYS")
+        .arg(keys.overlap(queue))
+        .query_async(conn)
+        .await?;
+    let mut waiting = Vec::new();
+    for overlap in held {
+        let parking_keys: Vec<String> = redis::cmd("SMEMBERS")
+            .arg(keys.overlap_wait(queue, &overlap))
+            .query_async(conn)
+            .await?;
+        waiting.extend(parking_keys);
+    }
+    for (state, parking_keys) in [
+        ("ready", ready),
+        ("blocked", blocked),
+        ("timed", timed),
+        ("overlap", waiting),
+    ] {
         for parking_key in parking_keys {
             let jobs: u64 = redis::cmd("ZCARD")
                 .arg(keys.held(queue, &parking_key))
                 .query_async(conn)
                 .await?;
-            let (key, rate) = match parking_key.split_once('\u{1f}') {
+            let (rest, overlap) = match parking_key.split_once('\u{1e}') {
+                Some((rest, overlap)) => (rest, Some(overlap.to_owned())),
+                None => (parking_key.as_str(), None),
+            };
+            let (key, rate) = match rest.split_once('\u{1f}') {
                 Some((key, rate)) => (key.to_owned(), Some(rate.to_owned())),
-                None => (parking_key, None),
+                None => (rest.to_owned(), None),
             };
             status.parked.push(Parked {
                 key,
                 rate,
+                overlap,
                 jobs,
                 state: state.to_owned(),
             });
@@ -325,7 +351,7 @@ pub async fn status(
     }
     status
         .parked
-        .sort_by(|a, b| (&a.key, &a.rate).cmp(&(&b.key, &b.rate)));
+        .sort_by(|a, b| (&a.key, &a.rate, &a.overlap).cmp(&(&b.key, &b.rate, &b.overlap)));
     status.critical_waiting = redis::cmd("ZCARD")
         .arg(keys.critical(queue))
         .query_async(conn)

@@ -121,7 +121,8 @@ impl Keys {
     }
 
     /// ZSET of the jobs of a controlled `queue` parked under parking key `key` (a limit key,
-    /// then `\x1f` and a rate limiter's name if the jobs name one), by priority score.
+    /// then `\x1f` and a rate limiter's name if the jobs name one, then `\x1e` and an overlap
+    /// key if they have one), by priority score.
     pub fn held(&self, queue: &str, key: &str) -> String {
         self.of_queue(queue, "held:", key)
     }
@@ -144,6 +145,17 @@ impl Keys {
     /// ZSET parking key → when its rate limiter lets its head job start (ms, Redis time).
     pub fn timed(&self, queue: &str) -> String {
         self.of_queue(queue, "timed", "")
+    }
+
+    /// HASH of the no-overlap locks of `queue`: overlap key → jid of the job that holds it
+    /// (see [`crate::flow::overlap`]).
+    pub fn overlap(&self, queue: &str) -> String {
+        self.of_queue(queue, "overlap", "")
+    }
+
+    /// SET of the parking keys of `queue` waiting for overlap key `key`'s lock.
+    pub fn overlap_wait(&self, queue: &str, key: &str) -> String {
+        self.of_queue(queue, "overlap_wait:", key)
     }
 
     /// HASH of the units in use in `queue`: `!total`, and `k:<limit key>` per key.

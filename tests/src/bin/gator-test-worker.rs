@@ -370,3 +370,79 @@ redis.call('RPUSH', 'flow:order', ARGV[1])
 redis.call('HSET', 'flow:started_at', ARGV[1], now)
 return running
 ";
+
+/// The no-overlap probe (tests/tests/no_overlap.rs): on start, in one atomic step, counts
+/// itself running under `key` (`{ovl}:running`) and in all (`{ovl}:running_all`), raises
+/// `{ovl}:max <key>` and `{ovl}:max_all` to what runs now, appends `id` to `{ovl}:order` and
+/// counts its run in `{ovl}:runs <id>`; then sleeps `millis` (a minute instead, once, if `id`
+/// is in the set `{ovl}:hang`, so a test can kill it mid-run; a cancel ends that sleep unless
+/// `id` was in `{ovl}:deaf` instead, deaf to cancels and shutdown), and counts itself off again. With `fail` (or cancelled), it then fails (the worker's default
+/// backoff keeps it in the retry set for 15 s or more). Its keys share one hash tag, so it
+/// runs on a cluster too.
+#[job]
+async fn overlap_probe(
+    ctx: gator_core::Context,
+    id: u64,
+    key: String,
+    millis: u64,
+    fail: bool,
+) -> Result<(), String> {
+    let mut conn = chaos_connection().await?;
+    let hang: u8 = redis::Script::new(OVERLAP_PROBE_START)
+        .key("{ovl}:running")
+        .key("{ovl}:max")
+        .key("{ovl}:order")
+        .key("{ovl}:runs")
+        .key("{ovl}:hang")
+        .key("{ovl}:running_all")
+        .key("{ovl}:max_all")
+        .key("{ovl}:deaf")
+        .arg(id)
+        .arg(&key)
+        .invoke_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let millis = if hang > 0 { 60_000 } else { millis };
+    let cancel = async {
+        if hang == 2 {
+            std::future::pending::<()>().await;
+        }
+        ctx.cancelled().await;
+    };
+    let cancelled = tokio::select! {
+        () = cancel => true,
+        () = tokio::time::sleep(Duration::from_millis(millis)) => false,
+    };
+    redis::pipe()
+        .atomic()
+        .cmd("HINCRBY")
+        .arg("{ovl}:running")
+        .arg(&key)
+        .arg(-1)
+        .ignore()
+        .cmd("DECR")
+        .arg("{ovl}:running_all")
+        .ignore()
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    if fail || cancelled {
+        return Err(format!("probe {id} fails on purpose or was cancelled"));
+    }
+    Ok(())
+}
+
+const OVERLAP_PROBE_START: &str = r"
+local running = redis.call('HINCRBY', KEYS[1], ARGV[2], 1)
+if running > (tonumber(redis.call('HGET', KEYS[2], ARGV[2])) or 0) then
+  redis.call('HSET', KEYS[2], ARGV[2], running)
+end
+local all = redis.call('INCR', KEYS[6])
+if all > (tonumber(redis.call('GET', KEYS[7])) or 0) then
+  redis.call('SET', KEYS[7], all)
+end
+redis.call('RPUSH', KEYS[3], ARGV[1])
+redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
+if redis.call('SREM', KEYS[8], ARGV[1]) == 1 then return 2 end
+return redis.call('SREM', KEYS[5], ARGV[1])
+";

@@ -15,8 +15,12 @@
 --      or no other parking key waits (work-conserving: an idle share may be borrowed); else
 --      the parking key is *blocked* until one of its limit key's units is released;
 --    - the queue's rate limiter and its own allow it now; else the queue waits (queue limiter)
---      or the parking key is *timed* until its limiter allows (named limiter).
---    A blocked or timed key leaves the ready set, so it never delays another key's jobs.
+--      or the parking key is *timed* until its limiter allows (named limiter);
+--    - if it has a no-overlap key, no other job holds that key's lock (`overlap`); else the
+--      parking key waits in `overlap_wait:<key>` until the holder settles
+--      (release_overlap). A job that starts takes the lock, in this step.
+--    A blocked, timed or waiting key leaves the ready set, so it never delays another key's
+--    jobs.
 --
 -- Batches. A worker sends the successes and the fetches of all its processors that reached
 -- the queue while its previous call was in flight in one call (a group commit), so a call
@@ -149,6 +153,7 @@ if redis.call('TYPE', plain)['ok'] == 'list' then
 end
 
 local ready, blocked, timed = prefix .. 'ready', prefix .. 'blocked', prefix .. 'timed'
+local locks = prefix .. 'overlap'
 for _, pk in ipairs(redis.call('ZRANGE', timed, '-inf', now, 'BYSCORE')) do
   redis.call('ZREM', timed, pk)
   ready_head(prefix, pk)
@@ -291,6 +296,7 @@ local function admit_pass()
   -- where the chunk starts in the key's set, whether more may follow, and jobs taken
   local pk, read, cur, offset, more, taken, stopped = {}, {}, {}, {}, {}, {}, {}
   local lks = {} -- each key's limit key
+  local oks = {} -- each key's overlap key, or false
   local width = scored and 2 or 1
   local function fetch(i)
     local key = prefix .. 'held:' .. pk[i]
@@ -306,6 +312,7 @@ local function admit_pass()
   for i = 1, count do
     pk[i], offset[i], taken[i] = top[2 * i - 1], 0, 0
     lks[i] = limit_key_of(pk[i])
+    oks[i] = overlap_of(pk[i]) or false
     fetch(i)
     if #read[i] == 0 then
       redis.call('ZREM', ready, pk[i])
@@ -349,7 +356,10 @@ local function admit_pass()
       break
     end
     local verdict = 'run'
-    if limit then
+    local okey = oks[best]
+    if okey and redis.call('HEXISTS', locks, okey) == 1 then
+      verdict = 'overlap'
+    elseif limit then
       local used_k = used_of(lk)
       if total > 0 and total + cost > limit then
         verdict = 'full'
@@ -370,6 +380,10 @@ local function admit_pass()
       stopped[best] = true
       redis.call('ZREM', ready, key)
       redis.call('SADD', blocked, key)
+    elseif verdict == 'overlap' then
+      stopped[best] = true
+      redis.call('ZREM', ready, key)
+      redis.call('SADD', prefix .. 'overlap_wait:' .. okey, key)
     elseif wait > 0 then
       soonest(wait)
       stopped[best] = true
@@ -385,6 +399,7 @@ local function admit_pass()
         used_by_key[lk] = used_of(lk) + cost
       end
       total = total + cost
+      if okey then redis.call('HSET', locks, okey, jid_of(job) or '') end
       jobs[#jobs + 1] = job
       cur[best] = cur[best] + width
       if cur[best] > #read[best] and more[best] then

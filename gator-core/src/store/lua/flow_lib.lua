@@ -20,6 +20,7 @@
 -- park(prefix, job, now, first)     parks a job by its priority and parking key
 -- free_units(inflight_key, job)     releases what a settled job held
 -- free_all_units(prefix, process)   releases what a process held (recovery, shutdown)
+-- release_overlap(prefix, job)      releases a settled job's no-overlap lock, waking its waiters
 -- take_units_many(...)              takes units for the jobs admit.lua starts
 -- free_units_many(...)              free_units for a batch of settled jobs (admit.lua)
 -- ready_head(...), signal(prefix): see each function
@@ -27,8 +28,11 @@
 
 -- The origin of time-based scores (2025-01-01): keeps them within a double's exact integers.
 local FLOW_T0 = 1735689600000
--- Parking key = limit key, or limit key .. RATE_SEP .. rate limiter name.
+-- Parking key = limit key, then RATE_SEP .. rate limiter name if the job names one, then
+-- OVERLAP_SEP .. overlap key if it has one: jobs waiting for an overlap key's lock wait under
+-- their own parking key, in no other job's way.
 local RATE_SEP = '\31'
+local OVERLAP_SEP = '\30'
 
 local function is_controlled(prefix)
   return redis.call('EXISTS', prefix .. 'flow') == 1
@@ -76,18 +80,31 @@ local function payload_cost(job)
 end
 
 local function parking_key(flow)
-  local key, rate = flow['key'], flow['rate']
+  local key, rate, overlap = flow['key'], flow['rate'], flow['overlap']
   if type(key) ~= 'string' then key = '' end
-  if type(rate) ~= 'string' or rate == '' then return key end
-  return key .. RATE_SEP .. rate
+  if type(rate) == 'string' and rate ~= '' then key = key .. RATE_SEP .. rate end
+  if type(overlap) == 'string' and overlap ~= '' then key = key .. OVERLAP_SEP .. overlap end
+  return key
 end
 
 local function limit_key_of(pk)
-  return (string.match(pk, '^([^\31]*)'))
+  return (string.match(pk, '^([^\30\31]*)'))
 end
 
 local function rate_of(pk)
-  return string.match(pk, '\31(.*)$')
+  return string.match(pk, '\31([^\30]*)')
+end
+
+-- The overlap key of parking key `pk`, or nil.
+local function overlap_of(pk)
+  return string.match(pk, '\30(.*)$')
+end
+
+-- Whether parking key `pk` waits for its overlap key's lock (then it is in no ready set).
+local function overlap_waits(prefix, pk)
+  local okey = overlap_of(pk)
+  return okey ~= nil
+    and redis.call('SISMEMBER', prefix .. 'overlap_wait:' .. okey, pk) == 1
 end
 
 -- Wakes workers waiting on the queue (BLPOP of the signal list): a job was parked, units were
@@ -142,7 +159,8 @@ local function park(prefix, job, now, first)
     set = prefix .. 'held:' .. pk
     redis.call('ZADD', set, score, member)
     if redis.call('SISMEMBER', prefix .. 'blocked', pk) == 0
-        and not redis.call('ZSCORE', prefix .. 'timed', pk) then
+        and not redis.call('ZSCORE', prefix .. 'timed', pk)
+        and not overlap_waits(prefix, pk) then
       redis.call('ZADD', prefix .. 'ready', 'LT', score, pk)
     end
   end
@@ -266,11 +284,33 @@ local function take_units_many(prefix, process, jobs, keys, costs)
   for lk, cost in pairs(by_key) do redis.call('HINCRBY', prefix .. 'used', 'k:' .. lk, cost) end
 end
 
--- The batched free_units of admit.lua, for settled jobs `jobs` of process `process`: one HMGET
--- and one HDEL for all of them, one release per limit key, one signal. Nothing if the process
--- holds no units (a queue without a limit).
+-- Releases the no-overlap lock job `job` holds, if it holds one (a settled job, or one put
+-- back), and makes the parking keys that waited for it ready. A job without an overlap key
+-- costs one plain find in its payload.
+local function release_overlap(prefix, job)
+  if not string.find(job, '"overlap"', 1, true) then return end
+  local okey = flow_options(job)['overlap']
+  if type(okey) ~= 'string' or okey == '' then return end
+  local locks = prefix .. 'overlap'
+  -- Only its own lock: a job run again after recovery must not free its successor's.
+  if redis.call('HGET', locks, okey) ~= (jid_of(job) or '') then return end
+  redis.call('HDEL', locks, okey)
+  local waiting = prefix .. 'overlap_wait:' .. okey
+  local pks = redis.call('SMEMBERS', waiting)
+  if #pks > 0 then
+    redis.call('DEL', waiting)
+    for _, pk in ipairs(pks) do ready_head(prefix, pk) end
+    signal(prefix)
+  end
+end
+
+-- The batched free_units of admit.lua, for settled jobs `jobs` of process `process`: their
+-- no-overlap locks, then, with one HMGET and one HDEL for all of them, their units (one
+-- release per limit key, one signal). No units if the process holds none (a queue without a
+-- limit).
 local function free_units_many(prefix, process, jobs)
   if #jobs == 0 then return end
+  for _, job in ipairs(jobs) do release_overlap(prefix, job) end
   local units = prefix .. 'units:' .. process
   if redis.call('EXISTS', units) == 0 then return end
   local held = redis.call('HMGET', units, unpack(jobs))
@@ -331,6 +371,7 @@ end
 local function park_all_first(prefix, inflight, now)
   local jobs = redis.call('LRANGE', inflight, 0, -1)
   for i = #jobs, 1, -1 do
+    release_overlap(prefix, jobs[i])
     park(prefix, jobs[i], now, true)
     set_status(prefix, jobs[i], 'queued')
   end
