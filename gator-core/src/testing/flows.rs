@@ -46,10 +46,13 @@ impl Link {
     }
 }
 
+/// One stage of a workflow: its steps, each with its failure policy.
+type Stage = Vec<(Dispatched, OnFailure)>;
+
 /// A workflow being drained: the stages still to come, and the one running.
 pub(crate) struct FakeWorkflow {
     id: String,
-    waiting: VecDeque<Vec<(Dispatched, OnFailure)>>,
+    waiting: VecDeque<Stage>,
     /// Steps of the running stage that have not ended.
     open: usize,
     /// What the running stage's ended steps leave to the next: their results.
@@ -66,7 +69,7 @@ impl FakeWorkflow {
         job: &Dispatched,
         outcome: &std::result::Result<Option<String>, String>,
         policy: OnFailure,
-    ) -> Option<(Vec<(Dispatched, OnFailure)>, Vec<Parent>)> {
+    ) -> Option<(Stage, Vec<Parent>)> {
         self.open = self.open.saturating_sub(1);
         let parent = |result| Parent {
             jid: job.jid.clone(),
@@ -166,7 +169,7 @@ pub(crate) async fn dispatch_chain(
 
 /// A workflow dispatched in testing `mode`; returns its id (`<uuid>@<home queue>`).
 pub(crate) async fn dispatch_workflow(mode: Arc<Mode>, workflow: Workflow) -> Result<String> {
-    let mut stages: VecDeque<Vec<(Dispatched, OnFailure)>> = workflow
+    let mut stages: VecDeque<Stage> = workflow
         .into_stages()?
         .into_iter()
         .map(|stage| {
@@ -209,11 +212,7 @@ pub(crate) async fn dispatch_workflow(mode: Arc<Mode>, workflow: Workflow) -> Re
 
 /// Runs a workflow inline, stage by stage; a failed step that halts or fails it fails the
 /// dispatch.
-async fn run_inline(
-    mode: &Arc<Mode>,
-    flow: &Arc<Mutex<FakeWorkflow>>,
-    first: Vec<(Dispatched, OnFailure)>,
-) -> Result<()> {
+async fn run_inline(mode: &Arc<Mode>, flow: &Arc<Mutex<FakeWorkflow>>, first: Stage) -> Result<()> {
     let registry = Registry::from_inventory()?;
     let mut stage = first;
     let mut parents = Vec::new();
