@@ -362,6 +362,38 @@ impl Drop for RedisServer {
     }
 }
 
+/// What the jobs of one test binary record as they run, each line starting with a tag (the
+/// test's own), so that tests running in parallel in that binary read only their own lines.
+#[derive(Debug, Default)]
+pub struct Notes(std::sync::Mutex<Vec<String>>);
+
+impl Notes {
+    /// An empty record, for a `static`.
+    pub const fn new() -> Notes {
+        Notes(std::sync::Mutex::new(Vec::new()))
+    }
+
+    /// Records `line` (`"<tag> ..."`).
+    pub fn push(&self, line: impl Into<String>) {
+        self.lines().push(line.into());
+    }
+
+    /// The lines tagged `tag` (those starting with `"<tag> "`), in the order they came.
+    pub fn tagged(&self, tag: &str) -> Vec<String> {
+        let prefix = format!("{tag} ");
+        self.lines()
+            .iter()
+            .filter(|line| line.starts_with(&prefix))
+            .cloned()
+            .collect()
+    }
+
+    fn lines(&self) -> std::sync::MutexGuard<'_, Vec<String>> {
+        // A poisoned lock only means a test panicked while recording; the lines are whole.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
 /// Polls `f` every 20 ms until it returns true.
 ///
 /// # Panics

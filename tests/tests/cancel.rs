@@ -5,47 +5,39 @@
 
 use gator_core::workflow::{StepState, WorkflowState};
 use gator_core::{Cancellation, Client, Context, JobError, JobStatus, Workflow, job};
-use gator_tests::{RedisServer, TestWorker, client, run_cli, wait_until};
-use std::sync::Mutex;
+use gator_tests::{Notes, RedisServer, TestWorker, client, run_cli, wait_until};
 use std::time::{Duration, Instant};
 
 /// Runs of `note` jobs, by tag.
-static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static NOTES: Notes = Notes::new();
 
 fn notes(tag: &str) -> Vec<String> {
-    let prefix = format!("{tag} ");
-    NOTES
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|n| n.starts_with(&prefix))
-        .cloned()
-        .collect()
+    NOTES.tagged(tag)
 }
 
 #[job(queue = "cx")]
 async fn note(tag: String, n: u32) {
-    NOTES.lock().unwrap().push(format!("{tag} {n}"));
+    NOTES.push(format!("{tag} {n}"));
 }
 
 /// Fails its first attempt, and retries a minute later.
 #[job(queue = "cx", backoff = ["60s"])]
 async fn fails_once(tag: String) -> Result<(), String> {
-    NOTES.lock().unwrap().push(format!("{tag} attempt"));
+    NOTES.push(format!("{tag} attempt"));
     Err("the first attempt fails".into())
 }
 
 /// Works for up to `secs`, stopping when cancelled; notes when it saw the cancellation.
 #[job(queue = "cx")]
 async fn long_work(ctx: Context, tag: String, secs: u64) -> Result<(), JobError> {
-    NOTES.lock().unwrap().push(format!("{tag} started"));
+    NOTES.push(format!("{tag} started"));
     tokio::select! {
         () = ctx.cancelled() => {
-            NOTES.lock().unwrap().push(format!("{tag} told to stop"));
+            NOTES.push(format!("{tag} told to stop"));
             Err(JobError::new("stopped: cancelled"))
         }
         () = tokio::time::sleep(Duration::from_secs(secs)) => {
-            NOTES.lock().unwrap().push(format!("{tag} finished"));
+            NOTES.push(format!("{tag} finished"));
             Ok(())
         }
     }

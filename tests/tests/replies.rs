@@ -5,26 +5,18 @@
 use gator_core::reply::Delivery;
 use gator_core::workflow::WorkflowState;
 use gator_core::{Cancellation, Client, Context, Job, JobError, JobStatus, Workflow, job};
-use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use gator_tests::{Notes, RedisServer, TestWorker, client, wait_until};
 use serde::{Deserialize, Serialize};
-use std::sync::Mutex;
 use std::time::Duration;
 
-static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static NOTES: Notes = Notes::new();
 
 fn notes(tag: &str) -> Vec<String> {
-    let prefix = format!("{tag} ");
-    NOTES
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|n| n.starts_with(&prefix))
-        .cloned()
-        .collect()
+    NOTES.tagged(tag)
 }
 
 fn note(line: String) {
-    NOTES.lock().unwrap().push(line);
+    NOTES.push(line);
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

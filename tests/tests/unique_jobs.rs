@@ -7,27 +7,19 @@
 
 use gator_core::unique::{Dispatched, default_key};
 use gator_core::{Client, JobStatus, SetKind, job};
-use gator_tests::{RedisServer, TestWorker, client, wait_until};
-use std::sync::Mutex;
+use gator_tests::{Notes, RedisServer, TestWorker, client, wait_until};
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 /// What the jobs did, by tag.
-static NOTES: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static NOTES: Notes = Notes::new();
 
 fn notes(tag: &str) -> Vec<String> {
-    let prefix = format!("{tag} ");
-    NOTES
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|n| n.starts_with(&prefix))
-        .cloned()
-        .collect()
+    NOTES.tagged(tag)
 }
 
 fn note(text: String) {
-    NOTES.lock().unwrap().push(text);
+    NOTES.push(text);
 }
 
 /// Unique for a minute, until it succeeds.
