@@ -72,20 +72,20 @@ fn assert_each_tick_ran_once(ticks: &BTreeMap<u64, u32>) {
     );
 }
 
+/// Adds entry `name`, which enqueues `cron_tick(tag)` every second.
+async fn add_every_second(client: &gator_core::Client, name: &str, tag: &str) {
+    client
+        .add_periodic(name, "* * * * * *", None, CronTick::call(tag.into()))
+        .await
+        .unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workers_with_skewed_clocks_enqueue_each_tick_exactly_once_on_redis_time() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let added = client.redis_time().await.unwrap();
-    client
-        .add_periodic(
-            "every-second",
-            "* * * * * *",
-            None,
-            CronTick::call("fleet".into()),
-        )
-        .await
-        .unwrap();
+    add_every_second(&client, "every-second", "fleet").await;
     // One worker on the right time, one 5 minutes ahead, one 5 minutes behind (libfaketime):
     // a worker that took a tick from its own clock would fire ticks from the future, or old
     // ones again.
@@ -200,15 +200,7 @@ where
 async fn workers_stopped_for_several_ticks_fire_the_missed_ones_once_not_in_a_burst() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
-        .add_periodic(
-            "downtime",
-            "* * * * * *",
-            None,
-            CronTick::call("down".into()),
-        )
-        .await
-        .unwrap();
+    add_every_second(&client, "downtime", "down").await;
     let fleet = workers(&redis, 2);
     wait_until("3 ticks to run", Duration::from_secs(30), || async {
         runs(&client, "down").await.len() >= 3
@@ -282,15 +274,7 @@ async fn a_new_entry_fires_no_tick_from_before_it_was_added() {
 async fn a_paused_entry_fires_nothing_and_resumed_waits_for_its_next_tick() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
-        .add_periodic(
-            "pausable",
-            "* * * * * *",
-            None,
-            CronTick::call("pause".into()),
-        )
-        .await
-        .unwrap();
+    add_every_second(&client, "pausable", "pause").await;
     let _fleet = workers(&redis, 2);
     wait_until("2 ticks to run", Duration::from_secs(30), || async {
         runs(&client, "pause").await.len() >= 2
@@ -454,15 +438,7 @@ async fn a_tick_on_a_paused_queue_is_parked_with_its_status_and_runs_on_resume()
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     gator_tests::set_flow(&client, "cron", &[FlowSetting::Paused(true)]).await;
-    client
-        .add_periodic(
-            "parked",
-            "* * * * * *",
-            None,
-            CronTick::call("parked".into()),
-        )
-        .await
-        .unwrap();
+    add_every_second(&client, "parked", "parked").await;
     let entry = client.periodic_entries().await.unwrap().remove(0).entry;
     let added = client.redis_time().await.unwrap();
     wait_for_redis_time(&client, added + 1000).await;
