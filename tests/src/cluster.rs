@@ -41,16 +41,28 @@ fn free_pair(port: u16) -> bool {
 /// started at once never pick the same ports; spread by pid across processes.
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
-/// `count` ports below 55535 whose bus ports are free too, never 6379.
+/// The range cluster ports are taken from. Their bus ports (+10,000) then lie in 30000–32699,
+/// below the kernel's ephemeral range (32768 and up on Linux): a port found free there is not
+/// taken by some client's outgoing connection before the node binds it. (A bus port in the
+/// ephemeral range was: CI saw `Could not create server TCP listening socket
+/// 127.0.0.1:51510: Address already in use` for a node on 41510.)
+const CLUSTER_PORTS: std::ops::Range<u16> = 20_000..22_700;
+
+/// `count` ports whose bus ports are free too, never 6379.
 fn free_ports(count: usize) -> Vec<u16> {
-    let start = 20_000 + (std::process::id() % 3_000) as u16 * 10;
-    let _ = NEXT_PORT.compare_exchange(0, start, Ordering::SeqCst, Ordering::SeqCst);
+    let spread = (std::process::id() % 270) as u16 * 10;
+    let _ = NEXT_PORT.compare_exchange(
+        0,
+        CLUSTER_PORTS.start + spread,
+        Ordering::SeqCst,
+        Ordering::SeqCst,
+    );
     let mut ports = Vec::new();
     while ports.len() < count {
         let mut candidate = NEXT_PORT.fetch_add(1, Ordering::SeqCst);
-        if candidate >= 55_000 {
-            NEXT_PORT.store(20_000, Ordering::SeqCst);
-            candidate = 20_000;
+        if !CLUSTER_PORTS.contains(&candidate) {
+            NEXT_PORT.store(CLUSTER_PORTS.start + 1, Ordering::SeqCst);
+            candidate = CLUSTER_PORTS.start;
         }
         if candidate != 6379 && free_pair(candidate) {
             ports.push(candidate);
