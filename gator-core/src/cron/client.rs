@@ -82,8 +82,8 @@ impl Client {
     /// Pauses periodic entry `name`: it fires no tick until resumed.
     pub async fn pause_periodic(&self, name: &str) -> Result<()> {
         let queue = self.periodic_queue(name).await?;
-        let now = self.redis_time().await?;
-        if !store::cron::pause(&mut self.connection(), self.keys(), name, &queue, now).await? {
+        if !store::cron::set_paused(&mut self.connection(), self.keys(), name, &queue, true).await?
+        {
             return Err(unknown(name));
         }
         Ok(())
@@ -92,8 +92,9 @@ impl Client {
     /// Resumes periodic entry `name`: it fires its next tick (not one missed while paused).
     pub async fn resume_periodic(&self, name: &str) -> Result<()> {
         let queue = self.periodic_queue(name).await?;
-        let now = self.redis_time().await?;
-        if !store::cron::resume(&mut self.connection(), self.keys(), name, &queue, now).await? {
+        if !store::cron::set_paused(&mut self.connection(), self.keys(), name, &queue, false)
+            .await?
+        {
             return Err(unknown(name));
         }
         Ok(())

@@ -157,70 +157,25 @@ pub async fn list(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<Sto
     Ok(entries)
 }
 
-/// Pauses entry `name` of `queue` (`at`: now, ms, Redis time): a paused entry fires no tick.
+/// Pauses (`pause`) or resumes entry `name` of `queue` in one script on Redis time
+/// (`cron_pause.lua`): a resumed entry fires its next tick, not one it missed while paused.
 /// Returns whether the entry exists.
-pub async fn pause(
+pub async fn set_paused(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     name: &str,
     queue: &str,
-    at: u64,
+    pause: bool,
 ) -> Result<bool> {
-    if !exists(conn, keys, name, queue).await? {
-        return Ok(false);
-    }
-    redis::cmd("HSET")
-        .arg(keys.cron_paused(queue))
+    let found: i64 = scripts::CRON_PAUSE
+        .key(keys.cron_entries(queue))
+        .key(keys.cron_fired(queue))
+        .key(keys.cron_paused(queue))
         .arg(name)
-        .arg(at)
-        .query_async::<()>(conn)
+        .arg(if pause { "pause" } else { "resume" })
+        .invoke_async(conn)
         .await?;
-    Ok(true)
-}
-
-/// Resumes paused entry `name` of `queue` (`at`: now, ms, Redis time), and records `at` as its
-/// last fired tick in the same `MULTI`: it fires its next tick, not one it missed while paused.
-/// Returns whether the entry exists.
-pub async fn resume(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    name: &str,
-    queue: &str,
-    at: u64,
-) -> Result<bool> {
-    if !exists(conn, keys, name, queue).await? {
-        return Ok(false);
-    }
-    let paused: bool = redis::cmd("HEXISTS")
-        .arg(keys.cron_paused(queue))
-        .arg(name)
-        .query_async(conn)
-        .await?;
-    // An entry that is not paused keeps its last tick: moving it to now could swallow a tick
-    // that is due but not yet fired.
-    if paused {
-        redis::pipe()
-            .atomic()
-            .hdel(keys.cron_paused(queue), name)
-            .hset(keys.cron_fired(queue), name, at)
-            .query_async::<()>(conn)
-            .await?;
-    }
-    Ok(true)
-}
-
-/// Whether `queue` holds entry `name`'s definition.
-async fn exists(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    name: &str,
-    queue: &str,
-) -> Result<bool> {
-    Ok(redis::cmd("HEXISTS")
-        .arg(keys.cron_entries(queue))
-        .arg(name)
-        .query_async(conn)
-        .await?)
+    Ok(found == 1)
 }
 
 /// Pushes `payload` for entry `name` (`cron_fire.lua`): for `tick` (ms, at or before Redis's

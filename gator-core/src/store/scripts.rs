@@ -124,6 +124,8 @@ scripts! {
     CRON_ADD => "cron_add.lua";
     /// `lua/cron_fire.lua`: enqueue a periodic entry's job for a tick, once across all workers.
     CRON_FIRE => "cron_fire.lua";
+    /// `lua/cron_pause.lua`: pause or resume a periodic entry, on Redis time.
+    CRON_PAUSE => "cron_pause.lua";
     /// `lua/heartbeat.lua`: register a live process and count the fleet, on Redis time.
     HEARTBEAT => "heartbeat.lua";
 }
