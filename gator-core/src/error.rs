@@ -102,6 +102,21 @@ pub enum Error {
         /// The wire names there are, comma-separated.
         known: String,
     },
+    /// A job name given by wire name ([`crate::Client::enqueue_raw`]) that cannot be one:
+    /// empty, over 256 bytes, or with control characters.
+    #[error(
+        "invalid job name {name:?}: a job's wire name is 1 to 256 characters, none a control character"
+    )]
+    InvalidJobName {
+        /// The name as given.
+        name: String,
+    },
+    /// Arguments given as JSON ([`crate::Client::enqueue_raw`]) that are not a job's.
+    #[error("invalid args: {reason}")]
+    InvalidArgs {
+        /// Why.
+        reason: String,
+    },
     /// A chain with no step was dispatched.
     #[error("a chain needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyChain,

@@ -34,7 +34,12 @@ pub async fn create(
     let queues: Vec<String> = steps.iter().map(|step| step.queue.clone()).collect();
     super::queue::register(conn, keys, &queues).await?;
     let list = match (&first.chain, rest.is_empty()) {
-        (Some(link), false) => Some(keys.chain(&link.list_queue, &link.id)),
+        (Some(link), false) => {
+            let now = crate::payload::now_ms();
+            let kind = super::flows_index::FlowKind::Chain;
+            super::flows_index::add(conn, keys, kind, &link.list_queue, &link.id, now).await?;
+            Some(keys.chain(&link.list_queue, &link.id))
+        }
         _ => None,
     };
     let waiting = list.as_deref().map(|key| (key, rest));

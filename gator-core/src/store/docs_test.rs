@@ -56,6 +56,11 @@ fn every_key_is_documented_in_the_wire_format() {
         k.cron_entries(q),
         k.cron_fired(q),
         k.cron_paused(q),
+        k.stats(q),
+        k.history_minutes(q, 20417),
+        k.history_hours(q, 20417),
+        k.chains_index(q),
+        k.workflows_index(q),
     ] {
         assert!(
             DOC.contains(&format!("`{key}`")),

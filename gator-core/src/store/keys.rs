@@ -324,6 +324,39 @@ impl Keys {
         self.of_queue(queue, "cancelling", "")
     }
 
+    /// HASH of `queue`'s all-time counters: `processed` (attempts that ended, whatever their
+    /// outcome) and `failed` (attempts that failed), as Sidekiq counts them. Written by each
+    /// worker once a second (`store::stats`).
+    pub fn stats(&self, queue: &str) -> String {
+        self.of_queue(queue, "stats", "")
+    }
+
+    /// HASH of `queue`'s per-minute counters of day `day` (days since the epoch, UTC, Redis
+    /// time): fields `<minute of the day>:p` (processed) and `:f` (failed); expires two days
+    /// after its last write.
+    pub fn history_minutes(&self, queue: &str, day: u64) -> String {
+        self.of_queue(queue, "history:m:", &day.to_string())
+    }
+
+    /// HASH of `queue`'s per-hour counters of day `day`: fields `<hour of the day>:p` and
+    /// `:f`; expires sixteen days after its last write.
+    pub fn history_hours(&self, queue: &str, day: u64) -> String {
+        self.of_queue(queue, "history:h:", &day.to_string())
+    }
+
+    /// ZSET of the ids of the chains whose first queue is `queue`, scored by their dispatch
+    /// (ms): the index the dashboard lists chains in flight from. Capped at the newest
+    /// [`crate::store::flows_index::INDEX_CAP`]; ids of finished chains are pruned as it is read.
+    pub fn chains_index(&self, queue: &str) -> String {
+        self.of_queue(queue, "chains", "")
+    }
+
+    /// ZSET of the uuids of the workflows homed on `queue`, scored by their dispatch (ms), as
+    /// [`Keys::chains_index`] is for chains.
+    pub fn workflows_index(&self, queue: &str) -> String {
+        self.of_queue(queue, "workflows", "")
+    }
+
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
         self.of_queue(queue, "dead", "")

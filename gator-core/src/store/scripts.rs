@@ -114,6 +114,8 @@ scripts! {
     PUT_BACK => "put_back.lua";
     /// `lua/release.lua`: put one stranded in-flight job back at the head of its queue.
     RELEASE => "release.lua";
+    /// `lua/clear_queue.lua`: delete jobs from the head of a queue's list, with their records.
+    CLEAR_QUEUE => "clear_queue.lua";
     /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
     MOVE_TO_QUEUE => "move_to_queue.lua";
     /// `lua/unique_dispatch.lua`: dispatch a unique job with its lock, or find its duplicate.

@@ -1,0 +1,110 @@
+//! The chains and workflows in flight, from their per-queue indexes
+//! ([`crate::store::flows_index`]).
+
+use crate::client::Client;
+use crate::error::Result;
+use crate::store::flows_index::{self, FlowKind};
+use crate::workflow::{StepState, WorkflowState};
+use serde::Serialize;
+
+/// A chain or a workflow that has not finished.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FlowInFlight {
+    /// `chain` or `workflow`.
+    pub kind: &'static str,
+    /// Its id: a chain's id, or a workflow's `<uuid>@<home queue>`.
+    pub id: String,
+    /// The queue whose hash tag holds it (a chain's first queue, a workflow's home).
+    pub queue: String,
+    /// When it was dispatched (ms, the dispatching client's clock).
+    pub created_at_ms: u64,
+    /// A workflow's steps; `None` for a chain (its finished steps are not kept).
+    pub steps: Option<usize>,
+    /// A workflow's steps that succeeded.
+    pub done: Option<usize>,
+    /// A workflow's steps that died or were cancelled.
+    pub failed: Option<usize>,
+    /// Steps not released yet: a chain's waiting steps, a workflow's steps waiting for their
+    /// parents.
+    pub waiting: usize,
+}
+
+impl Client {
+    /// Up to `limit` chains and up to `limit` workflows in flight per known queue, newest
+    /// first. Ids of those that finished are pruned from the indexes as they are met.
+    pub async fn flows_in_flight(&self, limit: usize) -> Result<Vec<FlowInFlight>> {
+        let (keys, mut conn) = (self.keys(), self.connection());
+        let mut flows = Vec::new();
+        for queue in self.known_queues().await? {
+            // Chains: in flight while their list of waiting steps exists.
+            let chains =
+                flows_index::newest(&mut conn, keys, FlowKind::Chain, &queue, limit).await?;
+            let mut gone = Vec::new();
+            if !chains.is_empty() {
+                let mut pipe = redis::pipe();
+                for (id, _) in &chains {
+                    pipe.llen(keys.chain(&queue, id));
+                }
+                let lens: Vec<usize> = pipe.query_async(&mut conn).await?;
+                for ((id, at), waiting) in chains.into_iter().zip(lens) {
+                    if waiting == 0 {
+                        gone.push(id);
+                        continue;
+                    }
+                    flows.push(FlowInFlight {
+                        kind: "chain",
+                        id,
+                        queue: queue.clone(),
+                        created_at_ms: at,
+                        steps: None,
+                        done: None,
+                        failed: None,
+                        waiting,
+                    });
+                }
+            }
+            flows_index::prune(&mut conn, keys, FlowKind::Chain, &queue, &gone).await?;
+            // Workflows: in flight while their state is `running`.
+            let workflows =
+                flows_index::newest(&mut conn, keys, FlowKind::Workflow, &queue, limit).await?;
+            let mut gone = Vec::new();
+            for (uuid, at) in workflows {
+                let id = format!("{uuid}@{queue}");
+                let status = match self.workflow_status(&id).await? {
+                    Some(status) if status.state == WorkflowState::Running => status,
+                    _ => {
+                        gone.push(uuid);
+                        continue;
+                    }
+                };
+                let count =
+                    |f: fn(&StepState) -> bool| status.steps.iter().filter(|s| f(&s.state)).count();
+                flows.push(FlowInFlight {
+                    kind: "workflow",
+                    id,
+                    queue: queue.clone(),
+                    created_at_ms: at,
+                    steps: Some(status.steps.len()),
+                    done: Some(count(|s| {
+                        matches!(s, StepState::Job(crate::JobStatus::Done { .. }))
+                    })),
+                    failed: Some(count(|s| {
+                        matches!(
+                            s,
+                            StepState::Cancelled
+                                | StepState::Job(
+                                    crate::JobStatus::Dead { .. }
+                                        | crate::JobStatus::Cancelled { .. }
+                                        | crate::JobStatus::Discarded { .. }
+                                )
+                        )
+                    })),
+                    waiting: count(|s| matches!(s, StepState::Waiting)),
+                });
+            }
+            flows_index::prune(&mut conn, keys, FlowKind::Workflow, &queue, &gone).await?;
+        }
+        flows.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms));
+        Ok(flows)
+    }
+}

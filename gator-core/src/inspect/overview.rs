@@ -1,0 +1,132 @@
+//! The fleet at a glance: what the dashboard's first page and `gator-worker stats` show.
+
+use crate::client::Client;
+use crate::error::Result;
+use serde::Serialize;
+
+/// Totals over every known queue, the fleet, and the Redis server.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Overview {
+    /// Attempts that ended, all time (as Sidekiq's "processed": failures included).
+    pub processed: u64,
+    /// Attempts that failed, all time.
+    pub failed: u64,
+    /// Jobs waiting to start.
+    pub enqueued: u64,
+    /// Jobs fetched by a worker and not settled yet.
+    pub busy: u64,
+    /// Jobs scheduled to run later.
+    pub scheduled: u64,
+    /// Failed jobs waiting for their next attempt.
+    pub retries: u64,
+    /// Jobs in the dead sets.
+    pub dead: u64,
+    /// Live worker processes.
+    pub processes: usize,
+    /// Known queues (a shard counts as one).
+    pub queues: usize,
+    /// Redis's clock when this was read (ms since the epoch).
+    pub now_ms: u64,
+    /// The Redis server (on a cluster: the masters, summed).
+    pub redis: RedisInfo,
+}
+
+/// What `INFO` says of the Redis server.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RedisInfo {
+    /// `redis_version`.
+    pub version: String,
+    /// `standalone` or `cluster`.
+    pub mode: String,
+    /// Bytes used (`used_memory`), summed over a cluster's nodes.
+    pub used_memory: u64,
+    /// `used_memory_human` of one server; on a cluster, the sum in MiB.
+    pub used_memory_human: String,
+    /// `maxmemory` (0: no limit), summed over a cluster's nodes.
+    pub maxmemory: u64,
+    /// Connected clients, summed over a cluster's nodes.
+    pub connected_clients: u64,
+    /// Seconds since the server (the longest running node) started.
+    pub uptime_seconds: u64,
+}
+
+impl Client {
+    /// Totals over every known queue, the live processes, and the Redis server.
+    pub async fn overview(&self) -> Result<Overview> {
+        let queues = self.queue_infos().await?;
+        let processes = self.processes().await?.len();
+        let now_ms = self.redis_time().await?;
+        let sum = |f: fn(&super::QueueInfo) -> u64| queues.iter().map(f).sum::<u64>();
+        Ok(Overview {
+            processed: sum(|q| q.processed),
+            failed: sum(|q| q.failed),
+            enqueued: sum(|q| q.size),
+            busy: sum(|q| q.busy),
+            scheduled: sum(|q| q.scheduled),
+            retries: sum(|q| q.retries),
+            dead: sum(|q| q.dead),
+            processes,
+            queues: queues.len(),
+            now_ms,
+            redis: self.redis_info().await?,
+        })
+    }
+
+    /// What `INFO` says of the server; on a cluster, of every node, summed.
+    pub async fn redis_info(&self) -> Result<RedisInfo> {
+        let reply: redis::Value = redis::cmd("INFO")
+            .arg("server")
+            .arg("memory")
+            .arg("clients")
+            .query_async(&mut self.connection())
+            .await?;
+        let mut texts = Vec::new();
+        collect_texts(reply, &mut texts);
+        let mut info = RedisInfo {
+            mode: if self.is_cluster() {
+                "cluster"
+            } else {
+                "standalone"
+            }
+            .to_owned(),
+            ..RedisInfo::default()
+        };
+        for text in &texts {
+            for line in text.lines() {
+                let Some((name, value)) = line.trim().split_once(':') else {
+                    continue;
+                };
+                let number = || value.parse::<u64>().unwrap_or(0);
+                match name {
+                    "redis_version" if info.version.is_empty() => info.version = value.to_owned(),
+                    "used_memory" => info.used_memory += number(),
+                    "used_memory_human" => info.used_memory_human = value.to_owned(),
+                    "maxmemory" => info.maxmemory += number(),
+                    "connected_clients" => info.connected_clients += number(),
+                    "uptime_in_seconds" => info.uptime_seconds = info.uptime_seconds.max(number()),
+                    _ => {}
+                }
+            }
+        }
+        if texts.len() > 1 {
+            info.used_memory_human = format!("{:.2}M", info.used_memory as f64 / 1048576.0);
+        }
+        Ok(info)
+    }
+}
+
+/// The INFO texts in a reply: one for a server, one per node for a cluster (a map or an array
+/// of them, depending on how the client aggregates).
+fn collect_texts(value: redis::Value, texts: &mut Vec<String>) {
+    match value {
+        redis::Value::BulkString(bytes) => texts.push(String::from_utf8_lossy(&bytes).into_owned()),
+        redis::Value::VerbatimString { text, .. } | redis::Value::SimpleString(text) => {
+            texts.push(text)
+        }
+        redis::Value::Array(values) | redis::Value::Set(values) => {
+            values.into_iter().for_each(|v| collect_texts(v, texts))
+        }
+        redis::Value::Map(pairs) => pairs.into_iter().for_each(|(_, v)| collect_texts(v, texts)),
+        _ => {}
+    }
+}

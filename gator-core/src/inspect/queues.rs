@@ -1,0 +1,258 @@
+//! One row per queue: what waits, what runs, what failed, and its flow controls.
+
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::error::Result;
+use crate::store::keys::{Keys, validate_stored_queue};
+use crate::store::stats;
+use serde::Serialize;
+
+/// What [`Client::queue_infos`] shows of one queue (or shard).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct QueueInfo {
+    /// The queue (a shard is its own row: `default#3`).
+    pub name: String,
+    /// Jobs waiting to start: its list, or on a controlled queue every parked job.
+    pub size: u64,
+    /// The age of the oldest waiting job, in ms (`None` when nothing waits).
+    pub latency_ms: Option<u64>,
+    /// Jobs fetched by a worker and not settled yet.
+    pub busy: u64,
+    /// Jobs scheduled to run later.
+    pub scheduled: u64,
+    /// Failed jobs waiting for their next attempt.
+    pub retries: u64,
+    /// Jobs in its dead set.
+    pub dead: u64,
+    /// Whether it is paused (`gator-worker queue pause`).
+    pub paused: bool,
+    /// Whether it is under flow control ([`crate::flow`]).
+    pub controlled: bool,
+    /// Waiting jobs held back by a limit, a rate, a share or a no-overlap lock (not ready).
+    pub parked: u64,
+    /// Its concurrency limit in units, if any.
+    pub limit: Option<u32>,
+    /// Units in use over the fleet (controlled queues).
+    pub units_in_use: u64,
+    /// Attempts that ended, all time.
+    pub processed: u64,
+    /// Attempts that failed, all time.
+    pub failed: u64,
+}
+
+impl Client {
+    /// A [`QueueInfo`] for every known queue (and shard), sorted by name.
+    pub async fn queue_infos(&self) -> Result<Vec<QueueInfo>> {
+        let queues = self.known_queues().await?;
+        self.infos_of(&queues).await
+    }
+
+    /// The [`QueueInfo`] of `queue` (its own row: shards are not summed).
+    pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
+        validate_stored_queue(queue)?;
+        let mut infos = self.infos_of(&[queue.to_owned()]).await?;
+        Ok(infos.pop().expect("one info per queue"))
+    }
+
+    /// Deletes every job waiting in `queue`; returns how many. On a plain queue the jobs go
+    /// with their status records and unique locks, a chunk per atomic call
+    /// (`clear_queue.lua`), up to what the list held when the call started: jobs pushed
+    /// meanwhile may stay. On a controlled queue each parked job is cancelled
+    /// ([`Client::cancel`]), which settles it as a cancel does. Jobs running, scheduled,
+    /// retrying or dead are left alone.
+    pub async fn clear_queue(&self, queue: &str) -> Result<usize> {
+        validate_stored_queue(queue)?;
+        let mut conn = self.connection();
+        let key = self.keys().queue(queue);
+        let mut left: usize = match redis::cmd("LLEN").arg(&key).query_async(&mut conn).await {
+            Ok(len) => len,
+            Err(e) if crate::store::queue::is_wrong_type(&e) => {
+                return self.cancel_parked(queue).await;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let mut cleared = 0;
+        while left > 0 {
+            let removed: i64 = crate::store::scripts::CLEAR_QUEUE
+                .key(&key)
+                .arg(left.min(CLEAR_CHUNK))
+                .invoke_async(&mut conn)
+                .await?;
+            if removed < 0 {
+                // It became controlled meanwhile: its jobs are parked now.
+                return Ok(cleared + self.cancel_parked(queue).await?);
+            }
+            if removed == 0 {
+                break;
+            }
+            cleared += removed as usize;
+            left = left.saturating_sub(removed as usize);
+        }
+        Ok(cleared)
+    }
+
+    /// Cancels every job parked in controlled `queue`; returns how many were cancelled.
+    async fn cancel_parked(&self, queue: &str) -> Result<usize> {
+        let mut cancelled = 0;
+        for jid in parked_jids(&mut self.connection(), self.keys(), queue).await? {
+            if matches!(
+                self.cancel(&jid).await?,
+                crate::Cancellation::Removed | crate::Cancellation::Stopping
+            ) {
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
+    }
+
+    async fn infos_of(&self, queues: &[String]) -> Result<Vec<QueueInfo>> {
+        let mut conn = self.connection();
+        let keys = self.keys();
+        let controlled = crate::store::flow::controlled(&mut conn, keys).await?;
+        let now = self.redis_time().await?;
+        let totals = stats::totals(&mut conn, keys, queues).await?;
+        let mut infos = Vec::with_capacity(queues.len());
+        for (queue, total) in queues.iter().zip(totals) {
+            let mut info = QueueInfo {
+                name: queue.clone(),
+                size: 0,
+                latency_ms: None,
+                busy: busy(&mut conn, keys, queue).await?,
+                scheduled: 0,
+                retries: 0,
+                dead: 0,
+                paused: false,
+                controlled: false,
+                parked: 0,
+                limit: None,
+                units_in_use: 0,
+                processed: total.processed,
+                failed: total.failed,
+            };
+            (info.scheduled, info.retries, info.dead) = redis::pipe()
+                .zcard(keys.scheduled(queue))
+                .zcard(keys.retry(queue))
+                .zcard(keys.dead(queue))
+                .query_async(&mut conn)
+                .await?;
+            let oldest = if controlled.contains(queue) {
+                let flow = crate::store::flow::status(&mut conn, keys, queue).await?;
+                info.controlled = flow.controlled;
+                info.paused = flow.paused;
+                info.limit = flow.limit;
+                info.units_in_use = flow.units_in_use;
+                info.parked = flow
+                    .parked
+                    .iter()
+                    .filter(|p| p.state != "ready")
+                    .map(|p| p.jobs)
+                    .sum();
+                info.size = flow.parked.iter().map(|p| p.jobs).sum::<u64>()
+                    + flow.critical_waiting
+                    + flow.backlog;
+                oldest_parked(&mut conn, keys, queue).await?
+            } else {
+                let (len, head): (u64, Option<String>) = redis::pipe()
+                    .llen(keys.queue(queue))
+                    .lindex(keys.queue(queue), 0)
+                    .query_async(&mut conn)
+                    .await?;
+                info.size = len;
+                head.as_deref().and_then(enqueued_at)
+            };
+            info.latency_ms = oldest.map(|at| now.saturating_sub(at));
+            infos.push(info);
+        }
+        Ok(infos)
+    }
+}
+
+/// How many jobs one `clear_queue.lua` call removes: short enough not to hold Redis up.
+const CLEAR_CHUNK: usize = 1000;
+
+/// The jids of every job parked in controlled `queue`: its backlog, critical set and parking
+/// keys' sets.
+async fn parked_jids(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Vec<String>> {
+    let mut raws: Vec<String> = redis::cmd("LRANGE")
+        .arg(keys.backlog(queue))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    raws.extend(zall(conn, &keys.critical(queue)).await?);
+    for parking_key in parking_keys(conn, keys, queue).await? {
+        raws.extend(zall(conn, &keys.held(queue, &parking_key)).await?);
+    }
+    Ok(raws
+        .iter()
+        .filter_map(|raw| crate::store::status::jid_of(raw.as_bytes()))
+        .collect())
+}
+
+async fn zall(conn: &mut Connection, key: &str) -> Result<Vec<String>> {
+    Ok(redis::cmd("ZRANGE")
+        .arg(key)
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?)
+}
+
+/// Every parking key of controlled `queue`: ready, timed and blocked.
+async fn parking_keys(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Vec<String>> {
+    let mut parking_keys = zall(conn, &keys.ready(queue)).await?;
+    parking_keys.extend(zall(conn, &keys.timed(queue)).await?);
+    let blocked: Vec<String> = redis::cmd("SMEMBERS")
+        .arg(keys.blocked(queue))
+        .query_async(conn)
+        .await?;
+    parking_keys.extend(blocked);
+    Ok(parking_keys)
+}
+
+/// Jobs of `queue` in the in-flight lists of the processes in its lease index.
+async fn busy(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<u64> {
+    let holders: Vec<String> = redis::cmd("ZRANGE")
+        .arg(keys.leases(queue))
+        .arg(0)
+        .arg(-1)
+        .query_async(conn)
+        .await?;
+    if holders.is_empty() {
+        return Ok(0);
+    }
+    let mut pipe = redis::pipe();
+    for process in &holders {
+        pipe.llen(keys.inflight(queue, process));
+    }
+    let lens: Vec<u64> = pipe.query_async(conn).await?;
+    Ok(lens.into_iter().sum())
+}
+
+/// The `enqueued_at` of the oldest job parked in controlled `queue`: the heads of its backlog,
+/// its critical set and each parking key's set (one command each).
+async fn oldest_parked(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Option<u64>> {
+    let parking_keys = parking_keys(conn, keys, queue).await?;
+    let mut pipe = redis::pipe();
+    pipe.lrange(keys.backlog(queue), 0, 0);
+    pipe.zrange(keys.critical(queue), 0, 0);
+    for parking_key in &parking_keys {
+        pipe.zrange(keys.held(queue, parking_key), 0, 0);
+    }
+    let heads: Vec<Vec<String>> = pipe.query_async(conn).await?;
+    Ok(heads
+        .iter()
+        .flatten()
+        .filter_map(|raw| enqueued_at(raw))
+        .min())
+}
+
+/// The `enqueued_at` of a stored payload, read without parsing the rest.
+pub(crate) fn enqueued_at(raw: &str) -> Option<u64> {
+    #[derive(serde::Deserialize)]
+    struct Stamp {
+        enqueued_at: f64,
+    }
+    let stamp: Stamp = serde_json::from_str(raw).ok()?;
+    (stamp.enqueued_at.is_finite() && stamp.enqueued_at >= 0.0).then_some(stamp.enqueued_at as u64)
+}

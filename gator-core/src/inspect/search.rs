@@ -1,0 +1,387 @@
+//! Finding jobs by jid, job name, a piece of their arguments or of their error, across waiting,
+//! scheduled, retrying and dead jobs, a bounded chunk at a time.
+//!
+//! # Cost
+//! Redis has no index of what is inside a payload, so a search reads entries and matches them
+//! here: each call reads at most `budget` entries (5,000 by default), in ranges of 500 (one
+//! `LRANGE` or `ZRANGE` each), and returns a cursor to go on from. A search over a million
+//! jobs is then 200 calls an operator pages through, never one call that holds Redis or the
+//! dashboard for seconds. A jid search is the same scan: a job's queue is not known from its
+//! jid (use [`Client::job_details`] when the whole jid is known).
+//!
+//! The cursor is a position (which collection, which offset). Jobs that move while one pages
+//! (run, retried, promoted) may be seen twice or not at all, as with Redis's own `SCAN`.
+
+use crate::client::Client;
+use crate::connection::Connection;
+use crate::error::{Error, Result};
+use crate::payload::Payload;
+use crate::store::keys::{Keys, validate_stored_queue};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// Entries read per `LRANGE`/`ZRANGE`.
+const RANGE: usize = 500;
+/// [`SearchQuery::budget`] by default.
+pub const DEFAULT_BUDGET: usize = 5000;
+
+/// Where a job is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Place {
+    /// Waiting in its queue (or parked on a controlled queue).
+    Queued,
+    /// Scheduled to run later.
+    Scheduled,
+    /// Waiting for its next attempt.
+    Retry,
+    /// In the dead set.
+    Dead,
+}
+
+impl Place {
+    /// All four, in lifecycle order.
+    pub const ALL: [Place; 4] = [Place::Queued, Place::Scheduled, Place::Retry, Place::Dead];
+}
+
+impl FromStr for Place {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "queued" => Ok(Place::Queued),
+            "scheduled" => Ok(Place::Scheduled),
+            "retry" | "retries" => Ok(Place::Retry),
+            "dead" => Ok(Place::Dead),
+            other => Err(format!(
+                "unknown place {other:?}: use queued, scheduled, retry or dead"
+            )),
+        }
+    }
+}
+
+/// What the text is matched against (case-insensitive substring, but for [`SearchField::Jid`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchField {
+    /// Anywhere in the stored payload.
+    #[default]
+    Any,
+    /// The jid, from its start (a jid or a prefix of one).
+    Jid,
+    /// The job's wire name.
+    Job,
+    /// The arguments, as JSON text (`"acme"` finds `["acme", 3]`).
+    Args,
+    /// The last error.
+    Error,
+}
+
+impl FromStr for SearchField {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "any" | "" => Ok(SearchField::Any),
+            "jid" => Ok(SearchField::Jid),
+            "job" => Ok(SearchField::Job),
+            "args" => Ok(SearchField::Args),
+            "error" => Ok(SearchField::Error),
+            other => Err(format!(
+                "unknown field {other:?}: use any, jid, job, args or error"
+            )),
+        }
+    }
+}
+
+/// A search: see the module docs for what it costs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchQuery {
+    /// What to find (not empty).
+    pub text: String,
+    /// Where in a job to look for it.
+    pub field: SearchField,
+    /// Where to look for jobs; empty for all four.
+    pub places: Vec<Place>,
+    /// Only this queue (and its shards); `None` for every known queue.
+    pub queue: Option<String>,
+    /// Where the previous page stopped ([`SearchPage::next_cursor`]); `None` to start.
+    pub cursor: Option<String>,
+    /// The most hits to return.
+    pub limit: usize,
+    /// The most entries to read in this call.
+    pub budget: usize,
+}
+
+impl SearchQuery {
+    /// A search for `text` anywhere, in every place and queue, 50 hits at most, with the
+    /// default budget.
+    pub fn new(text: impl Into<String>) -> SearchQuery {
+        SearchQuery {
+            text: text.into(),
+            field: SearchField::Any,
+            places: Vec::new(),
+            queue: None,
+            cursor: None,
+            limit: 50,
+            budget: DEFAULT_BUDGET,
+        }
+    }
+}
+
+/// A job found.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchHit {
+    /// Where it is.
+    pub place: Place,
+    /// Its queue.
+    pub queue: String,
+    /// Its jid (`None` for text that is not a payload).
+    pub jid: Option<String>,
+    /// Its wire name (empty for text that is not a payload).
+    pub job: String,
+    /// Its due time (scheduled, retry) or time of death (dead), ms; `None` when waiting.
+    pub score_ms: Option<u64>,
+    /// Its last error.
+    pub error: Option<String>,
+    /// Its arguments (`null` for text that is not a payload).
+    pub args: serde_json::Value,
+    /// The entry exactly as stored.
+    pub raw: String,
+}
+
+/// One page of [`Client::search`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SearchPage {
+    /// The jobs found, in the order read.
+    pub hits: Vec<SearchHit>,
+    /// Where to go on from, if anything is left to read.
+    pub next_cursor: Option<String>,
+    /// Entries read by this call.
+    pub scanned: usize,
+}
+
+/// One list or sorted set searched.
+struct Collection {
+    place: Place,
+    queue: String,
+    key: String,
+    sorted: bool,
+}
+
+impl Client {
+    /// Reads up to `query.budget` entries from where `query.cursor` says, and returns those
+    /// that match, up to `query.limit`, with the cursor to go on from.
+    pub async fn search(&self, query: &SearchQuery) -> Result<SearchPage> {
+        let needle = query.text.trim().to_lowercase();
+        if needle.is_empty() {
+            return Err(Error::InvalidArgs {
+                reason: "a search needs some text".into(),
+            });
+        }
+        let queues = match &query.queue {
+            Some(queue) => {
+                validate_stored_queue(queue)?;
+                self.with_shards(queue).await?
+            }
+            None => self.known_queues().await?,
+        };
+        let places = if query.places.is_empty() {
+            Place::ALL.to_vec()
+        } else {
+            query.places.clone()
+        };
+        let mut conn = self.connection();
+        let collections = collections(&mut conn, self.keys(), &places, &queues).await?;
+        let (mut index, mut offset) = match &query.cursor {
+            Some(cursor) => parse_cursor(cursor)?,
+            None => (0, 0),
+        };
+        let (limit, budget) = (query.limit.max(1), query.budget.max(1));
+        let mut page = SearchPage {
+            hits: Vec::new(),
+            next_cursor: None,
+            scanned: 0,
+        };
+        while let Some(collection) = collections.get(index) {
+            if page.scanned >= budget || page.hits.len() >= limit {
+                page.next_cursor = Some(format!("{index}:{offset}"));
+                return Ok(page);
+            }
+            let count = RANGE.min(budget - page.scanned);
+            let entries = read(&mut conn, collection, offset, count).await?;
+            let read_all = entries.len() < count;
+            for (raw, score) in entries {
+                page.scanned += 1;
+                offset += 1;
+                if let Some(hit) = matches(collection, raw, score, &needle, query.field) {
+                    page.hits.push(hit);
+                    if page.hits.len() >= limit {
+                        break;
+                    }
+                }
+            }
+            if read_all && page.hits.len() < limit {
+                (index, offset) = (index + 1, 0);
+            }
+        }
+        Ok(page)
+    }
+}
+
+/// What is searched, in a stable order: by place, then queue, then (a controlled queue's
+/// parked jobs) parking key.
+async fn collections(
+    conn: &mut Connection,
+    keys: &Keys,
+    places: &[Place],
+    queues: &[String],
+) -> Result<Vec<Collection>> {
+    let controlled = crate::store::flow::controlled(conn, keys).await?;
+    let mut collections = Vec::new();
+    for &place in Place::ALL.iter().filter(|p| places.contains(p)) {
+        for queue in queues {
+            let mut add = |key: String, sorted: bool| {
+                collections.push(Collection {
+                    place,
+                    queue: queue.clone(),
+                    key,
+                    sorted,
+                })
+            };
+            match place {
+                Place::Queued if controlled.contains(queue) => {
+                    add(keys.backlog(queue), false);
+                    add(keys.critical(queue), true);
+                    let mut parking: Vec<String> = redis::cmd("ZRANGE")
+                        .arg(keys.ready(queue))
+                        .arg(0)
+                        .arg(-1)
+                        .query_async(conn)
+                        .await?;
+                    let timed: Vec<String> = redis::cmd("ZRANGE")
+                        .arg(keys.timed(queue))
+                        .arg(0)
+                        .arg(-1)
+                        .query_async(conn)
+                        .await?;
+                    let blocked: Vec<String> = redis::cmd("SMEMBERS")
+                        .arg(keys.blocked(queue))
+                        .query_async(conn)
+                        .await?;
+                    parking.extend(timed);
+                    parking.extend(blocked);
+                    parking.sort();
+                    parking.dedup();
+                    for parking_key in parking {
+                        add(keys.held(queue, &parking_key), true);
+                    }
+                }
+                Place::Queued => add(keys.queue(queue), false),
+                Place::Scheduled => add(keys.scheduled(queue), true),
+                Place::Retry => add(keys.retry(queue), true),
+                Place::Dead => add(keys.dead(queue), true),
+            }
+        }
+    }
+    Ok(collections)
+}
+
+/// Up to `count` entries of `collection` from `offset`, with their scores if it is sorted.
+async fn read(
+    conn: &mut Connection,
+    collection: &Collection,
+    offset: usize,
+    count: usize,
+) -> Result<Vec<(String, Option<f64>)>> {
+    let stop = (offset + count - 1) as isize;
+    if collection.sorted {
+        let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(&collection.key)
+            .arg(offset)
+            .arg(stop)
+            .arg("WITHSCORES")
+            .query_async(conn)
+            .await?;
+        Ok(rows.into_iter().map(|(raw, s)| (raw, Some(s))).collect())
+    } else {
+        let rows: Vec<String> = redis::cmd("LRANGE")
+            .arg(&collection.key)
+            .arg(offset)
+            .arg(stop)
+            .query_async(conn)
+            .await?;
+        Ok(rows.into_iter().map(|raw| (raw, None)).collect())
+    }
+}
+
+/// The hit `raw` makes, if it matches.
+fn matches(
+    collection: &Collection,
+    raw: String,
+    score: Option<f64>,
+    needle: &str,
+    field: SearchField,
+) -> Option<SearchHit> {
+    let contains = |text: &str| text.to_lowercase().contains(needle);
+    // The cheap test first: a needle that is nowhere in the entry is in none of its fields.
+    if !contains(&raw) && field != SearchField::Args {
+        return None;
+    }
+    let payload = Payload::from_json(&raw).ok();
+    let found = match (&payload, field) {
+        (_, SearchField::Any) => true,
+        (None, SearchField::Args) => contains(&raw),
+        (None, _) => false,
+        (Some(p), SearchField::Jid) => p.jid.to_lowercase().starts_with(needle),
+        (Some(p), SearchField::Job) => contains(&p.job),
+        (Some(p), SearchField::Args) => contains(&p.args.to_string()),
+        (Some(p), SearchField::Error) => p.error.as_deref().is_some_and(contains),
+    };
+    if !found {
+        return None;
+    }
+    // Dead entries of text that was not a payload carry it in `raw`: show the payload's view.
+    let score_ms = score.map(|s| s.max(0.0) as u64);
+    Some(match payload {
+        Some(p) => SearchHit {
+            place: collection.place,
+            queue: collection.queue.clone(),
+            jid: Some(p.jid),
+            job: p.job,
+            score_ms: if collection.place == Place::Queued {
+                None
+            } else {
+                score_ms
+            },
+            error: p.error,
+            args: p.args,
+            raw,
+        },
+        None => SearchHit {
+            place: collection.place,
+            queue: collection.queue.clone(),
+            jid: None,
+            job: String::new(),
+            score_ms: if collection.place == Place::Queued {
+                None
+            } else {
+                score_ms
+            },
+            error: None,
+            args: serde_json::Value::Null,
+            raw,
+        },
+    })
+}
+
+fn parse_cursor(cursor: &str) -> Result<(usize, usize)> {
+    cursor
+        .split_once(':')
+        .and_then(|(i, o)| Some((i.parse().ok()?, o.parse().ok()?)))
+        .ok_or_else(|| Error::InvalidArgs {
+            reason: format!(
+                "invalid search cursor {cursor:?}: pass the next_cursor of the page before"
+            ),
+        })
+}
