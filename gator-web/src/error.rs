@@ -74,6 +74,8 @@ impl From<gator_core::Error> for ApiError {
             | E::InvalidCron { .. }
             | E::InvalidFlow { .. }
             | E::InvalidUnique { .. }
+            | E::InvalidJobName { .. }
+            | E::InvalidArgs { .. }
             | E::Json(_)
             | E::Rejected { .. } => ApiError::bad_request(message),
             E::UnknownPeriodic { .. } | E::UnknownWorkflow { .. } => ApiError::not_found(message),

@@ -5,7 +5,7 @@
 use crate::App;
 use axum::Router;
 use axum::extract::{OriginalUri, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, X_CONTENT_TYPE_OPTIONS};
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -63,7 +63,7 @@ pub(crate) fn routes() -> Router<App> {
     for (index, page) in PAGES.iter().enumerate() {
         router = router.route(
             page.path,
-            get(move |State(app): State<App>, uri: Option<OriginalUri>| async move {
+            get(move |State(app): State<App>, uri: OriginalUri| async move {
                 render(&app, &PAGES[index], uri)
             }),
         );
@@ -71,13 +71,10 @@ pub(crate) fn routes() -> Router<App> {
     router.route("/assets/{file}", get(asset))
 }
 
-fn render(app: &App, page: &Page, uri: Option<OriginalUri>) -> Response {
+fn render(app: &App, page: &Page, OriginalUri(uri): OriginalUri) -> Response {
     // Mounted at `/gator`, the overview answers `/gator` too: send the browser to `/gator/`
     // so the relative links (`queues`, `assets/...`) resolve under the prefix.
-    if page.path == "/"
-        && let Some(OriginalUri(uri)) = uri
-        && !uri.path().ends_with('/')
-    {
+    if page.path == "/" && !uri.path().ends_with('/') {
         let mut location = format!("{}/", uri.path());
         if let Some(query) = uri.query() {
             location = format!("{location}?{query}");
@@ -169,7 +166,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             [
                 (CONTENT_TYPE, content_type),
                 (CACHE_CONTROL, "no-cache"),
-                ("x-content-type-options", "nosniff"),
+                (X_CONTENT_TYPE_OPTIONS, "nosniff"),
             ],
             text,
         )

@@ -45,25 +45,23 @@ pub(crate) async fn enqueue(
             "\"args\" must be an array, one element per argument of the job",
         ));
     }
-    let at = match (body.at, body.delay) {
+    let jid = match (body.at, body.delay) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request("give \"at\" or \"in\", not both"));
         }
-        (Some(at), None) => Some(parse_at(&at)?),
+        (at, None) => {
+            let at = at.as_ref().map(parse_at).transpose()?;
+            app.client.enqueue_raw(&queue, &body.job, body.args, at).await?
+        }
         (None, Some(delay)) => {
             let delay = humantime::parse_duration(&delay).map_err(|e| {
                 ApiError::bad_request(format!("invalid \"in\" {delay:?}: {e} (e.g. \"30s\", \"5m\")"))
             })?;
-            // Redis's clock decides when a job is due, so count the delay from it.
-            let now = app.client.redis_time().await?;
-            Some(UNIX_EPOCH + Duration::from_millis(now) + delay)
+            app.client
+                .enqueue_raw_in(&queue, &body.job, body.args, delay)
+                .await?
         }
-        (None, None) => None,
     };
-    let jid = app
-        .client
-        .enqueue_raw(&queue, &body.job, body.args, at)
-        .await?;
     Ok((StatusCode::CREATED, Json(json!({ "jid": jid }))))
 }
 
