@@ -119,18 +119,20 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
         .extensions()
         .get::<OriginalUri>()
         .map_or(stripped.to_owned(), |uri| uri.path().to_owned());
-    let prefix = original
-        .strip_suffix(stripped)
-        .filter(|p| !p.is_empty())
-        .unwrap_or("/");
-    let page = original.rsplit('/').next().unwrap_or_default();
-    let mut location = if page.is_empty() { "./".to_owned() } else { page.to_owned() };
+    let prefix = crate::pages::mount_prefix(stripped, &original);
+    let page = stripped.trim_start_matches('/');
+    let mut location = if page.is_empty() {
+        crate::pages::home(&prefix).to_owned()
+    } else {
+        page.to_owned()
+    };
     if !rest.is_empty() {
         location = format!("{location}?{}", rest.join("&"));
     }
     let cookie = format!(
-        "{TOKEN_COOKIE}={}; Path={prefix}; HttpOnly; SameSite=Strict",
-        cookie_value(token)
+        "{TOKEN_COOKIE}={}; Path={}; HttpOnly; SameSite=Strict",
+        cookie_value(token),
+        crate::pages::home(&prefix)
     );
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();

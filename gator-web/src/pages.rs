@@ -5,8 +5,8 @@
 use crate::App;
 use axum::Router;
 use axum::extract::{OriginalUri, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, LOCATION, X_CONTENT_TYPE_OPTIONS};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use axum::http::HeaderValue;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -56,7 +56,7 @@ const SETS_JS: &str = include_str!("../assets/js/sets.js");
 const FAVICON: &str = include_str!("../assets/favicon.svg");
 
 /// Only our own scripts and styles run; nothing may frame the dashboard.
-const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'";
+const CSP: &str = "default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'; form-action 'self'";
 
 pub(crate) fn routes() -> Router<App> {
     let mut router = Router::new();
@@ -71,19 +71,8 @@ pub(crate) fn routes() -> Router<App> {
     router.route("/assets/{file}", get(asset))
 }
 
-fn render(app: &App, page: &Page, OriginalUri(uri): OriginalUri) -> Response {
-    // Mounted at `/gator`, the overview answers `/gator` too: send the browser to `/gator/`
-    // so the relative links (`queues`, `assets/...`) resolve under the prefix.
-    if page.path == "/" && !uri.path().ends_with('/') {
-        let mut location = format!("{}/", uri.path());
-        if let Some(query) = uri.query() {
-            location = format!("{location}?{query}");
-        }
-        if let Ok(location) = HeaderValue::from_str(&location) {
-            return (StatusCode::PERMANENT_REDIRECT, [(LOCATION, location)]).into_response();
-        }
-    }
-    let html = layout(app, page);
+fn render(app: &App, page: &Page, OriginalUri(original): OriginalUri) -> Response {
+    let html = layout(app, page, &mount_prefix(page.path, original.path()));
     let mut response = ([(CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
     let headers = response.headers_mut();
     headers.insert("content-security-policy", HeaderValue::from_static(CSP));
@@ -94,13 +83,43 @@ fn render(app: &App, page: &Page, OriginalUri(uri): OriginalUri) -> Response {
     response
 }
 
+/// Where the router is mounted (`/gator`; empty at the root), from the path the router saw
+/// (`route`, the prefix stripped) and the path the browser asked for.
+///
+/// Axum's `nest("/gator", ..)` answers the overview at `/gator` (not `/gator/`), where a
+/// relative link would resolve above the prefix; so each page has `<base href="{prefix}/">`
+/// and the overview's own link is `{prefix}` itself.
+pub(crate) fn mount_prefix(route: &str, original: &str) -> String {
+    let route = route.trim_end_matches('/');
+    original
+        .trim_end_matches('/')
+        .strip_suffix(route)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+/// The overview's URL: the mount point.
+pub(crate) fn home(prefix: &str) -> &str {
+    if prefix.is_empty() { "/" } else { prefix }
+}
+
+/// `text` safe inside an HTML attribute.
+fn attr(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('"', "&quot;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
 /// The shared frame: head with the CSRF token and mode, navigation, the page's `<main>`.
-fn layout(app: &App, page: &Page) -> String {
+fn layout(app: &App, page: &Page, prefix: &str) -> String {
+    let prefix = attr(prefix);
+    let home = home(&prefix).to_owned();
     let nav: String = PAGES
         .iter()
         .filter(|p| p.nav)
         .map(|p| {
-            let href = if p.path == "/" { "./" } else { &p.path[1..] };
+            let href = if p.path == "/" { home.as_str() } else { &p.path[1..] };
             let current = if p.name == page.name { " aria-current=\"page\"" } else { "" };
             format!("<a href=\"{href}\"{current}>{}</a>", p.title)
         })
@@ -113,13 +132,14 @@ fn layout(app: &App, page: &Page) -> String {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="gator-csrf" content="{csrf}">
 <meta name="gator-read-only" content="{read_only}">
+<base href="{prefix}/">
 <title>{title} · Gator</title>
 <link rel="icon" href="assets/favicon.svg">
 <link rel="stylesheet" href="assets/style.css">
 </head>
 <body data-page="{name}"{body_class}>
 <header class="top">
-<a class="brand" href="./">Gator</a>
+<a class="brand" href="{home}">Gator</a>
 <nav>{nav}</nav>
 <span id="live" class="live" title="The page refreshes every 2 s while it is visible">live</span>
 </header>
@@ -134,6 +154,8 @@ fn layout(app: &App, page: &Page) -> String {
 </html>
 "#,
         csrf = app.csrf,
+        prefix = prefix,
+        home = home,
         read_only = app.config.read_only,
         title = page.title,
         name = page.name,
@@ -172,5 +194,31 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
         )
             .into_response(),
         None => crate::ApiError::not_found(format!("no asset {file:?}")).into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mount_prefix_is_what_the_browser_asked_for_above_the_route() {
+        assert_eq!(mount_prefix("/", "/gator"), "/gator");
+        assert_eq!(mount_prefix("/queues", "/gator/queues"), "/gator");
+        assert_eq!(mount_prefix("/queues", "/ops/gator/queues"), "/ops/gator");
+        assert_eq!(mount_prefix("/", "/"), "");
+        assert_eq!(mount_prefix("/dead", "/dead"), "");
+        assert_eq!(home(""), "/");
+        assert_eq!(home("/gator"), "/gator");
+    }
+
+    #[test]
+    fn every_page_has_its_body_and_script() {
+        for page in PAGES {
+            assert!(page.body.contains("<h1>"), "{} has a heading", page.name);
+            assert!(page.script.contains("\"use strict\""), "{}.js", page.name);
+            assert!(!page.script.contains("innerHTML"), "{}.js must not use innerHTML", page.name);
+        }
+        assert!(!SHARED_JS.contains(".innerHTML") && !SETS_JS.contains(".innerHTML"));
     }
 }

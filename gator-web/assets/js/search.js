@@ -46,7 +46,7 @@
     query = { q: values.q || "", field: values.field || "any" };
     if (places.length && places.length < 4) query.places = places.join(",");
     if (values.queue) query.queue = values.queue;
-    history.replaceState(null, "", "?" + new URLSearchParams({ q: query.q, field: query.field, ...(values.queue ? { queue: values.queue } : {}) }).toString());
+    history.replaceState(null, "", location.pathname + "?" + new URLSearchParams({ q: query.q, field: query.field, ...(values.queue ? { queue: values.queue } : {}) }).toString());
     cursor = null;
     hits = [];
     scanned = 0;

@@ -35,7 +35,7 @@ const GatorSets = (() => {
       state.filters = { job: values.job || "", queue: values.queue || "", error: values.error || "" };
       state.page = 1;
       const query = new URLSearchParams(Object.entries(state.filters).filter(([, v]) => v));
-      history.replaceState(null, "", "?" + query.toString());
+      history.replaceState(null, "", location.pathname + "?" + query.toString());
       loadOnce(true);
     });
 
