@@ -56,7 +56,7 @@ const G = (() => {
       else if (key in node) node[key] = value;
       else node.setAttribute(key, value);
     }
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child === undefined || child === null || child === false) continue;
       node.append(child instanceof Node ? child : document.createTextNode(String(child)));
     }
@@ -65,7 +65,7 @@ const G = (() => {
 
   function fill(node, ...children) {
     node.replaceChildren();
-    for (const child of children.flat()) {
+    for (const child of children.flat(Infinity)) {
       if (child !== undefined && child !== null && child !== false) node.append(child);
     }
   }
@@ -129,7 +129,10 @@ const G = (() => {
     return el("span", { class: "clip", title: text, text: text.length > (max || 80) ? text.slice(0, max || 80) + "…" : text });
   }
 
-  const jobLink = (jid) => (jid ? el("a", { href: "job?jid=" + encodeURIComponent(jid), class: "jid", title: jid, text: jid.slice(0, 13) + "…" }) : "–");
+  // A jid shown by its end: jids are UUIDv7, whose start is the time, the same for jobs
+  // dispatched together.
+  const jobLink = (jid) => (jid ? el("a", { href: "job?jid=" + encodeURIComponent(jid), class: "jid", title: jid, text: jid.length > 14 ? "…" + jid.slice(-12) : jid }) : "–");
+  const plural = (n, word) => `${num(n)} ${word}${n === 1 ? "" : "s"}`;
   const queueLink = (name) => el("a", { href: "queue?name=" + encodeURIComponent(name), text: name });
   const params = () => new URLSearchParams(location.search);
 
@@ -228,5 +231,5 @@ const G = (() => {
     return values;
   }
 
-  return { get, post, el, fill, byId, table, num, duration, relative, when, timeCell, bytes, json, pretty, clip, jobLink, queueLink, params, flash, action, poll, formValues, readOnly };
+  return { plural, get, post, el, fill, byId, table, num, duration, relative, when, timeCell, bytes, json, pretty, clip, jobLink, queueLink, params, flash, action, poll, formValues, readOnly };
 })();

@@ -11,21 +11,22 @@
       { class: "panel", dataQueue: q.queue },
       el("h2", {}, el("a", { href: "queue?name=" + encodeURIComponent(q.queue), text: q.queue }), q.paused ? el("span", { class: "badge warn", text: "paused" }) : null),
       el(
-        "dl",
-        { class: "facts" },
+        "p",
+        { class: "facts-row" },
         [
           ["Concurrency", q.limit === null ? `${num(q.units_in_use)} units in use, no limit` : `${num(q.units_in_use)} of ${num(q.limit)} units in use`],
           ["Windows", q.windows || "any time"],
           ["Order", q.order + (q.aging ? `, aging every ${duration(q.aging)}` : "")],
           ["Critical waiting", num(q.critical_waiting)],
-        ].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]),
+        ].map(([k, v]) => el("span", {}, k + ": ", el("b", { text: v }))),
       ),
-      el("h3", { text: "Units in use per key" }),
-      table(["Key", "Units", "Share"], keys.map(([k, v]) => [k || "(no key)", num(v), q.shares[k] !== undefined ? q.shares[k] + " %" : q.default_share !== null ? q.default_share + " % (default)" : "–"]), "No units in use."),
-      el("h3", { text: "Rate limiters" }),
-      table(["Limiter", "Rate", "Next slot"], q.rates.map((r) => [r.name || "(the queue's own)", r.rate, r.next_allowed_ms && r.next_allowed_ms > now ? `in ${duration(r.next_allowed_ms - now)}` : "now"]), "No rate limiter."),
-      el("h3", { text: "Parked" }),
-      table(["Key", "Limiter", "Overlap key", "Jobs", "Waiting for"], q.parked.map((p) => [p.key || "(no key)", p.rate || "–", p.overlap || "–", num(p.jobs), p.state]), "Nothing parked."),
+      el(
+        "div",
+        { class: "limit-grid" },
+        el("div", {}, el("h3", { text: "Units in use per key" }), table(["Key", "Units", "Share"], keys.map(([k, v]) => [k || "(no key)", num(v), q.shares[k] !== undefined ? q.shares[k] + " %" : q.default_share !== null ? q.default_share + " % (default)" : "–"]), "No units in use.")),
+        el("div", {}, el("h3", { text: "Rate limiters" }), table(["Limiter", "Rate", "Next slot"], q.rates.map((r) => [r.name || "(the queue's own)", r.rate, r.next_allowed_ms && r.next_allowed_ms > now ? `in ${duration(r.next_allowed_ms - now)}` : "now"]), "No rate limiter.")),
+        el("div", {}, el("h3", { text: "Parked" }), table(["Key", "Limiter", "Jobs", "Waiting for"], q.parked.map((p) => [p.key || "(no key)", p.rate || p.overlap || "–", num(p.jobs), p.state]), "Nothing parked.")),
+      ),
     );
   }
 

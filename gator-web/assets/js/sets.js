@@ -101,7 +101,7 @@ const GatorSets = (() => {
         state.shown = page.entries;
         render();
         const pages = Math.max(1, Math.ceil(page.total / page.per_page));
-        summary.textContent = `${num(page.total)} jobs` + (state.filters.queue ? ` in queue ${state.filters.queue}` : "") + ` · page ${page.page} of ${pages}`;
+        summary.textContent = G.plural(page.total, "job") + (state.filters.queue ? ` in queue ${state.filters.queue}` : "") + ` · page ${page.page} of ${pages}`;
         fill(
           pager,
           state.page > 1 ? el("button", { type: "button", text: "← Newer", onclick: () => { state.page--; load(true); } }) : null,
@@ -120,7 +120,7 @@ const GatorSets = (() => {
       state.cursor = page.next_cursor;
       state.scanned += page.scanned || 0;
       render();
-      summary.textContent = `${num(state.shown.length)} matching jobs shown of ${num(page.total)}; ${num(state.scanned)} entries examined` + (state.cursor ? " (more to examine)" : "") + ". Live updates pause while filtering.";
+      summary.textContent = `${G.plural(state.shown.length, "matching job")} shown of ${num(page.total)}; ${num(state.scanned)} entries examined` + (state.cursor ? " (more to examine)" : "") + ". Live updates pause while filtering.";
       fill(pager, state.cursor ? el("button", { type: "button", text: "More", id: "more", onclick: () => loadOnce(false) }) : null);
     }
 
