@@ -13,10 +13,12 @@
 //!
 //! Every secret is compared in constant time.
 
-use crate::error::ApiError;
 use crate::App;
+use crate::error::ApiError;
 use axum::extract::{OriginalUri, Request, State};
-use axum::http::header::{AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE};
+use axum::http::header::{
+    AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE,
+};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
@@ -251,7 +253,10 @@ mod tests {
     #[test]
     fn cookies_are_found_by_name() {
         let mut headers = HeaderMap::new();
-        headers.insert(COOKIE, HeaderValue::from_static("a=1; gator_token=ab12; b=2"));
+        headers.insert(
+            COOKIE,
+            HeaderValue::from_static("a=1; gator_token=ab12; b=2"),
+        );
         assert_eq!(cookie(&headers, TOKEN_COOKIE), Some("ab12"));
         assert_eq!(cookie(&headers, "c"), None);
     }

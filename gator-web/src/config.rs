@@ -106,8 +106,13 @@ mod tests {
         assert_eq!(auth.password, "s3cr:et");
         assert!("ops".parse::<BasicAuth>().is_err());
         assert!(":pw".parse::<BasicAuth>().is_err());
-        let config = WebConfig::new().auth_token("tok-123").basic_auth("ops", "pw-456");
+        let config = WebConfig::new()
+            .auth_token("tok-123")
+            .basic_auth("ops", "pw-456");
         let shown = format!("{config:?}");
-        assert!(!shown.contains("tok-123") && !shown.contains("pw-456"), "{shown}");
+        assert!(
+            !shown.contains("tok-123") && !shown.contains("pw-456"),
+            "{shown}"
+        );
     }
 }

@@ -58,7 +58,10 @@ pub fn router(client: Client, config: WebConfig) -> Router {
     Router::new()
         .merge(api::routes())
         .merge(pages::routes())
-        .layer(axum::middleware::from_fn_with_state(app.clone(), auth::guard))
+        .layer(axum::middleware::from_fn_with_state(
+            app.clone(),
+            auth::guard,
+        ))
         .with_state(app)
 }
 

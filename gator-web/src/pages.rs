@@ -5,8 +5,8 @@
 use crate::App;
 use axum::Router;
 use axum::extract::{OriginalUri, State};
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
 use axum::http::HeaderValue;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -76,7 +76,10 @@ fn render(app: &App, page: &Page, OriginalUri(original): OriginalUri) -> Respons
     let mut response = ([(CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
     let headers = response.headers_mut();
     headers.insert("content-security-policy", HeaderValue::from_static(CSP));
-    headers.insert("x-content-type-options", HeaderValue::from_static("nosniff"));
+    headers.insert(
+        "x-content-type-options",
+        HeaderValue::from_static("nosniff"),
+    );
     // A `?token=` login must not leak through the Referer header.
     headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -119,8 +122,16 @@ fn layout(app: &App, page: &Page, prefix: &str) -> String {
         .iter()
         .filter(|p| p.nav)
         .map(|p| {
-            let href = if p.path == "/" { home.as_str() } else { &p.path[1..] };
-            let current = if p.name == page.name { " aria-current=\"page\"" } else { "" };
+            let href = if p.path == "/" {
+                home.as_str()
+            } else {
+                &p.path[1..]
+            };
+            let current = if p.name == page.name {
+                " aria-current=\"page\""
+            } else {
+                ""
+            };
             format!("<a href=\"{href}\"{current}>{}</a>", p.title)
         })
         .collect();
@@ -159,9 +170,17 @@ fn layout(app: &App, page: &Page, prefix: &str) -> String {
         read_only = app.config.read_only,
         title = page.title,
         name = page.name,
-        body_class = if app.config.read_only { " class=\"read-only\"" } else { "" },
+        body_class = if app.config.read_only {
+            " class=\"read-only\""
+        } else {
+            ""
+        },
         body = page.body,
-        footer = if app.config.read_only { "read-only mode" } else { "" },
+        footer = if app.config.read_only {
+            "read-only mode"
+        } else {
+            ""
+        },
         sets = if matches!(page.name, "scheduled" | "retries" | "dead") {
             "<script src=\"assets/sets.js\"></script>\n"
         } else {
@@ -217,7 +236,11 @@ mod tests {
         for page in PAGES {
             assert!(page.body.contains("<h1>"), "{} has a heading", page.name);
             assert!(page.script.contains("\"use strict\""), "{}.js", page.name);
-            assert!(!page.script.contains("innerHTML"), "{}.js must not use innerHTML", page.name);
+            assert!(
+                !page.script.contains("innerHTML"),
+                "{}.js must not use innerHTML",
+                page.name
+            );
         }
         assert!(!SHARED_JS.contains(".innerHTML") && !SETS_JS.contains(".innerHTML"));
     }

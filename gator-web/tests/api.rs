@@ -63,7 +63,11 @@ async fn call(
         }
         None => Body::empty(),
     };
-    let response = app.clone().oneshot(request.body(body).unwrap()).await.unwrap();
+    let response = app
+        .clone()
+        .oneshot(request.body(body).unwrap())
+        .await
+        .unwrap();
     let status = response.status();
     let headers = response.headers().clone();
     let bytes = axum::body::to_bytes(response.into_body(), 10 << 20)
@@ -107,7 +111,10 @@ async fn web(redis: &RedisServer, config: WebConfig) -> Router {
 
 async fn status_of(app: &Router, jid: &str) -> String {
     let (_, job, _) = call(app, "GET", &format!("/api/jobs/{jid}"), &[BEARER], None).await;
-    job["status"]["state"].as_str().unwrap_or_default().to_owned()
+    job["status"]["state"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -128,7 +135,10 @@ async fn a_job_enqueued_by_wire_name_runs_and_its_jid_is_returned() {
         status_of(&app, &jid).await == "done"
     })
     .await;
-    assert!(SENT.tagged("sent").contains(&"sent ada@example.com".to_owned()));
+    assert!(
+        SENT.tagged("sent")
+            .contains(&"sent ada@example.com".to_owned())
+    );
 
     // Later: `in` is counted on Redis's clock, `at` is epoch ms or RFC 3339.
     let (status, later) = post(
@@ -147,7 +157,11 @@ async fn a_job_enqueued_by_wire_name_runs_and_its_jid_is_returned() {
     assert_eq!(status, StatusCode::CREATED);
     let scheduled = get(&app, "/api/sets/scheduled").await;
     assert_eq!(scheduled["total"], 2, "{scheduled}");
-    let job = get(&app, &format!("/api/jobs/{}", later["jid"].as_str().unwrap())).await;
+    let job = get(
+        &app,
+        &format!("/api/jobs/{}", later["jid"].as_str().unwrap()),
+    )
+    .await;
     assert_eq!(job["place"], "scheduled");
     assert_eq!(job["payload"]["args"], json!(["bob@example.com"]));
     worker.stop().await;
@@ -158,16 +172,40 @@ async fn enqueue_refuses_a_bad_queue_a_bad_shape_and_unknown_fields_with_json_40
     let redis = RedisServer::start();
     let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
     let bad = [
-        ("/api/queues/no%20spaces/jobs", json!({"job": "send_email", "args": []})),
-        ("/api/queues/a%7Bb%7D/jobs", json!({"job": "send_email", "args": []})),
-        ("/api/queues/web/jobs", json!({"job": "send_email", "args": {"to": "x"}})),
-        ("/api/queues/web/jobs", json!({"job": "send_email", "args": [], "priority": 1})),
+        (
+            "/api/queues/no%20spaces/jobs",
+            json!({"job": "send_email", "args": []}),
+        ),
+        (
+            "/api/queues/a%7Bb%7D/jobs",
+            json!({"job": "send_email", "args": []}),
+        ),
+        (
+            "/api/queues/web/jobs",
+            json!({"job": "send_email", "args": {"to": "x"}}),
+        ),
+        (
+            "/api/queues/web/jobs",
+            json!({"job": "send_email", "args": [], "priority": 1}),
+        ),
         ("/api/queues/web/jobs", json!({"args": []})),
         ("/api/queues/web/jobs", json!({"job": "", "args": []})),
-        ("/api/queues/web/jobs", json!({"job": "send_email", "at": "tomorrow"})),
-        ("/api/queues/web/jobs", json!({"job": "send_email", "in": "soon"})),
-        ("/api/queues/web/jobs", json!({"job": "send_email", "at": "2999-01-01T00:00:00Z"})),
-        ("/api/queues/web/jobs", json!({"job": "send_email", "at": 1, "in": "1s"})),
+        (
+            "/api/queues/web/jobs",
+            json!({"job": "send_email", "at": "tomorrow"}),
+        ),
+        (
+            "/api/queues/web/jobs",
+            json!({"job": "send_email", "in": "soon"}),
+        ),
+        (
+            "/api/queues/web/jobs",
+            json!({"job": "send_email", "at": "2999-01-01T00:00:00Z"}),
+        ),
+        (
+            "/api/queues/web/jobs",
+            json!({"job": "send_email", "at": 1, "in": "1s"}),
+        ),
         ("/api/queues/web/jobs", json!(["send_email"])),
     ];
     for (path, body) in bad {
@@ -185,18 +223,31 @@ async fn enqueue_refuses_a_bad_queue_a_bad_shape_and_unknown_fields_with_json_40
     )
     .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    assert_eq!(get(&app, "/api/overview").await["enqueued"], 0, "nothing was stored");
+    assert_eq!(
+        get(&app, "/api/overview").await["enqueued"],
+        0,
+        "nothing was stored"
+    );
 }
 
 #[tokio::test]
 async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
     let redis = RedisServer::start();
-    let app = web(&redis, WebConfig::new().auth_token(TOKEN).basic_auth("ops", "pa55")).await;
+    let app = web(
+        &redis,
+        WebConfig::new().auth_token(TOKEN).basic_auth("ops", "pa55"),
+    )
+    .await;
 
     let (status, answer, headers) = call(&app, "GET", "/api/overview", &[], None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
     assert_eq!(answer["code"], "unauthorized");
-    assert!(headers["www-authenticate"].to_str().unwrap().starts_with("Basic"));
+    assert!(
+        headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .starts_with("Basic")
+    );
     let wrong = [
         ("authorization", "Bearer nope".to_owned()),
         ("authorization", basic("ops", "wrong")),
@@ -208,19 +259,39 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
     }
     let (status, overview, _) = call(&app, "GET", "/api/overview", &[BEARER], None).await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(overview["redis"]["mode"].as_str().is_some(), true);
+    assert!(overview["redis"]["mode"].as_str().is_some());
     let basic = basic("ops", "pa55");
-    let (status, _, _) = call(&app, "GET", "/api/queues", &[("authorization", &basic)], None).await;
+    let (status, _, _) = call(
+        &app,
+        "GET",
+        "/api/queues",
+        &[("authorization", &basic)],
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     let (status, _, _) = call(&app, "GET", "/", &[], None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED, "pages too");
 
     // A browser logs in once with ?token=, and the cookie carries it from then on.
-    let (status, _, headers) = call(&app, "GET", "/dead?token=t0ken-for-tests&queue=web", &[], None).await;
+    let (status, _, headers) = call(
+        &app,
+        "GET",
+        "/dead?token=t0ken-for-tests&queue=web",
+        &[],
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::SEE_OTHER);
-    assert_eq!(headers["location"], "dead?queue=web", "the token leaves the URL");
+    assert_eq!(
+        headers["location"], "dead?queue=web",
+        "the token leaves the URL"
+    );
     let cookie = headers["set-cookie"].to_str().unwrap().to_owned();
-    assert!(cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"), "{cookie}");
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
     let cookie = cookie.split(';').next().unwrap().to_owned();
     let (status, _, _) = call(&app, "GET", "/api/overview", &[("cookie", &cookie)], None).await;
     assert_eq!(status, StatusCode::OK);
@@ -232,30 +303,53 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
 async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client.enqueue_raw("web", "send_email", json!(["x"]), None).await.unwrap();
-    let app = router(client, WebConfig::new().auth_token(TOKEN).basic_auth("ops", "pa55"));
+    client
+        .enqueue_raw("web", "send_email", json!(["x"]), None)
+        .await
+        .unwrap();
+    let app = router(
+        client,
+        WebConfig::new().auth_token(TOKEN).basic_auth("ops", "pa55"),
+    );
     let basic = basic("ops", "pa55");
     let csrf = csrf_of(&app, &[("authorization", &basic)]).await;
 
-    let (status, answer, _) =
-        call(&app, "POST", "/api/queues/web/pause", &[("authorization", &basic)], None).await;
+    let (status, answer, _) = call(
+        &app,
+        "POST",
+        "/api/queues/web/pause",
+        &[("authorization", &basic)],
+        None,
+    )
+    .await;
     assert_eq!(status, StatusCode::FORBIDDEN);
     assert_eq!(answer["code"], "csrf");
     let (status, _, _) = call(
         &app,
         "POST",
         "/api/queues/web/pause",
-        &[("authorization", &basic), ("x-gator-csrf", "0".repeat(64).as_str())],
+        &[
+            ("authorization", &basic),
+            ("x-gator-csrf", "0".repeat(64).as_str()),
+        ],
         None,
     )
     .await;
     assert_eq!(status, StatusCode::FORBIDDEN, "a wrong token");
-    for cross in [("origin", "https://evil.example"), ("sec-fetch-site", "cross-site")] {
+    for cross in [
+        ("origin", "https://evil.example"),
+        ("sec-fetch-site", "cross-site"),
+    ] {
         let (status, answer, _) = call(
             &app,
             "POST",
             "/api/queues/web/pause",
-            &[("authorization", &basic), ("x-gator-csrf", &csrf), ("host", "localhost"), cross],
+            &[
+                ("authorization", &basic),
+                ("x-gator-csrf", &csrf),
+                ("host", "localhost"),
+                cross,
+            ],
             None,
         )
         .await;
@@ -278,14 +372,21 @@ async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
     let (status, answer) = post(&app, "/api/queues/web/resume", json!({})).await;
-    assert_eq!(status, StatusCode::OK, "bearer needs no CSRF header: {answer}");
+    assert_eq!(
+        status,
+        StatusCode::OK,
+        "bearer needs no CSRF header: {answer}"
+    );
 }
 
 #[tokio::test]
 async fn read_only_mode_refuses_every_post_and_the_pages_hide_the_buttons() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = client.enqueue_raw("web", "send_email", json!(["x"]), None).await.unwrap();
+    let jid = client
+        .enqueue_raw("web", "send_email", json!(["x"]), None)
+        .await
+        .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN).read_only(true));
     for path in [
         "/api/queues/web/pause",
@@ -299,8 +400,15 @@ async fn read_only_mode_refuses_every_post_and_the_pages_hide_the_buttons() {
         assert_eq!(answer["code"], "read_only");
     }
     let (status, answer) = post(&app, &format!("/api/jobs/{jid}/cancel"), json!({})).await;
-    assert_eq!((status, answer["code"].as_str()), (StatusCode::FORBIDDEN, Some("read_only")));
-    assert_eq!(get(&app, "/api/queues").await[0]["size"], 1, "nothing changed");
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::FORBIDDEN, Some("read_only"))
+    );
+    assert_eq!(
+        get(&app, "/api/queues").await[0]["size"],
+        1,
+        "nothing changed"
+    );
     let (_, page, _) = call(&app, "GET", "/queues", &[BEARER], None).await;
     let page = page.as_str().unwrap();
     assert!(page.contains(r#"<meta name="gator-read-only" content="true">"#));
@@ -312,9 +420,17 @@ async fn retry_from_the_dead_set_moves_the_job_back_and_it_runs() {
     let redis = RedisServer::start();
     let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
     let worker = TestWorker::start(&redis.url(), Some("web"), 2);
-    let (_, answer) = post(&app, "/api/queues/web/jobs", json!({"job": "flaky", "args": ["t1"]})).await;
+    let (_, answer) = post(
+        &app,
+        "/api/queues/web/jobs",
+        json!({"job": "flaky", "args": ["t1"]}),
+    )
+    .await;
     let jid = answer["jid"].as_str().unwrap().to_owned();
-    wait_until("the job to die", WAIT, || async { status_of(&app, &jid).await == "dead" }).await;
+    wait_until("the job to die", WAIT, || async {
+        status_of(&app, &jid).await == "dead"
+    })
+    .await;
 
     let dead = get(&app, "/api/sets/dead").await;
     assert_eq!(dead["total"], 1);
@@ -322,9 +438,17 @@ async fn retry_from_the_dead_set_moves_the_job_back_and_it_runs() {
     assert_eq!(dead["entries"][0]["error"], "smtp said no to t1");
     let filtered = get(&app, "/api/sets/dead?error=SAID%20NO").await;
     assert_eq!(filtered["entries"][0]["jid"], jid.as_str(), "{filtered}");
-    assert!(get(&app, "/api/sets/dead?error=elsewhere").await["entries"].as_array().unwrap().is_empty());
+    assert!(
+        get(&app, "/api/sets/dead?error=elsewhere").await["entries"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
     let job = get(&app, &format!("/api/jobs/{jid}")).await;
-    assert_eq!((job["place"].as_str(), job["status"]["error"].as_str()), (Some("dead"), Some("smtp said no to t1")));
+    assert_eq!(
+        (job["place"].as_str(), job["status"]["error"].as_str()),
+        (Some("dead"), Some("smtp said no to t1"))
+    );
 
     FLAKY_FAILS.store(false, Ordering::SeqCst);
     let (status, answer) = post(&app, &format!("/api/sets/dead/jobs/{jid}/retry"), json!({})).await;
@@ -345,7 +469,12 @@ async fn delete_takes_one_job_the_selected_ones_or_all_and_search_finds_by_args(
     let worker = TestWorker::start(&redis.url(), Some("web"), 2);
     let mut jids = Vec::new();
     for tag in ["a", "b", "c", "d", "needle-7"] {
-        let (_, answer) = post(&app, "/api/queues/web/jobs", json!({"job": "doomed", "args": [tag]})).await;
+        let (_, answer) = post(
+            &app,
+            "/api/queues/web/jobs",
+            json!({"job": "doomed", "args": [tag]}),
+        )
+        .await;
         jids.push(answer["jid"].as_str().unwrap().to_owned());
     }
     wait_until("five dead jobs", WAIT, || async {
@@ -359,13 +488,30 @@ async fn delete_takes_one_job_the_selected_ones_or_all_and_search_finds_by_args(
     assert_eq!(found["hits"][0]["jid"], jids[4].as_str());
     assert_eq!(found["hits"][0]["place"], "dead");
     assert!(found["scanned"].as_u64().unwrap() >= 5);
-    let (status, answer, _) = call(&app, "GET", "/api/search?q=x&field=nope", &[BEARER], None).await;
-    assert_eq!((status, answer["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")));
+    let (status, answer, _) =
+        call(&app, "GET", "/api/search?q=x&field=nope", &[BEARER], None).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_request"))
+    );
 
-    let (status, _) = post(&app, &format!("/api/sets/dead/jobs/{}/delete", jids[0]), json!({})).await;
+    let (status, _) = post(
+        &app,
+        &format!("/api/sets/dead/jobs/{}/delete", jids[0]),
+        json!({}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
-    let (status, answer) = post(&app, &format!("/api/sets/dead/jobs/{}/delete", jids[0]), json!({})).await;
-    assert_eq!((status, answer["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    let (status, answer) = post(
+        &app,
+        &format!("/api/sets/dead/jobs/{}/delete", jids[0]),
+        json!({}),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
     let (status, answer) = post(
         &app,
         "/api/sets/dead/delete",
@@ -375,8 +521,17 @@ async fn delete_takes_one_job_the_selected_ones_or_all_and_search_finds_by_args(
     assert_eq!(status, StatusCode::OK);
     assert_eq!(answer, json!({"done": 2, "missing": ["no-such-jid"]}));
     assert_eq!(get(&app, "/api/sets/dead").await["total"], 2);
-    let (status, _) = post(&app, "/api/sets/dead/delete", json!({"jids": [], "all": false})).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "a selection is jids or all");
+    let (status, _) = post(
+        &app,
+        "/api/sets/dead/delete",
+        json!({"jids": [], "all": false}),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::BAD_REQUEST,
+        "a selection is jids or all"
+    );
     let (_, answer) = post(&app, "/api/sets/dead/delete", json!({"all": true})).await;
     assert_eq!(answer["done"], 2);
     assert_eq!(get(&app, "/api/overview").await["dead"], 0);
@@ -387,20 +542,32 @@ async fn pause_and_resume_show_on_the_queue_and_clear_empties_it() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     for n in 0..3 {
-        client.enqueue_raw("web", "send_email", json!([n.to_string()]), None).await.unwrap();
+        client
+            .enqueue_raw("web", "send_email", json!([n.to_string()]), None)
+            .await
+            .unwrap();
     }
     let app = router(client, WebConfig::new().auth_token(TOKEN));
     let (status, _) = post(&app, "/api/queues/web/pause", json!({})).await;
     assert_eq!(status, StatusCode::OK);
     let queue = get(&app, "/api/queues/web").await;
-    assert_eq!((queue["info"]["paused"].as_bool(), queue["info"]["size"].as_u64()), (Some(true), Some(3)));
+    assert_eq!(
+        (
+            queue["info"]["paused"].as_bool(),
+            queue["info"]["size"].as_u64()
+        ),
+        (Some(true), Some(3))
+    );
     assert_eq!(queue["flow"]["paused"], true);
     post(&app, "/api/queues/web/resume", json!({})).await;
     assert_eq!(get(&app, "/api/queues").await[0]["paused"], false);
     let (_, cleared) = post(&app, "/api/queues/web/clear", json!({})).await;
     assert_eq!(cleared["deleted"], 3);
     let (status, answer) = post(&app, "/api/queues/nobody/pause", json!({})).await;
-    assert_eq!((status, answer["code"].as_str()), (StatusCode::NOT_FOUND, Some("not_found")));
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::NOT_FOUND, Some("not_found"))
+    );
 }
 
 #[tokio::test]
@@ -409,8 +576,14 @@ async fn an_unknown_jid_or_route_is_a_json_404() {
     let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
     for (method, path) in [
         ("GET", "/api/jobs/0193a5f0-0000-7000-8000-000000000001"),
-        ("POST", "/api/sets/dead/jobs/0193a5f0-0000-7000-8000-000000000001/retry"),
-        ("POST", "/api/jobs/0193a5f0-0000-7000-8000-000000000001/cancel"),
+        (
+            "POST",
+            "/api/sets/dead/jobs/0193a5f0-0000-7000-8000-000000000001/retry",
+        ),
+        (
+            "POST",
+            "/api/jobs/0193a5f0-0000-7000-8000-000000000001/cancel",
+        ),
         ("POST", "/api/cron/nothing/run"),
         ("GET", "/api/no/such/thing"),
         ("GET", "/assets/nothing.js"),
@@ -420,7 +593,10 @@ async fn an_unknown_jid_or_route_is_a_json_404() {
         assert_eq!(answer["code"], "not_found", "{method} {path}");
     }
     let (status, answer, _) = call(&app, "GET", "/api/sets/graveyard", &[BEARER], None).await;
-    assert_eq!((status, answer["code"].as_str()), (StatusCode::BAD_REQUEST, Some("bad_request")));
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_request"))
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -432,8 +608,16 @@ async fn with_redis_down_the_api_answers_503_json_and_recovers() {
     let (status, answer, _) = call(&app, "GET", "/api/overview", &[BEARER], None).await;
     assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{answer}");
     assert_eq!(answer["code"], "redis_unavailable");
-    let (status, answer) = post(&app, "/api/queues/web/jobs", json!({"job": "send_email", "args": []})).await;
-    assert_eq!((status, answer["code"].as_str()), (StatusCode::SERVICE_UNAVAILABLE, Some("redis_unavailable")));
+    let (status, answer) = post(
+        &app,
+        "/api/queues/web/jobs",
+        json!({"job": "send_email", "args": []}),
+    )
+    .await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::SERVICE_UNAVAILABLE, Some("redis_unavailable"))
+    );
     // The pages themselves need no Redis: they load, and say "redis down" as they poll.
     let (status, _, _) = call(&app, "GET", "/queues", &[BEARER], None).await;
     assert_eq!(status, StatusCode::OK);
@@ -449,13 +633,21 @@ async fn cron_entries_show_and_pause_resume_and_run_now() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     client
-        .add_periodic("daily-mail", "0 9 * * *", Some("Europe/Berlin"), SendEmail::call("ops@example.com".into()))
+        .add_periodic(
+            "daily-mail",
+            "0 9 * * *",
+            Some("Europe/Berlin"),
+            SendEmail::call("ops@example.com".into()),
+        )
         .await
         .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN));
     let cron = get(&app, "/api/cron").await;
     let entry = &cron["entries"][0];
-    assert_eq!((entry["name"].as_str(), entry["job"].as_str()), (Some("daily-mail"), Some("send_email")));
+    assert_eq!(
+        (entry["name"].as_str(), entry["job"].as_str()),
+        (Some("daily-mail"), Some("send_email"))
+    );
     assert!(entry["next_ms"].as_u64().unwrap() > cron["now_ms"].as_u64().unwrap());
     post(&app, "/api/cron/daily-mail/pause", json!({})).await;
     assert_eq!(get(&app, "/api/cron").await["entries"][0]["paused"], true);
@@ -470,23 +662,55 @@ async fn cron_entries_show_and_pause_resume_and_run_now() {
 #[tokio::test]
 async fn mounted_under_a_prefix_every_page_resolves_its_links_below_it() {
     let redis = RedisServer::start();
-    let app = Router::new().nest("/gator", web(&redis, WebConfig::new().auth_token(TOKEN)).await);
-    for path in ["/gator", "/gator/queues", "/gator/dead", "/gator/job?jid=x", "/gator/search"] {
+    let app = Router::new().nest(
+        "/gator",
+        web(&redis, WebConfig::new().auth_token(TOKEN)).await,
+    );
+    for path in [
+        "/gator",
+        "/gator/queues",
+        "/gator/dead",
+        "/gator/job?jid=x",
+        "/gator/search",
+    ] {
         let (status, page, headers) = call(&app, "GET", path, &[BEARER], None).await;
         assert_eq!(status, StatusCode::OK, "{path}");
-        assert!(headers["content-security-policy"].to_str().unwrap().contains("script-src 'self'"));
+        assert!(
+            headers["content-security-policy"]
+                .to_str()
+                .unwrap()
+                .contains("script-src 'self'")
+        );
         let page = page.as_str().unwrap();
         assert!(page.contains(r#"<base href="/gator/">"#), "{path}");
-        assert!(page.contains(r#"src="assets/gator.js""#), "relative asset links");
-        assert!(page.contains(r#"<a class="brand" href="/gator">"#), "{path}");
+        assert!(
+            page.contains(r#"src="assets/gator.js""#),
+            "relative asset links"
+        );
+        assert!(
+            page.contains(r#"<a class="brand" href="/gator">"#),
+            "{path}"
+        );
     }
     let (status, css, _) = call(&app, "GET", "/gator/assets/style.css", &[BEARER], None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(css.as_str().unwrap().contains(".read-only .act"));
     assert_eq!(get(&app, "/gator/api/queues").await, json!([]));
     // The login cookie is scoped to the prefix, and the overview's login comes back to it.
-    let (_, _, headers) = call(&app, "GET", "/gator/queues?token=t0ken-for-tests", &[], None).await;
-    assert!(headers["set-cookie"].to_str().unwrap().contains("Path=/gator;"));
+    let (_, _, headers) = call(
+        &app,
+        "GET",
+        "/gator/queues?token=t0ken-for-tests",
+        &[],
+        None,
+    )
+    .await;
+    assert!(
+        headers["set-cookie"]
+            .to_str()
+            .unwrap()
+            .contains("Path=/gator;")
+    );
     assert_eq!(headers["location"], "queues");
     let (_, _, headers) = call(&app, "GET", "/gator?token=t0ken-for-tests", &[], None).await;
     assert_eq!(headers["location"], "/gator");
@@ -506,7 +730,10 @@ fn the_binary_refuses_a_public_address_without_auth() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("refusing to listen on 0.0.0.0:0 without authentication"), "{stderr}");
+    assert!(
+        stderr.contains("refusing to listen on 0.0.0.0:0 without authentication"),
+        "{stderr}"
+    );
     assert!(stderr.contains("--auth-token"), "{stderr}");
 }
 
@@ -515,13 +742,22 @@ async fn the_binary_serves_the_api_with_its_token() {
     use std::io::{BufRead, BufReader, Read, Write};
     let redis = RedisServer::start_single();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gator-web"))
-        .args(["--bind", "127.0.0.1:0", "--redis-url", &redis.url(), "--auth-token", TOKEN])
+        .args([
+            "--bind",
+            "127.0.0.1:0",
+            "--redis-url",
+            &redis.url(),
+            "--auth-token",
+            TOKEN,
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
     let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
     let address = line
         .trim()
         .strip_prefix("gator-web listening on http://")
@@ -530,7 +766,11 @@ async fn the_binary_serves_the_api_with_its_token() {
         .to_owned();
     let ask = |auth: &str| {
         let mut stream = std::net::TcpStream::connect(&address).unwrap();
-        write!(stream, "GET /api/overview HTTP/1.1\r\nHost: {address}\r\n{auth}Connection: close\r\n\r\n").unwrap();
+        write!(
+            stream,
+            "GET /api/overview HTTP/1.1\r\nHost: {address}\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();
         answer

@@ -88,33 +88,82 @@ impl Scene {
             .await
             .unwrap();
         client.pause_queue("newsletters").await.unwrap();
-        for to in ["ada@example.com", "alan@example.com", "edsger@example.com", "barbara@example.com", "ken@example.com"] {
-            SendEmail::call(to.into()).dispatch_with(&client).await.unwrap();
+        let windows = gator_core::flow::Windows::parse(
+            &["05:00-07:00", "22:00-23:30"],
+            Some("Europe/Berlin"),
+        );
+        client
+            .set_queue_windows("newsletters", Some(windows.unwrap()))
+            .await
+            .unwrap();
+        for to in [
+            "ada@example.com",
+            "alan@example.com",
+            "edsger@example.com",
+            "barbara@example.com",
+            "ken@example.com",
+        ] {
+            SendEmail::call(to.into())
+                .dispatch_with(&client)
+                .await
+                .unwrap();
         }
         let dead_jid = ChargeCard::call(1042).dispatch_with(&client).await.unwrap();
-        SyncAccount::call("acme-corp".into()).dispatch_with(&client).await.unwrap();
+        SyncAccount::call("acme-corp".into())
+            .dispatch_with(&client)
+            .await
+            .unwrap();
         for name in ["revenue", "churn", "cohorts"] {
-            BuildReport::call(name.into()).dispatch_with(&client).await.unwrap();
+            BuildReport::call(name.into())
+                .dispatch_with(&client)
+                .await
+                .unwrap();
         }
-        for (to, hours) in [("grace.hopper@navy.example", 1), ("margaret@example.com", 3)] {
+        for (to, hours) in [
+            ("grace.hopper@navy.example", 1),
+            ("margaret@example.com", 3),
+        ] {
             client
-                .dispatch_in(SendEmail::call(to.into()), Duration::from_secs(hours * 3600))
+                .dispatch_in(
+                    SendEmail::call(to.into()),
+                    Duration::from_secs(hours * 3600),
+                )
                 .await
                 .unwrap();
         }
         for n in 0..4 {
             client
-                .enqueue_raw("newsletters", "send_email", json!([format!("reader{n}@example.com")]), None)
+                .enqueue_raw(
+                    "newsletters",
+                    "send_email",
+                    json!([format!("reader{n}@example.com")]),
+                    None,
+                )
                 .await
                 .unwrap();
         }
         client
-            .add_periodic("nightly-digest", "0 3 * * *", Some("Europe/Berlin"), SendEmail::call("team@example.com".into()))
+            .add_periodic(
+                "nightly-digest",
+                "0 3 * * *",
+                Some("Europe/Berlin"),
+                SendEmail::call("team@example.com".into()),
+            )
             .await
             .unwrap();
         // Started once every queue is known, since it works the known queues.
         let worker = TestWorker::start(&redis.url(), None, 8);
         std::mem::forget(worker); // runs until the test's runtime ends
+        client
+            .add_periodic(
+                "hourly-cleanup",
+                "0 * * * *",
+                None,
+                SendEmail::call("cleanup@example.com".into()),
+            )
+            .await
+            .unwrap();
+        client.pause_periodic("hourly-cleanup").await.unwrap();
         wait_until("the scene to settle", WAIT, || async {
             let o = client.overview().await.unwrap();
             let settled = o.dead == 1 && o.retries == 1 && o.busy >= 2 && o.enqueued == 5;
@@ -151,9 +200,15 @@ async fn seed_history(client: &Client) -> u64 {
         let processed = 40 + (minute * 37 % 23) * 3 + if minute % 30 < 8 { 60 } else { 0 };
         let failed = if minute % 17 == 3 { 9 } else { minute % 3 };
         let counts = Counts { processed, failed };
-        flush(&mut client.connection(), client.keys(), "mail", counts, now - minute * 60_000)
-            .await
-            .unwrap();
+        flush(
+            &mut client.connection(),
+            client.keys(),
+            "mail",
+            counts,
+            now - minute * 60_000,
+        )
+        .await
+        .unwrap();
         total += processed;
     }
     total
@@ -183,7 +238,10 @@ impl Driver {
             .expect("/usr/bin/chromedriver runs (scripts/ensure-browser installs it)");
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(started.elapsed() < WAIT, "chromedriver did not listen on {port}");
+            assert!(
+                started.elapsed() < WAIT,
+                "chromedriver did not listen on {port}"
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         let profile = tempfile::tempdir().unwrap();
@@ -240,7 +298,10 @@ async fn wait_text(browser: &Browser, css: &str, ok: impl Fn(&str) -> bool) -> S
             }
             last = text;
         }
-        assert!(started.elapsed() < WAIT, "timed out waiting on {css:?}; last text {last:?}");
+        assert!(
+            started.elapsed() < WAIT,
+            "timed out waiting on {css:?}; last text {last:?}"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -262,9 +323,15 @@ async fn screenshot(browser: &Browser, name: &str) {
 
 /// Logs in the way a person does: the token once in the URL, a cookie from then on.
 async fn log_in(browser: &Browser, scene: &Scene) {
-    browser.goto(&format!("{}?token={TOKEN}", scene.base)).await.unwrap();
+    browser
+        .goto(&format!("{}?token={TOKEN}", scene.base))
+        .await
+        .unwrap();
     let url = browser.current_url().await.unwrap();
-    assert!(!url.as_str().contains("token="), "the token left the URL: {url}");
+    assert!(
+        !url.as_str().contains("token="),
+        "the token left the URL: {url}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -281,11 +348,25 @@ async fn every_page_shows_what_redis_holds() {
     wait_text(b, "[data-stat=retries]", |t| t == "1").await;
     wait_text(b, "[data-stat=scheduled]", |t| t == "2").await;
     wait_text(b, "[data-stat=busy]", |t| t == "2").await;
-    let processed: u64 = wait_text(b, "[data-stat=processed]", |t| t != "–").await.replace(',', "").parse().unwrap();
+    let processed: u64 = wait_text(b, "[data-stat=processed]", |t| t != "–")
+        .await
+        .replace(',', "")
+        .parse()
+        .unwrap();
     assert!(processed >= SEEDED_PROCESSED, "processed {processed}");
-    wait_text(b, "#redis", |t| t.contains("Version") && t.contains("standalone") || t.contains("cluster")).await;
-    b.find(Locator::Css("#chart svg polyline.processed")).await.unwrap();
-    b.find(Locator::Css(".tabs button[data-span=hour]")).await.unwrap().click().await.unwrap();
+    wait_text(b, "#redis", |t| {
+        t.contains("Version") && t.contains("standalone") || t.contains("cluster")
+    })
+    .await;
+    b.find(Locator::Css("#chart svg polyline.processed"))
+        .await
+        .unwrap();
+    b.find(Locator::Css(".tabs button[data-span=hour]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     wait_text(b, "#chart-note", |t| t == "per minute").await;
     screenshot(b, "overview").await;
 
@@ -293,7 +374,11 @@ async fn every_page_shows_what_redis_holds() {
     b.goto(&page("queues")).await.unwrap();
     let row = wait_text(b, "tr[data-queue=newsletters]", |t| t.contains("paused")).await;
     assert!(row.contains("newsletters 4"), "{row}");
-    b.find(Locator::Css("tr[data-queue=newsletters] button[data-action=resume]")).await.unwrap();
+    b.find(Locator::Css(
+        "tr[data-queue=newsletters] button[data-action=resume]",
+    ))
+    .await
+    .unwrap();
     wait_text(b, "tr[data-queue=reports]", |t| t.contains("2 / 2")).await;
     screenshot(b, "queues").await;
 
@@ -307,9 +392,15 @@ async fn every_page_shows_what_redis_holds() {
 
     // Scheduled and Retries.
     b.goto(&page("scheduled")).await.unwrap();
-    wait_text(b, "#entries", |t| t.contains("grace.hopper@navy.example") && t.contains("margaret@example.com")).await;
+    wait_text(b, "#entries", |t| {
+        t.contains("grace.hopper@navy.example") && t.contains("margaret@example.com")
+    })
+    .await;
     b.goto(&page("retries")).await.unwrap();
-    wait_text(b, "#entries", |t| t.contains("partner API timed out for acme-corp")).await;
+    wait_text(b, "#entries", |t| {
+        t.contains("partner API timed out for acme-corp")
+    })
+    .await;
 
     // Dead: the job and its error, and on its own page the error again with its args.
     b.goto(&page("dead")).await.unwrap();
@@ -318,36 +409,81 @@ async fn every_page_shows_what_redis_holds() {
     assert!(row.contains("charge_card") && row.contains("1042"), "{row}");
     wait_text(b, "#summary", |t| t.starts_with("1 job ·")).await;
     screenshot(b, "dead").await;
-    b.goto(&page(&format!("job?jid={}", scene.dead_jid))).await.unwrap();
+    b.goto(&page(&format!("job?jid={}", scene.dead_jid)))
+        .await
+        .unwrap();
     wait_text(b, "#error", |t| t == DECLINED).await;
-    wait_text(b, "#status", |t| t.contains("dead") && t.contains("charge_card") && t.contains("billing")).await;
+    wait_text(b, "#status", |t| {
+        t.contains("dead") && t.contains("charge_card") && t.contains("billing")
+    })
+    .await;
     wait_text(b, "#args", |t| t.contains("1042")).await;
-    wait_text(b, "#timeline", |t| t.contains("created") && t.contains("dead")).await;
+    wait_text(b, "#timeline", |t| {
+        t.contains("created") && t.contains("dead")
+    })
+    .await;
     screenshot(b, "job").await;
 
     // Workflows and cron.
     b.goto(&page("flows")).await.unwrap();
     wait_text(b, "#flows", |t| !t.is_empty()).await;
     b.goto(&page("cron")).await.unwrap();
-    let cron = wait_text(b, "tr[data-cron=nightly-digest]", |t| t.contains("0 3 * * * Europe/Berlin")).await;
-    assert!(cron.contains("send_email") && cron.contains("active") && cron.contains("in "), "{cron}");
+    let cron = wait_text(b, "tr[data-cron=nightly-digest]", |t| {
+        t.contains("0 3 * * * Europe/Berlin")
+    })
+    .await;
+    assert!(
+        cron.contains("send_email") && cron.contains("active") && cron.contains("in "),
+        "{cron}"
+    );
+    wait_text(b, "tr[data-cron=hourly-cleanup]", |t| {
+        t.contains("paused") && t.contains("Resume")
+    })
+    .await;
     screenshot(b, "cron").await;
 
     // Limits: the units in use of the limited queue, its limiter, its parked job.
     b.goto(&page("limits")).await.unwrap();
-    let limits = wait_text(b, "section[data-queue=reports]", |t| t.contains("2 of 2 units in use")).await;
+    let limits = wait_text(b, "section[data-queue=reports]", |t| {
+        t.contains("2 of 2 units in use")
+    })
+    .await;
     assert!(limits.contains("30/1m"), "{limits}");
-    wait_text(b, "section[data-queue=newsletters]", |t| t.contains("paused")).await;
+    wait_text(b, "section[data-queue=newsletters]", |t| {
+        t.contains("paused") && t.contains("05:00-07:00")
+    })
+    .await;
     screenshot(b, "limits").await;
 
     // Search by a piece of the args finds the scheduled email, and the cost is shown.
     b.goto(&page("search")).await.unwrap();
-    b.find(Locator::Css("input[name=q]")).await.unwrap().send_keys("hopper").await.unwrap();
-    b.find(Locator::Css("select[name=field]")).await.unwrap().select_by_value("args").await.unwrap();
-    b.find(Locator::Css("#search button[type=submit]")).await.unwrap().click().await.unwrap();
+    b.find(Locator::Css("input[name=q]"))
+        .await
+        .unwrap()
+        .send_keys("hopper")
+        .await
+        .unwrap();
+    b.find(Locator::Css("select[name=field]"))
+        .await
+        .unwrap()
+        .select_by_value("args")
+        .await
+        .unwrap();
+    b.find(Locator::Css("#search button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
     let hits = wait_text(b, "#hits", |t| t.contains("grace.hopper@navy.example")).await;
-    assert!(hits.contains("scheduled") && !hits.contains("margaret"), "{hits}");
-    wait_text(b, "#cost", |t| t.contains("1 found") && t.contains("entries read")).await;
+    assert!(
+        hits.contains("scheduled") && !hits.contains("margaret"),
+        "{hits}"
+    );
+    wait_text(b, "#cost", |t| {
+        t.contains("1 found") && t.contains("entries read")
+    })
+    .await;
     screenshot(b, "search").await;
 
     driver.stop().await;
@@ -379,7 +515,9 @@ async fn pressing_retry_on_a_dead_job_takes_it_off_the_dead_page_and_it_runs() {
         scene.client.status(&scene.dead_jid).await.unwrap().name() == "done"
     })
     .await;
-    b.goto(&format!("{}/job?jid={}", scene.base, scene.dead_jid)).await.unwrap();
+    b.goto(&format!("{}/job?jid={}", scene.base, scene.dead_jid))
+        .await
+        .unwrap();
     wait_text(b, "#status", |t| t.contains("done")).await;
     driver.stop().await;
     drop(scene.redis);
@@ -399,8 +537,15 @@ async fn read_only_pages_show_no_button_that_changes_anything() {
     ] {
         b.goto(&format!("{}/{path}", scene.base)).await.unwrap();
         wait_text(b, ready, |t| !t.is_empty()).await;
-        let buttons = b.find_all(Locator::Css("button[data-action]")).await.unwrap();
-        assert!(buttons.is_empty(), "{path} shows {} action buttons", buttons.len());
+        let buttons = b
+            .find_all(Locator::Css("button[data-action]"))
+            .await
+            .unwrap();
+        assert!(
+            buttons.is_empty(),
+            "{path} shows {} action buttons",
+            buttons.len()
+        );
     }
     wait_text(b, "footer", |t| t.contains("read-only")).await;
     driver.stop().await;

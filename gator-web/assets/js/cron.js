@@ -8,7 +8,7 @@
     fill(
       byId("cron"),
       table(
-        ["Name", "Job", "Queue", "Schedule", "Last run", "Next run", "State", ""],
+        ["Name", "Job", "Queue", "Schedule", "Last tick", "Next tick", "State", ""],
         entries.map((c) => {
           const path = "api/cron/" + encodeURIComponent(c.name);
           return el(

@@ -64,7 +64,7 @@ async fn on_selection(
 ) -> ApiResult<Outcome> {
     let kind = set_kind(set)?;
     let queue = selection.queue.as_deref().filter(|q| !q.is_empty());
-    if selection.all == !selection.jids.is_empty() {
+    if selection.all != selection.jids.is_empty() {
         return Err(ApiError::bad_request(
             "give either \"jids\": [...] or \"all\": true",
         ));
@@ -119,7 +119,9 @@ pub(crate) async fn delete_one(
     if app.client.delete_job(kind, None, &jid).await? {
         Ok(Json(json!({ "jid": jid, "deleted": true })))
     } else {
-        Err(ApiError::not_found(format!("no job {jid} in the {kind} set")))
+        Err(ApiError::not_found(format!(
+            "no job {jid} in the {kind} set"
+        )))
     }
 }
 

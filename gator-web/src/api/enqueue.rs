@@ -51,11 +51,15 @@ pub(crate) async fn enqueue(
         }
         (at, None) => {
             let at = at.as_ref().map(parse_at).transpose()?;
-            app.client.enqueue_raw(&queue, &body.job, body.args, at).await?
+            app.client
+                .enqueue_raw(&queue, &body.job, body.args, at)
+                .await?
         }
         (None, Some(delay)) => {
             let delay = humantime::parse_duration(&delay).map_err(|e| {
-                ApiError::bad_request(format!("invalid \"in\" {delay:?}: {e} (e.g. \"30s\", \"5m\")"))
+                ApiError::bad_request(format!(
+                    "invalid \"in\" {delay:?}: {e} (e.g. \"30s\", \"5m\")"
+                ))
             })?;
             app.client
                 .enqueue_raw_in(&queue, &body.job, body.args, delay)
@@ -79,7 +83,7 @@ fn parse_at(at: &Value) -> Result<SystemTime, ApiError> {
             .ok_or_else(bad),
         Value::String(text) => {
             let ts: jiff::Timestamp = text.parse().map_err(|_| bad())?;
-            SystemTime::try_from(ts).map_err(|_| bad())
+            Ok(SystemTime::from(ts))
         }
         _ => Err(bad()),
     }

@@ -7,11 +7,11 @@ use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
 use gator_core::SetKind;
-use gator_core::store::flow::FlowStatus;
 use gator_core::inspect::{
     FlowInFlight, HistoryPoint, HistorySpan, Overview, Place, ProcessInfo, QueueInfo, SearchField,
     SearchHit, SearchPage, SearchQuery,
 };
+use gator_core::store::flow::FlowStatus;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -39,8 +39,9 @@ pub(crate) async fn history(
 ) -> ApiResult<Vec<HistoryPoint>> {
     let span = match p.span.as_deref() {
         None => HistorySpan::Hour,
-        Some(text) => HistorySpan::from_str(text)
-            .map_err(|_| ApiError::bad_request(format!("unknown span {text:?}: use hour, day or week")))?,
+        Some(text) => HistorySpan::from_str(text).map_err(|_| {
+            ApiError::bad_request(format!("unknown span {text:?}: use hour, day or week"))
+        })?,
     };
     Ok(Json(app.client.history(span, p.queue.as_deref()).await?))
 }
@@ -221,11 +222,10 @@ pub(crate) async fn job(
     let details = app.client.job_details(&jid).await?;
     let mut view = JobView {
         jid: jid.clone(),
-        status: details
-            .as_ref()
-            .map_or_else(|| StatusView::from(&gator_core::JobStatus::Unknown), |d| {
-                StatusView::from(&d.status)
-            }),
+        status: details.as_ref().map_or_else(
+            || StatusView::from(&gator_core::JobStatus::Unknown),
+            |d| StatusView::from(&d.status),
+        ),
         queue: details.as_ref().map(|d| d.queue.clone()),
         result: details
             .as_ref()
@@ -371,11 +371,18 @@ pub(crate) async fn search(
     let field = match p.field.as_deref().filter(|f| !f.is_empty()) {
         None => SearchField::Any,
         Some(f) => SearchField::from_str(f).map_err(|_| {
-            ApiError::bad_request(format!("unknown field {f:?}: use any, jid, job, args or error"))
+            ApiError::bad_request(format!(
+                "unknown field {f:?}: use any, jid, job, args or error"
+            ))
         })?,
     };
     let mut places = Vec::new();
-    for name in p.places.iter().flat_map(|s| s.split(',')).filter(|s| !s.is_empty()) {
+    for name in p
+        .places
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
         let place = match name {
             "retries" => Place::Retry,
             other => Place::from_str(other).map_err(|_| {

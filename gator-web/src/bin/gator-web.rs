@@ -45,11 +45,21 @@ struct Cli {
 
     /// A PEM client certificate to present to a `rediss://` server (mutual TLS); needs
     /// --redis-client-key.
-    #[arg(long, env = "GATOR_REDIS_CLIENT_CERT", value_name = "FILE", requires = "redis_client_key")]
+    #[arg(
+        long,
+        env = "GATOR_REDIS_CLIENT_CERT",
+        value_name = "FILE",
+        requires = "redis_client_key"
+    )]
     redis_client_cert: Option<PathBuf>,
 
     /// The PEM private key of --redis-client-cert.
-    #[arg(long, env = "GATOR_REDIS_CLIENT_KEY", value_name = "FILE", requires = "redis_client_cert")]
+    #[arg(
+        long,
+        env = "GATOR_REDIS_CLIENT_KEY",
+        value_name = "FILE",
+        requires = "redis_client_cert"
+    )]
     redis_client_key: Option<PathBuf>,
 
     /// Prefix of every Redis key; must match the workers'.
@@ -66,7 +76,12 @@ struct Cli {
     auth_token: Option<String>,
 
     /// Require HTTP basic auth with this `user:password`.
-    #[arg(long, env = "GATOR_WEB_BASIC_AUTH", value_name = "USER:PASSWORD", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "GATOR_WEB_BASIC_AUTH",
+        value_name = "USER:PASSWORD",
+        hide_env_values = true
+    )]
     basic_auth: Option<BasicAuth>,
 
     /// Listen on a non-loopback address without auth (only behind something that
@@ -109,7 +124,10 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("error: could not start the async runtime: {e}");
@@ -150,10 +168,32 @@ async fn serve(cli: Cli, config: WebConfig) -> Result<(), Box<dyn std::error::Er
     // A line on stdout a script (or a test) can wait for, with the port actually bound.
     println!("gator-web listening on http://{address}/");
     axum::serve(listener, gator_web::router(client, config))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
+        .with_graceful_shutdown(shutdown())
         .await?;
     tracing::info!("gator-web stopped");
     Ok(())
+}
+
+/// SIGINT or SIGTERM: stop accepting, finish the requests in flight, exit 0.
+async fn shutdown() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
 }
