@@ -60,10 +60,10 @@ pub enum AdminCommand {
         new lists are drained side by side, jobs of one shard key may run out of order."
     )]
     Shards(crate::shards_admin::ShardsArgs),
-    /// Flow control of a queue: pause, resume, limit, share, rate, aging, order, windows, show.
+    /// A queue's controls: pause, resume, clear, limit, share, rate, aging, order, windows, show.
     #[command(
         long_about = "Flow control of a queue, for every worker at once (README, \"Flow \
-        control\"): `queue pause mail`, `queue resume mail`, `queue limit partner 10`, `queue \
+        control\"): `queue pause mail`, `queue resume mail`, `queue clear mail`, `queue limit partner 10`, `queue \
         share partner east 40`, `queue rate mail 100/1s [--limiter email]`, `queue aging mail \
         30s`, `queue order mail due`, `queue windows batch 22:00-06:00 --tz Europe/Berlin`, \
         `queue show partner [--json]`. The settings live in Redis; a queue given one is under \
@@ -98,6 +98,29 @@ pub enum AdminCommand {
         #[command(subcommand)]
         action: crate::cron_admin::CronAction,
     },
+    /// Totals, the last hour, day and week, and the Redis server.
+    #[command(
+        long_about = "Totals over every queue (processed and failed, all time; enqueued, busy, \
+        scheduled, retries, dead), processed and failed over the last hour, day and week (from \
+        the per-minute history workers keep in Redis), and the Redis server's version, memory \
+        and clients. `--json` for JSON."
+    )]
+    Stats(crate::flow_admin::JsonFlag),
+    /// Every queue: size, latency, busy, scheduled, retries, dead, paused, limits, parked.
+    #[command(
+        long_about = "One row per known queue (a shard is its own row): jobs waiting, the age of \
+        the oldest one (latency), jobs running, scheduled, retrying and dead, whether it is paused \
+        or under flow control, its limit (units in use/limit), parked jobs, and processed and \
+        failed all time. `--json` for JSON."
+    )]
+    Queues(crate::flow_admin::JsonFlag),
+    /// Live worker processes and the jobs each is running.
+    #[command(
+        long_about = "One row per live worker process (host, pid, queues, busy/concurrency, the \
+        age of its last heartbeat, its uptime), then every job they are running, with how long it \
+        has run. `--json` for JSON."
+    )]
+    Processes(crate::flow_admin::JsonFlag),
     /// Rate limiters shared across queues: set, clear, list.
     #[command(
         long_about = "Rate limiters shared across queues: `limiter set email 100/1s` limits \
@@ -152,6 +175,9 @@ pub struct ListArgs {
     /// Show at most this many entries, oldest (or soonest due) first.
     #[arg(long, value_name = "N", default_value_t = 100)]
     pub limit: usize,
+    /// Print JSON instead of a table: the entries (payloads as stored) and the total.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// Which entries `retry`, `run` and `delete` act on: one jid, or `--all`.
@@ -281,6 +307,13 @@ impl AdminCommand {
             AdminCommand::Cron { action } => {
                 return crate::cron_admin::run(client, action, out).await;
             }
+            AdminCommand::Stats(args) => return crate::fleet_admin::stats(client, args, out).await,
+            AdminCommand::Queues(args) => {
+                return crate::fleet_admin::queues(client, args, out).await;
+            }
+            AdminCommand::Processes(args) => {
+                return crate::fleet_admin::processes(client, args, out).await;
+            }
         };
         match action {
             SetAction::List(args) => list(client, kind, args, out).await,
@@ -310,8 +343,21 @@ async fn list(
     let queue = args.queue.as_deref();
     let entries = client.list_set(kind, queue, 0, args.limit).await?;
     let total = client.set_len(kind, queue).await?;
-    for entry in &entries {
-        writeln!(out, "{}", format_entry(entry))?;
+    if args.json {
+        let entries: Vec<serde_json::Value> = entries.iter().map(entry_json).collect();
+        let value = serde_json::json!({"set": kind.as_str(), "total": total, "entries": entries});
+        return Ok(crate::table::print_json(out, &value)?);
+    }
+    if !entries.is_empty() {
+        let time = match kind {
+            SetKind::Dead => "died",
+            SetKind::Retry | SetKind::Scheduled => "due",
+        };
+        let mut rows = crate::table::new(&[time, "queue", "jid", "job", "attempt", "error"]);
+        for entry in &entries {
+            rows.add_row(entry_row(entry));
+        }
+        crate::table::print(out, &rows)?;
     }
     let scope = every(queue);
     if entries.len() >= total {
@@ -328,6 +374,20 @@ async fn list(
         )?;
     }
     Ok(())
+}
+
+/// An entry as `list --json` prints it: where and when, and the payload as stored (parsed if
+/// it is JSON, else the text).
+fn entry_json(entry: &SetEntry) -> serde_json::Value {
+    let stored = serde_json::from_str(&entry.raw)
+        .unwrap_or_else(|_| serde_json::Value::String(entry.raw.clone()));
+    serde_json::json!({
+        "queue": entry.queue,
+        "score_ms": entry.score_ms,
+        "jid": entry.jid(),
+        "runnable": entry.is_runnable(),
+        "payload": stored,
+    })
 }
 
 async fn run(
@@ -448,34 +508,37 @@ fn every(queue: Option<&str>) -> String {
     }
 }
 
-/// One line: time, queue, jid, job, attempt, error, and the text of an entry that is not a
-/// payload.
-fn format_entry(entry: &SetEntry) -> String {
+/// One row: time, queue, jid, job, attempt, and the error, or for an entry that is not a
+/// payload, its text.
+fn entry_row(entry: &SetEntry) -> [String; 6] {
     const NOT_A_PAYLOAD: &str = "(not a payload)";
     let time = humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(entry.score_ms));
-    let mut columns = vec![time.to_string(), entry.queue.clone()];
-    match &entry.payload {
-        Some(p) => {
-            let job = if p.job.is_empty() {
-                NOT_A_PAYLOAD
-            } else {
-                &p.job
-            };
-            columns.extend([
-                p.jid.clone(),
-                job.to_owned(),
-                format!("attempt {}", p.attempt),
-            ]);
-        }
-        None => columns.extend(["-", NOT_A_PAYLOAD, "-"].map(String::from)),
-    }
-    if let Some(error) = entry.payload.as_ref().and_then(|p| p.error.as_deref()) {
-        columns.push(format!("error: {}", one_line(error)));
-    }
-    if let Some(raw) = entry.unparsed_text() {
-        columns.push(format!("raw: {}", one_line(raw)));
-    }
-    columns.join("  ")
+    let (jid, job, attempt) = match &entry.payload {
+        Some(p) if !p.job.is_empty() => (p.jid.clone(), p.job.clone(), p.attempt.to_string()),
+        Some(p) => (
+            p.jid.clone(),
+            NOT_A_PAYLOAD.to_owned(),
+            p.attempt.to_string(),
+        ),
+        None => ("-".to_owned(), NOT_A_PAYLOAD.to_owned(), "-".to_owned()),
+    };
+    let error = match (
+        entry.payload.as_ref().and_then(|p| p.error.as_deref()),
+        entry.unparsed_text(),
+    ) {
+        (Some(error), Some(raw)) => format!("{}; raw: {}", one_line(error), one_line(raw)),
+        (Some(error), None) => one_line(error),
+        (None, Some(raw)) => format!("raw: {}", one_line(raw)),
+        (None, None) => String::new(),
+    };
+    [
+        time.to_string(),
+        entry.queue.clone(),
+        jid,
+        job,
+        attempt,
+        error,
+    ]
 }
 
 /// `text` with control characters (line breaks) escaped, cut to [`MAX_TEXT_CHARS`]
@@ -517,23 +580,27 @@ mod tests {
     }
 
     #[test]
-    fn a_job_line_has_time_queue_jid_job_attempt_and_error() {
-        let line = format_entry(&entry(
+    fn a_job_row_has_time_queue_jid_job_attempt_and_error() {
+        let row = entry_row(&entry(
             r#"{"jid":"j1","job":"send_email","args":[],"queue":"mail","created_at":1,"enqueued_at":1,"attempt":3,"error":"smtp\ndown"}"#,
         ));
         assert_eq!(
-            line,
-            "2024-11-22T18:26:40.000Z  mail  j1  send_email  attempt 3  error: smtp\\ndown"
+            row,
+            [
+                "2024-11-22T18:26:40.000Z",
+                "mail",
+                "j1",
+                "send_email",
+                "3",
+                "smtp\\ndown"
+            ]
         );
     }
 
     #[test]
     fn text_that_is_not_a_payload_is_shown_raw() {
-        let line = format_entry(&entry("{oops"));
-        assert_eq!(
-            line,
-            "2024-11-22T18:26:40.000Z  mail  -  (not a payload)  -  raw: {oops"
-        );
+        let row = entry_row(&entry("{oops"));
+        assert_eq!(row[2..], ["-", "(not a payload)", "-", "raw: {oops"]);
     }
 
     #[test]

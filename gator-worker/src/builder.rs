@@ -251,6 +251,14 @@ impl WorkerBuilder {
         self
     }
 
+    /// Emits the `metrics` facade's series (listed in [`crate::observer`]) to whatever
+    /// recorder the application installed (off by default: a job then pays nothing for them).
+    /// `gator-worker --metrics-bind ADDR` turns them on with a Prometheus exporter.
+    pub fn metrics(mut self, on: bool) -> WorkerBuilder {
+        self.config.metrics = on;
+        self
+    }
+
     /// The average interval between passes that move due scheduled and retry jobs (default
     /// 1 s).
     pub fn poll_interval(mut self, interval: Duration) -> WorkerBuilder {

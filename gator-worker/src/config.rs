@@ -45,6 +45,9 @@ pub struct WorkerConfig {
     pub cluster: bool,
     /// Replicas each dispatch by a job must reach (`None`: `GATOR_WAIT_REPLICAS` decides).
     pub wait: Option<gator_core::ReplicaWait>,
+    /// Whether to emit the `metrics` facade's series (see [`crate::observer`]); the
+    /// application installs the recorder, or `--metrics-bind` installs Prometheus's.
+    pub metrics: bool,
 }
 
 impl fmt::Debug for WorkerConfig {
@@ -64,6 +67,7 @@ impl fmt::Debug for WorkerConfig {
             .field("tls", &self.tls)
             .field("cluster", &self.cluster)
             .field("wait", &self.wait)
+            .field("metrics", &self.metrics)
             .finish()
     }
 }
@@ -86,6 +90,7 @@ impl WorkerConfig {
             tls: gator_core::TlsFiles::default(),
             cluster: false,
             wait: None,
+            metrics: false,
         }
     }
 }
@@ -225,6 +230,12 @@ pub struct Cli {
     #[arg(long, env = "GATOR_WORKER_ID", value_parser = parse_worker_id)]
     pub worker_id: Option<String>,
 
+    /// Serves the worker's metrics to Prometheus at `http://ADDR/metrics` (e.g.
+    /// `127.0.0.1:9091`): job counts, durations and waits by queue and job, queue depth and
+    /// latency, limiter waits. The README's "Operate" section lists them.
+    #[arg(long, env = "GATOR_METRICS_BIND", value_name = "ADDR")]
+    pub metrics_bind: Option<std::net::SocketAddr>,
+
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
     pub command: Option<crate::admin::AdminCommand>,
@@ -276,6 +287,7 @@ impl Cli {
                 replicas: self.wait_replicas,
                 timeout: self.wait_timeout,
             }),
+            metrics: self.metrics_bind.is_some(),
         }
     }
 }
@@ -313,6 +325,7 @@ mod tests {
             "--redis-client-cert",
             "--wait-replicas",
             "--wait-timeout",
+            "--metrics-bind",
         ] {
             assert!(
                 help.contains(flag),

@@ -97,6 +97,8 @@ pub struct Fetcher {
     /// Dedicated connections not blocking right now, one per processor that blocked at once
     /// (so never more than there are queues: see step 2).
     idle_connections: Mutex<Vec<Dedicated>>,
+    /// Told when a rate limiter holds a job back (for the metrics).
+    observer: Arc<crate::observer::Observer>,
 }
 
 impl Fetcher {
@@ -132,7 +134,14 @@ impl Fetcher {
             idle_connections: Mutex::new(Vec::new()),
             timers: Mutex::new(HashSet::new()),
             timer_free: Notify::new(),
+            observer: Arc::default(),
         }
+    }
+
+    /// This fetcher, telling `observer` when a rate limiter holds a job back.
+    pub fn with_observer(mut self, observer: Arc<crate::observer::Observer>) -> Fetcher {
+        self.observer = observer;
+        self
     }
 
     /// The id of the process whose in-flight lists this fetcher fills.
@@ -506,6 +515,10 @@ impl Fetcher {
         let admitted = self.admission.admit(queue, None, true).await?;
         if let Some(job) = self.held_one(admitted.jobs) {
             return Ok(Some(job));
+        }
+        if let NextLook::At(at) = admitted.next {
+            let wait = Duration::from_millis(at.saturating_sub(admitted.now_ms));
+            self.observer.limiter_wait(queue, wait);
         }
         match admitted.next {
             NextLook::At(at)

@@ -24,6 +24,14 @@ pub enum QueueAction {
         /// The queue.
         queue: String,
     },
+    /// Deletes every job waiting in a queue (not the running, scheduled, retrying or dead ones).
+    ///
+    /// Each job goes with its status record and unique lock. On a queue under flow control each
+    /// parked job is cancelled instead. Jobs pushed while it runs may stay.
+    Clear {
+        /// The queue.
+        queue: String,
+    },
     /// Sets the most units that run at once over the fleet (a job takes its cost), or clears it.
     #[command(group(ArgGroup::new("value").required(true).args(["units", "clear"])))]
     Limit {
@@ -159,6 +167,11 @@ pub async fn run_queue(
         QueueAction::Resume { queue } => {
             client.resume_queue(&queue).await?;
             writeln!(out, "{queue}: resumed")?;
+        }
+        QueueAction::Clear { queue } => {
+            let cleared = client.clear_queue(&queue).await?;
+            let jobs = if cleared == 1 { "job" } else { "jobs" };
+            writeln!(out, "{queue}: cleared {cleared} waiting {jobs}")?;
         }
         QueueAction::Limit { queue, units, .. } => {
             client.set_queue_limit(&queue, units).await?;

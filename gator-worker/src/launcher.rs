@@ -138,14 +138,18 @@ impl Worker {
             config.lease,
             clock.clone(),
         ));
-        let fetcher = Arc::new(Fetcher::new(
-            client.clone(),
-            order.clone(),
-            leases.clone(),
-            id.clone(),
-            config.concurrency,
-            config.retention,
-        ));
+        let observer = Arc::new(crate::observer::Observer::new(config.metrics));
+        let fetcher = Arc::new(
+            Fetcher::new(
+                client.clone(),
+                order.clone(),
+                leases.clone(),
+                id.clone(),
+                config.concurrency,
+                config.retention,
+            )
+            .with_observer(observer.clone()),
+        );
         let heartbeat = Arc::new(Heartbeat::new(
             client.clone(),
             &config,
@@ -180,6 +184,14 @@ impl Worker {
         // Read until the heartbeat stops: a job cancelled while shutdown waits for it is told.
         let cancels = crate::cancellation::Cancels::new(client.clone(), leases.clone());
         let cancels_task = tokio::spawn(cancels.clone().run(heartbeat_stop.clone()));
+        // Stops with the heartbeat, after the processors: the last outcomes are counted too.
+        let served = order.clone();
+        let observer_task = tokio::spawn(observer.clone().run(
+            client.clone(),
+            clock.clone(),
+            move || served.all(),
+            heartbeat_stop.clone(),
+        ));
         tracker.spawn(recovery.clone().run(stop.clone(), first_pass));
         let deadline = CancellationToken::new();
         for id in 0..config.concurrency {
@@ -197,6 +209,7 @@ impl Worker {
                 deadline: deadline.clone(),
                 cancels: cancels.clone(),
                 service: middleware.layers.service(),
+                observer: observer.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }
@@ -244,6 +257,7 @@ impl Worker {
         heartbeat_stop.cancel();
         let _ = heartbeat_task.await;
         let _ = cancels_task.await;
+        let _ = observer_task.await;
         if complete {
             heartbeat.deregister().await;
         }

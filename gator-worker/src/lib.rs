@@ -136,6 +136,7 @@ pub mod config;
 pub mod cron;
 pub mod cron_admin;
 pub mod fetcher;
+pub mod fleet_admin;
 pub mod flow_admin;
 pub mod heartbeat;
 pub mod held;
@@ -144,14 +145,17 @@ pub mod launcher;
 pub mod leases;
 pub mod memory;
 pub mod middleware;
+pub mod observer;
 pub mod outcome;
 pub mod poller;
 pub mod processor;
+pub mod prometheus;
 pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
 pub mod shards_admin;
+pub mod table;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use config::{Cli, QueueSelection, WorkerConfig};
@@ -192,6 +196,7 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
             cli.redis_cluster,
         );
     }
+    let metrics_bind = cli.metrics_bind;
     let worker = match configure(WorkerBuilder::from_config(cli.into_config()))
         .install_default_client()
         .build()
@@ -212,6 +217,12 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
     let Some(runtime) = start_runtime(tokio::runtime::Builder::new_multi_thread()) else {
         return ExitCode::FAILURE;
     };
+    if let Some(addr) = metrics_bind
+        && let Err(e) = runtime.block_on(async { prometheus::serve(addr) })
+    {
+        eprintln!("gator-worker: {e}");
+        return ExitCode::FAILURE;
+    }
     let result = runtime.block_on(worker.run());
     // Sync jobs abandoned at the shutdown timeout may still occupy blocking threads; their
     // jobs are back in their queues, so do not wait for them.

@@ -67,6 +67,8 @@ pub struct Processor {
     pub cancels: Arc<crate::cancellation::Cancels>,
     /// The server middleware around each run; `None` without any.
     pub service: Option<crate::middleware::JobService>,
+    /// Counts outcomes for the statistics in Redis and the metrics.
+    pub observer: Arc<crate::observer::Observer>,
 }
 
 impl Processor {
@@ -166,7 +168,14 @@ impl Processor {
         // The child of the span it was dispatched in, if its headers carry a trace context.
         #[cfg(feature = "otel")]
         gator_core::otel::adopt_parent(&span, &doc.headers());
-        self.steps(&doc, job).instrument(span).await
+        let started = std::time::Instant::now();
+        let waited = doc
+            .enqueued_at_ms()
+            .map(|due| Duration::from_millis(self.clock.now_ms().saturating_sub(due)));
+        let outcome = self.steps(&doc, job).instrument(span).await;
+        let queue = &job.fetched.queue;
+        (self.observer).finished(queue, doc.job(), &outcome, started.elapsed(), waited);
+        outcome
     }
 
     async fn steps(&self, doc: &PayloadDocument<'_>, job: &Job) -> Outcome {

@@ -415,7 +415,8 @@ where
     }
 }
 
-pub(crate) fn free_port() -> u16 {
+/// A free TCP port on 127.0.0.1 (never 6379), for a server a test starts.
+pub fn free_port() -> u16 {
     loop {
         let listener = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).expect("binding 127.0.0.1:0");
         let port = listener

@@ -390,25 +390,43 @@ fn cli_dead_list_prints_one_line_per_entry_then_the_count() {
     zadd(&redis, "bulk", "dead", &[(T0 + 1000, &long)]);
 
     let out = stdout(&gator(&redis, &["dead", "list"]));
+    // A table: a header, one row per entry, columns aligned; then the count.
     let lines: Vec<&str> = out.lines().collect();
-    assert_eq!(lines.len(), 4, "{out}");
+    assert_eq!(lines.len(), 5, "{out}");
+    let words = |line: &str| line.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert_eq!(words(lines[0]), "died queue jid job attempt error");
     assert_eq!(
-        lines[0],
-        "2024-11-22T18:26:40.000Z  mail  d1  send_email  attempt 25  error: smtp down"
+        words(lines[1]),
+        "2024-11-22T18:26:40.000Z mail d1 send_email 25 smtp down"
     );
-    assert!(lines[1].starts_with(
-        "2024-11-22T18:26:41.000Z  bulk  d2  resize  attempt 25  error: line one\\nxxx"
-    ));
+    assert_eq!(
+        lines[1].find("mail"),
+        lines[2].find("bulk"),
+        "aligned:\n{out}"
+    );
     assert!(
-        lines[1].ends_with("x…") && lines[1].chars().count() < 200,
+        words(lines[2]).starts_with("2024-11-22T18:26:41.000Z bulk d2 resize 25 line one\\nxxx"),
+        "{out}"
+    );
+    assert!(
+        lines[2].ends_with("x…") && lines[2].chars().count() < 200,
         "cut: {}",
-        lines[1]
+        lines[2]
     );
     assert_eq!(
-        lines[2],
-        "2024-11-22T18:26:42.000Z  mail  -  (not a payload)  -  raw: garbage"
+        words(lines[3]),
+        "2024-11-22T18:26:42.000Z mail - (not a payload) - raw: garbage"
     );
-    assert_eq!(lines[3], "3 entries in the dead set of every known queue");
+    assert_eq!(lines[4], "3 entries in the dead set of every known queue");
+
+    // --json: every entry with its payload as stored, and the total.
+    let json: serde_json::Value =
+        serde_json::from_str(&stdout(&gator(&redis, &["dead", "list", "--json"]))).unwrap();
+    assert_eq!(json["total"], 3);
+    assert_eq!(json["entries"][0]["jid"], "d1");
+    assert_eq!(json["entries"][0]["payload"]["error"], "smtp down");
+    assert_eq!(json["entries"][2]["payload"], "garbage");
+    assert_eq!(json["entries"][2]["runnable"], false);
 
     let out = stdout(&gator(
         &redis,

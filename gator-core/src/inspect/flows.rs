@@ -104,7 +104,7 @@ impl Client {
             }
             flows_index::prune(&mut conn, keys, FlowKind::Workflow, &queue, &gone).await?;
         }
-        flows.sort_by(|a, b| b.created_at_ms.cmp(&a.created_at_ms));
+        flows.sort_by_key(|f| std::cmp::Reverse(f.created_at_ms));
         Ok(flows)
     }
 }

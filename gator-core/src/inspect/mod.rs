@@ -38,4 +38,4 @@ pub use history::{HistoryPoint, HistorySpan};
 pub use overview::{Overview, RedisInfo};
 pub use processes::{ProcessInfo, RunningJob};
 pub use queues::QueueInfo;
-pub use search::{Place, SearchField, SearchHit, SearchPage, SearchQuery};
+pub use search::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery};

@@ -179,10 +179,15 @@ async fn parked_jids(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<
         .arg(-1)
         .query_async(conn)
         .await?;
-    raws.extend(zall(conn, &keys.critical(queue)).await?);
+    let mut parked = zall(conn, &keys.critical(queue)).await?;
     for parking_key in parking_keys(conn, keys, queue).await? {
-        raws.extend(zall(conn, &keys.held(queue, &parking_key)).await?);
+        parked.extend(zall(conn, &keys.held(queue, &parking_key)).await?);
     }
+    raws.extend(
+        parked
+            .iter()
+            .map(|member| parked_payload(member).to_owned()),
+    );
     Ok(raws
         .iter()
         .filter_map(|raw| crate::store::status::jid_of(raw.as_bytes()))
@@ -240,11 +245,25 @@ async fn oldest_parked(conn: &mut Connection, keys: &Keys, queue: &str) -> Resul
         pipe.zrange(keys.held(queue, parking_key), 0, 0);
     }
     let heads: Vec<Vec<String>> = pipe.query_async(conn).await?;
-    Ok(heads
+    let (backlog, parked) = heads
+        .split_first()
+        .map_or((&[][..], &[][..]), |(b, p)| (&b[..], p));
+    Ok(backlog
         .iter()
-        .flatten()
-        .filter_map(|raw| enqueued_at(raw))
+        .map(String::as_str)
+        .chain(parked.iter().flatten().map(|member| parked_payload(member)))
+        .filter_map(enqueued_at)
         .min())
+}
+
+/// The payload of a member of a controlled queue's critical or parking-key set: parking
+/// prefixes it with a 16-digit sequence number that keeps equal scores in FIFO order
+/// (`flow_lib.lua`).
+pub(crate) fn parked_payload(member: &str) -> &str {
+    match member.get(..16) {
+        Some(seq) if seq.bytes().all(|b| b.is_ascii_digit()) => &member[16..],
+        _ => member,
+    }
 }
 
 /// The `enqueued_at` of a stored payload, read without parsing the rest.

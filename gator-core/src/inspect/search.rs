@@ -146,7 +146,7 @@ pub struct SearchHit {
     pub error: Option<String>,
     /// Its arguments (`null` for text that is not a payload).
     pub args: serde_json::Value,
-    /// The entry exactly as stored.
+    /// The entry as stored (a parked job's payload, without its parking prefix).
     pub raw: String,
 }
 
@@ -167,6 +167,9 @@ struct Collection {
     queue: String,
     key: String,
     sorted: bool,
+    /// A controlled queue's critical or parking-key set, whose members carry a sequence
+    /// prefix before the payload.
+    parked: bool,
 }
 
 impl Client {
@@ -241,18 +244,19 @@ async fn collections(
     let mut collections = Vec::new();
     for &place in Place::ALL.iter().filter(|p| places.contains(p)) {
         for queue in queues {
-            let mut add = |key: String, sorted: bool| {
+            let mut add = |key: String, sorted: bool, parked: bool| {
                 collections.push(Collection {
                     place,
                     queue: queue.clone(),
                     key,
                     sorted,
+                    parked,
                 })
             };
             match place {
                 Place::Queued if controlled.contains(queue) => {
-                    add(keys.backlog(queue), false);
-                    add(keys.critical(queue), true);
+                    add(keys.backlog(queue), false, false);
+                    add(keys.critical(queue), true, true);
                     let mut parking: Vec<String> = redis::cmd("ZRANGE")
                         .arg(keys.ready(queue))
                         .arg(0)
@@ -274,13 +278,13 @@ async fn collections(
                     parking.sort();
                     parking.dedup();
                     for parking_key in parking {
-                        add(keys.held(queue, &parking_key), true);
+                        add(keys.held(queue, &parking_key), true, true);
                     }
                 }
-                Place::Queued => add(keys.queue(queue), false),
-                Place::Scheduled => add(keys.scheduled(queue), true),
-                Place::Retry => add(keys.retry(queue), true),
-                Place::Dead => add(keys.dead(queue), true),
+                Place::Queued => add(keys.queue(queue), false, false),
+                Place::Scheduled => add(keys.scheduled(queue), true, false),
+                Place::Retry => add(keys.retry(queue), true, false),
+                Place::Dead => add(keys.dead(queue), true, false),
             }
         }
     }
@@ -328,10 +332,15 @@ fn matches(
     if !contains(&raw) && field != SearchField::Args {
         return None;
     }
-    let payload = Payload::from_json(&raw).ok();
+    let text = if collection.parked {
+        super::queues::parked_payload(&raw)
+    } else {
+        &raw
+    };
+    let payload = Payload::from_json(text).ok();
     let found = match (&payload, field) {
         (_, SearchField::Any) => true,
-        (None, SearchField::Args) => contains(&raw),
+        (None, SearchField::Args) => contains(text),
         (None, _) => false,
         (Some(p), SearchField::Jid) => p.jid.to_lowercase().starts_with(needle),
         (Some(p), SearchField::Job) => contains(&p.job),
@@ -356,7 +365,7 @@ fn matches(
             },
             error: p.error,
             args: p.args,
-            raw,
+            raw: text.to_owned(),
         },
         None => SearchHit {
             place: collection.place,
@@ -370,7 +379,7 @@ fn matches(
             },
             error: None,
             args: serde_json::Value::Null,
-            raw,
+            raw: text.to_owned(),
         },
     })
 }

@@ -1,0 +1,176 @@
+//! `gator-worker stats`, `queues` and `processes`: the fleet at a glance, from
+//! [`gator_core::inspect`], as tables or (`--json`) as JSON.
+
+use crate::admin::AdminError;
+use crate::flow_admin::JsonFlag;
+use crate::table;
+use gator_core::Client;
+use gator_core::inspect::HistorySpan;
+use std::io::Write;
+
+/// `gator-worker stats`: totals, the last hour, day and week, and the Redis server.
+pub async fn stats(
+    client: &Client,
+    args: JsonFlag,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let overview = client.overview().await?;
+    let mut spans = Vec::new();
+    for span in [HistorySpan::Hour, HistorySpan::Day, HistorySpan::Week] {
+        let points = client.history(span, None).await?;
+        let processed = points.iter().map(|p| p.processed).sum::<u64>();
+        let failed = points.iter().map(|p| p.failed).sum::<u64>();
+        spans.push((span, processed, failed));
+    }
+    if args.json {
+        let last: serde_json::Map<String, serde_json::Value> = spans
+            .iter()
+            .map(|(span, processed, failed)| {
+                let counts = serde_json::json!({"processed": processed, "failed": failed});
+                (span.to_string(), counts)
+            })
+            .collect();
+        let mut value = serde_json::to_value(&overview).map_err(std::io::Error::other)?;
+        value["last"] = serde_json::Value::Object(last);
+        return Ok(table::print_json(out, &value)?);
+    }
+    let mut totals = table::new(&["", "jobs"]);
+    for (name, n) in [
+        ("processed", overview.processed),
+        ("failed", overview.failed),
+        ("enqueued", overview.enqueued),
+        ("busy", overview.busy),
+        ("scheduled", overview.scheduled),
+        ("retries", overview.retries),
+        ("dead", overview.dead),
+    ] {
+        totals.add_row([name.to_owned(), n.to_string()]);
+    }
+    table::print(out, &totals)?;
+    writeln!(out)?;
+    let mut recent = table::new(&["last", "processed", "failed"]);
+    for (span, processed, failed) in &spans {
+        recent.add_row([span.to_string(), processed.to_string(), failed.to_string()]);
+    }
+    table::print(out, &recent)?;
+    writeln!(out)?;
+    let redis = &overview.redis;
+    writeln!(
+        out,
+        "{} worker processes, {} queues; redis {} ({}), {} used, {} clients, up {}",
+        overview.processes,
+        overview.queues,
+        redis.version,
+        redis.mode,
+        redis.used_memory_human,
+        redis.connected_clients,
+        table::age(redis.uptime_seconds * 1000),
+    )?;
+    Ok(())
+}
+
+/// `gator-worker queues`: one row per queue.
+pub async fn queues(
+    client: &Client,
+    args: JsonFlag,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let queues = client.queue_infos().await?;
+    if args.json {
+        return Ok(table::print_json(out, &queues)?);
+    }
+    let mut rows = table::new(&[
+        "queue",
+        "size",
+        "latency",
+        "busy",
+        "scheduled",
+        "retries",
+        "dead",
+        "state",
+        "limit",
+        "parked",
+        "processed",
+        "failed",
+    ]);
+    for q in &queues {
+        let state = match (q.paused, q.controlled) {
+            (true, _) => "paused",
+            (false, true) => "controlled",
+            (false, false) => "",
+        };
+        let limit = q
+            .limit
+            .map_or(String::new(), |limit| format!("{}/{limit}", q.units_in_use));
+        rows.add_row([
+            q.name.clone(),
+            q.size.to_string(),
+            q.latency_ms.map_or("-".to_owned(), table::age),
+            q.busy.to_string(),
+            q.scheduled.to_string(),
+            q.retries.to_string(),
+            q.dead.to_string(),
+            state.to_owned(),
+            limit,
+            q.parked.to_string(),
+            q.processed.to_string(),
+            q.failed.to_string(),
+        ]);
+    }
+    table::print(out, &rows)?;
+    writeln!(out, "{} queues", queues.len())?;
+    Ok(())
+}
+
+/// `gator-worker processes`: one row per live worker process, and under it the jobs it runs.
+pub async fn processes(
+    client: &Client,
+    args: JsonFlag,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let processes = client.processes().await?;
+    if args.json {
+        return Ok(table::print_json(out, &processes)?);
+    }
+    let mut rows = table::new(&["process", "host", "pid", "queues", "busy", "beat", "up"]);
+    let now = client.redis_time().await?;
+    for p in &processes {
+        rows.add_row([
+            p.id.clone(),
+            p.host.clone(),
+            p.pid.to_string(),
+            p.queues.clone(),
+            format!("{}/{}", p.busy, p.concurrency),
+            format!("{} ago", table::age(p.heartbeat_age_ms)),
+            table::age(now.saturating_sub(p.started_at_ms)),
+        ]);
+    }
+    table::print(out, &rows)?;
+    let running: Vec<_> = processes
+        .iter()
+        .flat_map(|p| p.jobs.iter().map(move |j| (p, j)))
+        .collect();
+    writeln!(
+        out,
+        "{} processes, {} jobs running",
+        processes.len(),
+        running.len()
+    )?;
+    if !running.is_empty() {
+        writeln!(out)?;
+        let mut jobs = table::new(&["process", "queue", "jid", "job", "attempt", "running for"]);
+        for (p, j) in running {
+            jobs.add_row([
+                p.id.clone(),
+                j.queue.clone(),
+                j.jid.clone(),
+                j.job.clone(),
+                j.attempt.to_string(),
+                j.running_for_ms
+                    .map_or("just started".to_owned(), table::age),
+            ]);
+        }
+        table::print(out, &jobs)?;
+    }
+    Ok(())
+}

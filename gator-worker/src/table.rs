@@ -1,0 +1,71 @@
+//! The CLI's tables: aligned columns under a header, no borders, so output reads well in a
+//! terminal and still greps well (one row per line).
+
+use comfy_table::{ContentArrangement, Table, presets};
+use std::io::Write;
+
+/// An empty table with `header`.
+pub fn new(header: &[&str]) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::NOTHING)
+        .set_content_arrangement(ContentArrangement::Disabled)
+        .set_header(header.iter().copied());
+    table
+}
+
+/// Writes `table` without the padding of its outer edges (every line's first space, and the
+/// trailing ones).
+pub fn print(out: &mut impl Write, table: &Table) -> std::io::Result<()> {
+    for line in table.lines() {
+        let line = line.strip_prefix(' ').unwrap_or(&line);
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+/// `value` as pretty JSON on its own line (the `--json` of every listing).
+pub fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::io::Result<()> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    writeln!(out, "{text}")
+}
+
+/// A duration in ms as people read it: `850ms`, `12.3s`, `4m 05s`, `3h 12m`, `2d 4h`.
+pub fn age(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        60_000..3_600_000 => format!("{}m {:02}s", ms / 60_000, ms % 60_000 / 1000),
+        3_600_000..86_400_000 => format!("{}h {:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000),
+        _ => format!("{}d {}h", ms / 86_400_000, ms % 86_400_000 / 3_600_000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_read_as_people_say_them() {
+        assert_eq!(age(850), "850ms");
+        assert_eq!(age(12_345), "12.3s");
+        assert_eq!(age(245_000), "4m 05s");
+        assert_eq!(age(3 * 3_600_000 + 12 * 60_000), "3h 12m");
+        assert_eq!(age(2 * 86_400_000 + 4 * 3_600_000), "2d 4h");
+    }
+
+    #[test]
+    fn columns_line_up_and_lines_end_without_spaces() {
+        let mut table = new(&["queue", "size"]);
+        table.add_row(["mail", "3"]);
+        table.add_row(["default-long", "12"]);
+        let mut out = Vec::new();
+        print(&mut out, &table).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines,
+            ["queue         size", "mail          3", "default-long  12"]
+        );
+    }
+}
