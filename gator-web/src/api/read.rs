@@ -8,8 +8,8 @@ use axum::Json;
 use axum::extract::State;
 use gator_core::SetKind;
 use gator_core::inspect::{
-    FlowInFlight, HistoryPoint, HistorySpan, Overview, Place, ProcessInfo, QueueInfo, SearchField,
-    SearchHit, SearchPage, SearchQuery,
+    DEFAULT_BUDGET, FlowInFlight, HistoryPoint, HistorySpan, Overview, Place, ProcessInfo,
+    QueueInfo, SearchField, SearchHit, SearchPage, SearchQuery,
 };
 use gator_core::store::flow::FlowStatus;
 use serde::{Deserialize, Serialize};
@@ -17,9 +17,6 @@ use std::str::FromStr;
 
 /// The most entries one page of a set, or of search hits, may ask for.
 const MAX_PAGE: usize = 500;
-/// How many entries a search (or a filtered set) examines per call unless told: a few
-/// milliseconds of Redis time on a large set.
-const DEFAULT_BUDGET: usize = 5000;
 /// The most a caller may raise the budget to.
 const MAX_BUDGET: usize = 100_000;
 
