@@ -113,6 +113,11 @@ impl Scene {
             .dispatch_with(&client)
             .await
             .unwrap();
+        // A workflow in flight: its first step waits an hour to retry, its second for the first.
+        let workflow = gator_core::Workflow::new()
+            .then(SyncAccount::call("globex".into()))
+            .then(SendEmail::call("cfo@example.com".into()));
+        client.dispatch_workflow(workflow).await.unwrap();
         for name in ["revenue", "churn", "cohorts"] {
             BuildReport::call(name.into())
                 .dispatch_with(&client)
@@ -166,7 +171,7 @@ impl Scene {
         client.pause_periodic("hourly-cleanup").await.unwrap();
         wait_until("the scene to settle", WAIT, || async {
             let o = client.overview().await.unwrap();
-            let settled = o.dead == 1 && o.retries == 1 && o.busy >= 2 && o.enqueued == 5;
+            let settled = o.dead == 1 && o.retries == 2 && o.busy >= 2 && o.enqueued == 5;
             if !settled {
                 eprintln!("{o:?}");
             }
@@ -345,7 +350,7 @@ async fn every_page_shows_what_redis_holds() {
 
     // Overview: the totals a person reads first.
     wait_text(b, "[data-stat=dead]", |t| t == "1").await;
-    wait_text(b, "[data-stat=retries]", |t| t == "1").await;
+    wait_text(b, "[data-stat=retries]", |t| t == "2").await;
     wait_text(b, "[data-stat=scheduled]", |t| t == "2").await;
     wait_text(b, "[data-stat=busy]", |t| t == "2").await;
     let processed: u64 = wait_text(b, "[data-stat=processed]", |t| t != "–")
@@ -398,7 +403,7 @@ async fn every_page_shows_what_redis_holds() {
     .await;
     b.goto(&page("retries")).await.unwrap();
     wait_text(b, "#entries", |t| {
-        t.contains("partner API timed out for acme-corp")
+        t.contains("partner API timed out for acme-corp") && t.contains("globex")
     })
     .await;
 
@@ -426,7 +431,28 @@ async fn every_page_shows_what_redis_holds() {
 
     // Workflows and cron.
     b.goto(&page("flows")).await.unwrap();
-    wait_text(b, "#flows", |t| !t.is_empty()).await;
+    let flows = wait_text(b, "#flows", |t| t.contains("workflow")).await;
+    assert!(
+        flows.contains("0 done, 0 failed, 1 waiting of 2"),
+        "{flows}"
+    );
+    b.find(Locator::Css("#flows a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(b, "#workflow", |t| {
+        t.contains("sync_account") && t.contains("retrying") && t.contains("waiting")
+    })
+    .await;
+    // A queue's own page: its numbers and flow controls.
+    b.goto(&page("queue?name=reports")).await.unwrap();
+    wait_text(b, "#numbers", |t| t.contains("Busy\n2")).await;
+    wait_text(b, "#flow", |t| {
+        t.contains("2 of 2 units in use") && t.contains("30/1m")
+    })
+    .await;
     b.goto(&page("cron")).await.unwrap();
     let cron = wait_text(b, "tr[data-cron=nightly-digest]", |t| {
         t.contains("0 3 * * * Europe/Berlin")
