@@ -47,8 +47,9 @@
 
   function draw(points, note) {
     const box = byId("chart");
-    const width = 900, height = 220, left = 48, bottom = 22, top = 8, right = 8;
-    const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", preserveAspectRatio: "none" });
+    // Drawn at the box's own width, so the axis text is never stretched.
+    const width = Math.max(320, box.clientWidth || 900), height = 220, left = 48, bottom = 22, top = 8, right = 8;
+    const chart = svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img" });
     const max = Math.max(1, ...points.map((p) => Math.max(p.processed, p.failed)));
     const plotW = width - left - right, plotH = height - top - bottom;
     const x = (i) => left + (points.length > 1 ? (i / (points.length - 1)) * plotW : plotW);
