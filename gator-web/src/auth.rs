@@ -19,7 +19,7 @@ use axum::extract::{OriginalUri, Request, State};
 use axum::http::header::{
     AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE,
 };
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
@@ -144,23 +144,31 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
 }
 
 /// Step 3: same-site, and the CSRF token shown.
+///
+/// A browser that sends `Sec-Fetch-Site` says itself whether the request is cross-site; only
+/// for one that does not is `Origin` compared with the host asked for (`Host`, or
+/// `X-Forwarded-Host` behind a proxy that rewrites `Host`). The CSRF token is checked either way.
 fn check_csrf(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
     let cross_site = || ApiError::forbidden("cross_site", "cross-site requests are refused");
-    if headers
-        .get("sec-fetch-site")
-        .is_some_and(|v| v.as_bytes() == b"cross-site")
-    {
-        return Err(cross_site());
-    }
-    if let Some(origin) = headers.get(ORIGIN) {
-        let origin_host = origin
-            .to_str()
-            .ok()
-            .and_then(|o| o.split_once("://"))
-            .map(|(_, host)| host);
-        let host = headers.get(HOST).and_then(|h| h.to_str().ok());
-        if origin_host.is_none() || origin_host != host {
-            return Err(cross_site());
+    match headers.get("sec-fetch-site").map(HeaderValue::as_bytes) {
+        Some(b"cross-site") => return Err(cross_site()),
+        Some(_) => {}
+        None => {
+            if let Some(origin) = headers.get(ORIGIN) {
+                let origin_host = origin
+                    .to_str()
+                    .ok()
+                    .and_then(|o| o.split_once("://"))
+                    .map(|(_, host)| host);
+                let asked = [HOST, HeaderName::from_static("x-forwarded-host")]
+                    .into_iter()
+                    .filter_map(|name| headers.get(name)?.to_str().ok())
+                    .filter_map(|v| v.split(',').next().map(str::trim))
+                    .collect::<Vec<_>>();
+                if !origin_host.is_some_and(|o| asked.contains(&o)) {
+                    return Err(cross_site());
+                }
+            }
         }
     }
     let shown = headers.get(CSRF_HEADER).map(HeaderValue::as_bytes);

@@ -371,6 +371,22 @@ async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
     )
     .await;
     assert_eq!(status, StatusCode::OK, "{answer}");
+    // Behind a proxy that rewrites Host, the forwarded host is the one the browser asked for.
+    let (status, answer, _) = call(
+        &app,
+        "POST",
+        "/api/queues/web/resume",
+        &[
+            ("authorization", &basic),
+            ("x-gator-csrf", &csrf),
+            ("host", "10.0.0.5:9090"),
+            ("x-forwarded-host", "gator.example.com"),
+            ("origin", "https://gator.example.com"),
+        ],
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{answer}");
     let (status, answer) = post(&app, "/api/queues/web/resume", json!({})).await;
     assert_eq!(
         status,

@@ -54,7 +54,7 @@
     byId("args").textContent = pretty(p.args !== undefined ? p.args : job.running ? job.running.args : null);
     byId("result-panel").hidden = job.result === null || job.result === undefined;
     byId("result").textContent = job.result === null || job.result === undefined ? "" : pretty(job.result);
-    byId("payload").textContent = job.payload ? pretty(job.payload) : "(not stored: the job has run, or is running)";
+    byId("payload").textContent = job.payload ? pretty(job.payload) : "(not stored: the job has finished or is running, or it waits deeper in its queue than a lookup reads)";
 
     const set = sets[job.place];
     const path = (verb) => `api/sets/${set}/jobs/${encodeURIComponent(jid)}/${verb}`;

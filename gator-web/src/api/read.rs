@@ -6,12 +6,12 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::SetKind;
 use gator_core::inspect::{
     DEFAULT_BUDGET, FlowInFlight, HistoryPoint, HistorySpan, Overview, Place, ProcessInfo,
     QueueInfo, SearchField, SearchHit, SearchPage, SearchQuery,
 };
 use gator_core::store::flow::FlowStatus;
+use gator_core::{JobStatus, SetKind};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -237,7 +237,7 @@ pub(crate) async fn job(
     };
     let running = matches!(
         details.as_ref().map(|d| &d.status),
-        Some(gator_core::JobStatus::Running { .. })
+        Some(JobStatus::Running { .. })
     );
     if running {
         for process in app.client.processes().await? {
@@ -249,20 +249,34 @@ pub(crate) async fn job(
             }
         }
     }
-    if view.place.is_none() {
+    // The payload is looked for only where the record says it waits (a job done, cancelled or
+    // running has none stored); without a record, everywhere, within the default budget.
+    let places = match details.as_ref().map(|d| &d.status) {
+        None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
+        Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
+        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
+        Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
+        Some(JobStatus::Dead { .. }) => Some((vec![Place::Dead], MAX_BUDGET)),
+        Some(_) => None,
+    };
+    if let (None, Some((places, budget))) = (&view.place, places) {
         let found = app
             .client
             .search(&SearchQuery {
                 text: jid.clone(),
                 field: SearchField::Jid,
-                places: Vec::new(),
+                places,
                 queue: view.queue.clone(),
                 cursor: None,
                 limit: 1,
-                budget: MAX_BUDGET,
+                budget,
             })
             .await?;
-        if let Some(hit) = found.hits.into_iter().next() {
+        if let Some(hit) = found
+            .hits
+            .into_iter()
+            .find(|h| h.jid.as_deref() == Some(&jid))
+        {
             view.place = Some(place_name(hit.place).to_owned());
             view.queue = Some(hit.queue);
             view.score_ms = hit.score_ms;
