@@ -28,12 +28,13 @@
     ];
     if (s.attempt !== undefined) facts.push(["Attempt", String(s.attempt)]);
     if (s.attempts !== undefined) facts.push(["Attempts", String(s.attempts)]);
-    if (s.at_ms) facts.push([s.state === "scheduled" ? "Due" : s.state === "awaiting" ? "Wait ends" : "At", el("time", { title: when(s.at_ms), text: `${when(s.at_ms)} (${relative(s.at_ms, now)})` })]);
+    const atLabel = { scheduled: "Due", awaiting: "Wait ends", dead: "Died", done: "Finished", cancelled: "Cancelled", discarded: "Discarded" };
+    if (s.at_ms) facts.push([atLabel[s.state] || "At", el("time", { title: when(s.at_ms), text: `${when(s.at_ms)} (${relative(s.at_ms, now)})` })]);
     if (s.next_at_ms) facts.push(["Next attempt", `${when(s.next_at_ms)} (${relative(s.next_at_ms, now)})`]);
     if (s.since_ms) facts.push(["Running since", `${when(s.since_ms)} (${duration(now - s.since_ms)})`]);
     if (s.process || job.process) facts.push(["Process", s.process || job.process]);
     if (s.reply_key) facts.push(["Awaiting reply", s.reply_key]);
-    if (job.score_ms && job.place) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
+    if (job.score_ms && job.place && job.score_ms !== s.at_ms && job.score_ms !== s.next_at_ms) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
     fill(byId("status"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
 
     const error = s.error || p.error;
