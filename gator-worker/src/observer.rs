@@ -98,15 +98,15 @@ impl Observer {
         self.metrics.is_some()
     }
 
-    /// Records an attempt of `job` on `queue` that ended with `outcome` after running for
-    /// `ran`, having waited `waited` from its due time to its start (if known).
+    /// Records an attempt of `job` on `queue` that ended with `outcome`; with metrics on,
+    /// `timing` is how long it ran, and how long it waited from its due time to its start (if
+    /// known).
     pub fn finished(
         &self,
         queue: &str,
         job: &str,
         outcome: &Outcome,
-        ran: Duration,
-        waited: Option<Duration>,
+        timing: Option<(Duration, Option<Duration>)>,
     ) {
         let failed = match outcome {
             Outcome::Done { .. } | Outcome::AwaitReply { .. } => false,
@@ -123,9 +123,11 @@ impl Observer {
             return;
         };
         metrics.processed.increment(1);
-        metrics.duration.record(ran.as_secs_f64());
-        if let Some(waited) = waited {
-            metrics.wait.record(waited.as_secs_f64());
+        if let Some((ran, waited)) = timing {
+            metrics.duration.record(ran.as_secs_f64());
+            if let Some(waited) = waited {
+                metrics.wait.record(waited.as_secs_f64());
+            }
         }
         if failed {
             metrics.failed.increment(1);

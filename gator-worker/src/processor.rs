@@ -168,13 +168,16 @@ impl Processor {
         // The child of the span it was dispatched in, if its headers carry a trace context.
         #[cfg(feature = "otel")]
         gator_core::otel::adopt_parent(&span, &doc.headers());
-        let started = std::time::Instant::now();
-        let waited = doc
-            .enqueued_at_ms()
-            .map(|due| Duration::from_millis(self.clock.now_ms().saturating_sub(due)));
+        // Times are read only for the metrics: without them a job pays two atomic adds.
+        let timed = self.observer.metrics_on().then(|| {
+            let waited = doc
+                .enqueued_at_ms()
+                .map(|due| Duration::from_millis(self.clock.now_ms().saturating_sub(due)));
+            (std::time::Instant::now(), waited)
+        });
         let outcome = self.steps(&doc, job).instrument(span).await;
-        let queue = &job.fetched.queue;
-        (self.observer).finished(queue, doc.job(), &outcome, started.elapsed(), waited);
+        let timing = timed.map(|(started, waited)| (started.elapsed(), waited));
+        (self.observer).finished(&job.fetched.queue, doc.job(), &outcome, timing);
         outcome
     }
 
