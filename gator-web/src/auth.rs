@@ -50,17 +50,37 @@ pub(crate) async fn guard(State(app): State<App>, req: Request, next: Next) -> R
         Some(identity) => identity,
         None => return unauthorized(&app),
     };
-    if req.method() == Method::POST {
-        if app.config.read_only {
-            return ApiError::forbidden("read_only", "the dashboard is read-only").into_response();
-        }
-        if identity != Identity::Bearer
-            && let Err(refused) = check_csrf(&app, req.headers())
-        {
-            return refused.into_response();
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    if app.config.read_only {
+        return ApiError::forbidden("read_only", "the dashboard is read-only").into_response();
+    }
+    if identity != Identity::Bearer
+        && let Err(refused) = check_csrf(&app, req.headers())
+    {
+        return refused.into_response();
+    }
+    // Every action leaves a line, so an operator can tell who retried or cleared what.
+    let path = req.uri().path().to_owned();
+    let response = next.run(req).await;
+    tracing::info!(
+        path = %path,
+        status = response.status().as_u16(),
+        by = identity.name(),
+        "dashboard action"
+    );
+    response
+}
+
+impl Identity {
+    fn name(self) -> &'static str {
+        match self {
+            Identity::Open => "open",
+            Identity::Bearer => "bearer",
+            Identity::Ambient => "browser",
         }
     }
-    next.run(req).await
 }
 
 fn identify(app: &App, headers: &HeaderMap) -> Option<Identity> {

@@ -799,3 +799,70 @@ async fn the_binary_serves_the_api_with_its_token() {
     assert!(allowed.starts_with("HTTP/1.1 200"), "{allowed}");
     assert!(allowed.contains("\"processed\""), "{allowed}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_read_answers_json_and_cancel_and_reply_act() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let later = client
+        .enqueue_raw_in(
+            "web",
+            "send_email",
+            json!(["later"]),
+            Duration::from_secs(3600),
+        )
+        .await
+        .unwrap();
+    let app = router(client, WebConfig::new().auth_token(TOKEN));
+    let worker = TestWorker::start(&redis.url(), Some("web"), 1);
+    wait_until("the worker to show in processes", WAIT, || async {
+        get(&app, "/api/processes").await.as_array().unwrap().len() == 1
+    })
+    .await;
+    let process = &get(&app, "/api/processes").await[0];
+    assert_eq!(process["pid"], std::process::id());
+    assert_eq!(process["concurrency"], 1);
+    for span in ["hour", "day", "week"] {
+        let history = get(&app, &format!("/api/history?span={span}&queue=web")).await;
+        assert!(!history.as_array().unwrap().is_empty(), "{span}");
+    }
+    let (status, answer, _) = call(&app, "GET", "/api/history?span=year", &[BEARER], None).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_request"))
+    );
+    assert_eq!(get(&app, "/api/flows").await, json!([]));
+    assert_eq!(get(&app, "/api/limits").await["queues"], json!([]));
+    assert_eq!(get(&app, "/api/cron").await["entries"], json!([]));
+    let found = get(&app, "/api/search?q=later&places=scheduled&queue=web").await;
+    assert_eq!(found["hits"][0]["jid"], later.as_str());
+
+    // Cancel a waiting job: removed, and its page says cancelled; a second cancel conflicts.
+    let (status, answer) = post(&app, &format!("/api/jobs/{later}/cancel"), json!({})).await;
+    assert_eq!(
+        (status, answer["cancelled"].as_str()),
+        (StatusCode::OK, Some("removed"))
+    );
+    assert_eq!(status_of(&app, &later).await, "cancelled");
+    let (status, answer) = post(&app, &format!("/api/jobs/{later}/cancel"), json!({})).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::CONFLICT, Some("conflict"))
+    );
+
+    // A reply nobody waits for yet is kept; the same key again is a duplicate.
+    let reply = json!({"key": "approve:order-42", "value": {"approved": true}});
+    let (status, answer) = post(&app, "/api/replies", reply.clone()).await;
+    assert_eq!(
+        (status, answer["delivery"].as_str()),
+        (StatusCode::OK, Some("kept"))
+    );
+    let (_, answer) = post(&app, "/api/replies", reply).await;
+    assert_eq!(answer["delivery"], "duplicate");
+    let (status, answer) = post(&app, "/api/replies", json!({"key": "", "value": 1})).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::BAD_REQUEST, Some("bad_request"))
+    );
+    worker.stop().await;
+}

@@ -54,10 +54,10 @@ const GatorSets = (() => {
     };
     fill(
       bulk,
-      action(`${labels.retry} selected`, base + "/retry", selection, { name: "retry-selected", said: (r) => `${labels.retry}: ${r.done} jobs`, done: afterBulk }),
-      action("Delete selected", base + "/delete", selection, { name: "delete-selected", danger: true, said: (r) => `Deleted ${r.done} jobs`, done: afterBulk }),
-      action(`${labels.retry} all`, base + "/retry", scope, { name: "retry-all", question: `${labels.retry} every job in ${labels.title}?`, said: (r) => `${labels.retry}: ${r.done} jobs`, done: afterBulk }),
-      action("Delete all", base + "/delete", scope, { name: "delete-all", danger: true, question: `Delete every job in ${labels.title}?`, said: (r) => `Deleted ${r.done} jobs`, done: afterBulk }),
+      action(labels.selected, base + "/retry", selection, { name: "retry-selected", said: (r) => `${labels.selected}: ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action("Delete selected", base + "/delete", selection, { name: "delete-selected", danger: true, said: (r) => `Deleted ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action(labels.all, base + "/retry", scope, { name: "retry-all", question: `${labels.all}: every job in ${labels.title}?`, said: (r) => `${labels.all}: ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action("Delete all", base + "/delete", scope, { name: "delete-all", danger: true, question: `Delete every job in ${labels.title}?`, said: (r) => `Deleted ${G.plural(r.done, "job")}`, done: afterBulk }),
     );
 
     function row(entry, now) {
