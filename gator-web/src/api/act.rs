@@ -2,7 +2,7 @@
 //! periodic job now. Each is one call into gator-core; the guard (`crate::auth`) has already
 //! checked auth, read-only and CSRF.
 
-use super::read::set_kind;
+use super::find::set_kind;
 use super::views::StatusView;
 use crate::App;
 use crate::error::{ApiError, ApiResult, Body, Segments};

@@ -3,6 +3,7 @@
 
 mod act;
 mod enqueue;
+mod find;
 mod read;
 mod views;
 
@@ -23,12 +24,12 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/queues/{queue}/resume", post(act::resume_queue))
         .route("/api/queues/{queue}/clear", post(act::clear_queue))
         .route("/api/processes", get(read::processes))
-        .route("/api/sets/{set}", get(read::set))
+        .route("/api/sets/{set}", get(find::set))
         .route("/api/sets/{set}/retry", post(act::retry_selected))
         .route("/api/sets/{set}/delete", post(act::delete_selected))
         .route("/api/sets/{set}/jobs/{jid}/retry", post(act::retry_one))
         .route("/api/sets/{set}/jobs/{jid}/delete", post(act::delete_one))
-        .route("/api/jobs/{jid}", get(read::job))
+        .route("/api/jobs/{jid}", get(find::job))
         .route("/api/jobs/{jid}/cancel", post(act::cancel_job))
         .route("/api/flows", get(read::flows))
         .route("/api/workflows/{id}", get(read::workflow))
@@ -37,7 +38,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/cron/{name}/resume", post(act::resume_cron))
         .route("/api/cron/{name}/run", post(act::run_cron))
         .route("/api/limits", get(read::limits))
-        .route("/api/search", get(read::search))
+        .route("/api/search", get(find::search))
         .route("/api/replies", post(act::reply))
         .route("/api/{*rest}", get(no_route).post(no_route))
 }
