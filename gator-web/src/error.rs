@@ -15,7 +15,8 @@ pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// A stable code: `bad_request`, `unauthorized`, `forbidden`, `csrf`, `cross_site`,
-    /// `read_only`, `not_found`, `conflict`, `redis_unavailable` or `internal`.
+    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `redis_unavailable` or
+    /// `internal`.
     pub code: &'static str,
     /// What went wrong, lowercase, for a person.
     pub message: String,

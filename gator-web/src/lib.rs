@@ -58,6 +58,14 @@ pub fn router(client: Client, config: WebConfig) -> Router {
     Router::new()
         .merge(api::routes())
         .merge(pages::routes())
+        .fallback(|| async { ApiError::not_found("no such page or API route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                axum::http::StatusCode::METHOD_NOT_ALLOWED,
+                "method_not_allowed",
+                "wrong method: reads are GETs, actions are POSTs",
+            )
+        })
         .layer(axum::middleware::from_fn_with_state(
             app.clone(),
             auth::guard,

@@ -602,12 +602,18 @@ async fn an_unknown_jid_or_route_is_a_json_404() {
         ),
         ("POST", "/api/cron/nothing/run"),
         ("GET", "/api/no/such/thing"),
+        ("GET", "/nowhere"),
         ("GET", "/assets/nothing.js"),
     ] {
         let (status, answer, _) = call(&app, method, path, &[BEARER], Some(json!({}))).await;
         assert_eq!(status, StatusCode::NOT_FOUND, "{method} {path}: {answer}");
         assert_eq!(answer["code"], "not_found", "{method} {path}");
     }
+    let (status, answer, _) = call(&app, "GET", "/api/queues/web/pause", &[BEARER], None).await;
+    assert_eq!(
+        (status, answer["code"].as_str()),
+        (StatusCode::METHOD_NOT_ALLOWED, Some("method_not_allowed"))
+    );
     let (status, answer, _) = call(&app, "GET", "/api/sets/graveyard", &[BEARER], None).await;
     assert_eq!(
         (status, answer["code"].as_str()),

@@ -8,7 +8,6 @@ mod read;
 mod views;
 
 use crate::App;
-use crate::error::ApiError;
 use axum::Router;
 use axum::routing::{get, post};
 
@@ -40,10 +39,4 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/limits", get(read::limits))
         .route("/api/search", get(find::search))
         .route("/api/replies", post(act::reply))
-        .route("/api/{*rest}", get(no_route).post(no_route))
-}
-
-/// An unknown API path is a JSON 404 like the others, not axum's empty one.
-async fn no_route() -> ApiError {
-    ApiError::not_found("no such API route: see the README's HTTP API reference")
 }
