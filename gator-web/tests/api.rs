@@ -759,21 +759,14 @@ fn the_binary_refuses_a_public_address_without_auth() {
     assert!(stderr.contains("--auth-token"), "{stderr}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_serves_the_api_with_its_token() {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let redis = RedisServer::start_single();
+/// The binary, started with `args` on a free port; its address once it listens.
+fn spawn_web(args: &[&str]) -> (std::process::Child, String) {
+    use std::io::{BufRead, BufReader};
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gator-web"))
-        .args([
-            "--bind",
-            "127.0.0.1:0",
-            "--redis-url",
-            &redis.url(),
-            "--auth-token",
-            TOKEN,
-        ])
+        .args(["--bind", "127.0.0.1:0"])
+        .args(args)
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let mut line = String::new();
@@ -786,24 +779,80 @@ async fn the_binary_serves_the_api_with_its_token() {
         .and_then(|a| a.strip_suffix('/'))
         .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
         .to_owned();
-    let ask = |auth: &str| {
-        let mut stream = std::net::TcpStream::connect(&address).unwrap();
-        write!(
-            stream,
-            "GET /api/overview HTTP/1.1\r\nHost: {address}\r\n{auth}Connection: close\r\n\r\n"
-        )
-        .unwrap();
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).unwrap();
-        answer
-    };
-    let denied = ask("");
-    let allowed = ask(&format!("Authorization: Bearer {TOKEN}\r\n"));
+    (child, address)
+}
+
+/// `GET path` over a plain TCP connection, with more header lines; the whole answer.
+fn ask(address: &str, path: &str, headers: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: {address}\r\n{headers}Connection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+fn stop(mut child: std::process::Child) -> String {
+    use std::io::Read;
     let _ = child.kill();
     let _ = child.wait();
+    let mut stderr = String::new();
+    let _ = child.stderr.take().unwrap().read_to_string(&mut stderr);
+    stderr
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_serves_the_api_with_its_token() {
+    let redis = RedisServer::start_single();
+    let (child, address) = spawn_web(&["--redis-url", &redis.url(), "--auth-token", TOKEN]);
+    let denied = ask(&address, "/api/overview", "");
+    let allowed = ask(
+        &address,
+        "/api/overview",
+        &format!("Authorization: Bearer {TOKEN}\r\n"),
+    );
+    stop(child);
     assert!(denied.starts_with("HTTP/1.1 401"), "{denied}");
     assert!(allowed.starts_with("HTTP/1.1 200"), "{allowed}");
     assert!(allowed.contains("\"processed\""), "{allowed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_reaches_redis_over_mutual_tls_with_its_flags() {
+    let redis = gator_tests::TlsRedis::start(true);
+    let (ca, cert, key) = (
+        redis.certs.ca(),
+        redis.certs.client_cert(),
+        redis.certs.client_key(),
+    );
+    let (child, address) = spawn_web(&[
+        "--redis-url",
+        &redis.url("localhost"),
+        "--redis-ca-cert",
+        ca.to_str().unwrap(),
+        "--redis-client-cert",
+        cert.to_str().unwrap(),
+        "--redis-client-key",
+        key.to_str().unwrap(),
+        "--auth-token",
+        TOKEN,
+    ]);
+    let answer = ask(
+        &address,
+        "/api/overview",
+        &format!("Authorization: Bearer {TOKEN}\r\n"),
+    );
+    let log = stop(child);
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("\"version\""), "{answer}");
+    assert!(
+        !log.contains(gator_tests::TLS_PASSWORD),
+        "the password leaked: {log}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
