@@ -135,26 +135,27 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
     if !same(token.as_bytes(), given.as_bytes()) {
         return Some(unauthorized(app));
     }
-    // The path the browser used, to scope the cookie to the mount prefix and to come back.
+    // Back to the same page, relative (a proxy in front may add a prefix of its own): the
+    // overview of a router nested at `/gator` is `gator`, any other page its own name.
     let stripped = req.uri().path();
     let original = req
         .extensions()
         .get::<OriginalUri>()
         .map_or(stripped.to_owned(), |uri| uri.path().to_owned());
-    let prefix = crate::pages::mount_prefix(stripped, &original);
     let page = stripped.trim_start_matches('/');
-    let mut location = if page.is_empty() {
-        crate::pages::home(&prefix).to_owned()
-    } else {
-        page.to_owned()
+    let mut location = match (page, original.rsplit('/').next()) {
+        ("", Some(last)) if !last.is_empty() => last.to_owned(),
+        ("", _) => "./".to_owned(),
+        (page, _) => page.to_owned(),
     };
     if !rest.is_empty() {
         location = format!("{location}?{}", rest.join("&"));
     }
+    // No Path: the browser scopes the cookie to the directory of the page it was set on, the
+    // mount point as the browser sees it, proxy prefix and all.
     let cookie = format!(
-        "{TOKEN_COOKIE}={}; Path={}; HttpOnly; SameSite=Strict",
-        cookie_value(token),
-        crate::pages::home(&prefix)
+        "{TOKEN_COOKIE}={}; HttpOnly; SameSite=Strict",
+        cookie_value(token)
     );
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();

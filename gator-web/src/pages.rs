@@ -72,7 +72,7 @@ pub(crate) fn routes() -> Router<App> {
 }
 
 fn render(app: &App, page: &Page, OriginalUri(original): OriginalUri) -> Response {
-    let html = layout(app, page, &mount_prefix(page.path, original.path()));
+    let html = layout(app, page, links(page.path, original.path()));
     let mut response = ([(CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
     let headers = response.headers_mut();
     headers.insert("content-security-policy", HeaderValue::from_static(CSP));
@@ -88,10 +88,6 @@ fn render(app: &App, page: &Page, OriginalUri(original): OriginalUri) -> Respons
 
 /// Where the router is mounted (`/gator`; empty at the root), from the path the router saw
 /// (`route`, the prefix stripped) and the path the browser asked for.
-///
-/// Axum's `nest("/gator", ..)` answers the overview at `/gator` (not `/gator/`), where a
-/// relative link would resolve above the prefix; so each page has `<base href="{prefix}/">`
-/// and the overview's own link is `{prefix}` itself.
 pub(crate) fn mount_prefix(route: &str, original: &str) -> String {
     let route = route.trim_end_matches('/');
     original
@@ -101,9 +97,27 @@ pub(crate) fn mount_prefix(route: &str, original: &str) -> String {
         .to_owned()
 }
 
-/// The overview's URL: the mount point.
-pub(crate) fn home(prefix: &str) -> &str {
-    if prefix.is_empty() { "/" } else { prefix }
+/// How a page's links resolve, all relative, so that a proxy in front that adds a path prefix
+/// of its own changes nothing: (`<base href>`, the overview's link).
+///
+/// Axum's `nest("/gator", ..)` answers the overview at `/gator` (not `/gator/`), where a
+/// relative `queues` would resolve above the mount point; so the overview there has
+/// `<base href="gator/">`. Every other page sits one level below the mount point, where links
+/// resolve as they should; they link to the overview as `../gator`.
+pub(crate) fn links(page_path: &str, original: &str) -> (String, String) {
+    let prefix = mount_prefix(page_path, original);
+    let last = prefix.rsplit('/').next().unwrap_or_default();
+    let base = if page_path == "/" && !original.ends_with('/') {
+        format!("{last}/")
+    } else {
+        "./".to_owned()
+    };
+    let home = if prefix.is_empty() {
+        "./".to_owned()
+    } else {
+        format!("../{last}")
+    };
+    (base, home)
 }
 
 /// `text` safe inside an HTML attribute.
@@ -115,9 +129,8 @@ fn attr(text: &str) -> String {
 }
 
 /// The shared frame: head with the CSRF token and mode, navigation, the page's `<main>`.
-fn layout(app: &App, page: &Page, prefix: &str) -> String {
-    let prefix = attr(prefix);
-    let home = home(&prefix).to_owned();
+fn layout(app: &App, page: &Page, (base, home): (String, String)) -> String {
+    let (base, home) = (attr(&base), attr(&home));
     let nav: String = PAGES
         .iter()
         .filter(|p| p.nav)
@@ -143,7 +156,7 @@ fn layout(app: &App, page: &Page, prefix: &str) -> String {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <meta name="gator-csrf" content="{csrf}">
 <meta name="gator-read-only" content="{read_only}">
-<base href="{prefix}/">
+<base href="{base}">
 <title>{title} · Gator</title>
 <link rel="icon" href="assets/favicon.svg">
 <link rel="stylesheet" href="assets/style.css">
@@ -165,7 +178,7 @@ fn layout(app: &App, page: &Page, prefix: &str) -> String {
 </html>
 "#,
         csrf = app.csrf,
-        prefix = prefix,
+        base = base,
         home = home,
         read_only = app.config.read_only,
         title = page.title,
@@ -227,8 +240,15 @@ mod tests {
         assert_eq!(mount_prefix("/queues", "/ops/gator/queues"), "/ops/gator");
         assert_eq!(mount_prefix("/", "/"), "");
         assert_eq!(mount_prefix("/dead", "/dead"), "");
-        assert_eq!(home(""), "/");
-        assert_eq!(home("/gator"), "/gator");
+        let link = |route, original| links(route, original);
+        assert_eq!(link("/", "/gator"), ("gator/".into(), "../gator".into()));
+        assert_eq!(link("/", "/gator/"), ("./".into(), "../gator".into()));
+        assert_eq!(
+            link("/dead", "/ops/gator/dead"),
+            ("./".into(), "../gator".into())
+        );
+        assert_eq!(link("/", "/"), ("./".into(), "./".into()));
+        assert_eq!(link("/dead", "/dead"), ("./".into(), "./".into()));
     }
 
     #[test]

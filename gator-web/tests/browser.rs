@@ -512,6 +512,17 @@ async fn every_page_shows_what_redis_holds() {
     .await;
     screenshot(b, "search").await;
 
+    // The navigation's Overview link leads back to the mount point.
+    b.find(Locator::Css("header nav a"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(b, "[data-stat=dead]", |t| t == "1").await;
+    let url = b.current_url().await.unwrap();
+    assert_eq!(url.path(), "/gator", "{url}");
+
     driver.stop().await;
     drop(scene);
 }

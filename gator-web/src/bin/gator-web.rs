@@ -197,3 +197,36 @@ async fn shutdown() {
         let _ = interrupt.await;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_explains_every_flag_and_an_empty_token_is_no_token() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for flag in [
+            "--redis-url",
+            "--redis-cluster",
+            "--redis-ca-cert",
+            "--redis-client-cert",
+            "--redis-client-key",
+            "--namespace",
+            "--bind",
+            "--auth-token",
+            "--basic-auth",
+            "--insecure-no-auth",
+            "--read-only",
+        ] {
+            assert!(help.contains(flag), "--help does not mention {flag}");
+        }
+        let cli = Cli::try_parse_from(["gator-web", "--auth-token", ""]).expect("parses");
+        assert!(!cli.config().has_auth());
+        let cli = Cli::try_parse_from(["gator-web", "--basic-auth", "ops:pw", "--read-only"])
+            .expect("parses");
+        assert!(cli.config().has_auth() && cli.config().read_only);
+        assert!(Cli::try_parse_from(["gator-web", "--basic-auth", "nopassword"]).is_err());
+        assert!(Cli::try_parse_from(["gator-web", "--bind", "localhost:80"]).is_err());
+    }
+}
