@@ -1,0 +1,71 @@
+// One job by jid: where it is, its status record, its error, its attempts over time, its
+// args, result and whole payload; retry, delete or cancel it.
+"use strict";
+(() => {
+  const { el, fill, byId, when, duration, pretty, table, action, queueLink, relative } = G;
+  const jid = G.params().get("jid") || "";
+  byId("jid").textContent = jid;
+  const sets = { scheduled: "scheduled", retry: "retry", dead: "dead" };
+
+  async function refresh() {
+    let job;
+    try {
+      job = await G.get("api/jobs/" + encodeURIComponent(jid));
+    } catch (error) {
+      if (error.status !== 404) throw error;
+      fill(byId("status"), el("dt", { text: "Status" }), el("dd", { text: "Not found: " + error.message }));
+      fill(byId("job-actions"));
+      return;
+    }
+    const p = job.payload || {};
+    const s = job.status;
+    const now = Date.now();
+    const facts = [
+      ["Job", p.job || (job.running && job.running.job) || "–"],
+      ["Queue", job.queue ? queueLink(job.queue) : "–"],
+      ["Where", job.place || "–"],
+      ["Status", s.state],
+    ];
+    if (s.attempt !== undefined) facts.push(["Attempt", String(s.attempt)]);
+    if (s.attempts !== undefined) facts.push(["Attempts", String(s.attempts)]);
+    const atLabel = { scheduled: "Due", awaiting: "Wait ends", dead: "Died", done: "Finished", cancelled: "Cancelled", discarded: "Discarded" };
+    if (s.at_ms) facts.push([atLabel[s.state] || "At", el("time", { title: when(s.at_ms), text: `${when(s.at_ms)} (${relative(s.at_ms, now)})` })]);
+    if (s.next_at_ms) facts.push(["Next attempt", `${when(s.next_at_ms)} (${relative(s.next_at_ms, now)})`]);
+    if (s.since_ms) facts.push(["Running since", `${when(s.since_ms)} (${duration(now - s.since_ms)})`]);
+    if (s.process || job.process) facts.push(["Process", s.process || job.process]);
+    if (s.reply_key) facts.push(["Awaiting reply", s.reply_key]);
+    if (job.score_ms && job.place && job.score_ms !== s.at_ms && job.score_ms !== s.next_at_ms) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
+    fill(byId("status"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
+
+    const error = s.error || p.error;
+    byId("error-panel").hidden = !error;
+    byId("error").textContent = error || "";
+
+    const events = [];
+    if (p.created_at) events.push([p.created_at, "created"]);
+    if (p.enqueued_at && p.enqueued_at !== p.created_at) events.push([p.enqueued_at, "enqueued"]);
+    if (p.retried_at) events.push([p.retried_at, "last retry started"]);
+    if (p.failed_at) events.push([p.failed_at, `attempt ${p.attempt || "?"} failed`]);
+    if (s.since_ms) events.push([s.since_ms, `attempt ${s.attempt} started`]);
+    if (s.next_at_ms) events.push([s.next_at_ms, `attempt ${(s.attempt || 0) + 1} due`]);
+    if (s.at_ms) events.push([s.at_ms, s.state]);
+    events.sort((a, b) => a[0] - b[0]);
+    fill(byId("timeline"), table(["When", "What"], events.map(([at, what]) => [el("time", { title: relative(at, now), text: when(at) }), what]), "No times recorded."));
+
+    byId("args").textContent = pretty(p.args !== undefined ? p.args : job.running ? job.running.args : null);
+    byId("result-panel").hidden = job.result === null || job.result === undefined;
+    byId("result").textContent = job.result === null || job.result === undefined ? "" : pretty(job.result);
+    byId("payload").textContent = job.payload ? pretty(job.payload) : "(not stored: the job has finished or is running, or it waits deeper in its queue than a lookup reads)";
+
+    const set = sets[job.place];
+    const path = (verb) => `api/sets/${set}/jobs/${encodeURIComponent(jid)}/${verb}`;
+    fill(
+      byId("job-actions"),
+      set ? action(set === "scheduled" ? "Run now" : "Retry", path("retry"), {}, { name: "retry", done: refresh }) : null,
+      set ? action("Delete", path("delete"), {}, { danger: true, question: `Delete job ${jid}?`, done: refresh }) : null,
+      ["queued", "scheduled", "retry", "running"].includes(job.place) ? action("Cancel", "api/jobs/" + encodeURIComponent(jid) + "/cancel", {}, { danger: true, question: `Cancel job ${jid}?`, done: refresh }) : null,
+    );
+  }
+
+  G.poll(refresh);
+})();

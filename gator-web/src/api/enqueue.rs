@@ -1,0 +1,106 @@
+//! `POST /api/queues/{queue}/jobs`: enqueue by wire name, for producers not written in Rust.
+//! The body's shape is checked here (unknown fields, args not an array, a bad time are 400s);
+//! the queue and job names by gator-core.
+
+use crate::App;
+use crate::error::{ApiError, Body, Segments};
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The request body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Enqueue {
+    /// The job's wire name (what `#[job]` registered).
+    job: String,
+    /// Its arguments, one per parameter of the job fn.
+    #[serde(default = "no_args")]
+    args: Value,
+    /// When to run it: ms since the epoch, or an RFC 3339 time.
+    at: Option<Value>,
+    /// Or after how long: `30s`, `5m`, `1h 30m`.
+    #[serde(rename = "in")]
+    delay: Option<String>,
+}
+
+fn no_args() -> Value {
+    Value::Array(Vec::new())
+}
+
+pub(crate) async fn enqueue(
+    State(app): State<App>,
+    Segments(queue): Segments<String>,
+    Body(body): Body<Enqueue>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    gator_core::store::keys::validate_queue(&queue)?;
+    if body.job.trim().is_empty() {
+        return Err(ApiError::bad_request("\"job\" must name a job"));
+    }
+    if !body.args.is_array() {
+        return Err(ApiError::bad_request(
+            "\"args\" must be an array, one element per argument of the job",
+        ));
+    }
+    let jid = match (body.at, body.delay) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::bad_request("give \"at\" or \"in\", not both"));
+        }
+        (at, None) => {
+            let at = at.as_ref().map(parse_at).transpose()?;
+            app.client
+                .enqueue_raw(&queue, &body.job, body.args, at)
+                .await?
+        }
+        (None, Some(delay)) => {
+            let delay = humantime::parse_duration(&delay).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "invalid \"in\" {delay:?}: {e} (e.g. \"30s\", \"5m\")"
+                ))
+            })?;
+            app.client
+                .enqueue_raw_in(&queue, &body.job, body.args, delay)
+                .await?
+        }
+    };
+    Ok((StatusCode::CREATED, Json(json!({ "jid": jid }))))
+}
+
+/// `at`: ms since the epoch, or an RFC 3339 time such as `2026-12-01T09:00:00Z`.
+fn parse_at(at: &Value) -> Result<SystemTime, ApiError> {
+    let bad = || {
+        ApiError::bad_request(format!(
+            "invalid \"at\" {at}: give ms since the epoch or an RFC 3339 time (2026-12-01T09:00:00Z)"
+        ))
+    };
+    match at {
+        Value::Number(n) => n
+            .as_u64()
+            .map(|ms| UNIX_EPOCH + Duration::from_millis(ms))
+            .ok_or_else(bad),
+        Value::String(text) => {
+            let ts: jiff::Timestamp = text.parse().map_err(|_| bad())?;
+            Ok(SystemTime::from(ts))
+        }
+        _ => Err(bad()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn at_is_epoch_ms_or_rfc3339() {
+        let ms = UNIX_EPOCH + Duration::from_millis(1_764_579_600_000);
+        assert_eq!(parse_at(&json!(1_764_579_600_000u64)), Ok(ms));
+        assert_eq!(parse_at(&json!("2025-12-01T09:00:00Z")), Ok(ms));
+        assert_eq!(parse_at(&json!("2025-12-01T10:00:00+01:00")), Ok(ms));
+        assert!(parse_at(&json!("tomorrow")).is_err());
+        assert!(parse_at(&json!(-5)).is_err());
+        assert!(parse_at(&json!([1])).is_err());
+    }
+}

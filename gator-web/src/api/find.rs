@@ -1,0 +1,308 @@
+//! The GET side of the API that looks for jobs: a set's pages (filtered through the bounded
+//! search), one job by its jid, and search itself.
+
+use super::views::{EntryView, StatusView, json_or_text};
+use crate::App;
+use crate::error::{ApiError, ApiResult, Params, Segments};
+use axum::Json;
+use axum::extract::State;
+use gator_core::inspect::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery};
+use gator_core::{JobStatus, SetKind};
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// The most entries one page of a set, or of search hits, may ask for.
+const MAX_PAGE: usize = 500;
+/// The most a caller may raise the budget to.
+const MAX_BUDGET: usize = 100_000;
+
+/// `scheduled`, `retry` (or `retries`) or `dead`.
+pub(crate) fn set_kind(name: &str) -> Result<SetKind, ApiError> {
+    match name {
+        "retries" => Ok(SetKind::Retry),
+        other => SetKind::from_str(other).map_err(ApiError::bad_request),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct SetParams {
+    /// 1-based page (unfiltered listing).
+    page: Option<usize>,
+    per_page: Option<usize>,
+    /// Filters: a queue, a job's wire name, a substring of the error.
+    queue: Option<String>,
+    job: Option<String>,
+    error: Option<String>,
+    /// The next page of a filtered listing.
+    cursor: Option<String>,
+}
+
+/// A page of a set: by offset when unfiltered, by cursor when filtered.
+#[derive(Debug, Serialize)]
+pub(crate) struct SetPage {
+    set: &'static str,
+    /// Entries in the set (of the queue, if filtered by queue); with a job or error filter,
+    /// the matches are not counted ahead: follow `next_cursor`.
+    total: usize,
+    page: usize,
+    per_page: usize,
+    entries: Vec<EntryView>,
+    /// With a job or error filter: where the next page starts, `None` at the end.
+    next_cursor: Option<String>,
+    /// With a job or error filter: how many entries this page examined.
+    scanned: Option<usize>,
+}
+
+pub(crate) async fn set(
+    State(app): State<App>,
+    Segments(name): Segments<String>,
+    Params(p): Params<SetParams>,
+) -> ApiResult<SetPage> {
+    let kind = set_kind(&name)?;
+    let queue = p.queue.as_deref().filter(|q| !q.is_empty());
+    let per_page = p.per_page.unwrap_or(25).clamp(1, MAX_PAGE);
+    let page = p.page.unwrap_or(1).max(1);
+    let total = app.client.set_len(kind, queue).await?;
+    let job = p.job.filter(|j| !j.is_empty());
+    let error = p.error.filter(|e| !e.is_empty());
+    if job.is_none() && error.is_none() {
+        let entries = app
+            .client
+            .list_set(kind, queue, (page - 1) * per_page, per_page)
+            .await?;
+        return Ok(Json(SetPage {
+            set: kind.as_str(),
+            total,
+            page,
+            per_page,
+            entries: entries.iter().map(EntryView::from).collect(),
+            next_cursor: None,
+            scanned: None,
+        }));
+    }
+    // Filtered: the bounded search of gator-core, on the error text if given (the rarer
+    // match), and the job name checked here on the hits.
+    let (text, field) = match (&error, &job) {
+        (Some(error), _) => (error.clone(), SearchField::Error),
+        (None, Some(job)) => (job.clone(), SearchField::Job),
+        (None, None) => unreachable!("handled above"),
+    };
+    let found = app
+        .client
+        .search(&SearchQuery {
+            text,
+            field,
+            places: vec![place_of(kind)],
+            queue: queue.map(str::to_owned),
+            cursor: p.cursor,
+            limit: per_page,
+            budget: DEFAULT_BUDGET,
+        })
+        .await?;
+    let entries = found
+        .hits
+        .iter()
+        .filter(|hit| job.as_ref().is_none_or(|job| &hit.job == job))
+        .map(|hit| entry_of_hit(kind, hit))
+        .collect();
+    Ok(Json(SetPage {
+        set: kind.as_str(),
+        total,
+        page,
+        per_page,
+        entries,
+        next_cursor: found.next_cursor,
+        scanned: Some(found.scanned),
+    }))
+}
+
+fn place_of(kind: SetKind) -> Place {
+    match kind {
+        SetKind::Scheduled => Place::Scheduled,
+        SetKind::Retry => Place::Retry,
+        SetKind::Dead => Place::Dead,
+    }
+}
+
+/// A search hit shown as a set entry (the raw member parsed again for what a hit lacks).
+fn entry_of_hit(kind: SetKind, hit: &SearchHit) -> EntryView {
+    let entry = gator_core::SetEntry {
+        kind,
+        queue: hit.queue.clone(),
+        score_ms: hit.score_ms.unwrap_or_default(),
+        raw: hit.raw.clone(),
+        payload: gator_core::Payload::from_json(&hit.raw).ok(),
+    };
+    EntryView::from(&entry)
+}
+
+/// Everything known about one job.
+#[derive(Debug, Serialize)]
+pub(crate) struct JobView {
+    jid: String,
+    /// Its status record (`unknown` without one).
+    status: StatusView,
+    /// The queue its status record or payload is in.
+    queue: Option<String>,
+    /// What it returned, once done.
+    result: Option<serde_json::Value>,
+    /// Where its payload was found: `queued`, `scheduled`, `retry`, `dead`, or `running`.
+    place: Option<String>,
+    /// The payload as stored, parsed (with `args`, `error`, `attempt`, `failed_at` ...).
+    payload: Option<serde_json::Value>,
+    /// Due time or time of death, for a job in a set.
+    score_ms: Option<u64>,
+    /// For a running job: the process and how long it has run.
+    running: Option<gator_core::inspect::RunningJob>,
+    process: Option<String>,
+}
+
+pub(crate) async fn job(
+    State(app): State<App>,
+    Segments(jid): Segments<String>,
+) -> ApiResult<JobView> {
+    let details = app.client.job_details(&jid).await?;
+    let mut view = JobView {
+        jid: jid.clone(),
+        status: details.as_ref().map_or_else(
+            || StatusView::from(&gator_core::JobStatus::Unknown),
+            |d| StatusView::from(&d.status),
+        ),
+        queue: details.as_ref().map(|d| d.queue.clone()),
+        result: details
+            .as_ref()
+            .and_then(|d| d.result.as_deref())
+            .filter(|r| !r.is_empty())
+            .map(json_or_text),
+        place: None,
+        payload: None,
+        score_ms: None,
+        running: None,
+        process: None,
+    };
+    let running = matches!(
+        details.as_ref().map(|d| &d.status),
+        Some(JobStatus::Running { .. })
+    );
+    if running {
+        for process in app.client.processes().await? {
+            if let Some(job) = process.jobs.iter().find(|j| j.jid == jid) {
+                view.place = Some("running".to_owned());
+                view.queue = Some(job.queue.clone());
+                view.running = Some(job.clone());
+                view.process = Some(process.id.clone());
+            }
+        }
+    }
+    // The payload is looked for only where the record says it waits (a job done, cancelled or
+    // running has none stored); without a record, everywhere, within the default budget.
+    let places = match details.as_ref().map(|d| &d.status) {
+        None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
+        Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
+        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
+        Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
+        Some(JobStatus::Dead { .. }) => Some((vec![Place::Dead], MAX_BUDGET)),
+        Some(_) => None,
+    };
+    if let (None, Some((places, budget))) = (&view.place, places) {
+        let found = app
+            .client
+            .search(&SearchQuery {
+                text: jid.clone(),
+                field: SearchField::Jid,
+                places,
+                queue: view.queue.clone(),
+                cursor: None,
+                limit: 1,
+                budget,
+            })
+            .await?;
+        if let Some(hit) = found
+            .hits
+            .into_iter()
+            .find(|h| h.jid.as_deref() == Some(&jid))
+        {
+            view.place = Some(place_name(hit.place).to_owned());
+            view.queue = Some(hit.queue);
+            view.score_ms = hit.score_ms;
+            view.payload = serde_json::from_str(&hit.raw).ok();
+        }
+    }
+    if details.is_none() && view.place.is_none() {
+        return Err(ApiError::not_found(format!(
+            "no job {jid}: never dispatched, deleted, or finished longer ago than the retention"
+        )));
+    }
+    Ok(Json(view))
+}
+
+fn place_name(place: Place) -> &'static str {
+    match place {
+        Place::Queued => "queued",
+        Place::Scheduled => "scheduled",
+        Place::Retry => "retry",
+        Place::Dead => "dead",
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct SearchParams {
+    /// The text to find.
+    q: String,
+    /// `any` (default), `jid`, `job`, `args` or `error`.
+    field: Option<String>,
+    /// Comma-separated places: `queued,scheduled,retry,dead` (default: all).
+    places: Option<String>,
+    queue: Option<String>,
+    cursor: Option<String>,
+    limit: Option<usize>,
+    budget: Option<usize>,
+}
+
+pub(crate) async fn search(
+    State(app): State<App>,
+    Params(p): Params<SearchParams>,
+) -> ApiResult<SearchPage> {
+    if p.q.is_empty() {
+        return Err(ApiError::bad_request("give the text to search for: ?q=..."));
+    }
+    let field = match p.field.as_deref().filter(|f| !f.is_empty()) {
+        None => SearchField::Any,
+        Some(f) => SearchField::from_str(f).map_err(|_| {
+            ApiError::bad_request(format!(
+                "unknown field {f:?}: use any, jid, job, args or error"
+            ))
+        })?,
+    };
+    let mut places = Vec::new();
+    for name in p
+        .places
+        .iter()
+        .flat_map(|s| s.split(','))
+        .filter(|s| !s.is_empty())
+    {
+        let place = match name {
+            "retries" => Place::Retry,
+            other => Place::from_str(other).map_err(|_| {
+                ApiError::bad_request(format!(
+                    "unknown place {other:?}: use queued, scheduled, retry or dead"
+                ))
+            })?,
+        };
+        places.push(place);
+    }
+    let queue = p.queue.filter(|q| !q.is_empty());
+    if let Some(queue) = &queue {
+        gator_core::store::keys::validate_stored_queue(queue)?;
+    }
+    let query = SearchQuery {
+        text: p.q,
+        field,
+        places,
+        queue,
+        cursor: p.cursor.filter(|c| !c.is_empty()),
+        limit: p.limit.unwrap_or(50).clamp(1, MAX_PAGE),
+        budget: p.budget.unwrap_or(DEFAULT_BUDGET).clamp(1, MAX_BUDGET),
+    };
+    Ok(Json(app.client.search(&query).await?))
+}

@@ -1,0 +1,126 @@
+//! The GET side of the API that reads state directly: overview, history, queues, processes,
+//! flows, cron, limits; each a thin call into `gator_core::inspect` and friends. Reads that
+//! look for jobs (a set's pages, one job, search) are in `find`.
+
+use super::views::{PeriodicView, WorkflowView};
+use crate::App;
+use crate::error::{ApiError, ApiResult, Params, Segments};
+use axum::Json;
+use axum::extract::State;
+use gator_core::inspect::{
+    FlowInFlight, HistoryPoint, HistorySpan, Overview, ProcessInfo, QueueInfo,
+};
+use gator_core::store::flow::FlowStatus;
+use serde::{Deserialize, Serialize};
+use std::str::FromStr;
+
+/// The most flows one call may ask for.
+const MAX_FLOWS: usize = 500;
+pub(crate) async fn overview(State(app): State<App>) -> ApiResult<Overview> {
+    Ok(Json(app.client.overview().await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct HistoryParams {
+    span: Option<String>,
+    queue: Option<String>,
+}
+
+pub(crate) async fn history(
+    State(app): State<App>,
+    Params(p): Params<HistoryParams>,
+) -> ApiResult<Vec<HistoryPoint>> {
+    let span = match p.span.as_deref() {
+        None => HistorySpan::Hour,
+        Some(text) => HistorySpan::from_str(text).map_err(|_| {
+            ApiError::bad_request(format!("unknown span {text:?}: use hour, day or week"))
+        })?,
+    };
+    Ok(Json(app.client.history(span, p.queue.as_deref()).await?))
+}
+
+pub(crate) async fn queues(State(app): State<App>) -> ApiResult<Vec<QueueInfo>> {
+    Ok(Json(app.client.queue_infos().await?))
+}
+
+/// One queue: its numbers and its flow controls.
+#[derive(Debug, Serialize)]
+pub(crate) struct QueueDetail {
+    info: QueueInfo,
+    flow: FlowStatus,
+}
+
+pub(crate) async fn queue(
+    State(app): State<App>,
+    Segments(queue): Segments<String>,
+) -> ApiResult<QueueDetail> {
+    gator_core::store::keys::validate_stored_queue(&queue)?;
+    if !app.client.known_queues().await?.contains(&queue) {
+        return Err(ApiError::not_found(format!("no queue {queue:?}")));
+    }
+    let info = app.client.queue_info(&queue).await?;
+    let flow = app.client.flow_status(&queue).await?;
+    Ok(Json(QueueDetail { info, flow }))
+}
+
+pub(crate) async fn processes(State(app): State<App>) -> ApiResult<Vec<ProcessInfo>> {
+    Ok(Json(app.client.processes().await?))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LimitParam {
+    limit: Option<usize>,
+}
+
+pub(crate) async fn flows(
+    State(app): State<App>,
+    Params(p): Params<LimitParam>,
+) -> ApiResult<Vec<FlowInFlight>> {
+    let limit = p.limit.unwrap_or(100).clamp(1, MAX_FLOWS);
+    Ok(Json(app.client.flows_in_flight(limit).await?))
+}
+
+pub(crate) async fn workflow(
+    State(app): State<App>,
+    Segments(id): Segments<String>,
+) -> ApiResult<WorkflowView> {
+    match app.client.workflow_status(&id).await? {
+        Some(status) => Ok(Json(WorkflowView::from(&status))),
+        None => Err(ApiError::not_found(format!("no workflow {id}"))),
+    }
+}
+
+/// The periodic entries, with Redis's clock for "in 3 min".
+#[derive(Debug, Serialize)]
+pub(crate) struct CronList {
+    now_ms: u64,
+    entries: Vec<PeriodicView>,
+}
+
+pub(crate) async fn cron(State(app): State<App>) -> ApiResult<CronList> {
+    let entries = app.client.periodic_entries().await?;
+    Ok(Json(CronList {
+        now_ms: app.client.redis_time().await?,
+        entries: entries.into_iter().map(PeriodicView::from).collect(),
+    }))
+}
+
+/// The flow controls of every controlled queue, with Redis's clock for the limiters' slots.
+#[derive(Debug, Serialize)]
+pub(crate) struct Limits {
+    now_ms: u64,
+    queues: Vec<FlowStatus>,
+}
+
+pub(crate) async fn limits(State(app): State<App>) -> ApiResult<Limits> {
+    let mut queues = Vec::new();
+    for info in app.client.queue_infos().await? {
+        if info.controlled {
+            queues.push(app.client.flow_status(&info.name).await?);
+        }
+    }
+    Ok(Json(Limits {
+        now_ms: app.client.redis_time().await?,
+        queues,
+    }))
+}
