@@ -191,23 +191,28 @@ impl Client {
     /// `Some(queue)`, validated, with its shards if it is sharded (`default` covers
     /// `default#0`, `default#1`, … as the known-queues set lists them; `default#1` is that
     /// shard alone), or every known queue.
-    async fn target_queues(&self, queue: Option<&str>) -> Result<Vec<String>> {
+    pub(crate) async fn target_queues(&self, queue: Option<&str>) -> Result<Vec<String>> {
         match queue {
             Some(queue) => {
                 validate_stored_queue(queue)?;
-                let mut queues = vec![queue.to_owned()];
-                if crate::shards::logical_queue(queue) == queue {
-                    queues.extend(
-                        self.known_queues()
-                            .await?
-                            .into_iter()
-                            .filter(|q| q != queue && crate::shards::logical_queue(q) == queue),
-                    );
-                }
-                Ok(queues)
+                self.with_shards(queue).await
             }
             None => self.known_queues().await,
         }
+    }
+
+    /// `queue` and, if it is sharded, the shards the known-queues set lists for it.
+    pub(crate) async fn with_shards(&self, queue: &str) -> Result<Vec<String>> {
+        let mut queues = vec![queue.to_owned()];
+        if crate::shards::logical_queue(queue) == queue {
+            queues.extend(
+                self.known_queues()
+                    .await?
+                    .into_iter()
+                    .filter(|q| q != queue && crate::shards::logical_queue(q) == queue),
+            );
+        }
+        Ok(queues)
     }
 
     /// [`Client::run_all_now`] for one queue's set.

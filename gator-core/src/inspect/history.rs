@@ -3,7 +3,6 @@
 
 use crate::client::Client;
 use crate::error::Result;
-use crate::store::keys::validate_stored_queue;
 use crate::store::stats::{self, Resolution};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -74,13 +73,7 @@ impl Client {
         span: HistorySpan,
         queue: Option<&str>,
     ) -> Result<Vec<HistoryPoint>> {
-        let queues = match queue {
-            Some(queue) => {
-                validate_stored_queue(queue)?;
-                self.with_shards(queue).await?
-            }
-            None => self.known_queues().await?,
-        };
+        let queues = self.target_queues(queue).await?;
         let now = self.redis_time().await?;
         let (resolution, count) = span.buckets();
         let buckets = stats::buckets(
@@ -100,19 +93,5 @@ impl Client {
                 failed: counts.failed,
             })
             .collect())
-    }
-
-    /// `queue` and, if it is sharded, the shards the known-queues set lists for it.
-    pub(crate) async fn with_shards(&self, queue: &str) -> Result<Vec<String>> {
-        let mut queues = vec![queue.to_owned()];
-        if crate::shards::logical_queue(queue) == queue {
-            queues.extend(
-                self.known_queues()
-                    .await?
-                    .into_iter()
-                    .filter(|q| q != queue && crate::shards::logical_queue(q) == queue),
-            );
-        }
-        Ok(queues)
     }
 }

@@ -16,7 +16,7 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
-use crate::store::keys::{Keys, validate_stored_queue};
+use crate::store::keys::Keys;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -182,13 +182,7 @@ impl Client {
                 reason: "a search needs some text".into(),
             });
         }
-        let queues = match &query.queue {
-            Some(queue) => {
-                validate_stored_queue(queue)?;
-                self.with_shards(queue).await?
-            }
-            None => self.known_queues().await?,
-        };
+        let queues = self.target_queues(query.queue.as_deref()).await?;
         let places = if query.places.is_empty() {
             Place::ALL.to_vec()
         } else {
