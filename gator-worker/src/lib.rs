@@ -124,6 +124,8 @@
 //! | warn | `the master was lost: reconnected to the master the sentinels name now` | |
 //! | warn | `the master was lost, and the sentinels name no reachable master yet; …` | `error` |
 //! | warn | `ignoring an invalid queue name in the known-queues set` | `queue`, `set` |
+//! | warn | `could not record the queue's statistics; trying again in a second` | `queue`, `error` |
+//! | warn | `could not sample the queue for its metrics` (metrics on only) | `queue`, `error` |
 //!
 //! `RUST_LOG` filters them (default `info`).
 
