@@ -2,7 +2,8 @@
 //! clock even when a worker's own clock is hours off; what `gator_core::inspect` and the CLI
 //! show of queues and processes; clearing a queue; search with a bounded budget and a cursor;
 //! chains and workflows in flight; enqueueing by wire name; and the Prometheus endpoint of
-//! `--metrics-bind`.
+//! `--metrics-bind`; and counts a worker could not write while Redis was away, written once it
+//! is back.
 
 use gator_core::inspect::{HistoryPoint, HistorySpan, Place, SearchField, SearchQuery};
 use gator_core::{Chain, Error, JobStatus, Workflow, job};
@@ -508,4 +509,44 @@ async fn metrics_bind_serves_job_counts_durations_and_queue_gauges_to_prometheus
     assert!(!taken.status.success());
     let stderr = String::from_utf8_lossy(&taken.stderr);
     assert!(stderr.contains("cannot serve metrics"), "{stderr}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn counts_a_worker_could_not_write_while_redis_was_away_are_written_once_it_is_back() {
+    use gator_worker::clock::RedisClock;
+    use gator_worker::observer::Observer;
+    use gator_worker::outcome::Outcome;
+    let mut redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let clock = RedisClock::default();
+    clock.observe(client.redis_time().await.unwrap());
+    let observer = Observer::new(false);
+    let done = || Outcome::Done {
+        handoff: None,
+        result: None,
+        attempts: 1,
+        at_ms: 0,
+        unique_lock: false,
+    };
+    for _ in 0..3 {
+        observer.finished("default", "count_run", &done(), None);
+    }
+    // Redis goes away: the flush fails, and the counts wait for the next one.
+    redis.stop();
+    observer.flush(&client, &clock).await;
+    redis.restart();
+    observer.finished("default", "count_run", &done(), None);
+    wait_until("all 4 counts written", Duration::from_secs(20), || async {
+        observer.flush(&client, &clock).await;
+        client
+            .queue_info("default")
+            .await
+            .is_ok_and(|q| q.processed == 4)
+    })
+    .await;
+    let hour = client
+        .history(HistorySpan::Hour, Some("default"))
+        .await
+        .unwrap();
+    assert_eq!(hour.iter().map(|p| p.processed).sum::<u64>(), 4);
 }
