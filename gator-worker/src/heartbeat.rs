@@ -47,17 +47,17 @@ impl Heartbeat {
         leases: Arc<Leases>,
         clock: Arc<RedisClock>,
     ) -> Heartbeat {
-        let info = serde_json::json!({
-            "id": id,
-            "host": hostname(),
-            "pid": std::process::id(),
-            "worker_id": config.worker_id,
-            "queues": config.queues.to_string(),
-            "concurrency": config.concurrency,
-            "lease_ms": config.lease.as_millis() as u64,
-            "started_at": clock.now_ms(),
+        let info = serde_json::to_string(&store::processes::Description {
+            id: id.clone(),
+            host: hostname(),
+            pid: std::process::id(),
+            worker_id: config.worker_id.clone(),
+            queues: config.queues.to_string(),
+            concurrency: u32::try_from(config.concurrency).unwrap_or(u32::MAX),
+            lease_ms: config.lease.as_millis() as u64,
+            started_at: clock.now_ms(),
         })
-        .to_string();
+        .expect("a process description always serializes");
         Heartbeat {
             client,
             id,

@@ -2,6 +2,7 @@
 
 use crate::client::Client;
 use crate::error::Result;
+use crate::store::processes::Description;
 use crate::store::status::{self, JobStatus};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -54,25 +55,6 @@ pub struct RunningJob {
     pub args: serde_json::Value,
 }
 
-/// What a worker writes under its process key (see `heartbeat.rs` in gator-worker).
-#[derive(serde::Deserialize)]
-struct Described {
-    #[serde(default)]
-    host: String,
-    #[serde(default)]
-    pid: u32,
-    #[serde(default)]
-    worker_id: Option<String>,
-    #[serde(default)]
-    queues: String,
-    #[serde(default)]
-    concurrency: u32,
-    #[serde(default)]
-    lease_ms: u64,
-    #[serde(default)]
-    started_at: u64,
-}
-
 impl Client {
     /// Every live worker process with the jobs it is running, sorted by id. A process that
     /// stopped without deregistering shows until its registration expires (one lease).
@@ -110,7 +92,7 @@ impl Client {
         }
         let mut infos = Vec::with_capacity(registered.len());
         for ((id, expires), text) in registered.iter().zip(described) {
-            let Some(described) = text.and_then(|t| serde_json::from_str::<Described>(&t).ok())
+            let Some(described) = text.and_then(|t| serde_json::from_str::<Description>(&t).ok())
             else {
                 continue; // expired between the two reads
             };

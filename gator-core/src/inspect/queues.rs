@@ -4,7 +4,7 @@ use crate::client::Client;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::keys::{Keys, validate_stored_queue};
-use crate::store::stats;
+use crate::store::{flow, stats};
 use serde::Serialize;
 
 /// What [`Client::queue_infos`] shows of one queue (or shard).
@@ -108,7 +108,7 @@ impl Client {
     async fn infos_of(&self, queues: &[String]) -> Result<Vec<QueueInfo>> {
         let mut conn = self.connection();
         let keys = self.keys();
-        let controlled = crate::store::flow::controlled(&mut conn, keys).await?;
+        let controlled = flow::controlled(&mut conn, keys).await?;
         let now = self.redis_time().await?;
         let totals = stats::totals(&mut conn, keys, queues).await?;
         let mut infos = Vec::with_capacity(queues.len());
@@ -136,7 +136,7 @@ impl Client {
                 .query_async(&mut conn)
                 .await?;
             let oldest = if controlled.contains(queue) {
-                let flow = crate::store::flow::status(&mut conn, keys, queue).await?;
+                let flow = flow::status(&mut conn, keys, queue).await?;
                 info.controlled = flow.controlled;
                 info.paused = flow.paused;
                 info.limit = flow.limit;
@@ -179,40 +179,19 @@ async fn parked_jids(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<
         .arg(-1)
         .query_async(conn)
         .await?;
-    let mut parked = zall(conn, &keys.critical(queue)).await?;
-    for parking_key in parking_keys(conn, keys, queue).await? {
-        parked.extend(zall(conn, &keys.held(queue, &parking_key)).await?);
+    let mut parked = flow::zmembers(conn, &keys.critical(queue)).await?;
+    for parking_key in flow::parking_keys(conn, keys, queue).await?.all() {
+        parked.extend(flow::zmembers(conn, &keys.held(queue, parking_key)).await?);
     }
     raws.extend(
         parked
             .iter()
-            .map(|member| parked_payload(member).to_owned()),
+            .map(|member| flow::parked_payload(member).to_owned()),
     );
     Ok(raws
         .iter()
         .filter_map(|raw| crate::store::status::jid_of(raw.as_bytes()))
         .collect())
-}
-
-async fn zall(conn: &mut Connection, key: &str) -> Result<Vec<String>> {
-    Ok(redis::cmd("ZRANGE")
-        .arg(key)
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?)
-}
-
-/// Every parking key of controlled `queue`: ready, timed and blocked.
-async fn parking_keys(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Vec<String>> {
-    let mut parking_keys = zall(conn, &keys.ready(queue)).await?;
-    parking_keys.extend(zall(conn, &keys.timed(queue)).await?);
-    let blocked: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(keys.blocked(queue))
-        .query_async(conn)
-        .await?;
-    parking_keys.extend(blocked);
-    Ok(parking_keys)
 }
 
 /// Jobs of `queue` in the in-flight lists of the processes in its lease index.
@@ -237,11 +216,11 @@ async fn busy(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<u64> {
 /// The `enqueued_at` of the oldest job parked in controlled `queue`: the heads of its backlog,
 /// its critical set and each parking key's set (one command each).
 async fn oldest_parked(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Option<u64>> {
-    let parking_keys = parking_keys(conn, keys, queue).await?;
+    let parking_keys = flow::parking_keys(conn, keys, queue).await?;
     let mut pipe = redis::pipe();
     pipe.lrange(keys.backlog(queue), 0, 0);
     pipe.zrange(keys.critical(queue), 0, 0);
-    for parking_key in &parking_keys {
+    for parking_key in parking_keys.all() {
         pipe.zrange(keys.held(queue, parking_key), 0, 0);
     }
     let heads: Vec<Vec<String>> = pipe.query_async(conn).await?;
@@ -251,27 +230,20 @@ async fn oldest_parked(conn: &mut Connection, keys: &Keys, queue: &str) -> Resul
     Ok(backlog
         .iter()
         .map(String::as_str)
-        .chain(parked.iter().flatten().map(|member| parked_payload(member)))
+        .chain(
+            parked
+                .iter()
+                .flatten()
+                .map(|member| flow::parked_payload(member)),
+        )
         .filter_map(enqueued_at)
         .min())
 }
 
-/// The payload of a member of a controlled queue's critical or parking-key set: parking
-/// prefixes it with a 16-digit sequence number that keeps equal scores in FIFO order
-/// (`flow_lib.lua`).
-pub(crate) fn parked_payload(member: &str) -> &str {
-    match member.get(..16) {
-        Some(seq) if seq.bytes().all(|b| b.is_ascii_digit()) => &member[16..],
-        _ => member,
-    }
-}
-
-/// The `enqueued_at` of a stored payload, read without parsing the rest.
-pub(crate) fn enqueued_at(raw: &str) -> Option<u64> {
-    #[derive(serde::Deserialize)]
-    struct Stamp {
-        enqueued_at: f64,
-    }
-    let stamp: Stamp = serde_json::from_str(raw).ok()?;
-    (stamp.enqueued_at.is_finite() && stamp.enqueued_at >= 0.0).then_some(stamp.enqueued_at as u64)
+/// The `enqueued_at` of a stored payload, read as a worker reads it (the lenient document:
+/// an integer or a float).
+fn enqueued_at(raw: &str) -> Option<u64> {
+    crate::payload::PayloadDocument::parse(raw.as_bytes())
+        .ok()?
+        .enqueued_at_ms()
 }

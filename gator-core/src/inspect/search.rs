@@ -251,24 +251,8 @@ async fn collections(
                 Place::Queued if controlled.contains(queue) => {
                     add(keys.backlog(queue), false, false);
                     add(keys.critical(queue), true, true);
-                    let mut parking: Vec<String> = redis::cmd("ZRANGE")
-                        .arg(keys.ready(queue))
-                        .arg(0)
-                        .arg(-1)
-                        .query_async(conn)
-                        .await?;
-                    let timed: Vec<String> = redis::cmd("ZRANGE")
-                        .arg(keys.timed(queue))
-                        .arg(0)
-                        .arg(-1)
-                        .query_async(conn)
-                        .await?;
-                    let blocked: Vec<String> = redis::cmd("SMEMBERS")
-                        .arg(keys.blocked(queue))
-                        .query_async(conn)
-                        .await?;
-                    parking.extend(timed);
-                    parking.extend(blocked);
+                    let parking = crate::store::flow::parking_keys(conn, keys, queue).await?;
+                    let mut parking: Vec<String> = parking.all().cloned().collect();
                     parking.sort();
                     parking.dedup();
                     for parking_key in parking {
@@ -327,7 +311,7 @@ fn matches(
         return None;
     }
     let text = if collection.parked {
-        super::queues::parked_payload(&raw)
+        crate::store::flow::parked_payload(&raw)
     } else {
         &raw
     };

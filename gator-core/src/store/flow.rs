@@ -55,19 +55,57 @@ pub async fn parked(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) ->
         .arg(keys.backlog(queue))
         .query_async::<usize>(conn)
         .await?;
-    let ready: Vec<String> = zmembers(conn, &keys.ready(queue)).await?;
-    let timed: Vec<String> = zmembers(conn, &keys.timed(queue)).await?;
-    let blocked: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(keys.blocked(queue))
-        .query_async(conn)
-        .await?;
-    for parking_key in ready.iter().chain(&timed).chain(&blocked) {
+    for parking_key in parking_keys(conn, keys, queue).await?.all() {
         total += redis::cmd("ZCARD")
             .arg(keys.held(queue, parking_key))
             .query_async::<usize>(conn)
             .await?;
     }
     Ok(total)
+}
+
+/// The parking keys of a controlled queue, by what they wait for (see `lua/flow_lib.lua`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ParkingKeys {
+    /// Keys whose head job may start now.
+    pub ready: Vec<String>,
+    /// Keys waiting for their rate limiter.
+    pub timed: Vec<String>,
+    /// Keys waiting for their share of the limit.
+    pub blocked: Vec<String>,
+}
+
+impl ParkingKeys {
+    /// Every key, whatever it waits for.
+    pub fn all(&self) -> impl Iterator<Item = &String> {
+        self.ready.iter().chain(&self.timed).chain(&self.blocked)
+    }
+}
+
+/// The parking keys of controlled `queue`: its `ready` and `timed` sets and `blocked` set.
+pub async fn parking_keys(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<ParkingKeys> {
+    Ok(ParkingKeys {
+        ready: zmembers(conn, &keys.ready(queue)).await?,
+        timed: zmembers(conn, &keys.timed(queue)).await?,
+        blocked: redis::cmd("SMEMBERS")
+            .arg(keys.blocked(queue))
+            .query_async(conn)
+            .await?,
+    })
+}
+
+/// The payload of a member of a controlled queue's critical set or of a parking key's set:
+/// parking prefixes it with a 16-digit sequence number that keeps equal scores in FIFO order
+/// (`flow_lib.lua`'s `park`).
+pub fn parked_payload(member: &str) -> &str {
+    match member.get(..16) {
+        Some(seq) if seq.bytes().all(|b| b.is_ascii_digit()) => &member[16..],
+        _ => member,
+    }
 }
 
 /// The queues known to be controlled.
@@ -302,12 +340,11 @@ pub async fn status(
             status.units_by_key.insert(key.to_owned(), units);
         }
     }
-    let ready: Vec<String> = zmembers(conn, &keys.ready(queue)).await?;
-    let timed: Vec<String> = zmembers(conn, &keys.timed(queue)).await?;
-    let blocked: Vec<String> = redis::cmd("SMEMBERS")
-        .arg(keys.blocked(queue))
-        .query_async(conn)
-        .await?;
+    let ParkingKeys {
+        ready,
+        timed,
+        blocked,
+    } = parking_keys(conn, keys, queue).await?;
     // The overlap keys held now; the parking keys waiting for them.
     let held: Vec<String> = redis::cmd("HKEYS")
         .arg(keys.overlap(queue))
@@ -363,7 +400,8 @@ pub async fn status(
     Ok(status)
 }
 
-async fn zmembers(conn: &mut impl ConnectionLike, key: &str) -> Result<Vec<String>> {
+/// Every member of sorted set `key`, lowest score first.
+pub async fn zmembers(conn: &mut impl ConnectionLike, key: &str) -> Result<Vec<String>> {
     Ok(redis::cmd("ZRANGE")
         .arg(key)
         .arg(0)

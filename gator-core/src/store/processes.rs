@@ -9,6 +9,29 @@ use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
+/// What a worker process says of itself under its process key ([`Keys::process`]), as JSON:
+/// written by every heartbeat, read by [`crate::Client::processes`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct Description {
+    /// Its process id.
+    pub id: String,
+    /// The host it runs on.
+    pub host: String,
+    /// Its pid there.
+    pub pid: u32,
+    /// Its `--worker-id`, if any.
+    pub worker_id: Option<String>,
+    /// Its `--queues`, as given.
+    pub queues: String,
+    /// Jobs it may run at once.
+    pub concurrency: u32,
+    /// Its lease (ms): a heartbeat comes every quarter of it.
+    pub lease_ms: u64,
+    /// When it started (ms, Redis time as it estimated it).
+    pub started_at: u64,
+}
+
 /// What one heartbeat learned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Beat {
