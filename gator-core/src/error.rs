@@ -34,13 +34,16 @@ pub enum Error {
     /// The job's arguments, or a payload, could not be turned into JSON or back.
     #[error("json error: {0}")]
     Json(#[from] serde_json::Error),
-    /// A queue name that Gator cannot use as a Redis hash tag.
+    /// A queue name that Gator cannot use as a Redis hash tag or in a link
+    /// ([`gator_rules::queue_name`]).
     #[error(
-        "invalid queue name {name:?}: use 1 to 128 characters from A-Z a-z 0-9 _ - . (no braces, colons or spaces)"
+        "invalid queue name {name:?}: it {reason}; use 1 to 128 characters from A-Z a-z 0-9 _ - . (no braces, colons or spaces; not . or ..)"
     )]
     InvalidQueueName {
-        /// The name as given.
+        /// The name as given, cut to 100 characters.
         name: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// A setting read from the environment that does not parse.
     #[error("invalid {name}={value:?}: expected {expected}")]
@@ -102,14 +105,17 @@ pub enum Error {
         /// The wire names there are, comma-separated.
         known: String,
     },
-    /// A job name given by wire name ([`crate::Client::enqueue_raw`]) that cannot be one:
-    /// empty, over 256 bytes, or with control characters.
+    /// A job name given by wire name ([`crate::Client::enqueue_raw`]) that cannot be one
+    /// ([`gator_rules::job_name`]): empty, over 256 bytes, or with control, invisible or
+    /// bidirectional characters.
     #[error(
-        "invalid job name {name:?}: a job's wire name is 1 to 256 characters, none a control character"
+        "invalid job name {name:?}: it {reason}; a job's wire name is 1 to 256 bytes with no control, invisible or bidirectional characters"
     )]
     InvalidJobName {
-        /// The name as given.
+        /// The name as given, cut to 100 characters.
         name: String,
+        /// What is wrong with it.
+        reason: String,
     },
     /// Arguments given as JSON ([`crate::Client::enqueue_raw`]) that are not a job's.
     #[error("invalid args: {reason}")]
@@ -213,6 +219,15 @@ pub enum Error {
 
 /// `Result` with gator-core's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// A name to quote in an error: its first 100 characters and `…` if it was longer, so that a
+/// megabyte sent as a name is not repeated into every log line and answer about it.
+pub(crate) fn cut_name(name: &str) -> String {
+    match name.char_indices().nth(100) {
+        Some((at, _)) => format!("{}…", &name[..at]),
+        None => name.to_owned(),
+    }
+}
 
 impl Error {
     /// Whether Redis refused a command on a queue's list key for its type: the queue is under

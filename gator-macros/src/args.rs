@@ -186,11 +186,14 @@ impl JobOptions {
             "name" => {
                 check_unset(&self.name, &key)?;
                 let name = string_value(meta, &key, "images.resize")?;
-                if name.value().is_empty() {
+                if let Err(problem) = gator_rules::job_name(&name.value()) {
                     return Err(syn::Error::new(
                         name.span(),
-                        "the job name is empty: write a wire name like `name = \"images.resize\"`, \
-                         or leave `name` out to use the fn name",
+                        format!(
+                            "invalid job name {:?}: it {problem}; write a wire name like \
+                             `name = \"images.resize\"`, or leave `name` out to use the fn name",
+                            name.value()
+                        ),
                     ));
                 }
                 self.name = Some(name);
@@ -813,29 +816,19 @@ pub(crate) fn parse_duration_ms(text: &str) -> Result<u64, String> {
         })
 }
 
-/// The same rule as `gator_core::store::keys::validate_queue`, checked at compile time so
-/// a typo is not found by the first dispatch.
+/// The rule `gator_core::store::keys::validate_queue` applies too ([`gator_rules::queue_name`]),
+/// checked at compile time so a typo is not found by the first dispatch.
 fn check_queue_name(lit: &LitStr) -> syn::Result<()> {
     let name = lit.value();
-    let problem = if name.is_empty() {
-        "is empty".to_owned()
-    } else if name.len() > 128 {
-        format!("is {} bytes long", name.len())
-    } else if let Some(c) = name
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
-    {
-        format!("contains {c:?}")
-    } else {
-        return Ok(());
-    };
-    Err(syn::Error::new(
-        lit.span(),
-        format!(
-            "invalid queue name {name:?}: it {problem}; use 1 to 128 characters from A-Z a-z 0-9 _ - . \
-             (no braces, colons or spaces)"
-        ),
-    ))
+    gator_rules::queue_name(&name).map_err(|problem| {
+        syn::Error::new(
+            lit.span(),
+            format!(
+                "invalid queue name {name:?}: it {problem}; use 1 to 128 characters from A-Z a-z \
+                 0-9 _ - . (no braces, colons or spaces; not . or ..)"
+            ),
+        )
+    })
 }
 
 #[cfg(test)]

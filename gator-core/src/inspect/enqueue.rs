@@ -9,9 +9,6 @@ use crate::store::keys::validate_queue;
 use crate::store::schedule::When;
 use std::time::{Duration, SystemTime};
 
-/// The longest wire name accepted: names are short identifiers; anything longer is a mistake.
-const MAX_JOB_NAME: usize = 256;
-
 impl Client {
     /// Enqueues job `job` (its wire name) on `queue` with `args` (a JSON array, one element per
     /// parameter of the job fn), now or at `at` (on Redis's clock: a time past is now). Runs
@@ -55,11 +52,10 @@ impl Client {
 
     async fn raw_placed(&self, queue: &str, job: &str, args: serde_json::Value) -> Result<Payload> {
         validate_queue(queue)?;
-        if job.is_empty() || job.len() > MAX_JOB_NAME || job.chars().any(char::is_control) {
-            return Err(Error::InvalidJobName {
-                name: job.to_owned(),
-            });
-        }
+        gator_rules::job_name(job).map_err(|reason| Error::InvalidJobName {
+            name: crate::error::cut_name(job),
+            reason,
+        })?;
         if !args.is_array() {
             return Err(Error::InvalidArgs {
                 reason: "args must be a JSON array, one element per parameter of the job".into(),

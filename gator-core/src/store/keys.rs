@@ -380,29 +380,25 @@ impl Keys {
     }
 }
 
-/// Checks that `name` can be a queue: it becomes a hash tag, so no braces, and no colons or
-/// spaces so keys stay readable and parseable by other tools.
+/// Checks that `name` can be a queue ([`gator_rules::queue_name`]): it becomes a hash tag, so
+/// no braces, and no colons or spaces so keys stay readable and parseable by other tools.
 pub fn validate_queue(name: &str) -> Result<()> {
-    let ok = !name.is_empty()
-        && name.len() <= 128
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-.".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::InvalidQueueName {
-            name: name.to_owned(),
-        })
-    }
+    gator_rules::queue_name(name).map_err(|reason| Error::InvalidQueueName {
+        name: crate::error::cut_name(name),
+        reason,
+    })
 }
 
 /// Checks that `name` is a queue or one shard of a queue (`default#3`, see [`crate::shards`]):
 /// what the known-queues set and the admin commands accept.
 pub fn validate_stored_queue(name: &str) -> Result<()> {
     let logical = crate::shards::logical_queue(name);
-    validate_queue(logical).map_err(|_| Error::InvalidQueueName {
-        name: name.to_owned(),
+    validate_queue(logical).map_err(|e| match e {
+        Error::InvalidQueueName { reason, .. } => Error::InvalidQueueName {
+            name: crate::error::cut_name(name),
+            reason,
+        },
+        other => other,
     })
 }
 

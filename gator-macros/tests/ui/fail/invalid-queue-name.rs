@@ -10,4 +10,10 @@ fn send_sms(to: String) {
     let _ = to;
 }
 
+// `..` would send the dashboard's relative link `queues/..` to another page.
+#[job(queue = "..")]
+fn send_fax(to: String) {
+    let _ = to;
+}
+
 fn main() {}

@@ -1,0 +1,177 @@
+//! The rules a name must follow, in one place for the two sides that check them: `#[job]` at
+//! compile time (gator-macros) and the client, the HTTP API and the worker at run time
+//! (gator-core). Each rule answers `Err(problem)` with a lowercase phrase that completes
+//! "invalid queue name ...: it ...", so both sides word their errors alike.
+//!
+//! No dependencies: a proc-macro crate links it too.
+
+/// The longest queue name, in bytes.
+pub const MAX_QUEUE_NAME: usize = 128;
+/// The longest job (wire) name, in bytes: names are short identifiers; more is a mistake.
+pub const MAX_JOB_NAME: usize = 256;
+
+/// A queue name: 1 to 128 characters from `A-Z a-z 0-9 _ - .`, and not `.` or `..`.
+///
+/// The name goes inside a key's hash tag (`gator:{name}:queue`), so no braces or colons; and
+/// into the dashboard's relative links (`queues/{name}`), where `.` and `..` would resolve to
+/// another page.
+pub fn queue_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".to_owned());
+    }
+    if name.len() > MAX_QUEUE_NAME {
+        return Err(format!(
+            "is {} bytes long (at most {MAX_QUEUE_NAME})",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
+    {
+        return Err(format!("contains {c:?}"));
+    }
+    if name == "." || name == ".." {
+        return Err("is a path segment (`.` or `..`), which links would resolve".to_owned());
+    }
+    Ok(())
+}
+
+/// A job's wire name: 1 to 256 bytes, with no control character, no invisible formatting
+/// character and no character that changes the direction of text ([`is_hidden`]). Such
+/// characters forge log lines, hide what a name says, or make two names look alike.
+pub fn job_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".to_owned());
+    }
+    if name.len() > MAX_JOB_NAME {
+        return Err(format!(
+            "is {} bytes long (at most {MAX_JOB_NAME})",
+            name.len()
+        ));
+    }
+    if name.trim() != name {
+        return Err("starts or ends with white space".to_owned());
+    }
+    match name.chars().find(|c| is_hidden(*c)) {
+        Some(c) => Err(format!(
+            "contains the control or invisible character U+{:04X}",
+            u32::from(c)
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Whether `c` is a character that does not show as itself: a control character (Unicode
+/// category Cc), a format character (Cf: zero-width spaces and joiners, bidirectional
+/// embeddings, overrides and isolates, the byte order mark, invisible operators, tags), or a
+/// line or paragraph separator.
+pub fn is_hidden(c: char) -> bool {
+    // The Cf ranges of Unicode 16, with the separators U+2028 and U+2029.
+    const HIDDEN: &[(u32, u32)] = &[
+        (0x00AD, 0x00AD),
+        (0x0600, 0x0605),
+        (0x061C, 0x061C),
+        (0x06DD, 0x06DD),
+        (0x070F, 0x070F),
+        (0x0890, 0x0891),
+        (0x08E2, 0x08E2),
+        (0x180E, 0x180E),
+        (0x200B, 0x200F),
+        (0x2028, 0x202E),
+        (0x2060, 0x2064),
+        (0x2066, 0x206F),
+        (0xFEFF, 0xFEFF),
+        (0xFFF9, 0xFFFB),
+        (0x110BD, 0x110BD),
+        (0x110CD, 0x110CD),
+        (0x13430, 0x1343F),
+        (0x1BCA0, 0x1BCA3),
+        (0x1D173, 0x1D17A),
+        (0xE0001, 0xE0001),
+        (0xE0020, 0xE007F),
+    ];
+    let code = u32::from(c);
+    c.is_control()
+        || HIDDEN
+            .iter()
+            .any(|&(low, high)| (low..=high).contains(&code))
+}
+
+/// `text` with every [`is_hidden`] character and backslash written as an escape (`\n`,
+/// `\u{202e}`, `\\`), so that text from outside, logged or shown in a terminal, can neither
+/// start a new line, send a terminal escape, nor reorder what is around it.
+pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| is_hidden(c) || c == '\\') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\\' => out.push_str("\\\\"),
+            c if is_hidden(c) => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_are_plain_identifiers_but_not_dot_segments() {
+        for ok in ["default", "mail.high", "a-b_c", "...", ".x", "x.."] {
+            assert_eq!(queue_name(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", ".", "..", "a b", "a{b}", "a:b", "é", &"q".repeat(129)] {
+            assert!(queue_name(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(queue_name("..").unwrap_err().contains("path segment"));
+    }
+
+    #[test]
+    fn job_names_refuse_control_bidi_and_zero_width_characters() {
+        for ok in ["send_email", "images.resize", "Mailer::Send", "é-ü", "名前"] {
+            assert_eq!(job_name(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            " padded",
+            "a\nb",
+            "a\u{1b}[31mred",
+            "a\u{202e}gnp.exe",
+            "a\u{2066}b",
+            "zero\u{200b}width",
+            "bom\u{feff}",
+            "tag\u{e0041}",
+            "line\u{2028}sep",
+            "c1\u{85}",
+        ] {
+            assert!(job_name(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(
+            job_name("a\u{202e}b").unwrap_err(),
+            "contains the control or invisible character U+202E"
+        );
+        assert!(job_name(&"j".repeat(257)).is_err());
+        assert!(job_name(&"j".repeat(256)).is_ok());
+    }
+
+    #[test]
+    fn escape_writes_hidden_characters_and_backslashes_as_escapes() {
+        assert!(matches!(
+            escape("plain"),
+            std::borrow::Cow::Borrowed("plain")
+        ));
+        assert_eq!(
+            escape("job\n2026-11-26 INFO forged"),
+            "job\\n2026-11-26 INFO forged"
+        );
+        assert_eq!(escape("\u{1b}[2J\u{202e}x\\"), "\\u{1b}[2J\\u{202e}x\\\\");
+    }
+}
