@@ -667,18 +667,8 @@ impl Client {
     }
 }
 
-/// How far ahead a job may be scheduled: about five years. Anything later is almost surely a
-/// unit mistake (ms given as s), and would sit in Redis forever.
-pub const SCHEDULE_HORIZON: Duration = Duration::from_secs(5 * 365 * 24 * 3600);
-
-/// Now plus `delay`, or an error if that is past what a `SystemTime` can hold.
-pub(crate) fn time_after(delay: Duration) -> Result<SystemTime> {
-    SystemTime::now()
-        .checked_add(delay)
-        .ok_or_else(|| Error::InvalidTime {
-            reason: format!("a delay of {delay:?} is past the end of time"),
-        })
-}
+pub use crate::horizon::SCHEDULE_HORIZON;
+pub(crate) use crate::horizon::time_after;
 
 static DEFAULT_CLIENT: RwLock<Option<Client>> = RwLock::new(None);
 static DEFAULT_INIT: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());

@@ -373,7 +373,7 @@ impl<J: Job> PendingJob<J> {
     /// Schedules the job to run after `delay` through the default client; returns the jid.
     pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
         if let Some(mode) = crate::testing::active() {
-            let at = SystemTime::now() + delay;
+            let at = crate::horizon::time_after(delay)?;
             return crate::testing::dispatch(mode, encode(self), Some(at)).await;
         }
         default_client().await?.dispatch_in(self, delay).await
@@ -393,7 +393,7 @@ impl<J: Job> PendingJob<J> {
     /// duplicate was found.
     pub async fn dispatch_unique_in(self, delay: Duration) -> Result<crate::unique::Dispatched> {
         if let Some(mode) = crate::testing::active() {
-            let at = SystemTime::now() + delay;
+            let at = crate::horizon::time_after(delay)?;
             let jid = crate::testing::dispatch(mode, encode(self), Some(at)).await?;
             return Ok(crate::unique::Dispatched::New(jid));
         }
@@ -450,15 +450,7 @@ impl DueTime {
             }
             DueTime::UnixSeconds(secs) => (secs.max(0.0) * 1000.0) as u64,
         };
-        let horizon = payload::now_ms() + crate::client::SCHEDULE_HORIZON.as_millis() as u64;
-        if ms > horizon {
-            return Err(Error::InvalidTime {
-                reason: format!(
-                    "{ms} ms since the epoch is more than 5 years ahead; was a time in ms given as seconds?"
-                ),
-            });
-        }
-        Ok(ms)
+        crate::horizon::check_due_ms(ms)
     }
 }
 

@@ -35,6 +35,7 @@ pub mod cron;
 pub mod endpoint;
 pub mod error;
 pub mod flow;
+pub mod horizon;
 pub mod inspect;
 pub mod job;
 pub mod middleware;
