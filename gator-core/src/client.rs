@@ -65,6 +65,8 @@ struct Inner {
     wait: Option<ReplicaWait>,
     /// Client middleware, run on each job before it is stored.
     middleware: DispatchChain,
+    /// The largest payload it stores, in bytes ([`crate::payload::limit`]).
+    max_payload: usize,
 }
 
 /// How often a client re-records a queue it dispatches to in the known-queues set: once per
@@ -89,6 +91,7 @@ pub struct ClientBuilder {
     cluster: bool,
     wait: Option<ReplicaWait>,
     middleware: DispatchChain,
+    max_payload: Option<usize>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -100,11 +103,21 @@ impl std::fmt::Debug for ClientBuilder {
             .field("cluster", &self.cluster)
             .field("wait", &self.wait)
             .field("middleware", &self.middleware)
+            .field("max_payload", &self.max_payload)
             .finish()
     }
 }
 
 impl ClientBuilder {
+    /// Refuses to store a job whose payload (its JSON document, arguments and all) is larger
+    /// than `bytes`, with [`Error::PayloadTooLarge`]; at least 1 KiB. Unset,
+    /// `GATOR_MAX_PAYLOAD` decides, else 512 KiB ([`crate::payload::limit`]). A worker sends a
+    /// payload over its client's limit that arrived by another path to the dead set.
+    pub fn max_payload(mut self, bytes: usize) -> ClientBuilder {
+        self.max_payload = Some(bytes);
+        self
+    }
+
     /// Adds client middleware: it sees each job this client is about to store, and may change
     /// it or refuse it (see [`crate::middleware`]). Middleware runs in the order it was added.
     pub fn middleware(self, middleware: impl DispatchMiddleware) -> ClientBuilder {
@@ -171,6 +184,10 @@ impl ClientBuilder {
     /// connection (a certificate that does not verify, a wrong password).
     pub async fn connect(self) -> Result<Client> {
         let keys = Keys::new(&self.namespace)?;
+        let max_payload = match self.max_payload {
+            Some(bytes) => bytes.max(crate::payload::limit::MIN_MAX_PAYLOAD),
+            None => crate::payload::limit::from_env()?,
+        };
         let wait = match self.wait {
             Some(wait) => Some(wait).filter(|w| w.replicas > 0),
             None => ReplicaWait::from_env()?,
@@ -237,6 +254,7 @@ impl ClientBuilder {
                 shards: ShardCounts::default(),
                 wait,
                 middleware: self.middleware,
+                max_payload,
             }),
         })
     }
@@ -255,6 +273,7 @@ impl Client {
             cluster: false,
             wait: None,
             middleware: crate::middleware::default_chain(),
+            max_payload: None,
         }
     }
 
@@ -283,6 +302,11 @@ impl Client {
     /// a chain step it handed to another queue.
     pub fn replica_wait(&self) -> Option<&ReplicaWait> {
         self.inner.wait.as_ref()
+    }
+
+    /// The largest payload this client stores, in bytes ([`ClientBuilder::max_payload`]).
+    pub fn max_payload(&self) -> usize {
+        self.inner.max_payload
     }
 
     /// The URL this client connects to, its password replaced by `***`: safe to log.
@@ -389,10 +413,11 @@ impl Client {
     /// [`Client::placed`] for many jobs, each first through the client middleware: a refusal
     /// stores none of them.
     pub(crate) async fn place(&self, mut jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
-        if !self.inner.middleware.is_empty() {
-            for job in &mut jobs {
+        for job in &mut jobs {
+            if !self.inner.middleware.is_empty() {
                 self.inner.middleware.apply(&mut job.payload)?;
             }
+            crate::payload::limit::check(&job.payload, self.inner.max_payload)?;
         }
         self.inner
             .shards

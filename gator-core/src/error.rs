@@ -117,6 +117,19 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A job whose payload is larger than the client's limit
+    /// ([`crate::ClientBuilder::max_payload`]); nothing was stored.
+    #[error(
+        "the payload of job {job:?} is {bytes} bytes, over the limit of {max}: keep large data elsewhere (object storage, a database) and pass its key, or raise the limit (ClientBuilder::max_payload, GATOR_MAX_PAYLOAD)"
+    )]
+    PayloadTooLarge {
+        /// The job's wire name.
+        job: String,
+        /// The payload's size.
+        bytes: usize,
+        /// The limit.
+        max: usize,
+    },
     /// Arguments given as JSON ([`crate::Client::enqueue_raw`]) that are not a job's.
     #[error("invalid args: {reason}")]
     InvalidArgs {
@@ -220,13 +233,10 @@ pub enum Error {
 /// `Result` with gator-core's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// A name to quote in an error: its first 100 characters and `…` if it was longer, so that a
+/// A name to quote in an error: its first 100 bytes and a note if it was longer, so that a
 /// megabyte sent as a name is not repeated into every log line and answer about it.
 pub(crate) fn cut_name(name: &str) -> String {
-    match name.char_indices().nth(100) {
-        Some((at, _)) => format!("{}…", &name[..at]),
-        None => name.to_owned(),
-    }
+    gator_rules::cut(name, 100).into_owned()
 }
 
 impl Error {

@@ -95,10 +95,12 @@ impl PartialEq for JobError {
 impl Eq for JobError {}
 
 impl JobError {
-    /// A failure that is retried with backoff.
+    /// A failure that is retried with backoff. A message longer than
+    /// [`gator_rules::MAX_ERROR_TEXT`] bytes is cut there, with a note of how much was cut:
+    /// it is stored with every retry, logged and shown.
     pub fn new(message: impl Into<String>) -> JobError {
         JobError {
-            message: message.into(),
+            message: bounded(message.into()),
             retryable: true,
             source: None,
         }
@@ -107,7 +109,7 @@ impl JobError {
     /// A failure that waiting will not fix (bad input): the job goes straight to the dead set.
     pub fn discard(message: impl Into<String>) -> JobError {
         JobError {
-            message: message.into(),
+            message: bounded(message.into()),
             retryable: false,
             source: None,
         }
@@ -117,7 +119,7 @@ impl JobError {
     /// it ([`JobError::downcast_ref`]): for example a rate limit with its Retry-After.
     pub fn caused_by<E: std::error::Error + Send + Sync + 'static>(error: E) -> JobError {
         JobError {
-            message: error.to_string(),
+            message: bounded(error.to_string()),
             retryable: true,
             source: Some(std::sync::Arc::new(error)),
         }
@@ -136,6 +138,14 @@ impl JobError {
     /// Whether another attempt may succeed.
     pub fn is_retryable(&self) -> bool {
         self.retryable
+    }
+}
+
+/// `message`, cut to [`gator_rules::MAX_ERROR_TEXT`] bytes.
+fn bounded(message: String) -> String {
+    match gator_rules::cut(&message, gator_rules::MAX_ERROR_TEXT) {
+        std::borrow::Cow::Borrowed(_) => message,
+        std::borrow::Cow::Owned(cut) => cut,
     }
 }
 

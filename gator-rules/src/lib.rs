@@ -1,7 +1,7 @@
-//! The rules a name must follow, in one place for the two sides that check them: `#[job]` at
-//! compile time (gator-macros) and the client, the HTTP API and the worker at run time
-//! (gator-core). Each rule answers `Err(problem)` with a lowercase phrase that completes
-//! "invalid queue name ...: it ...", so both sides word their errors alike.
+//! The rules of what Gator accepts and keeps, in one place for the sides that check them:
+//! `#[job]` at compile time (gator-macros), and the client, the HTTP API and the worker at run
+//! time (gator-core, gator-web). A naming rule answers `Err(problem)` with a lowercase phrase
+//! that completes "invalid queue name ...: it ...", so every side words its errors alike.
 //!
 //! No dependencies: a proc-macro crate links it too.
 
@@ -119,6 +119,28 @@ pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(out)
 }
 
+/// The most bytes of an error text Gator stores, logs or serves: a job's error, a status
+/// record's. Enough for a message and a backtrace's top; an error that quotes a 50 MB argument
+/// is cut here instead of being stored in every retry, logged and served.
+pub const MAX_ERROR_TEXT: usize = 4096;
+
+/// `text` cut to at most `max` bytes (at a character boundary), followed by a note saying how
+/// many bytes were cut; `text` itself if it fits.
+pub fn cut(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    std::borrow::Cow::Owned(format!(
+        "{}… [{} more bytes cut]",
+        &text[..end],
+        text.len() - end
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +195,15 @@ mod tests {
             "job\\n2026-11-26 INFO forged"
         );
         assert_eq!(escape("\u{1b}[2J\u{202e}x\\"), "\\u{1b}[2J\\u{202e}x\\\\");
+    }
+
+    #[test]
+    fn cut_keeps_short_text_and_cuts_long_text_at_a_char_boundary_with_a_note() {
+        assert!(matches!(cut("short", 10), std::borrow::Cow::Borrowed("short")));
+        assert_eq!(cut("abcdef", 4), "abcd… [2 more bytes cut]");
+        // 'é' is two bytes: a cut through it moves back before it.
+        assert_eq!(cut("aé", 2), "a… [2 more bytes cut]");
+        let huge = "x".repeat(50 << 20);
+        assert!(cut(&huge, MAX_ERROR_TEXT).len() < MAX_ERROR_TEXT + 40);
     }
 }

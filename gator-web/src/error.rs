@@ -15,8 +15,8 @@ pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// A stable code: `bad_request`, `unauthorized`, `forbidden`, `csrf`, `cross_site`,
-    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `redis_unavailable` or
-    /// `internal`.
+    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `payload_too_large`,
+    /// `redis_unavailable` or `internal`.
     pub code: &'static str,
     /// What went wrong, lowercase, for a person.
     pub message: String,
@@ -80,6 +80,9 @@ impl From<gator_core::Error> for ApiError {
             | E::Json(_)
             | E::Rejected { .. } => ApiError::bad_request(message),
             E::UnknownPeriodic { .. } | E::UnknownWorkflow { .. } => ApiError::not_found(message),
+            E::PayloadTooLarge { .. } => {
+                ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+            }
             E::CancelRaced { .. } => ApiError::new(StatusCode::CONFLICT, "conflict", message),
             E::Redis(ref e) if e.is_timeout() => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,

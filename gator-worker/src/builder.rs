@@ -238,6 +238,14 @@ impl WorkerBuilder {
         self
     }
 
+    /// The largest payload its client stores, and above which a fetched job goes to the dead
+    /// set unrun (default: `GATOR_MAX_PAYLOAD`, else 512 KiB). With [`WorkerBuilder::client`],
+    /// that client's limit applies instead.
+    pub fn max_payload(mut self, bytes: usize) -> WorkerBuilder {
+        self.config.max_payload = Some(bytes);
+        self
+    }
+
     /// How long this process's lease on each queue lasts unless renewed (default 20 s): the
     /// longest a crashed worker's jobs wait before they run again.
     pub fn lease(mut self, lease: Duration) -> WorkerBuilder {

@@ -48,6 +48,10 @@ pub struct WorkerConfig {
     /// Whether to emit the `metrics` facade's series (see [`crate::observer`]); the
     /// application installs the recorder, or `--metrics-bind` installs Prometheus's.
     pub metrics: bool,
+    /// The largest payload its client stores, and above which a fetched job goes to the dead
+    /// set unrun (`None`: `GATOR_MAX_PAYLOAD`, else 512 KiB; see
+    /// `gator_core::payload::limit`).
+    pub max_payload: Option<usize>,
 }
 
 impl fmt::Debug for WorkerConfig {
@@ -68,6 +72,7 @@ impl fmt::Debug for WorkerConfig {
             .field("cluster", &self.cluster)
             .field("wait", &self.wait)
             .field("metrics", &self.metrics)
+            .field("max_payload", &self.max_payload)
             .finish()
     }
 }
@@ -91,6 +96,7 @@ impl WorkerConfig {
             cluster: false,
             wait: None,
             metrics: false,
+            max_payload: None,
         }
     }
 }
@@ -236,6 +242,12 @@ pub struct Cli {
     #[arg(long, env = "GATOR_METRICS_BIND", value_name = "ADDR")]
     pub metrics_bind: Option<std::net::SocketAddr>,
 
+    /// The largest job payload (its whole JSON document) this worker's client stores, and
+    /// above which a job it fetches goes to the dead set unrun, with the reason: bytes or
+    /// with a unit (`512KiB`, `1MiB`). Producers should use the same (`GATOR_MAX_PAYLOAD`).
+    #[arg(long, global = true, env = "GATOR_MAX_PAYLOAD", value_name = "SIZE", default_value = "512KiB", value_parser = gator_core::payload::limit::parse)]
+    pub max_payload: usize,
+
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
     pub command: Option<crate::admin::AdminCommand>,
@@ -288,6 +300,7 @@ impl Cli {
                 timeout: self.wait_timeout,
             }),
             metrics: self.metrics_bind.is_some(),
+            max_payload: Some(self.max_payload),
         }
     }
 }

@@ -307,6 +307,9 @@ async fn connect(
         if let Some(wait) = config.wait {
             builder = builder.wait_for_replicas(wait.replicas, wait.timeout);
         }
+        if let Some(bytes) = config.max_payload {
+            builder = builder.max_payload(bytes);
+        }
         for middleware in dispatch {
             builder = builder.shared_middleware(middleware.clone());
         }

@@ -157,17 +157,14 @@ impl Attempt {
 
 /// Why an attempt failed.
 #[derive(Debug)]
-pub enum Failure<'a> {
+pub enum Failure {
     /// The job ran and failed (an `Err`, a panic, a timeout), or could not be found.
     Run(JobError),
-    /// Its arguments do not fit the job fn: the same bytes would fail again, so it goes to the
-    /// dead set, and the payload text is kept in `raw` for whoever fixes the producer.
-    BadArgs {
-        /// What did not fit.
-        reason: String,
-        /// The payload as stored.
-        raw: &'a [u8],
-    },
+    /// The same bytes would fail again, whoever ran them: arguments that do not fit the job
+    /// fn, a job name no worker may run, a payload over the size limit. It goes to the dead
+    /// set at once, its payload kept as it came (once: not copied into `raw`), with the
+    /// reason.
+    Unrunnable(String),
 }
 
 /// The longest a retry waits: a custom backoff that returns more (`Duration::MAX`) waits this
@@ -178,14 +175,14 @@ pub const MAX_RETRY_DELAY: Duration = SCHEDULE_HORIZON;
 /// and the dead set.
 pub fn classify(
     doc: &PayloadDocument<'_>,
-    failure: Failure<'_>,
+    failure: Failure,
     policy: Policy,
     attempt: Attempt,
     clock: &RedisClock,
 ) -> Outcome {
-    let (error, raw) = match failure {
-        Failure::Run(error) => (error, None),
-        Failure::BadArgs { reason, raw } => (JobError::discard(reason), Some(raw)),
+    let (error, unrunnable) = match failure {
+        Failure::Run(error) => (error, false),
+        Failure::Unrunnable(reason) => (JobError::discard(reason), true),
     };
     let error = &error;
     let now = clock.now_ms();
@@ -198,14 +195,11 @@ pub fn classify(
     if failures > 1 {
         changes.push(("retried_at", attempt.started_ms.to_string()));
     }
-    if let Some(raw) = raw {
-        changes.push(("raw", json_string(&String::from_utf8_lossy(raw))));
-    }
     let took = elapsed_ms(attempt.started);
-    // The job's retry strategy decides first (arguments that do not fit always go dead).
-    let decided = match raw {
-        Some(_) => None,
-        None => (policy.strategy)(&RetryContext {
+    // The job's retry strategy decides first (what no worker could run always goes dead).
+    let decided = match unrunnable {
+        true => None,
+        false => (policy.strategy)(&RetryContext {
             error,
             failures,
             jid: doc.jid(),
@@ -264,7 +258,9 @@ pub fn classify(
 /// Bytes that are not a payload: to the dead set, kept whole. UTF-8 text is kept verbatim in
 /// `raw`; other bytes in `raw_base64` (standard alphabet, with padding).
 pub fn malformed(job: &Fetched, reason: &DocumentError, clock: &RedisClock) -> Outcome {
-    error!(queue = %job.queue, error = %reason, "malformed payload: moved to the dead set as it was");
+    // Cut: a parse error may quote a value of the payload, which may be megabytes.
+    let reason = gator_rules::cut(&reason.to_string(), gator_rules::MAX_ERROR_TEXT).into_owned();
+    error!(queue = %job.queue, error = %gator_rules::escape(&reason), "malformed payload: moved to the dead set as it was");
     let now = clock.now_ms();
     let mut entry = Payload::new("", &job.queue, serde_json::Value::Array(Vec::new()));
     entry.created_at = now;

@@ -164,7 +164,9 @@ impl Processor {
             Ok(doc) => doc,
             Err(e) => return outcome::malformed(&job.fetched, &e, &self.clock),
         };
-        let span = info_span!("job", jid = %doc.jid(), job = %doc.job(), queue = %job.fetched.queue, attempt = doc.attempt().saturating_add(1));
+        // Escaped: a payload pushed by another producer may carry a jid or a name with line
+        // breaks or terminal escapes, which would forge log lines.
+        let span = info_span!("job", jid = %gator_rules::escape(doc.jid()), job = %gator_rules::escape(doc.job()), queue = %job.fetched.queue, attempt = doc.attempt().saturating_add(1));
         // The child of the span it was dispatched in, if its headers carry a trace context.
         #[cfg(feature = "otel")]
         gator_core::otel::adopt_parent(&span, &doc.headers());
@@ -183,9 +185,13 @@ impl Processor {
 
     async fn steps(&self, doc: &PayloadDocument<'_>, job: &Job) -> Outcome {
         let attempt = Attempt::now(&self.clock);
-        let classify = |failure: Failure<'_>, policy: Policy| {
+        let classify = |failure: Failure, policy: Policy| {
             outcome::classify(doc, failure, policy, attempt, &self.clock)
         };
+        // What no worker could run goes to the dead set unrun, kept as it came.
+        if let Some(reason) = self.unrunnable(doc, job) {
+            return classify(Failure::Unrunnable(reason), Policy::DEFAULT);
+        }
         // 0. Cancelled before it started (parked on a controlled queue, or fetched as the cancel
         //    came): settled as such, without running.
         if self.cancels.is_marked(doc.jid()) {
@@ -223,10 +229,7 @@ impl Processor {
         };
         let execution = match decode(registration, doc, ctx.clone()) {
             Ok(execution) => execution,
-            Err(reason) => {
-                let raw = &job.fetched.raw;
-                return classify(Failure::BadArgs { reason, raw }, policy);
-            }
+            Err(reason) => return classify(Failure::Unrunnable(reason), policy),
         };
         // 3. Execute, first releasing the lock of a unique job that holds it until its start.
         if doc.unique_until() == Some(UniqueUntil::Start) {
@@ -275,6 +278,26 @@ impl Processor {
             }
             Err(error) => classify(Failure::Run(error), policy),
         }
+    }
+
+    /// Why no worker could run this payload, if none could: over the size limit (pushed by
+    /// a producer that does not check it), or a job name with control, invisible or
+    /// bidirectional characters, which no `#[job]` can have.
+    fn unrunnable(&self, doc: &PayloadDocument<'_>, job: &Job) -> Option<String> {
+        let (bytes, max) = (job.fetched.raw.len(), self.client.max_payload());
+        if bytes > max {
+            return Some(format!(
+                "the payload is {bytes} bytes, over this worker's limit of {max} \
+                 (--max-payload, GATOR_MAX_PAYLOAD): not run"
+            ));
+        }
+        gator_rules::job_name(doc.job()).err().map(|problem| {
+            let name = gator_rules::cut(doc.job(), 100);
+            format!(
+                "invalid job name \"{}\": it {problem}; not run",
+                gator_rules::escape(&name)
+            )
+        })
     }
 
     /// Releases the unique lock of a job that holds it until it starts. A lock that cannot
@@ -465,6 +488,7 @@ impl Processor {
     /// A panic outside the job body and its decoding (a custom backoff, this crate): the job
     /// is retried on the default policy, or dead-lettered if its payload cannot be read.
     fn after_panic(&self, job: &Job, message: &str) -> Outcome {
+        let message = gator_rules::cut(message, gator_rules::MAX_ERROR_TEXT);
         error!(queue = %job.fetched.queue, panic = %message, "panicked while handling a job; recording it as a failure");
         let error = JobError::new(format!(
             "the worker panicked while handling the job: {message}"

@@ -29,6 +29,7 @@ mod enqueue;
 mod flows;
 mod history;
 mod overview;
+pub mod preview;
 mod processes;
 mod queues;
 mod search;

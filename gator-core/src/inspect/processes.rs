@@ -51,7 +51,7 @@ pub struct RunningJob {
     pub started_at_ms: Option<u64>,
     /// How long it has run so far (ms), when its start is known.
     pub running_for_ms: Option<u64>,
-    /// Its arguments.
+    /// Its arguments, cut to a preview if they are large ([`super::preview::args`]).
     pub args: serde_json::Value,
 }
 
@@ -146,7 +146,7 @@ impl Client {
                         .map_or(1, |a| a as u32 + 1),
                     started_at_ms: None,
                     running_for_ms: None,
-                    args: doc.get("args").cloned().unwrap_or_default(),
+                    args: super::preview::args(doc.get("args").cloned().unwrap_or_default()),
                 });
             }
         }

@@ -142,11 +142,17 @@ pub struct SearchHit {
     pub job: String,
     /// Its due time (scheduled, retry) or time of death (dead), ms; `None` when waiting.
     pub score_ms: Option<u64>,
-    /// Its last error.
+    /// Its last error, cut to [`gator_rules::MAX_ERROR_TEXT`] bytes.
     pub error: Option<String>,
-    /// Its arguments (`null` for text that is not a payload).
+    /// Its arguments (`null` for text that is not a payload), cut to a preview if they are
+    /// large ([`super::preview::args`]).
     pub args: serde_json::Value,
-    /// The entry as stored (a parked job's payload, without its parking prefix).
+    /// For text that is not a payload: its start ([`super::preview::text`]); `None` for a
+    /// payload, whose fields are above (a payload is served once).
+    pub unparsed: Option<String>,
+    /// The entry as stored (a parked job's payload, without its parking prefix): for the
+    /// caller that acts on it, never serialized.
+    #[serde(skip)]
     pub raw: String,
 }
 
@@ -341,8 +347,9 @@ fn matches(
             } else {
                 score_ms
             },
-            error: p.error,
-            args: p.args,
+            error: p.error.as_deref().map(super::preview::error),
+            args: super::preview::args(p.args),
+            unparsed: None,
             raw: text.to_owned(),
         },
         None => SearchHit {
@@ -357,6 +364,7 @@ fn matches(
             },
             error: None,
             args: serde_json::Value::Null,
+            unparsed: Some(super::preview::text(text)),
             raw: text.to_owned(),
         },
     })

@@ -6,6 +6,7 @@
 
 mod document;
 mod lenient;
+pub mod limit;
 
 pub use document::{DocumentError, PayloadDocument};
 

@@ -7,6 +7,10 @@
   byId("jid").textContent = jid;
   const sets = { scheduled: "scheduled", retry: "retry", dead: "dead" };
 
+  // Large arguments come cut to a preview, and whole only when asked for, once (the page
+  // refreshes every two seconds): then kept here.
+  let wholeArgs = null;
+
   async function refresh() {
     let job;
     try {
@@ -52,7 +56,16 @@
     events.sort((a, b) => a[0] - b[0]);
     fill(byId("timeline"), table(["When", "What"], events.map(([at, what]) => [el("time", { title: relative(at, now), text: when(at) }), what]), "No times recorded."));
 
-    byId("args").textContent = pretty(p.args !== undefined ? p.args : job.running ? job.running.args : null);
+    byId("args").textContent = job.args_cut && wholeArgs !== null ? wholeArgs : pretty(p.args !== undefined ? p.args : job.running ? job.running.args : null);
+    const whole = byId("args-whole");
+    whole.hidden = !job.args_cut || wholeArgs !== null;
+    whole.textContent = `Show all of the payload's ${G.bytes(job.payload_bytes || 0)}`;
+    whole.onclick = async () => {
+      const all = await G.get("api/jobs/" + encodeURIComponent(jid) + "?full=true");
+      wholeArgs = pretty((all.payload || {}).args);
+      byId("args").textContent = wholeArgs;
+      whole.hidden = true;
+    };
     byId("result-panel").hidden = job.result === null || job.result === undefined;
     byId("result").textContent = job.result === null || job.result === undefined ? "" : pretty(job.result);
     byId("payload").textContent = job.payload ? pretty(job.payload) : "(not stored: the job has finished or is running, or it waits deeper in its queue than a lookup reads)";

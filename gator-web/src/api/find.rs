@@ -6,13 +6,17 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::inspect::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery};
+use gator_core::inspect::{
+    DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery, preview,
+};
 use gator_core::{JobStatus, SetKind};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 /// The most entries one page of a set, or of search hits, may ask for.
 const MAX_PAGE: usize = 500;
+/// The most bytes of a job's arguments its own page shows unless asked for all of them.
+const PAGE_ARGS: usize = 64 * 1024;
 /// The most a caller may raise the budget to.
 const MAX_BUDGET: usize = 100_000;
 
@@ -148,8 +152,13 @@ pub(crate) struct JobView {
     result: Option<serde_json::Value>,
     /// Where its payload was found: `queued`, `scheduled`, `retry`, `dead`, or `running`.
     place: Option<String>,
-    /// The payload as stored, parsed (with `args`, `error`, `attempt`, `failed_at` ...).
+    /// The payload as stored, parsed (with `args`, `error`, `attempt`, `failed_at` ...); its
+    /// `error` cut to a bounded size, and its `args` too unless asked for `?full=true`.
     payload: Option<serde_json::Value>,
+    /// The payload's size as stored, in bytes.
+    payload_bytes: Option<usize>,
+    /// Whether `payload.args` is a preview (ask again with `?full=true` for all of it).
+    args_cut: bool,
     /// Due time or time of death, for a job in a set.
     score_ms: Option<u64>,
     /// For a running job: the process and how long it has run.
@@ -157,9 +166,17 @@ pub(crate) struct JobView {
     process: Option<String>,
 }
 
+#[derive(Debug, Deserialize)]
+pub(crate) struct JobParams {
+    /// Serve the arguments whole, however large.
+    #[serde(default)]
+    full: bool,
+}
+
 pub(crate) async fn job(
     State(app): State<App>,
     Segments(jid): Segments<String>,
+    Params(params): Params<JobParams>,
 ) -> ApiResult<JobView> {
     let details = app.client.job_details(&jid).await?;
     let mut view = JobView {
@@ -176,6 +193,8 @@ pub(crate) async fn job(
             .map(json_or_text),
         place: None,
         payload: None,
+        payload_bytes: None,
+        args_cut: false,
         score_ms: None,
         running: None,
         process: None,
@@ -225,7 +244,11 @@ pub(crate) async fn job(
             view.place = Some(place_name(hit.place).to_owned());
             view.queue = Some(hit.queue);
             view.score_ms = hit.score_ms;
+            view.payload_bytes = Some(hit.raw.len());
             view.payload = serde_json::from_str(&hit.raw).ok();
+            if let Some(serde_json::Value::Object(payload)) = &mut view.payload {
+                view.args_cut = shown(payload, params.full);
+            }
         }
     }
     if details.is_none() && view.place.is_none() {
@@ -234,6 +257,24 @@ pub(crate) async fn job(
         )));
     }
     Ok(Json(view))
+}
+
+/// Cuts a payload's error, and its args unless `full`, as the job's page shows them; whether
+/// the args were cut.
+fn shown(payload: &mut serde_json::Map<String, serde_json::Value>, full: bool) -> bool {
+    if let Some(serde_json::Value::String(error)) = payload.get_mut("error") {
+        *error = preview::error(error);
+    }
+    if full {
+        return false;
+    }
+    match payload.get_mut("args") {
+        Some(args) => {
+            *args = preview::args_within(std::mem::take(args), PAGE_ARGS);
+            preview::is_cut(args)
+        }
+        None => false,
+    }
 }
 
 fn place_name(place: Place) -> &'static str {

@@ -2,6 +2,7 @@
 //! status, a periodic entry, a workflow. Times are ms since the epoch (Redis time).
 
 use gator_core::SetEntry;
+use gator_core::inspect::preview;
 use gator_core::cron::Periodic;
 use gator_core::status::JobStatus;
 use gator_core::workflow::{StepState, WorkflowState, WorkflowStatus};
@@ -15,7 +16,9 @@ pub(crate) fn ms(time: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
-/// One entry of a scheduled, retry or dead set.
+/// One entry of a scheduled, retry or dead set, as a listing shows it: its arguments, error
+/// and unparsed text cut to a bounded size (`gator_core::inspect::preview`); whole on the job's
+/// own page.
 #[derive(Debug, Serialize)]
 pub(crate) struct EntryView {
     pub set: &'static str,
@@ -25,6 +28,8 @@ pub(crate) struct EntryView {
     pub jid: Option<String>,
     pub job: Option<String>,
     pub args: Value,
+    /// Whether `args` is a preview of larger arguments.
+    pub args_cut: bool,
     pub attempt: Option<u32>,
     pub error: Option<String>,
     pub created_at: Option<u64>,
@@ -38,19 +43,21 @@ pub(crate) struct EntryView {
 impl From<&SetEntry> for EntryView {
     fn from(entry: &SetEntry) -> EntryView {
         let p = entry.payload.as_ref();
+        let args = p.map_or(Value::Null, |p| preview::args(p.args.clone()));
         EntryView {
             set: entry.kind.as_str(),
             queue: entry.queue.clone(),
             score_ms: entry.score_ms,
             jid: p.map(|p| p.jid.clone()),
             job: p.map(|p| p.job.clone()),
-            args: p.map_or(Value::Null, |p| p.args.clone()),
+            args_cut: preview::is_cut(&args),
+            args,
             attempt: p.map(|p| p.attempt),
-            error: p.and_then(|p| p.error.clone()),
+            error: p.and_then(|p| p.error.as_deref()).map(preview::error),
             created_at: p.map(|p| p.created_at),
             failed_at: p.and_then(|p| p.failed_at),
             runnable: entry.is_runnable(),
-            unparsed: entry.unparsed_text().map(str::to_owned),
+            unparsed: entry.unparsed_text().map(preview::text),
         }
     }
 }
@@ -102,7 +109,7 @@ impl From<&JobStatus> for StatusView {
             } => {
                 view.attempt = Some(*attempt);
                 view.next_at_ms = Some(ms(*next_at));
-                view.error = Some(error.clone());
+                view.error = Some(preview::error(error));
             }
             JobStatus::Dead {
                 at,
@@ -116,7 +123,7 @@ impl From<&JobStatus> for StatusView {
             } => {
                 view.at_ms = Some(ms(*at));
                 view.attempts = Some(*attempts);
-                view.error = Some(error.clone());
+                view.error = Some(preview::error(error));
             }
             JobStatus::Done {
                 finished_at,
