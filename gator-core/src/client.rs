@@ -548,7 +548,9 @@ impl Client {
         }
         self.register_if_due(std::slice::from_ref(&payload)).await?;
         let mut conn = self.connection();
-        store::schedule::schedule(&mut conn, self.keys(), &payload, when, None).await?;
+        store::schedule::schedule(&mut conn, self.keys(), &payload, when, None)
+            .await
+            .map_err(|e| e.of_queue(&payload.queue))?;
         self.confirm_replicated(&mut conn, vec![payload.queue.as_str()])
             .await?;
         Ok(Dispatched::New(payload.jid))
@@ -626,7 +628,12 @@ impl Client {
     async fn enqueue(&self, payloads: &[Payload]) -> Result<()> {
         let register = self.due_for_registering(payloads.iter().map(|p| p.queue.as_str()));
         let mut conn = self.connection();
-        store::queue::enqueue(&mut conn, self.keys(), payloads, register).await?;
+        store::queue::enqueue(&mut conn, self.keys(), payloads, register)
+            .await
+            .map_err(|e| match payloads.first() {
+                Some(first) => e.of_queue(&first.queue),
+                None => e,
+            })?;
         if register {
             self.note_registered(payloads);
         }

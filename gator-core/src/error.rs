@@ -5,8 +5,19 @@
 #[non_exhaustive]
 pub enum Error {
     /// Redis refused a command, or could not be reached in time.
-    #[error("redis error: {0}")]
+    #[error("redis error: {}", redis_text(.0))]
     Redis(#[from] redis::RedisError),
+    /// A queue whose keys hold what Gator did not write there (a key of the wrong type,
+    /// written by hand or by another tool): nothing was stored.
+    #[error(
+        "queue {queue:?} is broken: {reason}; a key of it holds data Gator did not write (see `gator-worker queues`, and delete or repair the key with redis-cli)"
+    )]
+    BrokenQueue {
+        /// The queue.
+        queue: String,
+        /// What Redis said, without script details.
+        reason: String,
+    },
     /// Redis could not be reached, or refused the connection (a TLS certificate it does not
     /// accept, or one that does not verify, a wrong password).
     #[error("could not connect to Redis at {url}: {source}{hint}", hint = connect_hint(source))]
@@ -246,6 +257,32 @@ impl Error {
         matches!(self, Error::Redis(e) if crate::store::queue::is_wrong_type(e))
     }
 
+    /// Whether Redis refused a read or a write for what it found in a key: a key of the wrong
+    /// type, or a value that is not what Gator writes there. Such an error concerns the keys
+    /// of one queue, not Redis as a whole.
+    pub fn is_broken_data(&self) -> bool {
+        match self {
+            Error::BrokenQueue { .. } => true,
+            Error::Redis(e) => {
+                crate::store::queue::is_wrong_type(e)
+                    || e.kind() == redis::ErrorKind::UnexpectedReturnType
+            }
+            _ => false,
+        }
+    }
+
+    /// This error, said of `queue` if it is [broken data](Error::is_broken_data): a clear
+    /// [`Error::BrokenQueue`] instead of Redis's words about a script.
+    pub fn of_queue(self, queue: &str) -> Error {
+        match self {
+            Error::Redis(ref e) if self.is_broken_data() => Error::BrokenQueue {
+                queue: queue.to_owned(),
+                reason: redis_text(e),
+            },
+            other => other,
+        }
+    }
+
     /// Whether this is Redis being away or unreachable (a lost connection, a timeout, a refused
     /// connection), not a refusal of what was asked.
     pub fn is_connection(&self) -> bool {
@@ -259,6 +296,16 @@ impl Error {
             }
             _ => false,
         }
+    }
+}
+
+/// What Redis said, without the name and line of the script that said it (`script: <sha>, on
+/// @user_script:12.`): a user cannot act on those.
+fn redis_text(error: &redis::RedisError) -> String {
+    let text = error.to_string();
+    match text.find(" script: ") {
+        Some(at) => text[..at].trim_end_matches([',', ' ']).to_owned(),
+        None => text,
     }
 }
 

@@ -15,7 +15,7 @@ pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// A stable code: `bad_request`, `unauthorized`, `forbidden`, `csrf`, `cross_site`,
-    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `payload_too_large`,
+    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `broken_queue`, `payload_too_large`,
     /// `redis_unavailable` or `internal`.
     pub code: &'static str,
     /// What went wrong, lowercase, for a person.
@@ -80,6 +80,7 @@ impl From<gator_core::Error> for ApiError {
             | E::Json(_)
             | E::Rejected { .. } => ApiError::bad_request(message),
             E::UnknownPeriodic { .. } | E::UnknownWorkflow { .. } => ApiError::not_found(message),
+            E::BrokenQueue { .. } => ApiError::new(StatusCode::CONFLICT, "broken_queue", message),
             E::PayloadTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
             }

@@ -94,10 +94,11 @@ pub async fn queues(
         "failed",
     ]);
     for q in &queues {
-        let state = match (q.paused, q.controlled) {
-            (true, _) => "paused",
-            (false, true) => "controlled",
-            (false, false) => "",
+        let state = match (&q.broken, q.paused, q.controlled) {
+            (Some(_), _, _) => "BROKEN",
+            (None, true, _) => "paused",
+            (None, false, true) => "controlled",
+            (None, false, false) => "",
         };
         let limit = q
             .limit
@@ -119,6 +120,12 @@ pub async fn queues(
     }
     table::print(out, &rows)?;
     writeln!(out, "{} queues", queues.len())?;
+    // Why a queue is broken: below the table, which keeps its width.
+    for q in &queues {
+        if let Some(reason) = &q.broken {
+            writeln!(out, "queue {} is BROKEN: {reason}", q.name)?;
+        }
+    }
     Ok(())
 }
 

@@ -25,6 +25,9 @@ pub struct Overview {
     pub processes: usize,
     /// Known queues (a shard counts as one).
     pub queues: usize,
+    /// The queues that could not be read ([`super::QueueInfo::broken`] says why); the totals
+    /// above are of the others.
+    pub broken_queues: Vec<String>,
     /// Redis's clock when this was read (ms since the epoch).
     pub now_ms: u64,
     /// The Redis server (on a cluster: the masters, summed).
@@ -67,6 +70,11 @@ impl Client {
             dead: sum(|q| q.dead),
             processes,
             queues: queues.len(),
+            broken_queues: queues
+                .iter()
+                .filter(|q| q.broken.is_some())
+                .map(|q| q.name.clone())
+                .collect(),
             now_ms,
             redis: self.redis_info().await?,
         })

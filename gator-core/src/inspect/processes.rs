@@ -83,7 +83,15 @@ impl Client {
         for queue in &queues {
             pipe.zrange(keys.leases(queue), 0, -1);
         }
-        let holders: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
+        // A queue whose lease index is not one (a key written by hand) is left out, not the
+        // fleet: its row in `queue_infos` says it is broken.
+        let holders: Vec<Vec<String>> = pipe
+            .ignore_errors()
+            .query_async::<Vec<redis::RedisResult<Vec<String>>>>(&mut conn)
+            .await?
+            .into_iter()
+            .map(|read| read.unwrap_or_default())
+            .collect();
         let mut held: HashMap<&str, Vec<&str>> = HashMap::new();
         for (queue, processes) in queues.iter().zip(&holders) {
             for process in processes {
@@ -130,7 +138,13 @@ impl Client {
         for queue in queues {
             pipe.lrange(keys.inflight(queue, process), 0, -1);
         }
-        let lists: Vec<Vec<String>> = pipe.query_async(&mut conn).await?;
+        let lists: Vec<Vec<String>> = pipe
+            .ignore_errors()
+            .query_async::<Vec<redis::RedisResult<Vec<String>>>>(&mut conn)
+            .await?
+            .into_iter()
+            .map(|read| read.unwrap_or_default())
+            .collect();
         let mut jobs = Vec::new();
         for (queue, list) in queues.iter().zip(lists) {
             for raw in list {

@@ -38,6 +38,10 @@ pub struct QueueInfo {
     pub processed: u64,
     /// Attempts that failed, all time.
     pub failed: u64,
+    /// Why it could not be read, if it could not: one of its keys holds what Gator did not
+    /// write there (a key of the wrong type, written by hand or by another tool). Its numbers
+    /// are then zeros; every other queue is read as usual.
+    pub broken: Option<String>,
 }
 
 impl Client {
@@ -105,65 +109,101 @@ impl Client {
         Ok(cancelled)
     }
 
+    /// One row per queue; a queue whose keys Redis refuses to read (a key of the wrong type,
+    /// a value Gator did not write) is a row of its own saying why, and every other row is
+    /// read as usual. Redis being away fails the whole call.
     async fn infos_of(&self, queues: &[String]) -> Result<Vec<QueueInfo>> {
         let mut conn = self.connection();
-        let keys = self.keys();
-        let controlled = flow::controlled(&mut conn, keys).await?;
+        let controlled = flow::controlled(&mut conn, self.keys()).await?;
         let now = self.redis_time().await?;
-        let totals = stats::totals(&mut conn, keys, queues).await?;
         let mut infos = Vec::with_capacity(queues.len());
-        for (queue, total) in queues.iter().zip(totals) {
-            let mut info = QueueInfo {
-                name: queue.clone(),
-                size: 0,
-                latency_ms: None,
-                busy: busy(&mut conn, keys, queue).await?,
-                scheduled: 0,
-                retries: 0,
-                dead: 0,
-                paused: false,
-                controlled: false,
-                parked: 0,
-                limit: None,
-                units_in_use: 0,
-                processed: total.processed,
-                failed: total.failed,
-            };
-            (info.scheduled, info.retries, info.dead) = redis::pipe()
-                .zcard(keys.scheduled(queue))
-                .zcard(keys.retry(queue))
-                .zcard(keys.dead(queue))
-                .query_async(&mut conn)
-                .await?;
-            let oldest = if controlled.contains(queue) {
-                let flow = flow::status(&mut conn, keys, queue).await?;
-                info.controlled = flow.controlled;
-                info.paused = flow.paused;
-                info.limit = flow.limit;
-                info.units_in_use = flow.units_in_use;
-                info.parked = flow
-                    .parked
-                    .iter()
-                    .filter(|p| p.state != "ready")
-                    .map(|p| p.jobs)
-                    .sum();
-                info.size = flow.parked.iter().map(|p| p.jobs).sum::<u64>()
-                    + flow.critical_waiting
-                    + flow.backlog;
-                oldest_parked(&mut conn, keys, queue).await?
-            } else {
-                let (len, head): (u64, Option<String>) = redis::pipe()
-                    .llen(keys.queue(queue))
-                    .lindex(keys.queue(queue), 0)
-                    .query_async(&mut conn)
-                    .await?;
-                info.size = len;
-                head.as_deref().and_then(enqueued_at)
-            };
-            info.latency_ms = oldest.map(|at| now.saturating_sub(at));
-            infos.push(info);
+        for queue in queues {
+            let read = self.info_of(&mut conn, queue, controlled.contains(queue), now);
+            infos.push(match read.await {
+                Ok(info) => info,
+                Err(e) if e.is_broken_data() => QueueInfo::broken(queue, &e),
+                Err(e) => return Err(e),
+            });
         }
         Ok(infos)
+    }
+
+    async fn info_of(
+        &self,
+        conn: &mut Connection,
+        queue: &str,
+        controlled: bool,
+        now: u64,
+    ) -> Result<QueueInfo> {
+        let keys = self.keys();
+        let total = stats::totals(conn, keys, &[queue.to_owned()]).await?;
+        let mut info = QueueInfo::named(queue);
+        (info.processed, info.failed) = total.first().map_or((0, 0), |t| (t.processed, t.failed));
+        info.busy = busy(conn, keys, queue).await?;
+        (info.scheduled, info.retries, info.dead) = redis::pipe()
+            .zcard(keys.scheduled(queue))
+            .zcard(keys.retry(queue))
+            .zcard(keys.dead(queue))
+            .query_async(conn)
+            .await?;
+        let oldest = if controlled {
+            let flow = flow::status(conn, keys, queue).await?;
+            info.controlled = flow.controlled;
+            info.paused = flow.paused;
+            info.limit = flow.limit;
+            info.units_in_use = flow.units_in_use;
+            info.parked = flow
+                .parked
+                .iter()
+                .filter(|p| p.state != "ready")
+                .map(|p| p.jobs)
+                .sum();
+            info.size = flow.parked.iter().map(|p| p.jobs).sum::<u64>()
+                + flow.critical_waiting
+                + flow.backlog;
+            oldest_parked(conn, keys, queue).await?
+        } else {
+            let (len, head): (u64, Option<String>) = redis::pipe()
+                .llen(keys.queue(queue))
+                .lindex(keys.queue(queue), 0)
+                .query_async(conn)
+                .await?;
+            info.size = len;
+            head.as_deref().and_then(enqueued_at)
+        };
+        info.latency_ms = oldest.map(|at| now.saturating_sub(at));
+        Ok(info)
+    }
+}
+
+impl QueueInfo {
+    /// A row of zeros for `queue`.
+    fn named(queue: &str) -> QueueInfo {
+        QueueInfo {
+            name: queue.to_owned(),
+            size: 0,
+            latency_ms: None,
+            busy: 0,
+            scheduled: 0,
+            retries: 0,
+            dead: 0,
+            paused: false,
+            controlled: false,
+            parked: 0,
+            limit: None,
+            units_in_use: 0,
+            processed: 0,
+            failed: 0,
+            broken: None,
+        }
+    }
+
+    /// The row of a queue that could not be read, saying why.
+    fn broken(queue: &str, error: &crate::Error) -> QueueInfo {
+        QueueInfo {
+            broken: Some(error.to_string()),
+            ..QueueInfo::named(queue)
+        }
     }
 }
 

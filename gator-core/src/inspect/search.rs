@@ -22,6 +22,8 @@ use std::str::FromStr;
 
 /// Entries read per `LRANGE`/`ZRANGE`.
 const RANGE: usize = 500;
+/// The deepest offset a cursor may hold (2^40 entries: more than any Redis holds).
+const MAX_OFFSET: usize = 1 << 40;
 /// [`SearchQuery::budget`] by default.
 pub const DEFAULT_BUDGET: usize = 5000;
 
@@ -165,6 +167,9 @@ pub struct SearchPage {
     pub next_cursor: Option<String>,
     /// Entries read by this call.
     pub scanned: usize,
+    /// Keys that could not be read (of the wrong type, written by hand), each with the
+    /// reason: skipped, and every other one searched.
+    pub broken: Vec<String>,
 }
 
 /// One list or sorted set searched.
@@ -205,6 +210,7 @@ impl Client {
             hits: Vec::new(),
             next_cursor: None,
             scanned: 0,
+            broken: Vec::new(),
         };
         while let Some(collection) = collections.get(index) {
             if page.scanned >= budget || page.hits.len() >= limit {
@@ -212,7 +218,16 @@ impl Client {
                 return Ok(page);
             }
             let count = RANGE.min(budget - page.scanned);
-            let entries = read(&mut conn, collection, offset, count).await?;
+            let entries = match read(&mut conn, collection, offset, count).await {
+                Ok(entries) => entries,
+                // One key that is not what Gator wrote: the others are still searched.
+                Err(e) if e.is_broken_data() => {
+                    page.broken.push(format!("{}: {e}", collection.key));
+                    (index, offset) = (index + 1, 0);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let read_all = entries.len() < count;
             for (raw, score) in entries {
                 page.scanned += 1;
@@ -257,8 +272,14 @@ async fn collections(
                 Place::Queued if controlled.contains(queue) => {
                     add(keys.backlog(queue), false, false);
                     add(keys.critical(queue), true, true);
-                    let parking = crate::store::flow::parking_keys(conn, keys, queue).await?;
-                    let mut parking: Vec<String> = parking.all().cloned().collect();
+                    // Parking keys that cannot be read (a broken flow key) are not searched; the
+                    // queue's row in `queue_infos` says why.
+                    let mut parking: Vec<String> =
+                        match crate::store::flow::parking_keys(conn, keys, queue).await {
+                            Ok(parking) => parking.all().cloned().collect(),
+                            Err(e) if e.is_broken_data() => Vec::new(),
+                            Err(e) => return Err(e),
+                        };
                     parking.sort();
                     parking.dedup();
                     for parking_key in parking {
@@ -282,7 +303,7 @@ async fn read(
     offset: usize,
     count: usize,
 ) -> Result<Vec<(String, Option<f64>)>> {
-    let stop = (offset + count - 1) as isize;
+    let stop = offset.saturating_add(count).saturating_sub(1);
     if collection.sorted {
         let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
             .arg(&collection.key)
@@ -374,6 +395,8 @@ fn parse_cursor(cursor: &str) -> Result<(usize, usize)> {
     cursor
         .split_once(':')
         .and_then(|(i, o)| Some((i.parse().ok()?, o.parse().ok()?)))
+        // An offset no list reaches: Redis reads an index past i64's range as negative.
+        .filter(|&(_, offset): &(usize, usize)| offset <= MAX_OFFSET)
         .ok_or_else(|| Error::InvalidArgs {
             reason: format!(
                 "invalid search cursor {cursor:?}: pass the next_cursor of the page before"

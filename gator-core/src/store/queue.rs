@@ -78,13 +78,23 @@ pub async fn enqueue(
                 Err(e) => return Err(e.into()),
             }
         }
-        scripts::ENQUEUE
+        let parked = scripts::ENQUEUE
             .key(keys.queue(queue))
             .key(keys.flow(queue))
             .arg(if *flow { "f" } else { "-" })
             .arg(jobs)
             .invoke_async::<()>(conn)
-            .await?;
+            .await;
+        if let Err(e) = parked {
+            // Neither the push nor the script stored the jobs (a key of the queue holds what
+            // Gator did not write): the records the MULTI wrote would say `queued` of jobs
+            // that are nowhere.
+            if !*flow {
+                let records: Vec<String> = jids.iter().map(|jid| keys.job(queue, jid)).collect();
+                let _ = redis::cmd("DEL").arg(records).query_async::<()>(conn).await;
+            }
+            return Err(e.into());
+        }
     }
     Ok(())
 }

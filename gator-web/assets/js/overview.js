@@ -20,7 +20,7 @@
         ["Memory", `${r.used_memory_human} (${bytes(r.used_memory)})` + (r.maxmemory ? ` of ${bytes(r.maxmemory)}` : "")],
         ["Clients", num(r.connected_clients)],
         ["Uptime", duration(r.uptime_seconds * 1000)],
-        ["Queues", num(o.queues)],
+        ["Queues", num(o.queues) + (o.broken_queues.length ? ` (broken: ${o.broken_queues.join(", ")}; see Queues)` : "")],
       ].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]),
     );
   }

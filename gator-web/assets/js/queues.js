@@ -25,7 +25,7 @@
     const rows = queues.map((q) => {
       const row = el(
         "tr",
-        { dataQueue: q.name, class: q.paused ? "paused" : "" },
+        { dataQueue: q.name, class: q.broken ? "broken" : q.paused ? "paused" : "" },
         [
           queueLink(q.name),
           num(q.size),
@@ -34,7 +34,11 @@
           num(q.scheduled),
           num(q.retries),
           num(q.dead),
-          q.paused ? el("span", { class: "badge warn", text: "paused" }) : el("span", { class: "badge", text: "running" }),
+          q.broken
+            ? el("span", { class: "badge bad", title: q.broken, text: "broken: " + q.broken })
+            : q.paused
+              ? el("span", { class: "badge warn", text: "paused" })
+              : el("span", { class: "badge", text: "running" }),
           q.limit === null ? (q.controlled ? `${num(q.units_in_use)} in use` : "–") : `${num(q.units_in_use)} / ${num(q.limit)}`,
           num(q.parked),
           num(q.processed),

@@ -110,17 +110,39 @@ pub(crate) async fn cron(State(app): State<App>) -> ApiResult<CronList> {
 pub(crate) struct Limits {
     now_ms: u64,
     queues: Vec<FlowStatus>,
+    /// Queues that could not be read, each with the reason: the others are shown.
+    broken: Vec<Broken>,
+}
+
+/// A queue that could not be read.
+#[derive(Debug, Serialize)]
+pub(crate) struct Broken {
+    queue: String,
+    reason: String,
 }
 
 pub(crate) async fn limits(State(app): State<App>) -> ApiResult<Limits> {
-    let mut queues = Vec::new();
+    let (mut queues, mut broken) = (Vec::new(), Vec::new());
     for info in app.client.queue_infos().await? {
-        if info.controlled {
-            queues.push(app.client.flow_status(&info.name).await?);
+        if let Some(reason) = info.broken {
+            broken.push(Broken {
+                queue: info.name,
+                reason,
+            });
+        } else if info.controlled {
+            match app.client.flow_status(&info.name).await {
+                Ok(status) => queues.push(status),
+                Err(e) if e.is_broken_data() => broken.push(Broken {
+                    queue: info.name,
+                    reason: e.to_string(),
+                }),
+                Err(e) => return Err(e.into()),
+            }
         }
     }
     Ok(Json(Limits {
         now_ms: app.client.redis_time().await?,
         queues,
+        broken,
     }))
 }
