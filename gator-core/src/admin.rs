@@ -40,9 +40,13 @@
 //! can look at them, and deleted with [`Client::delete_job`] or [`Client::clear_set`].
 
 use crate::client::Client;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::store::keys::validate_stored_queue;
 use crate::store::sets::{self, SetEntry, SetKind};
+
+/// How deep [`Client::list_set`] pages by offset over several queues merged: it reads this
+/// many entries of each at most.
+pub const MAX_MERGED_DEPTH: usize = 2000;
 
 /// How many entries [`Client::run_all_now`] reads per page: large enough to need few
 /// ZRANGEs, small enough that neither Redis nor this process holds a big reply at once.
@@ -82,12 +86,13 @@ impl Client {
         Ok(total)
     }
 
-    /// Up to `count` entries of the `kind` set from `offset`, lowest score (oldest death,
-    /// earliest due time) first.
+    /// Up to `count` entries (at most [`crate::inspect::MAX_SET_PAGE`]) of the `kind` set
+    /// from `offset`, lowest score (oldest death, earliest due time) first.
     ///
-    /// With `queue: None` the sets of every known queue are merged by score; that reads the
-    /// first `offset + count` entries of each queue, which suits the pages an operator reads
-    /// but not deep paging over many queues.
+    /// On one queue without shards any offset costs the same (`ZRANGE` by rank). Merged over
+    /// several queues (`None`, or a sharded queue), an offset needs every queue's first
+    /// `offset + count` entries, so `offset + count` may be at most [`MAX_MERGED_DEPTH`]:
+    /// page deeper with [`Client::set_page`], whose cursor costs the same at any depth.
     pub async fn list_set(
         &self,
         kind: SetKind,
@@ -95,12 +100,28 @@ impl Client {
         offset: usize,
         count: usize,
     ) -> Result<Vec<SetEntry>> {
+        if count > crate::inspect::MAX_SET_PAGE {
+            return Err(Error::InvalidArgs {
+                reason: format!(
+                    "at most {} entries a page, not {count}",
+                    crate::inspect::MAX_SET_PAGE
+                ),
+            });
+        }
         let mut conn = self.connection();
         let queues = self.target_queues(queue).await?;
         if let [queue] = queues.as_slice() {
             return sets::list(&mut conn, self.keys(), kind, queue, offset, count).await;
         }
         let wanted = offset.saturating_add(count);
+        if wanted > MAX_MERGED_DEPTH {
+            return Err(Error::InvalidArgs {
+                reason: format!(
+                    "offset {offset} is past the first {MAX_MERGED_DEPTH} entries of several \
+                     queues merged: name one queue, or page with a cursor (Client::set_page)"
+                ),
+            });
+        }
         let mut entries = Vec::new();
         for queue in &queues {
             entries.extend(sets::list(&mut conn, self.keys(), kind, queue, 0, wanted).await?);

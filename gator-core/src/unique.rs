@@ -245,10 +245,9 @@ impl Client {
     ) -> Result<Dispatched> {
         self.register_if_due(std::slice::from_ref(&payload)).await?;
         let mut conn = self.connection();
-        let (dispatched, _due) =
-            store::unique::dispatch(&mut conn, self.keys(), &payload, when)
-                .await
-                .map_err(|e| e.of_queue(&payload.queue))?;
+        let (dispatched, _due) = store::unique::dispatch(&mut conn, self.keys(), &payload, when)
+            .await
+            .map_err(|e| e.of_queue(&payload.queue))?;
         // A debounced duplicate replaced the pending job: it wrote too.
         let debounced = payload
             .unique

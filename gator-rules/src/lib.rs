@@ -199,7 +199,10 @@ mod tests {
 
     #[test]
     fn cut_keeps_short_text_and_cuts_long_text_at_a_char_boundary_with_a_note() {
-        assert!(matches!(cut("short", 10), std::borrow::Cow::Borrowed("short")));
+        assert!(matches!(
+            cut("short", 10),
+            std::borrow::Cow::Borrowed("short")
+        ));
         assert_eq!(cut("abcdef", 4), "abcd… [2 more bytes cut]");
         // 'é' is two bytes: a cut through it moves back before it.
         assert_eq!(cut("aé", 2), "a… [2 more bytes cut]");

@@ -172,9 +172,12 @@ pub struct ListArgs {
     /// Only this queue's set (default: every known queue).
     #[arg(long, value_name = "QUEUE")]
     pub queue: Option<String>,
-    /// Show at most this many entries, oldest (or soonest due) first.
-    #[arg(long, value_name = "N", default_value_t = 100)]
-    pub limit: usize,
+    /// Show at most this many entries (1 to 1000), oldest (or soonest due) first.
+    #[arg(long, value_name = "N", default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..=1000))]
+    pub limit: u16,
+    /// Start where a listing before stopped: the cursor it printed.
+    #[arg(long, value_name = "CURSOR")]
+    pub cursor: Option<String>,
     /// Print JSON instead of a table: the entries (payloads as stored) and the total.
     #[arg(long)]
     pub json: bool,
@@ -341,11 +344,14 @@ async fn list(
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     let queue = args.queue.as_deref();
-    let entries = client.list_set(kind, queue, 0, args.limit).await?;
+    let page = client
+        .set_page(kind, queue, args.cursor.as_deref(), usize::from(args.limit))
+        .await?;
+    let (entries, next) = (page.entries, page.next_cursor);
     let total = client.set_len(kind, queue).await?;
     if args.json {
         let entries: Vec<serde_json::Value> = entries.iter().map(entry_json).collect();
-        let value = serde_json::json!({"set": kind.as_str(), "total": total, "entries": entries});
+        let value = serde_json::json!({"set": kind.as_str(), "total": total, "entries": entries, "next_cursor": next});
         return Ok(crate::table::print_json(out, &value)?);
     }
     if !entries.is_empty() {
@@ -360,18 +366,22 @@ async fn list(
         crate::table::print(out, &rows)?;
     }
     let scope = every(queue);
-    if entries.len() >= total {
-        writeln!(
+    match next {
+        None if args.cursor.is_none() => writeln!(
             out,
             "{} in the {kind} set of {scope}",
             count(total, "entry", "entries")
-        )?;
-    } else {
-        let shown = entries.len();
-        writeln!(
+        )?,
+        None => writeln!(
             out,
-            "{shown} of {total} entries in the {kind} set of {scope} shown; raise --limit to see more"
-        )?;
+            "{} shown, the last of {total} in the {kind} set of {scope}",
+            entries.len()
+        )?,
+        Some(next) => writeln!(
+            out,
+            "{} of {total} entries in the {kind} set of {scope} shown; the next ones: --cursor {next}",
+            entries.len()
+        )?,
     }
     Ok(())
 }
@@ -574,6 +584,7 @@ mod tests {
             kind: SetKind::Dead,
             queue: "mail".into(),
             score_ms: 1_732_300_000_000,
+            score: 1_732_300_000_000.0,
             raw: raw.into(),
             payload: Payload::from_json(raw).ok(),
         }

@@ -432,11 +432,24 @@ fn cli_dead_list_prints_one_line_per_entry_then_the_count() {
         &redis,
         &["dead", "list", "--queue", "mail", "--limit", "1"],
     ));
+    let (shown, cursor) = out
+        .trim_end()
+        .rsplit_once(" --cursor ")
+        .unwrap_or_else(|| panic!("no cursor to the next page: {out}"));
     assert!(
-        out.ends_with(
-            "1 of 2 entries in the dead set of queue \"mail\" shown; raise --limit to see more\n"
-        ),
+        shown.ends_with("1 of 2 entries in the dead set of queue \"mail\" shown; the next ones:"),
         "{out}"
+    );
+    // The cursor it printed lists the rest.
+    let rest = stdout(&gator(
+        &redis,
+        &[
+            "dead", "list", "--queue", "mail", "--limit", "1", "--cursor", cursor,
+        ],
+    ));
+    assert!(
+        rest.ends_with("1 shown, the last of 2 in the dead set of queue \"mail\"\n"),
+        "{rest}"
     );
 
     // --namespace is global: it works after the subcommand too.

@@ -16,8 +16,9 @@
 //!
 //! # What it costs
 //! Every read is bounded by the number of queues and live processes, never by the number of
-//! jobs, except [`Client::search`], which examines at most its `budget` entries per call and
-//! returns a cursor to go on from. Counts of controlled queues ([`crate::flow`]) cost one
+//! jobs: a page of a set ([`Client::set_page`]) reads at most its size from each queue however
+//! deep it is, and [`Client::search`] examines at most its `budget` entries per call; both
+//! return a cursor to go on from. Counts of controlled queues ([`crate::flow`]) cost one
 //! command per parking key.
 //!
 //! # Clocks
@@ -33,6 +34,7 @@ pub mod preview;
 mod processes;
 mod queues;
 mod search;
+mod set_pages;
 
 pub use flows::FlowInFlight;
 pub use history::{HistoryPoint, HistorySpan};
@@ -40,3 +42,4 @@ pub use overview::{Overview, RedisInfo};
 pub use processes::{ProcessInfo, RunningJob};
 pub use queues::QueueInfo;
 pub use search::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery};
+pub use set_pages::{MAX_SET_PAGE, SetPage};

@@ -25,7 +25,10 @@ pub fn args_within(args: Value, max: usize) -> Value {
 
 /// Whether [`args`] cut these arguments.
 pub fn is_cut(args: &Value) -> bool {
-    !args.is_array() && args.as_str().is_some_and(|s| s.ends_with("more bytes cut]"))
+    !args.is_array()
+        && args
+            .as_str()
+            .is_some_and(|s| s.ends_with("more bytes cut]"))
 }
 
 /// An error text as anything shows it: at most [`gator_rules::MAX_ERROR_TEXT`] bytes.

@@ -63,9 +63,7 @@ pub fn parse(text: &str) -> std::result::Result<usize, String> {
         .and_then(|n| n.checked_mul(unit))
         .ok_or_else(|| format!("{text:?} is not a size such as 524288, 512KiB or 1MiB"))?;
     if !(MIN_MAX_PAYLOAD..=512 * 1024 * 1024).contains(&bytes) {
-        return Err(format!(
-            "{text:?} is out of range: between 1KiB and 512MiB"
-        ));
+        return Err(format!("{text:?} is out of range: between 1KiB and 512MiB"));
     }
     Ok(bytes)
 }

@@ -73,6 +73,9 @@ pub struct SetEntry {
     pub queue: String,
     /// Its score: due time (scheduled, retry) or time of death (dead), ms since the epoch.
     pub score_ms: u64,
+    /// Its score exactly as stored (another producer may write fractions of a ms): where a
+    /// page after it starts.
+    pub score: f64,
     /// The member exactly as stored (needed to remove it).
     pub raw: String,
     /// The member parsed, if it is a payload document.
@@ -95,14 +98,59 @@ pub async fn list(
     offset: usize,
     count: usize,
 ) -> Result<Vec<SetEntry>> {
-    if count == 0 {
+    // Redis reads an index past i64's range as an error; no set is that long.
+    if count == 0 || offset > i64::MAX as usize {
         return Ok(Vec::new());
     }
-    let stop = offset.saturating_add(count).saturating_sub(1) as i64;
+    let stop = i64::try_from(offset.saturating_add(count) - 1).unwrap_or(i64::MAX);
     let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
         .arg(kind.key(keys, queue))
         .arg(offset)
         .arg(stop)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(raw, score)| entry(kind, queue, raw, score))
+        .collect())
+}
+
+/// Where a page of `kind` for `queue` starts, by score: entries with a score above `score`
+/// (`inclusive`: at or above it), less the first `skip` of them.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Start {
+    /// The lowest score (`None`: from the lowest there is).
+    pub score: Option<f64>,
+    /// Whether an entry at `score` itself is in.
+    pub inclusive: bool,
+    /// How many entries to step over first (those at `score` already shown).
+    pub skip: usize,
+}
+
+/// Up to `count` entries of `kind` for `queue` from `from`, lowest score first: one
+/// `ZRANGE ... BYSCORE LIMIT`, O(log n + skip + count) however deep the page.
+pub async fn page(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+    from: Start,
+    count: usize,
+) -> Result<Vec<SetEntry>> {
+    let min = match from.score {
+        None => "-inf".to_owned(),
+        Some(score) if from.inclusive => score.to_string(),
+        Some(score) => format!("({score}"),
+    };
+    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(kind.key(keys, queue))
+        .arg(min)
+        .arg("+inf")
+        .arg("BYSCORE")
+        .arg("LIMIT")
+        .arg(from.skip)
+        .arg(count)
         .arg("WITHSCORES")
         .query_async(conn)
         .await?;
@@ -248,6 +296,7 @@ fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {
         kind,
         queue: queue.to_owned(),
         score_ms: score as u64,
+        score,
         raw,
         payload,
     }

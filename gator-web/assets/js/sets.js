@@ -1,4 +1,4 @@
-// Scheduled, Retries and Dead: one page shape over a set. Paged by offset when unfiltered and
+// Scheduled, Retries and Dead: one page shape over a set. Paged by cursor when unfiltered and
 // refreshed live; filtered by job, queue or error text through the API's bounded search, page
 // by page with "More". Retry or delete one job, the selected ones, or all.
 "use strict";
@@ -9,7 +9,7 @@ const GatorSets = (() => {
     const root = byId("set");
     const url = params();
     const state = {
-      page: Math.max(1, Number(url.get("page")) || 1),
+      cursors: [url.get("cursor") || null], // where each page shown so far starts
       filters: { job: url.get("job") || "", queue: url.get("queue") || "", error: url.get("error") || "" },
       selected: new Set(),
       shown: [], // entries on screen (filtered mode appends pages)
@@ -33,7 +33,7 @@ const GatorSets = (() => {
       event.preventDefault();
       const values = G.formValues(form);
       state.filters = { job: values.job || "", queue: values.queue || "", error: values.error || "" };
-      state.page = 1;
+      state.cursors = [null];
       const query = new URLSearchParams(Object.entries(state.filters).filter(([, v]) => v));
       history.replaceState(null, "", location.pathname + "?" + query.toString());
       loadOnce(true);
@@ -96,16 +96,19 @@ const GatorSets = (() => {
     async function load(reset) {
       const query = new URLSearchParams(Object.entries(state.filters).filter(([, v]) => v));
       if (!filtering()) {
-        query.set("page", state.page);
+        // Paged by cursor: each page reads the same few entries however deep it is. The
+        // cursors of the pages before are kept to go back.
+        const here = state.cursors[state.cursors.length - 1];
+        if (here) query.set("cursor", here);
         const page = await G.get(base + "?" + query.toString());
         state.shown = page.entries;
         render();
-        const pages = Math.max(1, Math.ceil(page.total / page.per_page));
-        summary.textContent = G.plural(page.total, "job") + (state.filters.queue ? ` in queue ${state.filters.queue}` : "") + ` · page ${page.page} of ${pages}`;
+        const number = state.cursors.length;
+        summary.textContent = G.plural(page.total, "job") + (state.filters.queue ? ` in queue ${state.filters.queue}` : "") + ` · page ${number} of ${Math.max(1, Math.ceil(page.total / page.per_page))}`;
         fill(
           pager,
-          state.page > 1 ? el("button", { type: "button", text: "← Newer", onclick: () => { state.page--; load(true); } }) : null,
-          state.page < pages ? el("button", { type: "button", text: "Older →", onclick: () => { state.page++; load(true); } }) : null,
+          number > 1 ? el("button", { type: "button", text: "← Newer", onclick: () => { state.cursors.pop(); load(true); } }) : null,
+          page.next_cursor ? el("button", { type: "button", text: "Older →", onclick: () => { state.cursors.push(page.next_cursor); load(true); } }) : null,
         );
         return;
       }

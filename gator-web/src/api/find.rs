@@ -30,31 +30,49 @@ pub(crate) fn set_kind(name: &str) -> Result<SetKind, ApiError> {
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct SetParams {
-    /// 1-based page (unfiltered listing).
-    page: Option<usize>,
+    /// 1-based page (unfiltered listing): any depth on one queue; over several queues merged,
+    /// at most `MAX_MERGED_DEPTH` entries deep (use `cursor` beyond).
+    page: Option<u64>,
     per_page: Option<usize>,
     /// Filters: a queue, a job's wire name, a substring of the error.
     queue: Option<String>,
     job: Option<String>,
     error: Option<String>,
-    /// The next page of a filtered listing.
+    /// Where the page starts: the `next_cursor` of the page before.
     cursor: Option<String>,
 }
 
-/// A page of a set: by offset when unfiltered, by cursor when filtered.
+/// A page of a set: by cursor (or a page number) when unfiltered, through the bounded search
+/// when filtered. Either way it reads a bounded number of entries, whatever page is asked.
 #[derive(Debug, Serialize)]
 pub(crate) struct SetPage {
     set: &'static str,
     /// Entries in the set (of the queue, if filtered by queue); with a job or error filter,
     /// the matches are not counted ahead: follow `next_cursor`.
     total: usize,
-    page: usize,
+    /// The page number asked for (1 when paging by cursor).
+    page: u64,
     per_page: usize,
     entries: Vec<EntryView>,
-    /// With a job or error filter: where the next page starts, `None` at the end.
+    /// Where the next page starts, `None` at the end.
     next_cursor: Option<String>,
     /// With a job or error filter: how many entries this page examined.
     scanned: Option<usize>,
+    /// What one request reads at most, so a caller knows how to page deeper.
+    bounds: Bounds,
+}
+
+/// The bounds of a set listing, said in every answer.
+#[derive(Debug, Serialize)]
+pub(crate) struct Bounds {
+    /// The largest `per_page`.
+    max_per_page: usize,
+    /// How deep `page` reaches over several queues merged; `cursor` reaches any depth.
+    max_merged_depth: usize,
+    /// Entries of each queue one unfiltered request reads at most (`per_page`).
+    read_per_queue: usize,
+    /// Entries one filtered request examines at most.
+    filter_budget: usize,
 }
 
 pub(crate) async fn set(
@@ -69,27 +87,55 @@ pub(crate) async fn set(
     let total = app.client.set_len(kind, queue).await?;
     let job = p.job.filter(|j| !j.is_empty());
     let error = p.error.filter(|e| !e.is_empty());
+    let mut answer = SetPage {
+        set: kind.as_str(),
+        total,
+        page,
+        per_page,
+        entries: Vec::new(),
+        next_cursor: None,
+        scanned: None,
+        bounds: Bounds {
+            max_per_page: MAX_PAGE,
+            max_merged_depth: gator_core::admin::MAX_MERGED_DEPTH,
+            read_per_queue: per_page,
+            filter_budget: DEFAULT_BUDGET,
+        },
+    };
     if job.is_none() && error.is_none() {
-        let entries = app
-            .client
-            .list_set(kind, queue, (page - 1) * per_page, per_page)
+        let cursor = p.cursor.filter(|c| !c.is_empty());
+        if cursor.is_none() && page > 1 {
+            // By page number: an offset, in saturating arithmetic (page=u64::MAX is no panic).
+            let offset =
+                usize::try_from((page - 1).saturating_mul(per_page as u64)).unwrap_or(usize::MAX);
+            let entries = app.client.list_set(kind, queue, offset, per_page).await?;
+            answer.entries = entries.iter().map(EntryView::from).collect();
+            return Ok(Json(answer));
+        }
+        let found = (app.client)
+            .set_page(kind, queue, cursor.as_deref(), per_page)
             .await?;
-        return Ok(Json(SetPage {
-            set: kind.as_str(),
-            total,
-            page,
-            per_page,
-            entries: entries.iter().map(EntryView::from).collect(),
-            next_cursor: None,
-            scanned: None,
-        }));
+        answer.entries = found.entries.iter().map(EntryView::from).collect();
+        answer.next_cursor = found.next_cursor;
+        return Ok(Json(answer));
     }
-    // Filtered: the bounded search of gator-core, on the error text if given (the rarer
-    // match), and the job name checked here on the hits.
+    filtered(&app, kind, queue, (job, error), p.cursor, answer).await
+}
+
+/// A set's page with a job or error filter: the bounded search of gator-core, on the error
+/// text if given (the rarer match), and the job name checked here on the hits.
+async fn filtered(
+    app: &App,
+    kind: SetKind,
+    queue: Option<&str>,
+    (job, error): (Option<String>, Option<String>),
+    cursor: Option<String>,
+    mut answer: SetPage,
+) -> ApiResult<SetPage> {
     let (text, field) = match (&error, &job) {
         (Some(error), _) => (error.clone(), SearchField::Error),
         (None, Some(job)) => (job.clone(), SearchField::Job),
-        (None, None) => unreachable!("handled above"),
+        (None, None) => return Err(ApiError::bad_request("a filter needs job or error")),
     };
     let found = app
         .client
@@ -98,26 +144,20 @@ pub(crate) async fn set(
             field,
             places: vec![place_of(kind)],
             queue: queue.map(str::to_owned),
-            cursor: p.cursor,
-            limit: per_page,
+            cursor,
+            limit: answer.per_page,
             budget: DEFAULT_BUDGET,
         })
         .await?;
-    let entries = found
+    answer.entries = found
         .hits
         .iter()
         .filter(|hit| job.as_ref().is_none_or(|job| &hit.job == job))
         .map(|hit| entry_of_hit(kind, hit))
         .collect();
-    Ok(Json(SetPage {
-        set: kind.as_str(),
-        total,
-        page,
-        per_page,
-        entries,
-        next_cursor: found.next_cursor,
-        scanned: Some(found.scanned),
-    }))
+    answer.next_cursor = found.next_cursor;
+    answer.scanned = Some(found.scanned);
+    Ok(Json(answer))
 }
 
 fn place_of(kind: SetKind) -> Place {
@@ -134,6 +174,7 @@ fn entry_of_hit(kind: SetKind, hit: &SearchHit) -> EntryView {
         kind,
         queue: hit.queue.clone(),
         score_ms: hit.score_ms.unwrap_or_default(),
+        score: hit.score_ms.unwrap_or_default() as f64,
         raw: hit.raw.clone(),
         payload: gator_core::Payload::from_json(&hit.raw).ok(),
     };

@@ -2,8 +2,8 @@
 //! status, a periodic entry, a workflow. Times are ms since the epoch (Redis time).
 
 use gator_core::SetEntry;
-use gator_core::inspect::preview;
 use gator_core::cron::Periodic;
+use gator_core::inspect::preview;
 use gator_core::status::JobStatus;
 use gator_core::workflow::{StepState, WorkflowState, WorkflowStatus};
 use serde::Serialize;
