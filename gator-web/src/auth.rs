@@ -1,34 +1,47 @@
 //! The guard in front of every route, in order:
 //!
-//! 1. **Who.** With auth configured, a request must carry the bearer token (`Authorization:
-//!    Bearer`, or the cookie a `?token=` login set) or basic auth; else 401. A page opened
-//!    with a right `?token=` sets the cookie and redirects to itself without the token, so it
-//!    stays out of history and logs.
-//! 2. **Read-only.** Every POST answers 403 `read_only`.
-//! 3. **CSRF.** A browser sends cookies and basic auth by itself, so every POST must also show
+//! 1. **Host.** Without auth (or with an operator's allowlist), a request addressed to a name
+//!    the dashboard does not know is answered 421 `host_not_allowed`: a page of another site
+//!    cannot reach it through DNS rebinding (`host.rs`).
+//! 2. **Throttle.** With auth, a client address whose burst of failed logins is spent is
+//!    answered 429 with `Retry-After`, its credentials unchecked ([`crate::throttle`]).
+//! 3. **Who.** With auth, a request must carry the bearer token (`Authorization: Bearer`),
+//!    basic auth, or the session cookie a `?token=` login set; else 401, and a wrong token
+//!    or password counts as a failure.
+//! 4. **Same site.** A request the browser marks `Sec-Fetch-Site: cross-site` is refused
+//!    (403 `cross_site`), GETs too: another site can neither act nor make the server do
+//!    expensive reads with the browser's cookie or cached basic auth. Only `Authorization:
+//!    Bearer` is exempt: no browser adds that header by itself.
+//! 5. **Login.** A page opened with a right `?token=` gets a session cookie (not the token:
+//!    `session.rs`) and a redirect to itself without the token, so it stays out of
+//!    history and logs. The redirect is relative and names a page of the dashboard, never
+//!    another site.
+//! 6. **Read-only.** Every POST answers 403 `read_only`.
+//! 7. **CSRF.** A browser sends cookies and basic auth by itself, so every POST must also show
 //!    the per-process CSRF token in `X-Gator-Csrf` (the page reads it from a meta tag, which
-//!    another site cannot), and must not come from another site (`Origin`,
-//!    `Sec-Fetch-Site`). A request with `Authorization: Bearer` is exempt: a browser never adds
-//!    that header by itself, so another site cannot forge it.
+//!    another site cannot), and must not come from another site (`Origin`). Bearer requests
+//!    are exempt, as in step 4.
 //!
 //! Every secret is compared in constant time.
 
 use crate::App;
 use crate::error::ApiError;
-use axum::extract::{OriginalUri, Request, State};
+use crate::throttle::Client;
+use axum::extract::{ConnectInfo, OriginalUri, Request, State};
 use axum::http::header::{
-    AUTHORIZATION, COOKIE, HOST, LOCATION, ORIGIN, SET_COOKIE, WWW_AUTHENTICATE,
+    AUTHORIZATION, HOST, LOCATION, ORIGIN, RETRY_AFTER, SET_COOKIE, WWW_AUTHENTICATE,
 };
 use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use base64::Engine;
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::time::{Instant, SystemTime};
 use subtle::ConstantTimeEq;
 
 /// The header every browser POST must carry the CSRF token in.
 pub const CSRF_HEADER: &str = "x-gator-csrf";
-/// The cookie a `?token=` login sets.
-const TOKEN_COOKIE: &str = "gator_token";
 
 /// How a request proved who it is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,18 +50,21 @@ enum Identity {
     Open,
     /// `Authorization: Bearer`: not sent by a browser on its own, so not CSRF-able.
     Bearer,
-    /// The login cookie or basic auth: a browser sends these by itself.
+    /// The session cookie or basic auth: a browser sends these by itself.
     Ambient,
 }
 
-/// The middleware: steps 1 to 3 of the module docs.
+/// The middleware: steps 1 to 7 of the module docs.
 pub(crate) async fn guard(State(app): State<App>, req: Request, next: Next) -> Response {
-    if let Some(login) = token_login(&app, &req) {
-        return login;
+    if let Err(refused) = app
+        .hosts
+        .check(app.config.has_auth(), req.uri(), req.headers())
+    {
+        return refused.into_response();
     }
-    let identity = match identify(&app, req.headers()) {
-        Some(identity) => identity,
-        None => return unauthorized(&app),
+    let identity = match authenticate(&app, &req) {
+        ControlFlow::Continue(identity) => identity,
+        ControlFlow::Break(answer) => return answer,
     };
     if req.method() != Method::POST {
         return next.run(req).await;
@@ -83,43 +99,89 @@ impl Identity {
     }
 }
 
-fn identify(app: &App, headers: &HeaderMap) -> Option<Identity> {
+/// Steps 2 to 5: who is asking, or the answer that ends the request here.
+fn authenticate(app: &App, req: &Request) -> ControlFlow<Response, Identity> {
+    let client = Client::of(
+        req.extensions()
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|c| c.0),
+    );
+    let now = Instant::now();
+    if app.config.has_auth()
+        && let Err(wait) = app.throttle.admit(client, now)
+    {
+        return ControlFlow::Break(throttled(wait));
+    }
+    let (identity, presented) = identify(app, req.headers());
+    if identity != Some(Identity::Bearer) && cross_site(req.headers()) {
+        let refused = ApiError::forbidden(
+            "cross_site",
+            "cross-site requests are refused: open the dashboard by its own address",
+        );
+        return ControlFlow::Break(refused.into_response());
+    }
+    if let Some(login) = token_login(app, req) {
+        if login.status() == StatusCode::UNAUTHORIZED {
+            app.throttle.fail(client, now);
+        }
+        return ControlFlow::Break(login);
+    }
+    match identity {
+        Some(identity) => ControlFlow::Continue(identity),
+        None => {
+            if presented {
+                app.throttle.fail(client, now);
+            }
+            ControlFlow::Break(unauthorized(app))
+        }
+    }
+}
+
+/// Who the request is, and whether it presented a token or password (right or wrong).
+fn identify(app: &App, headers: &HeaderMap) -> (Option<Identity>, bool) {
     if !app.config.has_auth() {
-        return Some(Identity::Open);
+        return (Some(Identity::Open), false);
     }
     let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    if let (Some(token), Some(given)) = (
-        &app.config.auth_token,
-        authorization.and_then(|a| a.strip_prefix("Bearer ")),
-    ) && same(token.as_bytes(), given.trim().as_bytes())
+    let bearer = authorization.and_then(|a| a.strip_prefix("Bearer "));
+    let basic = authorization.and_then(|a| a.strip_prefix("Basic "));
+    let presented = bearer.is_some() || basic.is_some();
+    if let (Some(token), Some(given)) = (&app.config.auth_token, bearer)
+        && same(token.as_bytes(), given.trim().as_bytes())
     {
-        return Some(Identity::Bearer);
+        return (Some(Identity::Bearer), presented);
     }
-    if let (Some(basic), Some(given)) = (
-        &app.config.basic_auth,
-        authorization.and_then(|a| a.strip_prefix("Basic ")),
-    ) {
-        let expected = format!("{}:{}", basic.user, basic.password);
+    if let (Some(expected), Some(given)) = (&app.config.basic_auth, basic) {
+        let expected = format!("{}:{}", expected.user, expected.password);
         let decoded = base64::engine::general_purpose::STANDARD
             .decode(given.trim())
             .unwrap_or_default();
         if same(expected.as_bytes(), &decoded) {
-            return Some(Identity::Ambient);
+            return (Some(Identity::Ambient), presented);
         }
     }
-    if let (Some(token), Some(cookie)) = (&app.config.auth_token, cookie(headers, TOKEN_COOKIE))
-        && same(cookie_value(token).as_bytes(), cookie.as_bytes())
+    if let Some(sessions) = &app.sessions
+        && sessions.verify(headers, SystemTime::now())
     {
-        return Some(Identity::Ambient);
+        return (Some(Identity::Ambient), presented);
     }
-    None
+    (None, presented)
 }
 
-/// A GET of a page with `?token=`: the right token sets the cookie and redirects to the same
-/// page without it; a wrong one is a 401. `None` for any other request.
+/// `Sec-Fetch-Site: cross-site`: the browser says another site made this request.
+fn cross_site(headers: &HeaderMap) -> bool {
+    headers
+        .get("sec-fetch-site")
+        .is_some_and(|v| v.as_bytes() == b"cross-site")
+}
+
+/// A GET of a page with `?token=`: the right token sets the session cookie and redirects to
+/// the same page without it; a wrong one is a 401. `None` for any other request, including a
+/// path that is not one of the dashboard's pages.
 fn token_login(app: &App, req: &Request) -> Option<Response> {
+    let sessions = app.sessions.as_ref()?;
     let token = app.config.auth_token.as_ref()?;
-    if req.method() != Method::GET || req.uri().path().contains("/api/") {
+    if req.method() != Method::GET || !crate::pages::is_page(req.uri().path()) {
         return None;
     }
     let query = req.uri().query()?;
@@ -135,28 +197,15 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
     if !same(token.as_bytes(), given.as_bytes()) {
         return Some(unauthorized(app));
     }
-    // Back to the same page, relative (a proxy in front may add a prefix of its own): the
-    // overview of a router nested at `/gator` is `gator`, any other page its own name.
-    let stripped = req.uri().path();
     let original = req
         .extensions()
         .get::<OriginalUri>()
-        .map_or(stripped.to_owned(), |uri| uri.path().to_owned());
-    let page = stripped.trim_start_matches('/');
-    let mut location = match (page, original.rsplit('/').next()) {
-        ("", Some(last)) if !last.is_empty() => last.to_owned(),
-        ("", _) => "./".to_owned(),
-        (page, _) => page.to_owned(),
-    };
+        .map_or(req.uri().path(), |uri| uri.path());
+    let mut location = back_to(req.uri().path(), original);
     if !rest.is_empty() {
         location = format!("{location}?{}", rest.join("&"));
     }
-    // No Path: the browser scopes the cookie to the directory of the page it was set on, the
-    // mount point as the browser sees it, proxy prefix and all.
-    let cookie = format!(
-        "{TOKEN_COOKIE}={}; HttpOnly; SameSite=Strict",
-        cookie_value(token)
-    );
+    let cookie = sessions.set_cookie(&sessions.mint(SystemTime::now()), req.headers());
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
     headers.insert(LOCATION, HeaderValue::from_str(&location).ok()?);
@@ -164,32 +213,50 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
     Some(response)
 }
 
-/// Step 3: same-site, and the CSRF token shown.
+/// Where a login on the page at `stripped` (`original` as the browser asked for it) sends the
+/// browser back to: relative (a proxy in front may add a prefix of its own), the overview of a
+/// router nested at `/gator` as `gator`, any other page as its own name. Only plain path
+/// characters: nothing a browser could read as a scheme (`https:`), a host (`//`, `\`) or
+/// anything but a path below the mount point; else the mount point itself.
+fn back_to(stripped: &str, original: &str) -> String {
+    let page = stripped.strip_prefix('/').unwrap_or(stripped);
+    let location = match (page, original.rsplit('/').next()) {
+        ("", Some(last)) if !last.is_empty() => last,
+        ("", _) => "./",
+        (page, _) => page,
+    };
+    let plain = |c: char| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/');
+    if location.chars().all(plain) && !location.starts_with('/') && !location.contains("//") {
+        location.to_owned()
+    } else {
+        "./".to_owned()
+    }
+}
+
+/// Step 7: same-site, and the CSRF token shown.
 ///
-/// A browser that sends `Sec-Fetch-Site` says itself whether the request is cross-site; only
-/// for one that does not is `Origin` compared with the host asked for (`Host`, or
+/// Step 4 refused what a browser marks `Sec-Fetch-Site: cross-site`; from a browser that does
+/// not send that header, `Origin` is compared with the host asked for (`Host`, or
 /// `X-Forwarded-Host` behind a proxy that rewrites `Host`). The CSRF token is checked either way.
 fn check_csrf(app: &App, headers: &HeaderMap) -> Result<(), ApiError> {
-    let cross_site = || ApiError::forbidden("cross_site", "cross-site requests are refused");
-    match headers.get("sec-fetch-site").map(HeaderValue::as_bytes) {
-        Some(b"cross-site") => return Err(cross_site()),
-        Some(_) => {}
-        None => {
-            if let Some(origin) = headers.get(ORIGIN) {
-                let origin_host = origin
-                    .to_str()
-                    .ok()
-                    .and_then(|o| o.split_once("://"))
-                    .map(|(_, host)| host);
-                let asked = [HOST, HeaderName::from_static("x-forwarded-host")]
-                    .into_iter()
-                    .filter_map(|name| headers.get(name)?.to_str().ok())
-                    .filter_map(|v| v.split(',').next().map(str::trim))
-                    .collect::<Vec<_>>();
-                if !origin_host.is_some_and(|o| asked.contains(&o)) {
-                    return Err(cross_site());
-                }
-            }
+    if headers.get("sec-fetch-site").is_none()
+        && let Some(origin) = headers.get(ORIGIN)
+    {
+        let origin_host = origin
+            .to_str()
+            .ok()
+            .and_then(|o| o.split_once("://"))
+            .map(|(_, host)| host);
+        let asked = [HOST, HeaderName::from_static("x-forwarded-host")]
+            .into_iter()
+            .filter_map(|name| headers.get(name)?.to_str().ok())
+            .filter_map(|v| v.split(',').next().map(str::trim))
+            .collect::<Vec<_>>();
+        if !origin_host.is_some_and(|o| asked.contains(&o)) {
+            return Err(ApiError::forbidden(
+                "cross_site",
+                "cross-site requests are refused",
+            ));
         }
     }
     let shown = headers.get(CSRF_HEADER).map(HeaderValue::as_bytes);
@@ -221,26 +288,24 @@ fn unauthorized(app: &App) -> Response {
     response
 }
 
+/// 429 with `Retry-After` in whole seconds, rounded up.
+fn throttled(wait: std::time::Duration) -> Response {
+    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+    let mut response = ApiError::new(
+        StatusCode::TOO_MANY_REQUESTS,
+        "throttled",
+        format!("too many failed logins from this address: try again in {seconds} s"),
+    )
+    .into_response();
+    response
+        .headers_mut()
+        .insert(RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+    response
+}
+
 /// Constant-time equality (the length is not secret).
 fn same(expected: &[u8], given: &[u8]) -> bool {
     expected.ct_eq(given).into()
-}
-
-/// The cookie holds the token hex-encoded: any token then fits a cookie value.
-fn cookie_value(token: &str) -> String {
-    token.bytes().map(|b| format!("{b:02x}")).collect()
-}
-
-fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    headers
-        .get_all(COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(';'))
-        .find_map(|pair| {
-            let (k, v) = pair.trim().split_once('=')?;
-            (k == name).then_some(v)
-        })
 }
 
 /// Decodes `%XX` and `+` in a query value.
@@ -280,13 +345,17 @@ mod tests {
     }
 
     #[test]
-    fn cookies_are_found_by_name() {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            COOKIE,
-            HeaderValue::from_static("a=1; gator_token=ab12; b=2"),
-        );
-        assert_eq!(cookie(&headers, TOKEN_COOKIE), Some("ab12"));
-        assert_eq!(cookie(&headers, "c"), None);
+    fn a_login_sends_the_browser_back_to_a_page_of_the_dashboard_only() {
+        assert_eq!(back_to("/dead", "/gator/dead"), "dead");
+        assert_eq!(back_to("/", "/gator"), "gator");
+        assert_eq!(back_to("/", "/"), "./");
+        for hostile in [
+            "/https:evil.example",
+            "//evil.example",
+            "/\\evil.example",
+            "/a//b",
+        ] {
+            assert_eq!(back_to(hostile, hostile), "./", "{hostile}");
+        }
     }
 }

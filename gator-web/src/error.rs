@@ -15,7 +15,8 @@ pub struct ApiError {
     /// The HTTP status.
     pub status: StatusCode,
     /// A stable code: `bad_request`, `unauthorized`, `forbidden`, `csrf`, `cross_site`,
-    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `broken_queue`, `payload_too_large`,
+    /// `read_only`, `not_found`, `method_not_allowed`, `conflict`, `broken_queue`,
+    /// `host_not_allowed`, `payload_too_large`, `request_timeout`, `throttled`, `timeout`,
     /// `redis_unavailable` or `internal`.
     pub code: &'static str,
     /// What went wrong, lowercase, for a person.
@@ -116,7 +117,23 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     }
 }
 
+/// A body that does not parse is a 400; one cut off at the size limit a 413, and one cut off
+/// by the body deadline a 408 (see `crate::layers`).
 fn json_rejection(rejection: JsonRejection) -> ApiError {
+    if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        return crate::layers::payload_too_large();
+    }
+    // Each router layer boxes the body's error once more: look all the way down.
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&rejection);
+    while let Some(error) = source {
+        if error.is::<http_body_util::LengthLimitError>() {
+            return crate::layers::payload_too_large();
+        }
+        if error.is::<tower_http::timeout::TimeoutError>() {
+            return crate::layers::body_too_slow();
+        }
+        source = error.source();
+    }
     ApiError::bad_request(format!("invalid JSON body: {}", rejection.body_text()))
 }
 

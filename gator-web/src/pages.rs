@@ -6,7 +6,7 @@ use crate::App;
 use axum::Router;
 use axum::extract::{OriginalUri, State};
 use axum::http::HeaderValue;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, X_CONTENT_TYPE_OPTIONS};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 
@@ -76,14 +76,13 @@ fn render(app: &App, page: &Page, OriginalUri(original): OriginalUri) -> Respons
     let mut response = ([(CONTENT_TYPE, "text/html; charset=utf-8")], html).into_response();
     let headers = response.headers_mut();
     headers.insert("content-security-policy", HeaderValue::from_static(CSP));
-    headers.insert(
-        "x-content-type-options",
-        HeaderValue::from_static("nosniff"),
-    );
-    // A `?token=` login must not leak through the Referer header.
-    headers.insert("referrer-policy", HeaderValue::from_static("no-referrer"));
-    headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // `nosniff`, `no-referrer` and `no-store` are on every answer: see `crate::layers`.
     response
+}
+
+/// Whether `path` (relative to the mount point) is one of the pages.
+pub(crate) fn is_page(path: &str) -> bool {
+    PAGES.iter().any(|page| page.path == path)
 }
 
 /// Where the router is mounted (`/gator`; empty at the root), from the path the router saw
@@ -217,11 +216,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
     };
     match found {
         Some((content_type, text)) => (
-            [
-                (CONTENT_TYPE, content_type),
-                (CACHE_CONTROL, "no-cache"),
-                (X_CONTENT_TYPE_OPTIONS, "nosniff"),
-            ],
+            [(CONTENT_TYPE, content_type), (CACHE_CONTROL, "no-cache")],
             text,
         )
             .into_response(),

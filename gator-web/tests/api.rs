@@ -41,7 +41,7 @@ async fn doomed(tag: String) -> Result<(), String> {
     Err(format!("doomed {tag}"))
 }
 
-const TOKEN: &str = "t0ken-for-tests";
+const TOKEN: &str = "t0ken-for-the-tests";
 const WAIT: Duration = Duration::from_secs(15);
 
 /// One request to the router; the answer's status, JSON body (`null` if not JSON) and headers.
@@ -78,7 +78,7 @@ async fn call(
     (status, json, headers)
 }
 
-const BEARER: (&str, &str) = ("authorization", "Bearer t0ken-for-tests");
+const BEARER: (&str, &str) = ("authorization", "Bearer t0ken-for-the-tests");
 
 async fn get(app: &Router, path: &str) -> Value {
     let (status, body, _) = call(app, "GET", path, &[BEARER], None).await;
@@ -235,7 +235,9 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
     let redis = RedisServer::start();
     let app = web(
         &redis,
-        WebConfig::new().auth_token(TOKEN).basic_auth("ops", "pa55"),
+        WebConfig::new()
+            .auth_token(TOKEN)
+            .basic_auth("ops", "pa55-word-for-the-tests"),
     )
     .await;
 
@@ -251,7 +253,7 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
     let wrong = [
         ("authorization", "Bearer nope".to_owned()),
         ("authorization", basic("ops", "wrong")),
-        ("cookie", "gator_token=00".to_owned()),
+        ("cookie", "gator_session=00".to_owned()),
     ];
     for (name, value) in &wrong {
         let (status, _, _) = call(&app, "GET", "/api/overview", &[(name, value)], None).await;
@@ -260,7 +262,7 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
     let (status, overview, _) = call(&app, "GET", "/api/overview", &[BEARER], None).await;
     assert_eq!(status, StatusCode::OK);
     assert!(overview["redis"]["mode"].as_str().is_some());
-    let basic = basic("ops", "pa55");
+    let basic = basic("ops", "pa55-word-for-the-tests");
     let (status, _, _) = call(
         &app,
         "GET",
@@ -277,7 +279,7 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
     let (status, _, headers) = call(
         &app,
         "GET",
-        "/dead?token=t0ken-for-tests&queue=web",
+        "/dead?token=t0ken-for-the-tests&queue=web",
         &[],
         None,
     )
@@ -309,9 +311,11 @@ async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
         .unwrap();
     let app = router(
         client,
-        WebConfig::new().auth_token(TOKEN).basic_auth("ops", "pa55"),
+        WebConfig::new()
+            .auth_token(TOKEN)
+            .basic_auth("ops", "pa55-word-for-the-tests"),
     );
-    let basic = basic("ops", "pa55");
+    let basic = basic("ops", "pa55-word-for-the-tests");
     let csrf = csrf_of(&app, &[("authorization", &basic)]).await;
 
     let (status, answer, _) = call(
@@ -721,11 +725,11 @@ async fn mounted_under_a_prefix_every_page_resolves_its_links_below_it() {
     assert_eq!(get(&app, "/gator/api/queues").await, json!([]));
     // A login comes back to the page it was made on, by a relative URL; the cookie has no
     // Path, so the browser scopes it to the mount point as it sees it.
-    let login = "/gator/queues?token=t0ken-for-tests";
+    let login = "/gator/queues?token=t0ken-for-the-tests";
     let (_, _, headers) = call(&app, "GET", login, &[], None).await;
     assert!(!headers["set-cookie"].to_str().unwrap().contains("Path="));
     assert_eq!(headers["location"], "queues");
-    let (_, _, headers) = call(&app, "GET", "/gator?token=t0ken-for-tests", &[], None).await;
+    let (_, _, headers) = call(&app, "GET", "/gator?token=t0ken-for-the-tests", &[], None).await;
     assert_eq!(headers["location"], "gator");
     // Standalone, the overview is the root.
     let alone = web(&redis, WebConfig::new()).await;

@@ -2,18 +2,27 @@
 //!
 //! ```text
 //! gator-web --redis-url redis://127.0.0.1:6379 --bind 127.0.0.1:9090
-//! GATOR_WEB_TOKEN=s3cret gator-web --bind 0.0.0.0:9090
+//! GATOR_WEB_TOKEN=$(head -c 24 /dev/urandom | base64) gator-web --bind 0.0.0.0:9090 \
+//!     --allowed-host gator.example.com
 //! ```
 //!
-//! It refuses to listen on an address other than loopback without `--auth-token` or
-//! `--basic-auth` (exit status 2), unless told `--insecure-no-auth` (something in front of it
-//! authenticates).
+//! At start, in order, each refusal exiting with status 2 and the reason on stderr:
+//!
+//! 1. a token or basic-auth password shorter than 16 characters, or blank, is refused, and so
+//!    is a malformed `--allowed-host` or a zero limit;
+//! 2. an address other than loopback is refused without `--auth-token` or `--basic-auth`,
+//!    unless told `--insecure-no-auth` (something in front of it authenticates), which is
+//!    then logged as a warning;
+//! 3. once bound, the address actually bound (port 0 made concrete) joins the allowed hosts,
+//!    and it serves with `gator_web::serve`: header timeout, connection cap, peer addresses
+//!    for the auth throttle.
 
 use clap::Parser;
-use gator_web::{BasicAuth, WebConfig};
+use gator_web::{BasicAuth, ServeLimits, WebConfig};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// The command line.
 #[derive(Parser)]
@@ -24,7 +33,10 @@ use std::process::ExitCode;
     long_about = "Serves Gator's web dashboard (overview, queues, busy, scheduled, retries, dead, \
         job, workflows, cron, limits, search) and its JSON HTTP API.\n\n\
         It binds to 127.0.0.1:9090 by default, and refuses a non-loopback address without \
-        --auth-token or --basic-auth unless given --insecure-no-auth."
+        --auth-token or --basic-auth unless given --insecure-no-auth. A token or basic-auth \
+        password must have at least 16 characters. Without auth it answers only requests \
+        addressed to localhost, 127.0.0.1, [::1] or the bound address (DNS rebinding); \
+        --allowed-host adds names, and once given is enforced with auth too."
 )]
 struct Cli {
     /// The Redis Gator uses: `redis://host:port/db` (`rediss://` for TLS), a Redis Cluster as
@@ -70,12 +82,13 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_BIND", default_value = "127.0.0.1:9090")]
     bind: SocketAddr,
 
-    /// Require this bearer token: `Authorization: Bearer <token>`, or in a browser open the
-    /// dashboard once with `?token=<token>` (it sets a cookie).
+    /// Require this bearer token (at least 16 characters): `Authorization: Bearer <token>`, or
+    /// in a browser open the dashboard once with `?token=<token>` (it sets a session cookie).
     #[arg(long, env = "GATOR_WEB_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
 
-    /// Require HTTP basic auth with this `user:password`.
+    /// Require HTTP basic auth with this `user:password` (a password of at least 16
+    /// characters).
     #[arg(
         long,
         env = "GATOR_WEB_BASIC_AUTH",
@@ -85,22 +98,97 @@ struct Cli {
     basic_auth: Option<BasicAuth>,
 
     /// Listen on a non-loopback address without auth (only behind something that
-    /// authenticates).
+    /// authenticates); logged as a warning.
     #[arg(long)]
     insecure_no_auth: bool,
 
     /// Show everything, change nothing: every POST answers 403 and the pages hide the buttons.
     #[arg(long, env = "GATOR_WEB_READ_ONLY")]
     read_only: bool,
+
+    /// Also answer requests addressed to this host (`name`, `name:port`, `10.0.0.5:9090`; no
+    /// port: any port), e.g. the name a proxy in front serves. Repeatable, or a comma-separated
+    /// list in the env variable (flags, if any, replace it). Once given, it is enforced with
+    /// auth too.
+    #[arg(
+        long = "allowed-host",
+        env = "GATOR_WEB_ALLOWED_HOSTS",
+        value_name = "HOST",
+        value_delimiter = ','
+    )]
+    allowed_hosts: Vec<String>,
+
+    /// Mark the session cookie `Secure` (it already is when a proxy says
+    /// `X-Forwarded-Proto: https`).
+    #[arg(long, env = "GATOR_WEB_SECURE_COOKIES")]
+    secure_cookies: bool,
+
+    /// How long a browser login (`?token=`) lasts, at most 30 days.
+    #[arg(long, env = "GATOR_WEB_SESSION_TTL", value_name = "DURATION", default_value = "12h", value_parser = humantime::parse_duration)]
+    session_ttl: Duration,
+
+    /// How long a request's head may take to arrive, and a keep-alive connection may sit idle.
+    #[arg(long, env = "GATOR_WEB_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    header_timeout: Duration,
+
+    /// How long a request body may take to arrive, in all (408 past it).
+    #[arg(long, env = "GATOR_WEB_BODY_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    body_timeout: Duration,
+
+    /// How long a request may take, head to answer (503 `timeout` past it).
+    #[arg(long, env = "GATOR_WEB_REQUEST_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    request_timeout: Duration,
+
+    /// The largest request body taken; a longer `Content-Length` is answered 413 at once.
+    #[arg(long, env = "GATOR_WEB_MAX_BODY_BYTES", value_name = "BYTES", default_value_t = gator_web::DEFAULT_MAX_BODY_BYTES)]
+    max_body_bytes: usize,
+
+    /// The most connections open at once; past it a new one is closed at once.
+    #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections: u32,
 }
 
 impl Cli {
     fn config(&self) -> WebConfig {
         WebConfig {
-            auth_token: self.auth_token.clone().filter(|t| !t.is_empty()),
+            auth_token: self.auth_token.clone(),
             basic_auth: self.basic_auth.clone(),
             read_only: self.read_only,
+            ..WebConfig::new()
         }
+        .allowed_hosts(self.allowed_hosts.iter().map(|h| h.trim().to_owned()))
+        .secure_cookies(self.secure_cookies)
+        .session_ttl(self.session_ttl)
+        .max_body_bytes(self.max_body_bytes)
+        .timeouts(self.body_timeout, self.request_timeout)
+    }
+
+    fn limits(&self) -> ServeLimits {
+        ServeLimits {
+            header_timeout: self.header_timeout,
+            max_connections: self.max_connections as usize,
+            ..ServeLimits::default()
+        }
+    }
+
+    /// Steps 1 and 2 of the module docs: the reason to refuse, if any.
+    fn refusal(&self, config: &WebConfig) -> Option<String> {
+        if let Err(error) = config.validate() {
+            return Some(format!("error: {error}"));
+        }
+        if self.header_timeout.is_zero() {
+            return Some("error: --header-timeout must be above zero".to_owned());
+        }
+        if !self.bind.ip().is_loopback() && !config.has_auth() && !self.insecure_no_auth {
+            return Some(format!(
+                "error: refusing to listen on {} without authentication: anyone who can reach it could \
+                 retry, delete and enqueue jobs. Give --auth-token (GATOR_WEB_TOKEN) or --basic-auth \
+                 (GATOR_WEB_BASIC_AUTH), bind to 127.0.0.1, or pass --insecure-no-auth if something in \
+                 front of gator-web authenticates.",
+                self.bind
+            ));
+        }
+        None
     }
 }
 
@@ -114,15 +202,15 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let config = cli.config();
-    if !cli.bind.ip().is_loopback() && !config.has_auth() && !cli.insecure_no_auth {
-        eprintln!(
-            "error: refusing to listen on {} without authentication: anyone who can reach it could \
-             retry, delete and enqueue jobs. Give --auth-token (GATOR_WEB_TOKEN) or --basic-auth \
-             (GATOR_WEB_BASIC_AUTH), bind to 127.0.0.1, or pass --insecure-no-auth if something in \
-             front of gator-web authenticates.",
-            cli.bind
-        );
+    if let Some(reason) = cli.refusal(&config) {
+        eprintln!("{reason}");
         return ExitCode::from(2);
+    }
+    if cli.insecure_no_auth && !config.has_auth() {
+        tracing::warn!(
+            bind = %cli.bind,
+            "--insecure-no-auth: the dashboard requires no authentication; anyone who reaches it can enqueue, retry, delete and clear jobs, so something in front of it must authenticate"
+        );
     }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -144,6 +232,7 @@ fn main() -> ExitCode {
 }
 
 async fn serve(cli: Cli, config: WebConfig) -> Result<(), Box<dyn std::error::Error>> {
+    let limits = cli.limits();
     let client = gator_core::Client::builder(cli.redis_url)
         .namespace(cli.namespace)
         .cluster(cli.redis_cluster)
@@ -158,18 +247,20 @@ async fn serve(cli: Cli, config: WebConfig) -> Result<(), Box<dyn std::error::Er
         .await
         .map_err(|e| format!("could not listen on {}: {e}", cli.bind))?;
     let address = listener.local_addr()?;
+    // Step 3: the address a browser on this machine types, port 0 made concrete.
+    let config = config.bound_address(address);
     tracing::info!(
         address = %address,
         redis = client.redacted_url(),
         auth = config.has_auth(),
         read_only = config.read_only,
+        allowed_hosts = ?config.allowed_hosts,
         "gator-web listening"
     );
+    let router = gator_web::try_router(client, config)?;
     // A line on stdout a script (or a test) can wait for, with the port actually bound.
     println!("gator-web listening on http://{address}/");
-    axum::serve(listener, gator_web::router(client, config))
-        .with_graceful_shutdown(shutdown())
-        .await?;
+    gator_web::serve(listener, router, limits, shutdown()).await?;
     tracing::info!("gator-web stopped");
     Ok(())
 }
@@ -203,7 +294,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn help_explains_every_flag_and_an_empty_token_is_no_token() {
+    fn help_explains_every_flag_and_a_weak_or_blank_token_is_refused() {
         use clap::CommandFactory;
         let help = Cli::command().render_long_help().to_string();
         for flag in [
@@ -218,15 +309,43 @@ mod tests {
             "--basic-auth",
             "--insecure-no-auth",
             "--read-only",
+            "--allowed-host",
+            "--secure-cookies",
+            "--session-ttl",
+            "--header-timeout",
+            "--body-timeout",
+            "--request-timeout",
+            "--max-body-bytes",
+            "--max-connections",
+            "16 characters",
         ] {
             assert!(help.contains(flag), "--help does not mention {flag}");
         }
-        let cli = Cli::try_parse_from(["gator-web", "--auth-token", ""]).expect("parses");
-        assert!(!cli.config().has_auth());
-        let cli = Cli::try_parse_from(["gator-web", "--basic-auth", "ops:pw", "--read-only"])
-            .expect("parses");
-        assert!(cli.config().has_auth() && cli.config().read_only);
+        let refused = |args: &[&str]| {
+            let cli = Cli::try_parse_from(args).expect("parses");
+            cli.refusal(&cli.config())
+        };
+        for weak in [
+            &["gator-web", "--auth-token", ""][..],
+            &["gator-web", "--auth-token", "   \t           "],
+            &["gator-web", "--auth-token", "fifteen-chars-x"],
+            &["gator-web", "--basic-auth", "ops:pw"],
+        ] {
+            let reason = refused(weak).unwrap_or_default();
+            assert!(reason.contains("too weak"), "{weak:?}: {reason}");
+        }
+        let cli = Cli::try_parse_from(
+            "gator-web --basic-auth ops:a-password-of-20-ch --read-only --allowed-host a.example,b.example:8443 --allowed-host c.example".split(' '),
+        )
+        .expect("parses");
+        let config = cli.config();
+        assert!(config.has_auth() && config.read_only && cli.refusal(&config).is_none());
+        assert_eq!(
+            config.allowed_hosts,
+            ["a.example", "b.example:8443", "c.example"]
+        );
         assert!(Cli::try_parse_from(["gator-web", "--basic-auth", "nopassword"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--bind", "localhost:80"]).is_err());
+        assert!(Cli::try_parse_from(["gator-web", "--max-connections", "0"]).is_err());
     }
 }

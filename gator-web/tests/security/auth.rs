@@ -1,0 +1,243 @@
+//! Item 6 of issue 29: a token cannot be guessed at speed, a weak one is refused, and the login
+//! cookie is a session, not the secret.
+
+use crate::common::{TOKEN, Web, bare, bearer, header, json, status};
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, StatusCode};
+use gator_tests::RedisServer;
+use gator_web::{ConfigError, WebConfig, router, try_router};
+use std::net::SocketAddr;
+use tower::ServiceExt;
+
+/// Fifty wrong tokens from one address; their statuses, in order.
+fn guess(web: &Web, times: usize) -> Vec<u16> {
+    (0..times)
+        .map(|i| {
+            let wrong = format!("Authorization: Bearer wrong-guess-{i:04}-of-the-token\r\n");
+            status(&web.get("/api/overview", &wrong))
+        })
+        .collect()
+}
+
+/// `GET /api/overview` with the right token from 127.0.0.2, another client address.
+async fn from_another_address(web: &Web) -> String {
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let stream = socket.connect(web.address.parse().unwrap()).await.unwrap();
+    let mut stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+        .set_read_timeout(Some(crate::common::ANSWER_DEADLINE))
+        .unwrap();
+    let request = format!(
+        "GET /api/overview HTTP/1.1\r\nHost: {}\r\n{}Connection: close\r\n\r\n",
+        web.address,
+        bearer()
+    );
+    std::io::Write::write_all(&mut stream, request.as_bytes()).unwrap();
+    crate::common::read_all(&mut stream)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guessing_gets_a_burst_of_tries_then_429_with_retry_after_unchecked_per_address() {
+    let web = Web::start(&["--auth-token", TOKEN]);
+    let statuses = guess(&web, 50);
+    let count = |code| statuses.iter().filter(|s| **s == code).count();
+    assert_eq!((count(401), count(429)), (10, 40), "{statuses:?}");
+    let answer = web.get("/api/overview", &bearer());
+    assert_eq!(
+        status(&answer),
+        429,
+        "the right token is not even checked: {answer}"
+    );
+    assert_eq!(json(&answer)["code"], "throttled");
+    let wait: u64 = header(&answer, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    let other = from_another_address(&web).await;
+    assert_eq!(
+        status(&other),
+        200,
+        "another address has its own bucket: {other}"
+    );
+}
+
+#[test]
+fn failed_logins_are_logged_once_then_summed_up_not_line_by_line() {
+    let web = Web::start(&["--auth-token", TOKEN]);
+    guess(&web, 50);
+    let log = web.stop();
+    let lines = log
+        .lines()
+        .filter(|l| l.contains("failed dashboard login"))
+        .count();
+    assert_eq!(lines, 1, "{log}");
+    assert!(
+        log.contains("127.0.0.1"),
+        "the first names its address: {log}"
+    );
+}
+
+#[tokio::test]
+async fn mounted_without_connect_info_every_client_shares_one_bucket() {
+    let redis = RedisServer::start();
+    let app = router(
+        gator_tests::client(&redis.url()).await,
+        WebConfig::new().auth_token(TOKEN),
+    );
+    let ask = |token: &str, peer: Option<SocketAddr>| {
+        let mut request = Request::get("/api/queues")
+            .header("authorization", format!("Bearer {token}"))
+            .body(Body::empty())
+            .unwrap();
+        if let Some(peer) = peer {
+            request.extensions_mut().insert(ConnectInfo(peer));
+        }
+        let app = app.clone();
+        async move { app.oneshot(request).await.unwrap().status() }
+    };
+    for _ in 0..10 {
+        assert_eq!(
+            ask("a-wrong-token-guessed", None).await,
+            StatusCode::UNAUTHORIZED
+        );
+    }
+    assert_eq!(
+        ask(TOKEN, None).await,
+        StatusCode::TOO_MANY_REQUESTS,
+        "everyone waits"
+    );
+    let peer = "10.1.2.3:4567".parse().ok();
+    assert_eq!(
+        ask(TOKEN, peer).await,
+        StatusCode::OK,
+        "a known peer has its own bucket"
+    );
+}
+
+#[test]
+fn a_token_or_password_shorter_than_16_characters_or_blank_is_refused_at_start_with_exit_2() {
+    let weak: [&[&str]; 4] = [
+        &["--auth-token", "fifteen-chars-x"],
+        &["--auth-token", "                    "],
+        &["--auth-token", ""],
+        &["--basic-auth", "ops:fifteen-chars-x"],
+    ];
+    for args in weak {
+        let out = bare()
+            .args([
+                "--bind",
+                "127.0.0.1:0",
+                "--redis-url",
+                "redis://127.0.0.1:1",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("too weak") && stderr.contains("16"),
+            "{stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_router_refuses_a_weak_secret_for_embedders_too() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let weak = WebConfig::new().auth_token("short");
+    assert!(matches!(
+        try_router(client.clone(), weak.clone()),
+        Err(ConfigError::WeakSecret { .. })
+    ));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| router(client, weak)));
+    assert!(panicked.is_err());
+}
+
+#[test]
+fn the_login_cookie_is_a_session_not_the_token_and_a_new_token_ends_it() {
+    let web = Web::start(&["--auth-token", TOKEN, "--session-ttl", "1h"]);
+    let login = web.get(
+        &format!("/dead?token={TOKEN}&queue=web"),
+        "X-Forwarded-Proto: https\r\n",
+    );
+    assert_eq!(status(&login), 303, "{login}");
+    assert_eq!(header(&login, "location").unwrap(), "dead?queue=web");
+    let set = header(&login, "set-cookie").unwrap();
+    for part in [
+        "gator_session=",
+        "HttpOnly",
+        "SameSite=Strict",
+        "Max-Age=3600",
+        "Secure",
+    ] {
+        assert!(set.contains(part), "{part}: {set}");
+    }
+    let cookie = set.split(';').next().unwrap().to_owned();
+    let hex: String = TOKEN.bytes().map(|b| format!("{b:02x}")).collect();
+    assert!(
+        !cookie.contains(TOKEN) && !cookie.contains(&hex),
+        "the token leaked: {cookie}"
+    );
+    let with_cookie = format!("Cookie: {cookie}\r\n");
+    assert_eq!(status(&web.get("/api/overview", &with_cookie)), 200);
+    let plain = web.get(&format!("/?token={TOKEN}"), "");
+    assert!(
+        !header(&plain, "set-cookie").unwrap().contains("Secure"),
+        "{plain}"
+    );
+    drop(web);
+    // The token changed: the old session is no more; --secure-cookies marks it Secure itself.
+    let web = Web::start(&[
+        "--auth-token",
+        "another-token-for-the-tests",
+        "--secure-cookies",
+    ]);
+    let answer = web.get("/api/overview", &with_cookie);
+    assert_eq!(status(&answer), 401, "{answer}");
+    let login = web.get("/?token=another-token-for-the-tests", "");
+    assert!(
+        header(&login, "set-cookie").unwrap().contains("Secure"),
+        "{login}"
+    );
+}
+
+#[test]
+fn the_login_redirect_never_leaves_the_dashboard() {
+    let web = Web::start(&["--auth-token", TOKEN]);
+    for path in [
+        "/https:evil.example",
+        "//evil.example",
+        "/https:%2F%2Fevil.example",
+        "/%2F%2Fevil.example",
+        "/\\evil.example",
+        "/dead/..//evil.example",
+    ] {
+        let answer = web.get(&format!("{path}?token={TOKEN}"), "");
+        if let Some(location) = header(&answer, "location") {
+            let off_site = location.contains(':')
+                || location.starts_with('/')
+                || location.contains('\\')
+                || location.contains("//");
+            assert!(!off_site, "{path} sends the browser to {location:?}");
+        }
+    }
+    let answer = web.get(&format!("/queues?token={TOKEN}&q=a"), "");
+    assert_eq!(
+        header(&answer, "location").unwrap(),
+        "queues?q=a",
+        "{answer}"
+    );
+}
+
+#[test]
+fn insecure_no_auth_logs_a_warning_at_start() {
+    let web = Web::start(&["--insecure-no-auth"]);
+    let log = web.stop();
+    let warning = log
+        .lines()
+        .find(|l| l.contains("WARN") && l.contains("--insecure-no-auth"));
+    assert!(warning.is_some(), "{log}");
+}
