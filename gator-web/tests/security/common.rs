@@ -181,3 +181,12 @@ pub fn json(answer: &str) -> Value {
 pub fn bearer() -> String {
     format!("Authorization: Bearer {TOKEN}\r\n")
 }
+
+/// `POST path` with a JSON body and more header lines; the whole answer.
+pub fn post(web: &Web, path: &str, headers: &str, body: &str) -> String {
+    web.send(&format!(
+        "POST {path} HTTP/1.1\r\nHost: {}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        web.address,
+        body.len()
+    ))
+}
