@@ -10,7 +10,8 @@
 //! `single-floor` (Gator's awaited dispatch against bare sockets doing the same push); `soak`
 //! (N jobs through a worker in a steady stream, with Redis's memory sampled: finished jobs'
 //! status records are bounded by the retention); `workflow` (N steps of three-step workflows
-//! against N plain jobs, dispatched and run: the overhead of a workflow step).
+//! against N plain jobs, dispatched and run: the overhead of a workflow step); `pages` (what a
+//! page of a dead set costs with N entries in each of 20 queues, first and 90 % deep).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -23,6 +24,7 @@
 mod floor;
 mod measure;
 mod modes;
+mod pages;
 mod soak;
 mod workflow;
 
@@ -35,7 +37,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };

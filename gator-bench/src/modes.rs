@@ -117,6 +117,7 @@ pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "backlog" => backlog(n).await,
         "soak" => crate::soak::soak(n).await,
         "workflow" => crate::workflow::workflow(n).await,
+        "pages" => crate::pages::pages(n).await,
         other => bail!("unknown mode {other:?}"),
     }
 }

@@ -34,6 +34,7 @@ pub mod preview;
 mod processes;
 mod queues;
 mod search;
+mod search_terms;
 mod set_pages;
 
 pub use flows::FlowInFlight;

@@ -79,19 +79,7 @@ impl Client {
         let described: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
         // Which queues each process may hold jobs of: the lease index of every known queue.
         let queues = self.known_queues().await?;
-        let mut pipe = redis::pipe();
-        for queue in &queues {
-            pipe.zrange(keys.leases(queue), 0, -1);
-        }
-        // A queue whose lease index is not one (a key written by hand) is left out, not the
-        // fleet: its row in `queue_infos` says it is broken.
-        let holders: Vec<Vec<String>> = pipe
-            .ignore_errors()
-            .query_async::<Vec<redis::RedisResult<Vec<String>>>>(&mut conn)
-            .await?
-            .into_iter()
-            .map(|read| read.unwrap_or_default())
-            .collect();
+        let holders = lease_holders(&mut conn, keys, &queues).await?;
         let mut held: HashMap<&str, Vec<&str>> = HashMap::new();
         for (queue, processes) in queues.iter().zip(&holders) {
             for process in processes {
@@ -181,4 +169,25 @@ impl Client {
         jobs.sort_by_key(|j| j.started_at_ms.unwrap_or(u64::MAX));
         Ok(jobs)
     }
+}
+
+/// The processes in the lease index of each of `queues`. A queue whose index is not one (a key
+/// written by hand) counts as held by none, not as the fleet's failure: its row in
+/// `queue_infos` says it is broken.
+async fn lease_holders(
+    conn: &mut crate::connection::Connection,
+    keys: &crate::store::keys::Keys,
+    queues: &[String],
+) -> Result<Vec<Vec<String>>> {
+    let mut pipe = redis::pipe();
+    for queue in queues {
+        pipe.zrange(keys.leases(queue), 0, -1);
+    }
+    Ok(pipe
+        .ignore_errors()
+        .query_async::<Vec<redis::RedisResult<Vec<String>>>>(conn)
+        .await?
+        .into_iter()
+        .map(|read| read.unwrap_or_default())
+        .collect())
 }

@@ -1,6 +1,6 @@
 //! A scheduled, retry or dead set read a page at a time, over one queue or all of them merged
-//! by score, at the same cost however deep the page: each page reads at most `count` entries of
-//! each queue, by score (`ZRANGE ... BYSCORE LIMIT`), from where the page before ended.
+//! by score, at the same cost however deep the page: each page reads at most `count + 1` entries
+//! of each queue, by score (`ZRANGE ... BYSCORE LIMIT`), from where the page before ended.
 //!
 //! ```no_run
 //! # async fn demo(client: gator_core::Client) -> gator_core::Result<()> {
@@ -109,7 +109,7 @@ const MAX_TIES: usize = 10_000_000;
 impl Client {
     /// Up to `count` (at most [`MAX_SET_PAGE`]) entries of the `kind` set of `queue` (with its
     /// shards; `None`: of every known queue, merged by score), from `cursor` (`None`: from the
-    /// start). Reads at most `count` entries of each queue, however deep the page.
+    /// start). Reads at most `count + 1` entries of each queue, however deep the page.
     pub async fn set_page(
         &self,
         kind: SetKind,
@@ -136,16 +136,17 @@ impl Client {
                 },
                 |c| c.start_of(queue),
             );
-            read.push(sets::page(&mut conn, self.keys(), kind, queue, start, count).await?);
+            // One more than a page: whether anything follows it is then known, and the last
+            // page says so instead of leading to an empty one.
+            read.push(sets::page(&mut conn, self.keys(), kind, queue, start, count + 1).await?);
         }
         Ok(merge(read, count, cursor.as_ref()))
     }
 }
 
-/// The first `count` entries of the queues' pages (each sorted, in queue order), and the cursor
-/// after the last of them.
+/// The first `count` entries of the queues' pages (each sorted, in queue order, and each read
+/// one entry past a page), and the cursor after the last of them if any entry is left.
 fn merge(read: Vec<Vec<SetEntry>>, count: usize, cursor: Option<&Cursor>) -> SetPage {
-    let maybe_more = read.iter().any(|page| page.len() == count);
     let mut merged: Vec<(usize, usize, SetEntry)> = read
         .into_iter()
         .enumerate()
@@ -158,7 +159,7 @@ fn merge(read: Vec<Vec<SetEntry>>, count: usize, cursor: Option<&Cursor>) -> Set
             .then(a.0.cmp(&b.0))
             .then(a.1.cmp(&b.1))
     });
-    let more = maybe_more || merged.len() > count;
+    let more = merged.len() > count;
     merged.truncate(count);
     let next_cursor = match merged.last() {
         Some((q, _, last)) if more => {
@@ -231,7 +232,7 @@ mod tests {
         // b's first entry of score 1 was shown: the next page skips one tie in b.
         assert_eq!(page.next_cursor.as_deref(), Some("1:1:b"));
         let cursor = Cursor::parse("1:1:b").expect("valid");
-        assert_eq!(cursor.start_of("a").inclusive, false);
+        assert!(!cursor.start_of("a").inclusive);
         assert_eq!(cursor.start_of("b").skip, 1);
         assert_eq!(cursor.start_of("c").skip, 0);
         // On the next page, b's remaining tie keeps counting from the cursor's.

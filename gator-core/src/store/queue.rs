@@ -86,17 +86,21 @@ pub async fn enqueue(
             .invoke_async::<()>(conn)
             .await;
         if let Err(e) = parked {
-            // Neither the push nor the script stored the jobs (a key of the queue holds what
-            // Gator did not write): the records the MULTI wrote would say `queued` of jobs
-            // that are nowhere.
             if !*flow {
-                let records: Vec<String> = jids.iter().map(|jid| keys.job(queue, jid)).collect();
-                let _ = redis::cmd("DEL").arg(records).query_async::<()>(conn).await;
+                forget_records(conn, keys, queue, jids).await;
             }
             return Err(e.into());
         }
     }
     Ok(())
+}
+
+/// Deletes the status records the `MULTI` of [`enqueue`] wrote for jobs neither its push nor
+/// the script then stored (a key of the queue holds what Gator did not write): they would say
+/// `queued` of jobs that are nowhere. Best effort: the caller reports the enqueue's error.
+async fn forget_records(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str, jids: &[&str]) {
+    let records: Vec<String> = jids.iter().map(|jid| keys.job(queue, jid)).collect();
+    let _ = redis::cmd("DEL").arg(records).query_async::<()>(conn).await;
 }
 
 /// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a

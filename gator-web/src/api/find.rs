@@ -1,24 +1,21 @@
 //! The GET side of the API that looks for jobs: a set's pages (filtered through the bounded
-//! search), one job by its jid, and search itself.
+//! search) and one job by its jid. Search itself is in `search`.
 
+use super::search::MAX_BUDGET;
 use super::views::{EntryView, StatusView, json_or_text};
 use crate::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::inspect::{
-    DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery, preview,
-};
+use gator_core::inspect::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchQuery, preview};
 use gator_core::{JobStatus, SetKind};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
 /// The most entries one page of a set, or of search hits, may ask for.
-const MAX_PAGE: usize = 500;
+pub(crate) const MAX_PAGE: usize = 500;
 /// The most bytes of a job's arguments its own page shows unless asked for all of them.
 const PAGE_ARGS: usize = 64 * 1024;
-/// The most a caller may raise the budget to.
-const MAX_BUDGET: usize = 100_000;
 
 /// `scheduled`, `retry` (or `retries`) or `dead`.
 pub(crate) fn set_kind(name: &str) -> Result<SetKind, ApiError> {
@@ -265,32 +262,7 @@ pub(crate) async fn job(
         Some(_) => None,
     };
     if let (None, Some((places, budget))) = (&view.place, places) {
-        let found = app
-            .client
-            .search(&SearchQuery {
-                text: jid.clone(),
-                field: SearchField::Jid,
-                places,
-                queue: view.queue.clone(),
-                cursor: None,
-                limit: 1,
-                budget,
-            })
-            .await?;
-        if let Some(hit) = found
-            .hits
-            .into_iter()
-            .find(|h| h.jid.as_deref() == Some(&jid))
-        {
-            view.place = Some(place_name(hit.place).to_owned());
-            view.queue = Some(hit.queue);
-            view.score_ms = hit.score_ms;
-            view.payload_bytes = Some(hit.raw.len());
-            view.payload = serde_json::from_str(&hit.raw).ok();
-            if let Some(serde_json::Value::Object(payload)) = &mut view.payload {
-                view.args_cut = shown(payload, params.full);
-            }
-        }
+        look_up(&app, &mut view, places, budget, params.full).await?;
     }
     if details.is_none() && view.place.is_none() {
         return Err(ApiError::not_found(format!(
@@ -298,6 +270,45 @@ pub(crate) async fn job(
         )));
     }
     Ok(Json(view))
+}
+
+/// Finds `view`'s job among `places` (reading at most `budget` entries), and fills in where it
+/// is and its payload (cut as the job's page shows it, unless `full`).
+async fn look_up(
+    app: &App,
+    view: &mut JobView,
+    places: Vec<Place>,
+    budget: usize,
+    full: bool,
+) -> Result<(), ApiError> {
+    let found = app
+        .client
+        .search(&SearchQuery {
+            text: view.jid.clone(),
+            field: SearchField::Jid,
+            places,
+            queue: view.queue.clone(),
+            cursor: None,
+            limit: 1,
+            budget,
+        })
+        .await?;
+    let Some(hit) = found
+        .hits
+        .into_iter()
+        .find(|h| h.jid.as_deref() == Some(view.jid.as_str()))
+    else {
+        return Ok(());
+    };
+    view.place = Some(place_name(hit.place).to_owned());
+    view.queue = Some(hit.queue);
+    view.score_ms = hit.score_ms;
+    view.payload_bytes = Some(hit.raw.len());
+    view.payload = serde_json::from_str(&hit.raw).ok();
+    if let Some(serde_json::Value::Object(payload)) = &mut view.payload {
+        view.args_cut = shown(payload, full);
+    }
+    Ok(())
 }
 
 /// Cuts a payload's error, and its args unless `full`, as the job's page shows them; whether
@@ -325,66 +336,4 @@ fn place_name(place: Place) -> &'static str {
         Place::Retry => "retry",
         Place::Dead => "dead",
     }
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct SearchParams {
-    /// The text to find.
-    q: String,
-    /// `any` (default), `jid`, `job`, `args` or `error`.
-    field: Option<String>,
-    /// Comma-separated places: `queued,scheduled,retry,dead` (default: all).
-    places: Option<String>,
-    queue: Option<String>,
-    cursor: Option<String>,
-    limit: Option<usize>,
-    budget: Option<usize>,
-}
-
-pub(crate) async fn search(
-    State(app): State<App>,
-    Params(p): Params<SearchParams>,
-) -> ApiResult<SearchPage> {
-    if p.q.is_empty() {
-        return Err(ApiError::bad_request("give the text to search for: ?q=..."));
-    }
-    let field = match p.field.as_deref().filter(|f| !f.is_empty()) {
-        None => SearchField::Any,
-        Some(f) => SearchField::from_str(f).map_err(|_| {
-            ApiError::bad_request(format!(
-                "unknown field {f:?}: use any, jid, job, args or error"
-            ))
-        })?,
-    };
-    let mut places = Vec::new();
-    for name in p
-        .places
-        .iter()
-        .flat_map(|s| s.split(','))
-        .filter(|s| !s.is_empty())
-    {
-        let place = match name {
-            "retries" => Place::Retry,
-            other => Place::from_str(other).map_err(|_| {
-                ApiError::bad_request(format!(
-                    "unknown place {other:?}: use queued, scheduled, retry or dead"
-                ))
-            })?,
-        };
-        places.push(place);
-    }
-    let queue = p.queue.filter(|q| !q.is_empty());
-    if let Some(queue) = &queue {
-        gator_core::store::keys::validate_stored_queue(queue)?;
-    }
-    let query = SearchQuery {
-        text: p.q,
-        field,
-        places,
-        queue,
-        cursor: p.cursor.filter(|c| !c.is_empty()),
-        limit: p.limit.unwrap_or(50).clamp(1, MAX_PAGE),
-        budget: p.budget.unwrap_or(DEFAULT_BUDGET).clamp(1, MAX_BUDGET),
-    };
-    Ok(Json(app.client.search(&query).await?))
 }

@@ -5,6 +5,7 @@ mod act;
 mod enqueue;
 mod find;
 mod read;
+mod search;
 mod views;
 
 use crate::App;
@@ -37,6 +38,6 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/cron/{name}/resume", post(act::resume_cron))
         .route("/api/cron/{name}/run", post(act::run_cron))
         .route("/api/limits", get(read::limits))
-        .route("/api/search", get(find::search))
+        .route("/api/search", get(search::search))
         .route("/api/replies", post(act::reply))
 }

@@ -52,10 +52,16 @@ async fn a_deep_page_number_is_refused_without_reading_the_sets_and_u64_max_does
             json(&answer)["error"].as_str().unwrap().contains("cursor"),
             "{answer}"
         );
-        assert!(read < everything / 20, "page {page} read {read} bytes of Redis");
+        assert!(
+            read < everything / 20,
+            "page {page} read {read} bytes of Redis"
+        );
     }
     // One queue pages by rank: any depth is a cheap empty page.
-    let answer = web.get("/api/sets/dead?queue=q03&page=18446744073709551615", &bearer());
+    let answer = web.get(
+        "/api/sets/dead?queue=q03&page=18446744073709551615",
+        &bearer(),
+    );
     assert_eq!(status(&answer), 200, "{answer}");
     assert_eq!(json(&answer)["entries"], serde_json::json!([]));
 }

@@ -48,7 +48,12 @@ fn a_key_of_the_wrong_type_breaks_its_own_queue_row_and_no_other_read() {
         assert!(!reason.contains("script:"), "{reason}");
         assert_eq!(row("low")["broken"], serde_json::Value::Null);
         assert_eq!(row("low")["scheduled"], 1, "{breakage:?}");
-        for path in ["/api/overview", "/api/limits", "/api/search?q=send_email", "/api/processes"] {
+        for path in [
+            "/api/overview",
+            "/api/limits",
+            "/api/search?q=send_email",
+            "/api/processes",
+        ] {
             let answer = web.get(path, &bearer());
             assert_eq!(status(&answer), 200, "{breakage:?} {path}: {answer}");
         }
@@ -56,7 +61,11 @@ fn a_key_of_the_wrong_type_breaks_its_own_queue_row_and_no_other_read() {
         assert_eq!(overview["broken_queues"], serde_json::json!(["high"]));
         let search = json(&web.get("/api/search?q=send_email&places=scheduled", &bearer()));
         assert!(
-            search["hits"].as_array().unwrap().iter().any(|h| h["queue"] == "low"),
+            search["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h["queue"] == "low"),
             "{breakage:?}: {search}"
         );
     }
@@ -86,8 +95,16 @@ fn enqueueing_to_a_broken_queue_says_so_without_script_details_and_stores_nothin
         .lines()
         .filter(|key| web.redis.cli(&["GET", key]) == "queued")
         .collect();
-    assert!(queued.is_empty(), "records of jobs stored nowhere: {queued:?}");
+    assert!(
+        queued.is_empty(),
+        "records of jobs stored nowhere: {queued:?}"
+    );
     // The other queue takes jobs as ever.
-    let ok = post(&web, "/api/queues/low/jobs", &bearer(), r#"{"job": "send_email", "args": ["c"]}"#);
+    let ok = post(
+        &web,
+        "/api/queues/low/jobs",
+        &bearer(),
+        r#"{"job": "send_email", "args": ["c"]}"#,
+    );
     assert_eq!(status(&ok), 201, "{ok}");
 }

@@ -25,7 +25,12 @@ fn a_delay_or_a_time_past_five_years_is_refused_over_http_as_at_always_was() {
     assert_eq!(web.redis.cli(&["ZCARD", "gator:{web}:scheduled"]), "0");
     assert_eq!(web.redis.cli(&["KEYS", "gator:{web}:job:*"]), "");
     // Within the horizon, both are taken.
-    let ok = post(&web, "/api/queues/web/jobs", &bearer(), r#"{"job": "send_email", "args": ["a"], "in": "4 years"}"#);
+    let ok = post(
+        &web,
+        "/api/queues/web/jobs",
+        &bearer(),
+        r#"{"job": "send_email", "args": ["a"], "in": "4 years"}"#,
+    );
     assert_eq!(status(&ok), 201, "{ok}");
 }
 
@@ -44,8 +49,13 @@ async fn dispatch_in_holds_a_delay_to_the_horizon_dispatch_at_holds_a_time_to() 
         );
     }
     let at = std::time::SystemTime::now() + years(10);
-    let refused = client.dispatch_at(jobs::SendEmail::call("far".into()), at).await;
-    assert!(matches!(refused, Err(Error::InvalidTime { .. })), "{refused:?}");
+    let refused = client
+        .dispatch_at(jobs::SendEmail::call("far".into()), at)
+        .await;
+    assert!(
+        matches!(refused, Err(Error::InvalidTime { .. })),
+        "{refused:?}"
+    );
     assert_eq!(redis.cli(&["ZCARD", "gator:{web}:scheduled"]), "0");
 }
 
@@ -61,7 +71,10 @@ fn the_queue_names_dot_and_dotdot_are_refused() {
         );
         assert_eq!(status(&answer), 400, "{queue}: {answer}");
         assert!(
-            json(&answer)["error"].as_str().unwrap_or("").contains("invalid queue name"),
+            json(&answer)["error"]
+                .as_str()
+                .unwrap_or("")
+                .contains("invalid queue name"),
             "{answer}"
         );
     }
@@ -83,7 +96,10 @@ fn job_names_with_control_bidi_or_zero_width_characters_are_refused_at_dispatch(
         assert_eq!(status(&answer), 400, "{name}: {answer}");
         let error = json(&answer)["error"].as_str().unwrap_or("").to_owned();
         assert!(error.contains("invalid job name"), "{error}");
-        assert!(!error.contains('\n') && !error.contains('\u{1b}'), "{error:?}");
+        assert!(
+            !error.contains('\n') && !error.contains('\u{1b}'),
+            "{error:?}"
+        );
     }
     assert_eq!(web.redis.cli(&["LLEN", "gator:{web}:queue"]), "0");
 }
@@ -107,15 +123,21 @@ async fn a_raw_pushed_job_name_with_escapes_is_logged_escaped_and_dead_lettered(
         .unwrap();
     redis.cli(&["SADD", "gator:queues", "web"]);
     let worker = TestWorker::start(&redis.url(), Some("web"), 1);
-    wait_until("the job to be dead-lettered", Duration::from_secs(15), || async {
-        redis.cli(&["ZCARD", "gator:{web}:dead"]) == "1"
-    })
+    wait_until(
+        "the job to be dead-lettered",
+        Duration::from_secs(15),
+        || async { redis.cli(&["ZCARD", "gator:{web}:dead"]) == "1" },
+    )
     .await;
     worker.stop().await;
     let dead = redis.zset_json("gator:{web}:dead").await;
     let error = dead[0]["error"].as_str().unwrap();
     assert!(error.contains("invalid job name"), "{error}");
-    assert_eq!(dead[0]["attempt"], 1, "dead at once, not retried: {}", dead[0]);
+    assert_eq!(
+        dead[0]["attempt"], 1,
+        "dead at once, not retried: {}",
+        dead[0]
+    );
     // The job's name as given is kept, for whoever fixes the producer.
     assert_eq!(dead[0]["job"], name.as_str());
     let logged = logs::text();
