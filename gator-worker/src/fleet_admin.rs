@@ -66,6 +66,13 @@ pub async fn stats(
         redis.connected_clients,
         table::age(redis.uptime_seconds * 1000),
     )?;
+    if !overview.broken_queues.is_empty() {
+        writeln!(
+            out,
+            "BROKEN queues, left out of the totals (see `gator-worker queues`): {}",
+            overview.broken_queues.join(", ")
+        )?;
+    }
     Ok(())
 }
 

@@ -103,17 +103,9 @@ pub async fn list(
         return Ok(Vec::new());
     }
     let stop = i64::try_from(offset.saturating_add(count) - 1).unwrap_or(i64::MAX);
-    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(kind.key(keys, queue))
-        .arg(offset)
-        .arg(stop)
-        .arg("WITHSCORES")
-        .query_async(conn)
-        .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(raw, score)| entry(kind, queue, raw, score))
-        .collect())
+    let mut range = redis::cmd("ZRANGE");
+    range.arg(kind.key(keys, queue)).arg(offset).arg(stop);
+    entries(conn, kind, queue, range).await
 }
 
 /// Where a page of `kind` for `queue` starts, by score: entries with a score above `score`
@@ -143,17 +135,20 @@ pub async fn page(
         Some(score) if from.inclusive => score.to_string(),
         Some(score) => format!("({score}"),
     };
-    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
-        .arg(kind.key(keys, queue))
-        .arg(min)
-        .arg("+inf")
-        .arg("BYSCORE")
-        .arg("LIMIT")
-        .arg(from.skip)
-        .arg(count)
-        .arg("WITHSCORES")
-        .query_async(conn)
-        .await?;
+    let mut range = redis::cmd("ZRANGE");
+    range.arg(kind.key(keys, queue)).arg(min).arg("+inf");
+    range.arg("BYSCORE").arg("LIMIT").arg(from.skip).arg(count);
+    entries(conn, kind, queue, range).await
+}
+
+/// The entries a `ZRANGE` of `kind` for `queue` lists, with their scores.
+async fn entries(
+    conn: &mut impl ConnectionLike,
+    kind: SetKind,
+    queue: &str,
+    mut range: redis::Cmd,
+) -> Result<Vec<SetEntry>> {
+    let rows: Vec<(String, f64)> = range.arg("WITHSCORES").query_async(conn).await?;
     Ok(rows
         .into_iter()
         .map(|(raw, score)| entry(kind, queue, raw, score))

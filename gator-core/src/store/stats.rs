@@ -149,8 +149,12 @@ pub async fn buckets(
                 });
             }
         }
-        let hashes: Vec<HashMap<String, u64>> = pipe.query_async(conn).await?;
+        // A bucket key that is not a hash of counts (written by hand) counts as empty: one
+        // queue's bad key must not take the fleet's history with it.
+        let hashes: Vec<redis::RedisResult<HashMap<String, u64>>> =
+            pipe.ignore_errors().query_async(conn).await?;
         for (i, hash) in hashes.into_iter().enumerate() {
+            let hash = hash.unwrap_or_default();
             let day = days[i % days.len()];
             for (field, n) in hash {
                 let Some((bucket, kind)) = field.split_once(':') else {

@@ -26,6 +26,7 @@ fn a_key_of_the_wrong_type_breaks_its_own_queue_row_and_no_other_read() {
         &["SET", "gator:{high}:dead", "x"],
         &["SET", "gator:{high}:stats", "x"],
         &["SET", "gator:{high}:scheduled", "x"],
+        &["SET", "gator:{high}:leases", "x"],
     ] {
         let web = two_queues();
         if breakage[1].ends_with(":scheduled") {

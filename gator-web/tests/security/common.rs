@@ -190,3 +190,25 @@ pub fn post(web: &Web, path: &str, headers: &str, body: &str) -> String {
         body.len()
     ))
 }
+
+/// Pushes `payload` as another producer would (a raw RPUSH), and records its queue.
+pub async fn push_raw(redis: &gator_tests::RedisServer, payload: &serde_json::Value) {
+    let mut conn = redis.client().await;
+    redis::cmd("RPUSH")
+        .arg("gator:{web}:queue")
+        .arg(payload.to_string())
+        .query_async::<()>(&mut conn)
+        .await
+        .unwrap();
+    redis.cli(&["SADD", "gator:queues", "web"]);
+}
+
+/// Waits until `web`'s dead set holds one job.
+pub async fn dead_lettered(redis: &RedisServer) {
+    gator_tests::wait_until(
+        "the job to be dead-lettered",
+        Duration::from_secs(15),
+        || async { redis.cli(&["ZCARD", "gator:{web}:dead"]) == "1" },
+    )
+    .await;
+}

@@ -3,10 +3,10 @@
 //! bidirectional characters is refused at dispatch, and one pushed by another producer is
 //! logged escaped and dead-lettered with its reason.
 
-use crate::common::{TOKEN, Web, bearer, json, post, status};
+use crate::common::{TOKEN, Web, bearer, dead_lettered, json, post, push_raw, status};
 use crate::{jobs, logs};
 use gator_core::Error;
-use gator_tests::{TestWorker, client, wait_until};
+use gator_tests::{TestWorker, client};
 use std::time::Duration;
 
 #[test]
@@ -114,21 +114,9 @@ async fn a_raw_pushed_job_name_with_escapes_is_logged_escaped_and_dead_lettered(
         "jid": "0193a5f0-0000-7000-8000-00000000e5c1", "job": name, "args": [],
         "queue": "web", "created_at": 1, "enqueued_at": 1,
     });
-    let mut conn = redis.client().await;
-    redis::cmd("RPUSH")
-        .arg("gator:{web}:queue")
-        .arg(payload.to_string())
-        .query_async::<()>(&mut conn)
-        .await
-        .unwrap();
-    redis.cli(&["SADD", "gator:queues", "web"]);
+    push_raw(&redis, &payload).await;
     let worker = TestWorker::start(&redis.url(), Some("web"), 1);
-    wait_until(
-        "the job to be dead-lettered",
-        Duration::from_secs(15),
-        || async { redis.cli(&["ZCARD", "gator:{web}:dead"]) == "1" },
-    )
-    .await;
+    dead_lettered(&redis).await;
     worker.stop().await;
     let dead = redis.zset_json("gator:{web}:dead").await;
     let error = dead[0]["error"].as_str().unwrap();

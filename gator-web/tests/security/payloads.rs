@@ -2,24 +2,12 @@
 //! it is stored; one that arrives by another path is dead-lettered unrun, kept once; an
 //! argument that does not fit is kept once, its error cut; listings serve arguments cut.
 
-use crate::common::{TOKEN, Web, json, post, status};
+use crate::common::{TOKEN, Web, dead_lettered, json, post, push_raw, status};
 use crate::{jobs, logs};
 use gator_core::Error;
-use gator_tests::{RedisServer, TestWorker, wait_until};
+use gator_tests::{RedisServer, TestWorker};
 use gator_worker::WorkerConfig;
 use std::time::Duration;
-
-/// Pushes `payload` as another producer would (a raw RPUSH), and records its queue.
-async fn push_raw(redis: &RedisServer, payload: &serde_json::Value) {
-    let mut conn = redis.client().await;
-    redis::cmd("RPUSH")
-        .arg("gator:{web}:queue")
-        .arg(payload.to_string())
-        .query_async::<()>(&mut conn)
-        .await
-        .unwrap();
-    redis.cli(&["SADD", "gator:queues", "web"]);
-}
 
 /// A payload of `job` with `args`, as another language would write it.
 fn payload(jid: &str, job: &str, args: serde_json::Value) -> serde_json::Value {
@@ -106,12 +94,7 @@ async fn a_raw_push_over_the_worker_limit_goes_dead_unrun_kept_once() {
     );
     push_raw(&redis, &pushed).await;
     let worker = worker_with_limit(&redis, None);
-    wait_until(
-        "the job to be dead-lettered",
-        Duration::from_secs(15),
-        || async { redis.cli(&["ZCARD", "gator:{web}:dead"]) == "1" },
-    )
-    .await;
+    dead_lettered(&redis).await;
     worker.stop().await;
     assert!(jobs::RAN.tagged("oversize").is_empty(), "it ran");
     let dead = dead_raw(&redis).await;
@@ -146,12 +129,7 @@ async fn an_argument_that_does_not_fit_is_kept_once_its_error_and_log_line_cut()
     );
     push_raw(&redis, &pushed).await;
     let worker = worker_with_limit(&redis, Some(8 << 20));
-    wait_until(
-        "the job to be dead-lettered",
-        Duration::from_secs(15),
-        || async { redis.cli(&["ZCARD", "gator:{web}:dead"]) == "1" },
-    )
-    .await;
+    dead_lettered(&redis).await;
     worker.stop().await;
     let dead = dead_raw(&redis).await;
     // One copy of the argument: not repeated in the error, nor in `raw`.
