@@ -12,12 +12,13 @@ const QUEUES: usize = 20;
 const PER_PAGE: usize = 25;
 const ROUNDS: usize = 50;
 
-/// Fills `KEYS[1]` with ARGV[2] small dead entries of queue ARGV[1], scores from 1e12 + i.
+/// Adds to `KEYS[1]` the small dead entries ARGV[2] to ARGV[3] of queue ARGV[1], entry i
+/// scored 1e12 + i.
 const FILL: &str = r#"
-local queue, n = ARGV[1], tonumber(ARGV[2])
-for start = 1, n, 1000 do
+local queue, first, last = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+for start = first, last, 1000 do
   local batch = {}
-  for i = start, math.min(start + 999, n) do
+  for i = start, math.min(start + 999, last) do
     batch[#batch + 1] = 1000000000000 + i
     batch[#batch + 1] = '{"jid":"0193a5f0-0000-7000-8000-' .. string.format('%012d', i) ..
       '","job":"noop","args":[' .. i .. '],"queue":"' .. queue ..
@@ -25,8 +26,11 @@ for start = 1, n, 1000 do
   end
   redis.call('ZADD', KEYS[1], unpack(batch))
 end
-return n
+return last
 "#;
+
+/// Entries one call of [`FILL`] adds: well within a client's response timeout.
+const FILL_CHUNK: usize = 100_000;
 
 pub async fn pages(n: usize) -> anyhow::Result<()> {
     let client = crate::modes::client().await?;
@@ -36,12 +40,15 @@ pub async fn pages(n: usize) -> anyhow::Result<()> {
     let started = Instant::now();
     for queue in &queues {
         let key = client.keys().dead(queue);
-        fill.key(&key)
-            .arg(queue)
-            .arg(n)
-            .invoke_async::<()>(&mut conn)
-            .await
-            .context("filling a dead set")?;
+        for first in (1..=n).step_by(FILL_CHUNK) {
+            fill.key(&key)
+                .arg(queue)
+                .arg(first)
+                .arg((first + FILL_CHUNK - 1).min(n))
+                .invoke_async::<()>(&mut conn)
+                .await
+                .context("filling a dead set")?;
+        }
         redis::cmd("SADD")
             .arg(client.keys().queues())
             .arg(queue)

@@ -78,12 +78,9 @@ impl Client {
     /// How many entries the `kind` set of `queue` holds (`None`: summed over every known
     /// queue).
     pub async fn set_len(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
-        let mut conn = self.connection();
-        let mut total = 0;
-        for queue in self.target_queues(queue).await? {
-            total += sets::len(&mut conn, self.keys(), kind, &queue).await?;
-        }
-        Ok(total)
+        let queues = self.target_queues(queue).await?;
+        let lens = sets::lens(&mut self.connection(), self.keys(), kind, &queues).await?;
+        Ok(lens.into_iter().sum())
     }
 
     /// Up to `count` entries (at most [`crate::inspect::MAX_SET_PAGE`]) of the `kind` set

@@ -125,21 +125,24 @@ impl Client {
         let cursor = cursor.map(Cursor::parse).transpose()?;
         let mut queues = self.target_queues(queue).await?;
         queues.sort();
+        let starts: Vec<(&str, Start)> = queues
+            .iter()
+            .map(|queue| {
+                let start = cursor.as_ref().map_or(
+                    Start {
+                        score: None,
+                        inclusive: true,
+                        skip: 0,
+                    },
+                    |c| c.start_of(queue),
+                );
+                (queue.as_str(), start)
+            })
+            .collect();
+        // One more than a page: whether anything follows it is then known, and the last page
+        // says so instead of leading to an empty one.
         let mut conn = self.connection();
-        let mut read = Vec::with_capacity(queues.len());
-        for queue in &queues {
-            let start = cursor.as_ref().map_or(
-                Start {
-                    score: None,
-                    inclusive: true,
-                    skip: 0,
-                },
-                |c| c.start_of(queue),
-            );
-            // One more than a page: whether anything follows it is then known, and the last
-            // page says so instead of leading to an empty one.
-            read.push(sets::page(&mut conn, self.keys(), kind, queue, start, count + 1).await?);
-        }
+        let read = sets::pages(&mut conn, self.keys(), kind, &starts, count + 1).await?;
         Ok(merge(read, count, cursor.as_ref()))
     }
 }

@@ -120,25 +120,45 @@ pub struct Start {
     pub skip: usize,
 }
 
-/// Up to `count` entries of `kind` for `queue` from `from`, lowest score first: one
-/// `ZRANGE ... BYSCORE LIMIT`, O(log n + skip + count) however deep the page.
-pub async fn page(
+/// Up to `count` entries of `kind` for each queue from where it starts, lowest score first:
+/// one `ZRANGE ... BYSCORE LIMIT` a queue, O(log n + skip + count) however deep the page, all
+/// in one pipeline. A queue whose set is not one (a key written by hand) reads as empty: its
+/// row in the queue listing says it is broken.
+pub async fn pages(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     kind: SetKind,
-    queue: &str,
-    from: Start,
+    starts: &[(&str, Start)],
     count: usize,
-) -> Result<Vec<SetEntry>> {
-    let min = match from.score {
-        None => "-inf".to_owned(),
-        Some(score) if from.inclusive => score.to_string(),
-        Some(score) => format!("({score}"),
-    };
-    let mut range = redis::cmd("ZRANGE");
-    range.arg(kind.key(keys, queue)).arg(min).arg("+inf");
-    range.arg("BYSCORE").arg("LIMIT").arg(from.skip).arg(count);
-    entries(conn, kind, queue, range).await
+) -> Result<Vec<Vec<SetEntry>>> {
+    if starts.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for (queue, from) in starts {
+        let min = match from.score {
+            None => "-inf".to_owned(),
+            Some(score) if from.inclusive => score.to_string(),
+            Some(score) => format!("({score}"),
+        };
+        pipe.cmd("ZRANGE")
+            .arg(kind.key(keys, queue))
+            .arg(min)
+            .arg("+inf");
+        pipe.arg("BYSCORE").arg("LIMIT").arg(from.skip).arg(count);
+        pipe.arg("WITHSCORES");
+    }
+    let read: Vec<redis::RedisResult<Vec<(String, f64)>>> =
+        pipe.ignore_errors().query_async(conn).await?;
+    Ok(starts
+        .iter()
+        .zip(read)
+        .map(|((queue, _), rows)| {
+            let rows = rows.unwrap_or_default().into_iter();
+            rows.map(|(raw, score)| entry(kind, queue, raw, score))
+                .collect()
+        })
+        .collect())
 }
 
 /// The entries a `ZRANGE` of `kind` for `queue` lists, with their scores.
@@ -153,6 +173,25 @@ async fn entries(
         .into_iter()
         .map(|(raw, score)| entry(kind, queue, raw, score))
         .collect())
+}
+
+/// How many entries `kind` holds for each of `queues`, in one pipeline (a set that is not
+/// one counts 0, as in [`pages`]).
+pub async fn lens(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queues: &[String],
+) -> Result<Vec<usize>> {
+    if queues.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut pipe = redis::pipe();
+    for queue in queues {
+        pipe.zcard(kind.key(keys, queue));
+    }
+    let read: Vec<redis::RedisResult<usize>> = pipe.ignore_errors().query_async(conn).await?;
+    Ok(read.into_iter().map(|n| n.unwrap_or(0)).collect())
 }
 
 /// How many entries `kind` holds for `queue`.
