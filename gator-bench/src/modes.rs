@@ -91,7 +91,9 @@ pub(crate) async fn client() -> anyhow::Result<&'static Client> {
                 "GATOR_BENCH_SHARDS shards the one queue `bench`: leave GATOR_BENCH_QUEUES unset"
             );
         }
-        client.set_shards(QUEUE, shards).await?;
+        gator_core::Admin::new(client.clone())
+            .set_shards(QUEUE, shards)
+            .await?;
     }
     Ok(CLIENT.get_or_init(|| client))
 }

@@ -34,6 +34,7 @@ const FILL_CHUNK: usize = 100_000;
 
 pub async fn pages(n: usize) -> anyhow::Result<()> {
     let client = crate::modes::client().await?;
+    let admin = gator_core::Admin::new(client.clone());
     let queues: Vec<String> = (0..QUEUES).map(|q| format!("pages{q:02}")).collect();
     let fill = redis::Script::new(FILL);
     let mut conn = client.connection();
@@ -62,14 +63,14 @@ pub async fn pages(n: usize) -> anyhow::Result<()> {
         1_000_000_000_000 + n * 9 / 10,
         queues[QUEUES - 1]
     );
-    let first = time(|| client.set_page(SetKind::Dead, None, None, PER_PAGE)).await?;
+    let first = time(|| admin.set_page(SetKind::Dead, None, None, PER_PAGE)).await?;
     let merged_deep =
-        time(|| client.set_page(SetKind::Dead, None, Some(deep.as_str()), PER_PAGE)).await?;
+        time(|| admin.set_page(SetKind::Dead, None, Some(deep.as_str()), PER_PAGE)).await?;
     let one_deep =
-        time(|| client.list_set(SetKind::Dead, Some(&queues[0]), n * 9 / 10, PER_PAGE)).await?;
-    let counted = time(|| client.set_len(SetKind::Dead, None)).await?;
+        time(|| admin.list_set(SetKind::Dead, Some(&queues[0]), n * 9 / 10, PER_PAGE)).await?;
+    let counted = time(|| admin.set_len(SetKind::Dead, None)).await?;
     for queue in &queues {
-        client.clear_set(SetKind::Dead, Some(queue)).await?;
+        admin.clear_set(SetKind::Dead, Some(queue)).await?;
     }
     redis::cmd("SREM")
         .arg(client.keys().queues())

@@ -36,7 +36,6 @@ pub mod endpoint;
 pub mod error;
 pub mod flow;
 pub mod horizon;
-pub mod inspect;
 pub mod job;
 pub mod middleware;
 #[cfg(feature = "otel")]
@@ -54,6 +53,7 @@ pub mod testing;
 pub mod unique;
 pub mod workflow;
 
+pub use admin::Admin;
 pub use cancel::Cancellation;
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, set_default_client};

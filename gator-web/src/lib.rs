@@ -84,7 +84,10 @@ use throttle::Throttle;
 /// What every handler shares.
 #[derive(Clone)]
 pub(crate) struct App {
+    /// Dispatches (enqueue by wire name, cancel, reply) and reads one job's status.
     pub(crate) client: Client,
+    /// Reads and repairs the fleet: everything else the pages and the API show or do.
+    pub(crate) admin: gator_core::Admin,
     pub(crate) config: Arc<WebConfig>,
     /// The CSRF token of this router: random, made when it is built, shown to the pages in a
     /// meta tag.
@@ -111,6 +114,7 @@ pub fn try_router(client: Client, config: WebConfig) -> Result<Router, ConfigErr
         ))
     });
     let app = App {
+        admin: gator_core::Admin::new(client.clone()),
         client,
         throttle: Arc::new(Throttle::new(config.auth_throttle)),
         config: Arc::new(config.clone()),

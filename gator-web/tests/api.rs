@@ -658,7 +658,7 @@ async fn with_redis_down_the_api_answers_503_json_and_recovers() {
 async fn cron_entries_show_and_pause_resume_and_run_now() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic(
             "daily-mail",
             "0 9 * * *",

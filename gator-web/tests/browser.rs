@@ -82,17 +82,23 @@ impl Scene {
         let client = client(&redis.url()).await;
         // Flow control first: `reports` runs two at a time, at most 30 a minute; `newsletters`
         // is paused.
-        client.set_queue_limit("reports", Some(2)).await.unwrap();
-        client
+        gator_core::Admin::new(client.clone())
+            .set_queue_limit("reports", Some(2))
+            .await
+            .unwrap();
+        gator_core::Admin::new(client.clone())
             .set_queue_rate("reports", None, Some("30/1m".parse().unwrap()))
             .await
             .unwrap();
-        client.pause_queue("newsletters").await.unwrap();
+        gator_core::Admin::new(client.clone())
+            .pause_queue("newsletters")
+            .await
+            .unwrap();
         let windows = gator_core::flow::Windows::parse(
             &["05:00-07:00", "22:00-23:30"],
             Some("Europe/Berlin"),
         );
-        client
+        gator_core::Admin::new(client.clone())
             .set_queue_windows("newsletters", Some(windows.unwrap()))
             .await
             .unwrap();
@@ -147,7 +153,7 @@ impl Scene {
                 .await
                 .unwrap();
         }
-        client
+        gator_core::Admin::new(client.clone())
             .add_periodic(
                 "nightly-digest",
                 "0 3 * * *",
@@ -159,7 +165,7 @@ impl Scene {
         // Started once every queue is known, since it works the known queues.
         let worker = TestWorker::start(&redis.url(), None, 8);
         std::mem::forget(worker); // runs until the test's runtime ends
-        client
+        gator_core::Admin::new(client.clone())
             .add_periodic(
                 "hourly-cleanup",
                 "0 * * * *",
@@ -168,9 +174,15 @@ impl Scene {
             )
             .await
             .unwrap();
-        client.pause_periodic("hourly-cleanup").await.unwrap();
+        gator_core::Admin::new(client.clone())
+            .pause_periodic("hourly-cleanup")
+            .await
+            .unwrap();
         wait_until("the scene to settle", WAIT, || async {
-            let o = client.overview().await.unwrap();
+            let o = gator_core::Admin::new(client.clone())
+                .overview()
+                .await
+                .unwrap();
             let settled = o.dead == 1 && o.retries == 2 && o.busy >= 2 && o.enqueued == 5;
             if !settled {
                 eprintln!("{o:?}");

@@ -6,7 +6,7 @@
 //! go to stdout, errors to stderr with exit code 1.
 
 use clap::{ArgGroup, Args, Subcommand};
-use gator_core::{Client, SetEntry, SetKind};
+use gator_core::{Admin, Client, SetEntry, SetKind};
 use std::io::Write;
 use std::process::ExitCode;
 use std::time::{Duration, UNIX_EPOCH};
@@ -279,7 +279,9 @@ pub fn main(
             .connect()
             .await
             .map_err(AdminError::Core)?;
-        command.run(&client, &mut std::io::stdout()).await
+        command
+            .run(&Admin::new(client), &mut std::io::stdout())
+            .await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -292,36 +294,36 @@ pub fn main(
 
 impl AdminCommand {
     /// Runs the command with `client`, writing what it found or did to `out`.
-    pub async fn run(self, client: &Client, out: &mut impl Write) -> Result<(), AdminError> {
+    pub async fn run(self, admin: &Admin, out: &mut impl Write) -> Result<(), AdminError> {
         let (kind, action) = match self {
             AdminCommand::Dead { action } => (SetKind::Dead, action.into()),
             AdminCommand::Retry { action } => (SetKind::Retry, action),
             AdminCommand::Scheduled { action } => (SetKind::Scheduled, action),
-            AdminCommand::Shards(args) => return crate::shards_admin::run(client, args, out).await,
+            AdminCommand::Shards(args) => return crate::shards_admin::run(admin, args, out).await,
             AdminCommand::Queue { action } => {
-                return crate::flow_admin::run_queue(client, action, out).await;
+                return crate::flow_admin::run_queue(admin, action, out).await;
             }
             AdminCommand::Limiter { action } => {
-                return crate::flow_admin::run_limiter(client, action, out).await;
+                return crate::flow_admin::run_limiter(admin, action, out).await;
             }
             AdminCommand::Job { action } => {
-                return crate::job_admin::run(client, action, out).await;
+                return crate::job_admin::run(admin, action, out).await;
             }
             AdminCommand::Cron { action } => {
-                return crate::cron_admin::run(client, action, out).await;
+                return crate::cron_admin::run(admin, action, out).await;
             }
-            AdminCommand::Stats(args) => return crate::fleet_admin::stats(client, args, out).await,
+            AdminCommand::Stats(args) => return crate::fleet_admin::stats(admin, args, out).await,
             AdminCommand::Queues(args) => {
-                return crate::fleet_admin::queues(client, args, out).await;
+                return crate::fleet_admin::queues(admin, args, out).await;
             }
             AdminCommand::Processes(args) => {
-                return crate::fleet_admin::processes(client, args, out).await;
+                return crate::fleet_admin::processes(admin, args, out).await;
             }
         };
         match action {
-            SetAction::List(args) => list(client, kind, args, out).await,
-            SetAction::Run(target) => run(client, kind, target, out).await,
-            SetAction::Delete(target) => delete(client, kind, target, out).await,
+            SetAction::List(args) => list(admin, kind, args, out).await,
+            SetAction::Run(target) => run(admin, kind, target, out).await,
+            SetAction::Delete(target) => delete(admin, kind, target, out).await,
         }
     }
 }
@@ -338,17 +340,17 @@ impl From<DeadAction> for SetAction {
 }
 
 async fn list(
-    client: &Client,
+    admin: &Admin,
     kind: SetKind,
     args: ListArgs,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     let queue = args.queue.as_deref();
-    let page = client
+    let page = admin
         .set_page(kind, queue, args.cursor.as_deref(), usize::from(args.limit))
         .await?;
     let (entries, next) = (page.entries, page.next_cursor);
-    let total = client.set_len(kind, queue).await?;
+    let total = admin.set_len(kind, queue).await?;
     if args.json {
         let entries: Vec<serde_json::Value> = entries.iter().map(entry_json).collect();
         let value = serde_json::json!({"set": kind.as_str(), "total": total, "entries": entries, "next_cursor": next});
@@ -401,7 +403,7 @@ fn entry_json(entry: &SetEntry) -> serde_json::Value {
 }
 
 async fn run(
-    client: &Client,
+    admin: &Admin,
     kind: SetKind,
     target: Target,
     out: &mut impl Write,
@@ -412,14 +414,14 @@ async fn run(
         SetKind::Retry | SetKind::Scheduled => "attempt count kept",
     };
     let Some(jid) = target.jid else {
-        let moved = client.run_all_now(kind, queue).await?;
+        let moved = admin.run_all_now(kind, queue).await?;
         let jobs = count(moved, "job", "jobs");
         writeln!(
             out,
             "moved {jobs} from the {kind} set of {} to their queues ({how})",
             every(queue)
         )?;
-        let left = client.set_len(kind, queue).await?;
+        let left = admin.set_len(kind, queue).await?;
         if left > 0 {
             writeln!(
                 out,
@@ -430,7 +432,7 @@ async fn run(
         }
         return Ok(());
     };
-    let entry = find(client, kind, queue, &jid).await?;
+    let entry = find(admin, kind, queue, &jid).await?;
     if !entry.is_runnable() {
         return Err(AdminError::NotRunnable {
             kind,
@@ -438,7 +440,7 @@ async fn run(
             queue: entry.queue,
         });
     }
-    if !client.run_entry(&entry).await? {
+    if !admin.run_entry(&entry).await? {
         return Err(AdminError::Gone {
             kind,
             jid,
@@ -454,14 +456,14 @@ async fn run(
 }
 
 async fn delete(
-    client: &Client,
+    admin: &Admin,
     kind: SetKind,
     target: Target,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     let queue = target.queue.as_deref();
     let Some(jid) = target.jid else {
-        let deleted = client.clear_set(kind, queue).await?;
+        let deleted = admin.clear_set(kind, queue).await?;
         let entries = count(deleted, "entry", "entries");
         writeln!(
             out,
@@ -470,8 +472,8 @@ async fn delete(
         )?;
         return Ok(());
     };
-    let entry = find(client, kind, queue, &jid).await?;
-    if !client.delete_entry(&entry).await? {
+    let entry = find(admin, kind, queue, &jid).await?;
+    if !admin.delete_entry(&entry).await? {
         return Err(AdminError::Gone {
             kind,
             jid,
@@ -487,12 +489,12 @@ async fn delete(
 }
 
 async fn find(
-    client: &Client,
+    admin: &Admin,
     kind: SetKind,
     queue: Option<&str>,
     jid: &str,
 ) -> Result<SetEntry, AdminError> {
-    client
+    admin
         .find_job(kind, queue, jid)
         .await?
         .ok_or_else(|| AdminError::NoSuchJob {

@@ -14,7 +14,8 @@
 //! or changed elsewhere are picked up.
 
 use gator_core::Client;
-use gator_core::cron::{CronEntry, Fire};
+use gator_core::admin::Fire;
+use gator_core::cron::CronEntry;
 use gator_core::store;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -72,7 +73,9 @@ impl Cron {
     pub async fn tick(&mut self) -> gator_core::Result<Pass> {
         if !self.declared.is_empty() {
             for entry in &self.declared {
-                self.client.publish_periodic(entry).await?;
+                gator_core::Admin::new(self.client.clone())
+                    .publish_periodic(entry)
+                    .await?;
             }
             info!(
                 entries = self.declared.len(),

@@ -3,8 +3,8 @@
 
 use crate::admin::AdminError;
 use clap::Subcommand;
-use gator_core::Client;
-use gator_core::cron::Periodic;
+use gator_core::Admin;
+use gator_core::admin::Periodic;
 use serde_json::json;
 use std::io::Write;
 use std::time::{Duration, UNIX_EPOCH};
@@ -44,29 +44,29 @@ pub enum CronAction {
 
 /// Runs `action`, writing what it found or did to `out`.
 pub async fn run(
-    client: &Client,
+    admin: &Admin,
     action: CronAction,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     match action {
-        CronAction::List { json } => list(client, json, out).await,
+        CronAction::List { json } => list(admin, json, out).await,
         CronAction::Pause { name } => {
-            client.pause_periodic(&name).await?;
+            admin.pause_periodic(&name).await?;
             writeln!(out, "{name}: paused")?;
             Ok(())
         }
         CronAction::Resume { name } => {
-            client.resume_periodic(&name).await?;
+            admin.resume_periodic(&name).await?;
             writeln!(out, "{name}: resumed; it fires its next tick")?;
             Ok(())
         }
         CronAction::Run { name } => {
-            let jid = client.run_periodic_now(&name).await?;
+            let jid = admin.run_periodic_now(&name).await?;
             writeln!(out, "{name}: enqueued {jid}")?;
             Ok(())
         }
         CronAction::Remove { name } => {
-            if !client.remove_periodic(&name).await? {
+            if !admin.remove_periodic(&name).await? {
                 return Err(gator_core::Error::UnknownPeriodic { name }.into());
             }
             writeln!(out, "{name}: removed")?;
@@ -75,8 +75,8 @@ pub async fn run(
     }
 }
 
-async fn list(client: &Client, as_json: bool, out: &mut impl Write) -> Result<(), AdminError> {
-    let entries = client.periodic_entries().await?;
+async fn list(admin: &Admin, as_json: bool, out: &mut impl Write) -> Result<(), AdminError> {
+    let entries = admin.periodic_entries().await?;
     if as_json {
         let all: Vec<_> = entries.iter().map(to_json).collect();
         writeln!(out, "{}", serde_json::Value::Array(all))?;

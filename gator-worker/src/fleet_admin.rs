@@ -4,20 +4,16 @@
 use crate::admin::AdminError;
 use crate::flow_admin::JsonFlag;
 use crate::table;
-use gator_core::Client;
-use gator_core::inspect::HistorySpan;
+use gator_core::Admin;
+use gator_core::admin::HistorySpan;
 use std::io::Write;
 
 /// `gator-worker stats`: totals, the last hour, day and week, and the Redis server.
-pub async fn stats(
-    client: &Client,
-    args: JsonFlag,
-    out: &mut impl Write,
-) -> Result<(), AdminError> {
-    let overview = client.overview().await?;
+pub async fn stats(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Result<(), AdminError> {
+    let overview = admin.overview().await?;
     let mut spans = Vec::new();
     for span in [HistorySpan::Hour, HistorySpan::Day, HistorySpan::Week] {
-        let points = client.history(span, None).await?;
+        let points = admin.history(span, None).await?;
         let processed = points.iter().map(|p| p.processed).sum::<u64>();
         let failed = points.iter().map(|p| p.failed).sum::<u64>();
         spans.push((span, processed, failed));
@@ -77,12 +73,8 @@ pub async fn stats(
 }
 
 /// `gator-worker queues`: one row per queue.
-pub async fn queues(
-    client: &Client,
-    args: JsonFlag,
-    out: &mut impl Write,
-) -> Result<(), AdminError> {
-    let queues = client.queue_infos().await?;
+pub async fn queues(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Result<(), AdminError> {
+    let queues = admin.queue_infos().await?;
     if args.json {
         return Ok(table::print_json(out, &queues)?);
     }
@@ -138,16 +130,16 @@ pub async fn queues(
 
 /// `gator-worker processes`: one row per live worker process, and under it the jobs it runs.
 pub async fn processes(
-    client: &Client,
+    admin: &Admin,
     args: JsonFlag,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
-    let processes = client.processes().await?;
+    let processes = admin.processes().await?;
     if args.json {
         return Ok(table::print_json(out, &processes)?);
     }
     let mut rows = table::new(&["process", "host", "pid", "queues", "busy", "beat", "up"]);
-    let now = client.redis_time().await?;
+    let now = admin.client().redis_time().await?;
     for p in &processes {
         rows.add_row([
             p.id.clone(),

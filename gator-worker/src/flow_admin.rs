@@ -4,7 +4,7 @@
 
 use crate::admin::AdminError;
 use clap::{ArgGroup, Args, Subcommand};
-use gator_core::Client;
+use gator_core::Admin;
 use gator_core::flow::{QueueOrdering, RateSpec, Windows};
 use gator_core::store::flow::FlowStatus;
 use std::io::Write;
@@ -152,29 +152,29 @@ pub struct JsonFlag {
 
 /// Runs `gator-worker queue ACTION`.
 pub async fn run_queue(
-    client: &Client,
+    admin: &Admin,
     action: QueueAction,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     match action {
         QueueAction::Pause { queue } => {
-            client.pause_queue(&queue).await?;
+            admin.pause_queue(&queue).await?;
             writeln!(
                 out,
                 "{queue}: paused for every worker (running jobs finish)"
             )?;
         }
         QueueAction::Resume { queue } => {
-            client.resume_queue(&queue).await?;
+            admin.resume_queue(&queue).await?;
             writeln!(out, "{queue}: resumed")?;
         }
         QueueAction::Clear { queue } => {
-            let cleared = client.clear_queue(&queue).await?;
+            let cleared = admin.clear_queue(&queue).await?;
             let jobs = if cleared == 1 { "job" } else { "jobs" };
             writeln!(out, "{queue}: cleared {cleared} waiting {jobs}")?;
         }
         QueueAction::Limit { queue, units, .. } => {
-            client.set_queue_limit(&queue, units).await?;
+            admin.set_queue_limit(&queue, units).await?;
             match units {
                 Some(units) => writeln!(out, "{queue}: at most {units} units at once")?,
                 None => writeln!(out, "{queue}: no concurrency limit")?,
@@ -198,7 +198,7 @@ pub async fn run_queue(
             if !clear && default.is_none() && key.is_none() {
                 return Err(usage("name the limit KEY, or use `--default PERCENT`"));
             }
-            client
+            admin
                 .set_queue_share(&queue, key.as_deref(), percent)
                 .await?;
             let whose = key.map_or("unlisted keys".to_owned(), |k| format!("key {k:?}"));
@@ -214,7 +214,7 @@ pub async fn run_queue(
             ..
         } => {
             let rate = rate.map(|r| r.parse::<RateSpec>()).transpose()?;
-            client
+            admin
                 .set_queue_rate(&queue, limiter.as_deref(), rate)
                 .await?;
             let which = limiter.map_or("the queue's rate".to_owned(), |l| format!("limiter {l:?}"));
@@ -232,7 +232,7 @@ pub async fn run_queue(
                         .map_err(|e| usage(&format!("aging interval {text:?}: {e}")))
                 })
                 .transpose()?;
-            client.set_queue_aging(&queue, interval).await?;
+            admin.set_queue_aging(&queue, interval).await?;
             match interval {
                 Some(d) => writeln!(
                     out,
@@ -244,7 +244,7 @@ pub async fn run_queue(
         }
         QueueAction::Order { queue, order } => {
             let order: QueueOrdering = order.parse()?;
-            client.set_queue_order(&queue, order).await?;
+            admin.set_queue_order(&queue, order).await?;
             writeln!(out, "{queue}: ordered by {order}")?;
         }
         QueueAction::Windows {
@@ -255,14 +255,14 @@ pub async fn run_queue(
             } else {
                 Some(Windows::parse(&windows, tz.as_deref())?)
             };
-            client.set_queue_windows(&queue, windows.clone()).await?;
+            admin.set_queue_windows(&queue, windows.clone()).await?;
             match windows {
                 Some(w) => writeln!(out, "{queue}: starts jobs only within {w}")?,
                 None => writeln!(out, "{queue}: starts jobs at any time")?,
             }
         }
         QueueAction::Show { queue, json } => {
-            let status = client.flow_status(&queue).await?;
+            let status = admin.flow_status(&queue).await?;
             if json {
                 let text = serde_json::to_string_pretty(&status)
                     .map_err(|e| AdminError::Core(gator_core::Error::Json(e)))?;
@@ -277,25 +277,25 @@ pub async fn run_queue(
 
 /// Runs `gator-worker limiter ACTION`.
 pub async fn run_limiter(
-    client: &Client,
+    admin: &Admin,
     action: LimiterAction,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     match action {
         LimiterAction::Set { name, rate } => {
             let rate: RateSpec = rate.parse()?;
-            client.set_shared_rate(&name, Some(rate)).await?;
+            admin.set_shared_rate(&name, Some(rate)).await?;
             writeln!(
                 out,
                 "limiter {name:?}: {rate}, shared by every queue whose jobs name it"
             )?;
         }
         LimiterAction::Clear { name } => {
-            client.set_shared_rate(&name, None).await?;
+            admin.set_shared_rate(&name, None).await?;
             writeln!(out, "limiter {name:?} removed")?;
         }
         LimiterAction::List(JsonFlag { json }) => {
-            let limiters = client.shared_limiters().await?;
+            let limiters = admin.shared_limiters().await?;
             if json {
                 let text = serde_json::to_string_pretty(&limiters)
                     .map_err(|e| AdminError::Core(gator_core::Error::Json(e)))?;

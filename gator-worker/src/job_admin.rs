@@ -3,7 +3,7 @@
 
 use crate::admin::AdminError;
 use clap::Subcommand;
-use gator_core::{Client, JobStatus};
+use gator_core::{Admin, JobStatus};
 use std::io::Write;
 use std::time::SystemTime;
 
@@ -35,16 +35,12 @@ pub enum JobAction {
 }
 
 /// Runs `action`, writing what it found to `out`.
-pub async fn run(
-    client: &Client,
-    action: JobAction,
-    out: &mut impl Write,
-) -> Result<(), AdminError> {
+pub async fn run(admin: &Admin, action: JobAction, out: &mut impl Write) -> Result<(), AdminError> {
     let (jid, json) = match action {
         JobAction::Show { jid, json } => (jid, json),
-        JobAction::Cancel { jid, json } => return cancel(client, &jid, json, out).await,
+        JobAction::Cancel { jid, json } => return cancel(admin, &jid, json, out).await,
     };
-    let details = client.job_details(&jid).await?;
+    let details = admin.client().job_details(&jid).await?;
     let (queue, status, result) = match details {
         Some(d) => (Some(d.queue), d.status, d.result),
         None => (None, JobStatus::Unknown, None),
@@ -131,13 +127,13 @@ pub async fn run(
 
 /// `job cancel`: what [`Client::cancel`] did, as a line or a JSON object.
 async fn cancel(
-    client: &Client,
+    admin: &Admin,
     jid: &str,
     json: bool,
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     use gator_core::Cancellation;
-    let (outcome, line) = match client.cancel(jid).await? {
+    let (outcome, line) = match admin.client().cancel(jid).await? {
         Cancellation::Removed => ("removed", format!("cancelled {jid}: it will not run")),
         Cancellation::Stopping => (
             "stopping",

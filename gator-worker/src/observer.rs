@@ -237,10 +237,13 @@ impl Observer {
     }
 }
 
-/// Sets the queue gauges of `queues` from their [`gator_core::inspect::QueueInfo`].
+/// Sets the queue gauges of `queues` from their [`gator_core::admin::QueueInfo`].
 async fn sample(client: &Client, queues: &[String]) {
     for queue in queues {
-        let info = match client.queue_info(queue).await {
+        let info = match gator_core::Admin::new(client.clone())
+            .queue_info(queue)
+            .await
+        {
             Ok(info) => info,
             Err(e) => {
                 warn!(queue = %queue, error = %e, "could not sample the queue for its metrics");

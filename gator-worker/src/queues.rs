@@ -152,8 +152,9 @@ impl QueueOrder {
 
     /// Re-reads the known-queues set and the shard counts.
     pub async fn refresh(&self, client: &Client) -> gator_core::Result<()> {
-        let known_lists = client.known_queues().await?;
-        let counts = client.shard_counts().await?;
+        let (keys, mut conn) = (client.keys(), client.connection());
+        let known_lists = gator_core::store::queue::known(&mut conn, keys).await?;
+        let counts = gator_core::store::shards::all(&mut conn, keys).await?;
         let controlled =
             gator_core::store::flow::controlled(&mut client.connection(), client.keys()).await?;
         self.controlled

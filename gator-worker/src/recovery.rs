@@ -112,7 +112,9 @@ impl Recovery {
             recovered: self.release_stranded().await,
             ..Pass::default()
         };
-        let mut queues = match self.client.known_queues().await {
+        let mut conn = self.client.connection();
+        let known = gator_core::store::queue::known(&mut conn, self.client.keys());
+        let mut queues = match known.await {
             Ok(queues) => queues,
             Err(e) => {
                 warn!(error = %e, "could not read the known queues; recovering the served ones only");

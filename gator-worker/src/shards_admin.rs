@@ -3,7 +3,7 @@
 
 use crate::admin::AdminError;
 use clap::Args;
-use gator_core::Client;
+use gator_core::Admin;
 use std::io::Write;
 
 /// The arguments of `gator-worker shards`.
@@ -17,12 +17,8 @@ pub struct ShardsArgs {
 }
 
 /// Shows or sets shard counts, writing the outcome to `out`.
-pub async fn run(
-    client: &Client,
-    args: ShardsArgs,
-    out: &mut impl Write,
-) -> Result<(), AdminError> {
-    let counts = client.shard_counts().await?;
+pub async fn run(admin: &Admin, args: ShardsArgs, out: &mut impl Write) -> Result<(), AdminError> {
+    let counts = admin.shard_counts().await?;
     match (args.queue, args.count) {
         (None, _) => {
             let mut sharded: Vec<_> = counts.into_iter().collect();
@@ -43,7 +39,7 @@ pub async fn run(
         }
         (Some(queue), Some(count)) => {
             let before = counts.get(&queue).copied().unwrap_or(1);
-            client.set_shards(&queue, count).await?;
+            admin.set_shards(&queue, count).await?;
             writeln!(
                 out,
                 "{queue}: {before} → {count} shards; jobs already queued stay on their lists and are drained, new jobs are placed by the new count"

@@ -3,6 +3,7 @@
 //! subcommands. Entries are put in the sets with plain ZADDs of the documented payload JSON,
 //! so no worker runs here.
 
+use gator_core::Admin;
 use gator_core::{SetKind, payload::now_ms};
 use gator_tests::{RedisServer, client};
 use serde_json::{Value, json};
@@ -58,7 +59,7 @@ async fn list_returns_entries_oldest_first_with_their_scores() {
     zadd(&redis, "bulk", "retry", &[(T0 + 1000, &c)]);
     let client = client(&redis.url()).await;
 
-    let mail = client
+    let mail = gator_core::Admin::new(client.clone())
         .list_set(SetKind::Retry, Some("mail"), 0, 10)
         .await
         .unwrap();
@@ -76,21 +77,36 @@ async fn list_returns_entries_oldest_first_with_their_scores() {
     assert_eq!(mail[1].payload.as_ref().unwrap().attempt, 2);
 
     // Every known queue: merged by score, then paged.
-    let all = client.list_set(SetKind::Retry, None, 0, 10).await.unwrap();
+    let all = gator_core::Admin::new(client.clone())
+        .list_set(SetKind::Retry, None, 0, 10)
+        .await
+        .unwrap();
     let jids: Vec<_> = all
         .iter()
         .map(|e| (e.jid().unwrap(), e.queue.as_str()))
         .collect();
     assert_eq!(jids, [("a", "mail"), ("c", "bulk"), ("b", "mail")]);
-    let page = client.list_set(SetKind::Retry, None, 1, 1).await.unwrap();
+    let page = gator_core::Admin::new(client.clone())
+        .list_set(SetKind::Retry, None, 1, 1)
+        .await
+        .unwrap();
     assert_eq!(page[0].jid(), Some("c"));
-    assert_eq!(client.set_len(SetKind::Retry, None).await.unwrap(), 3);
     assert_eq!(
-        client.set_len(SetKind::Retry, Some("bulk")).await.unwrap(),
+        gator_core::Admin::new(client.clone())
+            .set_len(SetKind::Retry, None)
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .set_len(SetKind::Retry, Some("bulk"))
+            .await
+            .unwrap(),
         1
     );
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .list_set(SetKind::Dead, None, 0, 10)
             .await
             .unwrap()
@@ -110,7 +126,12 @@ async fn run_now_from_retry_keeps_attempt_and_lands_on_the_queue_tail() {
     let client = client(&redis.url()).await;
 
     let before = now_ms();
-    assert!(client.run_now(SetKind::Retry, None, "r1").await.unwrap());
+    assert!(
+        gator_core::Admin::new(client.clone())
+            .run_now(SetKind::Retry, None, "r1")
+            .await
+            .unwrap()
+    );
 
     let queue = queued(&redis, "mail");
     assert_eq!(queue.len(), 2);
@@ -137,7 +158,7 @@ async fn retry_from_dead_resets_attempt_to_0_and_removes_it_from_dead() {
     let client = client(&redis.url()).await;
 
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .run_now(SetKind::Dead, Some("mail"), "d1")
             .await
             .unwrap()
@@ -173,6 +194,7 @@ async fn run_all_now_moves_2500_dead_entries_exactly_once_even_when_two_admins_r
     }
     pipe.query_async::<()>(&mut conn).await.unwrap();
     let (one, other) = (client(&redis.url()).await, client(&redis.url()).await);
+    let (one, other) = (Admin::new(one), Admin::new(other));
 
     let (a, b) = tokio::join!(
         one.run_all_now(SetKind::Dead, Some("bulk")),
@@ -205,6 +227,7 @@ async fn two_concurrent_run_now_of_the_same_jid_enqueue_it_once() {
     let entries: Vec<(u64, &str)> = payloads.iter().map(|p| (T0, p.as_str())).collect();
     zadd(&redis, "mail", "scheduled", &entries);
     let (one, other) = (client(&redis.url()).await, client(&redis.url()).await);
+    let (one, other) = (Admin::new(one), Admin::new(other));
 
     let mut races = tokio::task::JoinSet::new();
     for i in 0..100 {
@@ -249,13 +272,13 @@ async fn delete_job_removes_one_entry_and_clear_set_empties_the_set() {
     let client = client(&redis.url()).await;
 
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .delete_job(SetKind::Scheduled, None, "s1")
             .await
             .unwrap()
     );
     assert!(
-        !client
+        !gator_core::Admin::new(client.clone())
             .delete_job(SetKind::Scheduled, None, "s1")
             .await
             .unwrap(),
@@ -263,7 +286,13 @@ async fn delete_job_removes_one_entry_and_clear_set_empties_the_set() {
     );
     assert_eq!(zcard(&redis, "mail", "scheduled"), "1");
 
-    assert_eq!(client.clear_set(SetKind::Scheduled, None).await.unwrap(), 2);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .clear_set(SetKind::Scheduled, None)
+            .await
+            .unwrap(),
+        2
+    );
     assert_eq!(zcard(&redis, "mail", "scheduled"), "0");
     assert_eq!(zcard(&redis, "bulk", "scheduled"), "0");
     assert_eq!(
@@ -279,33 +308,41 @@ async fn an_unknown_jid_returns_false_and_a_bad_queue_name_is_an_error() {
     zadd(&redis, "mail", "dead", &[(T0, &payload("d1", "mail", 25))]);
     let client = client(&redis.url()).await;
 
-    assert!(!client.run_now(SetKind::Dead, None, "nope").await.unwrap());
     assert!(
-        !client.run_now(SetKind::Retry, None, "d1").await.unwrap(),
+        !gator_core::Admin::new(client.clone())
+            .run_now(SetKind::Dead, None, "nope")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !gator_core::Admin::new(client.clone())
+            .run_now(SetKind::Retry, None, "d1")
+            .await
+            .unwrap(),
         "d1 is dead, not retrying"
     );
     assert!(
-        !client
+        !gator_core::Admin::new(client.clone())
             .run_now(SetKind::Dead, Some("bulk"), "d1")
             .await
             .unwrap(),
         "d1 is in mail"
     );
     assert!(
-        !client
+        !gator_core::Admin::new(client.clone())
             .delete_job(SetKind::Dead, None, "nope")
             .await
             .unwrap()
     );
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .find_job(SetKind::Dead, None, "nope")
             .await
             .unwrap()
             .is_none()
     );
     assert_eq!(zcard(&redis, "mail", "dead"), "1");
-    let err = client
+    let err = gator_core::Admin::new(client.clone())
         .run_now(SetKind::Dead, Some("a{b}"), "d1")
         .await
         .unwrap_err();
@@ -330,7 +367,10 @@ async fn entries_that_are_not_payloads_are_listed_and_stay_in_dead_on_retry() {
     );
     let client = client(&redis.url()).await;
 
-    let entries = client.list_set(SetKind::Dead, None, 0, 10).await.unwrap();
+    let entries = gator_core::Admin::new(client.clone())
+        .list_set(SetKind::Dead, None, 0, 10)
+        .await
+        .unwrap();
     let shown: Vec<_> = entries
         .iter()
         .map(|e| (e.is_runnable(), e.unparsed_text()))
@@ -345,19 +385,36 @@ async fn entries_that_are_not_payloads_are_listed_and_stay_in_dead_on_retry() {
     );
 
     assert!(
-        !client.run_now(SetKind::Dead, None, "w1").await.unwrap(),
+        !gator_core::Admin::new(client.clone())
+            .run_now(SetKind::Dead, None, "w1")
+            .await
+            .unwrap(),
         "no worker could run it"
     );
-    assert_eq!(client.run_all_now(SetKind::Dead, None).await.unwrap(), 1);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .run_all_now(SetKind::Dead, None)
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(queued(&redis, "mail").len(), 1);
     assert_eq!(
         zcard(&redis, "mail", "dead"),
         "2",
         "both non-payloads stay for a human to read"
     );
-    assert!(client.delete_job(SetKind::Dead, None, "w1").await.unwrap());
+    assert!(
+        gator_core::Admin::new(client.clone())
+            .delete_job(SetKind::Dead, None, "w1")
+            .await
+            .unwrap()
+    );
     assert_eq!(
-        client.clear_set(SetKind::Dead, Some("mail")).await.unwrap(),
+        gator_core::Admin::new(client.clone())
+            .clear_set(SetKind::Dead, Some("mail"))
+            .await
+            .unwrap(),
         1
     );
 }

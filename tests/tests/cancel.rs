@@ -177,7 +177,10 @@ async fn a_running_job_is_told_to_stop_and_never_retried() {
 async fn a_parked_job_on_a_paused_queue_is_cancelled_and_never_runs() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client.pause_queue("cx").await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .pause_queue("cx")
+        .await
+        .unwrap();
     let cancelled = Note::call("parked".into(), 1)
         .dispatch_with(&client)
         .await
@@ -197,7 +200,10 @@ async fn a_parked_job_on_a_paused_queue_is_cancelled_and_never_runs() {
     ));
     // Its worker learns of it within a poll; then the queue resumes.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    client.resume_queue("cx").await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .resume_queue("cx")
+        .await
+        .unwrap();
     wait_for_state(&client, &kept, "done").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(notes("parked"), ["parked 2"]);

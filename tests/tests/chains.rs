@@ -283,7 +283,7 @@ async fn a_dead_step_trimmed_or_deleted_from_the_dead_set_takes_its_chains_waiti
     let dead = redis.zset_json("gator:{c3}:dead").await;
     let jid = dead[0]["jid"].as_str().unwrap();
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .delete_job(SetKind::Dead, Some("c3"), jid)
             .await
             .unwrap()

@@ -82,7 +82,10 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         .connect()
         .await
         .unwrap();
-    client.set_shards(HOT, HOT_SHARDS).await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .set_shards(HOT, HOT_SHARDS)
+        .await
+        .unwrap();
     let spec = format!("{},{HOT},{}", queues.join(","), wf_queues.join(","));
     let mut fleet: Vec<WorkerProcess> = (0..WORKERS)
         .map(|_| worker(&cluster, &spec).spawn())

@@ -11,7 +11,7 @@
 //! worker's timers, so a fast Redis clock would expire every lease.) The jobs are the test worker's `cron_tick`, which counts each run under its
 //! tick in `test:cron:<tag>`: a tick enqueued twice shows a count of 2.
 
-use gator_core::cron::Fire;
+use gator_core::admin::Fire;
 use gator_core::flow::FlowSetting;
 use gator_core::{Client, JobStatus, job, store};
 use gator_tests::{
@@ -74,7 +74,7 @@ fn assert_each_tick_ran_once(ticks: &BTreeMap<u64, u32>) {
 
 /// Adds entry `name`, which enqueues `cron_tick(tag)` every second.
 async fn add_every_second(client: &gator_core::Client, name: &str, tag: &str) {
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic(name, "* * * * * *", None, CronTick::call(tag.into()))
         .await
         .unwrap();
@@ -128,11 +128,16 @@ async fn three_workers_with_skewed_clocks_enqueue_each_tick_exactly_once_on_redi
 async fn concurrent_fires_of_one_tick_push_one_job() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic("race", "* * * * * *", None, CronTick::call("race".into()))
         .await
         .unwrap();
-    let entry = client.periodic_entries().await.unwrap().remove(0).entry;
+    let entry = gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap()
+        .remove(0)
+        .entry;
     let now = client.redis_time().await.unwrap();
     wait_for_redis_time(&client, now + 1000).await;
     let now = client.redis_time().await.unwrap();
@@ -160,7 +165,13 @@ async fn concurrent_fires_of_one_tick_push_one_job() {
             .iter()
             .all(|o| matches!(o, Fire::Pushed | Fire::AlreadyFired))
     );
-    assert_eq!(client.queue_len("cron").await.unwrap(), 1);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("cron")
+            .await
+            .unwrap(),
+        1
+    );
     // An older tick, and one after Redis's clock, push nothing.
     let older = entry.payload(Some(tick - 1000), now);
     let fire = |tick, payload| {
@@ -179,7 +190,13 @@ async fn concurrent_fires_of_one_tick_push_one_job() {
     };
     assert_eq!(fire(tick - 1000, older.clone()).await, Fire::AlreadyFired);
     assert_eq!(fire(now + 60_000, older).await, Fire::Early);
-    assert_eq!(client.queue_len("cron").await.unwrap(), 1);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("cron")
+            .await
+            .unwrap(),
+        1
+    );
 }
 
 /// `join_all` without the futures crate: each future on its own task.
@@ -240,11 +257,14 @@ async fn a_new_entry_fires_no_tick_from_before_it_was_added() {
     let before = client.redis_time().await.unwrap();
     // Once a year: its latest tick is months before now, and must not fire (nor can a new
     // tick come during the test).
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic("yearly", "0 0 1 1 *", None, CronTick::call("new".into()))
         .await
         .unwrap();
-    let listed = client.periodic_entries().await.unwrap();
+    let listed = gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap();
     let last = listed[0]
         .last_fired
         .expect("a new entry records when it was added");
@@ -266,7 +286,13 @@ async fn a_new_entry_fires_no_tick_from_before_it_was_added() {
     let worker = TestWorker::start(&redis.url(), Some("nothing"), 1);
     let after = client.redis_time().await.unwrap();
     wait_for_redis_time(&client, after + 1500).await;
-    assert_eq!(client.queue_len("cron").await.unwrap(), 0);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("cron")
+            .await
+            .unwrap(),
+        0
+    );
     worker.stop().await;
 }
 
@@ -284,7 +310,13 @@ async fn a_paused_entry_fires_nothing_and_resumed_waits_for_its_next_tick() {
     let out = run_cli(WORKER, &redis.url(), &["cron", "pause", "pausable"]);
     assert!(out.status.success());
     let paused = client.redis_time().await.unwrap();
-    assert!(client.periodic_entries().await.unwrap()[0].paused);
+    assert!(
+        gator_core::Admin::new(client.clone())
+            .periodic_entries()
+            .await
+            .unwrap()[0]
+            .paused
+    );
     wait_for_redis_time(&client, paused + 3500).await;
     let resumed = client.redis_time().await.unwrap();
     let out = run_cli(WORKER, &redis.url(), &["cron", "resume", "pausable"]);
@@ -313,7 +345,7 @@ async fn run_now_enqueues_once_even_when_paused_and_leaves_the_schedule_alone() 
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     // Once a year: no tick comes during the test.
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic(
             "yearly",
             "0 0 1 1 *",
@@ -322,8 +354,15 @@ async fn run_now_enqueues_once_even_when_paused_and_leaves_the_schedule_alone() 
         )
         .await
         .unwrap();
-    client.pause_periodic("yearly").await.unwrap();
-    let last = client.periodic_entries().await.unwrap()[0].last_fired;
+    gator_core::Admin::new(client.clone())
+        .pause_periodic("yearly")
+        .await
+        .unwrap();
+    let last = gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap()[0]
+        .last_fired;
     let _worker = workers(&redis, 1);
 
     let out = run_cli(WORKER, &redis.url(), &["cron", "run", "yearly"]);
@@ -336,7 +375,10 @@ async fn run_now_enqueues_once_even_when_paused_and_leaves_the_schedule_alone() 
     )
     .await;
     assert_eq!(runs(&client, "now").await.values().sum::<u32>(), 1);
-    let after = &client.periodic_entries().await.unwrap()[0];
+    let after = &gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap()[0];
     assert_eq!(after.last_fired, last, "a run-now is not a tick");
     assert!(after.paused, "a run-now does not resume the entry");
 }
@@ -345,7 +387,7 @@ async fn run_now_enqueues_once_even_when_paused_and_leaves_the_schedule_alone() 
 async fn the_cli_lists_entries_and_refuses_unknown_names() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic(
             "report",
             "0 9 * * MON-FRI",
@@ -354,7 +396,10 @@ async fn the_cli_lists_entries_and_refuses_unknown_names() {
         )
         .await
         .unwrap();
-    client.pause_periodic("report").await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .pause_periodic("report")
+        .await
+        .unwrap();
 
     let out = run_cli(WORKER, &redis.url(), &["cron", "list", "--json"]);
     assert!(out.status.success());
@@ -385,7 +430,13 @@ async fn the_cli_lists_entries_and_refuses_unknown_names() {
     }
     let out = run_cli(WORKER, &redis.url(), &["cron", "remove", "report"]);
     assert!(out.status.success());
-    assert!(client.periodic_entries().await.unwrap().is_empty());
+    assert!(
+        gator_core::Admin::new(client.clone())
+            .periodic_entries()
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -399,7 +450,10 @@ async fn a_job_declared_with_cron_is_published_and_fired_by_the_worker() {
         || async { DECLARED_RUNS.load(Ordering::SeqCst) >= 2 },
     )
     .await;
-    let entries = client.periodic_entries().await.unwrap();
+    let entries = gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap();
     let declared = entries
         .iter()
         .find(|p| p.entry.name == "every_second")
@@ -424,13 +478,19 @@ async fn bad_expressions_zones_and_names_are_refused_and_store_nothing() {
         ),
         ("", "* * * * *", None, "1 to 200 bytes"),
     ] {
-        let err = client
+        let err = gator_core::Admin::new(client.clone())
             .add_periodic(name, cron, tz, CronTick::call("bad".into()))
             .await
             .expect_err("refused");
         assert!(err.to_string().contains(says), "{err}");
     }
-    assert!(client.periodic_entries().await.unwrap().is_empty());
+    assert!(
+        gator_core::Admin::new(client.clone())
+            .periodic_entries()
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -439,7 +499,12 @@ async fn a_tick_on_a_paused_queue_is_parked_with_its_status_and_runs_on_resume()
     let client = client(&redis.url()).await;
     gator_tests::set_flow(&client, "cron", &[FlowSetting::Paused(true)]).await;
     add_every_second(&client, "parked", "parked").await;
-    let entry = client.periodic_entries().await.unwrap().remove(0).entry;
+    let entry = gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap()
+        .remove(0)
+        .entry;
     let added = client.redis_time().await.unwrap();
     wait_for_redis_time(&client, added + 1000).await;
     let now = client.redis_time().await.unwrap();
@@ -464,7 +529,10 @@ async fn a_tick_on_a_paused_queue_is_parked_with_its_status_and_runs_on_resume()
         JobStatus::Queued
     );
     // Only the parked job runs on resume: the workers' own ticks are paused meanwhile.
-    client.pause_periodic("parked").await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .pause_periodic("parked")
+        .await
+        .unwrap();
     let _worker = workers(&redis, 1);
     gator_tests::set_flow(&client, "cron", &[FlowSetting::Paused(false)]).await;
     wait_until(
@@ -481,15 +549,18 @@ async fn re_adding_an_entry_for_another_queue_moves_it() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let job = || CronTick::call("moved".into());
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic("mover", "0 0 1 1 *", None, job())
         .await
         .unwrap();
-    client
+    gator_core::Admin::new(client.clone())
         .add_periodic("mover", "0 0 1 1 *", None, job().queue("cron-2"))
         .await
         .unwrap();
-    let listed = client.periodic_entries().await.unwrap();
+    let listed = gator_core::Admin::new(client.clone())
+        .periodic_entries()
+        .await
+        .unwrap();
     assert_eq!(listed.len(), 1, "{listed:?}");
     assert_eq!(listed[0].entry.queue, "cron-2");
     let old: HashMap<String, String> = redis::cmd("HGETALL")
@@ -498,6 +569,16 @@ async fn re_adding_an_entry_for_another_queue_moves_it() {
         .await
         .unwrap();
     assert!(old.is_empty(), "the old queue still holds {old:?}");
-    assert!(client.remove_periodic("mover").await.unwrap());
-    assert!(!client.remove_periodic("mover").await.unwrap());
+    assert!(
+        gator_core::Admin::new(client.clone())
+            .remove_periodic("mover")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !gator_core::Admin::new(client.clone())
+            .remove_periodic("mover")
+            .await
+            .unwrap()
+    );
 }

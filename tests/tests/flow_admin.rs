@@ -192,9 +192,18 @@ async fn shared_limiters_are_set_listed_and_cleared() {
 
     // The same through the API.
     let client = client(&redis.url()).await;
-    client.pause_queue("api").await.unwrap();
-    client.set_queue_limit("api", Some(3)).await.unwrap();
-    let status = client.flow_status("api").await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .pause_queue("api")
+        .await
+        .unwrap();
+    gator_core::Admin::new(client.clone())
+        .set_queue_limit("api", Some(3))
+        .await
+        .unwrap();
+    let status = gator_core::Admin::new(client.clone())
+        .flow_status("api")
+        .await
+        .unwrap();
     assert!(status.paused);
     assert_eq!(status.limit, Some(3));
 }
@@ -222,9 +231,15 @@ async fn controls_hold_on_a_single_server_or_a_cluster() {
     use std::time::Duration;
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client.set_queue_limit("fa", Some(2)).await.unwrap();
-    client.pause_queue("fb").await.unwrap();
-    client
+    gator_core::Admin::new(client.clone())
+        .set_queue_limit("fa", Some(2))
+        .await
+        .unwrap();
+    gator_core::Admin::new(client.clone())
+        .pause_queue("fb")
+        .await
+        .unwrap();
+    gator_core::Admin::new(client.clone())
         .set_shared_rate("shared-api", Some("20/1s".parse().unwrap()))
         .await
         .unwrap();
@@ -258,8 +273,17 @@ async fn controls_hold_on_a_single_server_or_a_cluster() {
         DONE.lock().unwrap().iter().all(|id| *id < 100),
         "nothing ran on the paused queue"
     );
-    assert_eq!(client.queue_len("fb").await.unwrap(), 10);
-    client.resume_queue("fb").await.unwrap();
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("fb")
+            .await
+            .unwrap(),
+        10
+    );
+    gator_core::Admin::new(client.clone())
+        .resume_queue("fb")
+        .await
+        .unwrap();
     let started = std::time::Instant::now();
     gator_tests::wait_until(
         "the paused queue drains",

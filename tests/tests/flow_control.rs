@@ -658,7 +658,7 @@ async fn a_shared_limiter_holds_its_rate_across_queues() {
     let _timing = TIMING.lock().await;
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    client
+    gator_core::Admin::new(client.clone())
         .set_shared_rate("partner", Some("20/1s".parse().unwrap()))
         .await
         .unwrap();
@@ -698,7 +698,10 @@ async fn a_shared_limiter_holds_its_rate_across_queues() {
         own[39] - own[0] < 1000,
         "the queue's own limiter let its jobs through fast"
     );
-    let limiters = client.shared_limiters().await.unwrap();
+    let limiters = gator_core::Admin::new(client.clone())
+        .shared_limiters()
+        .await
+        .unwrap();
     assert_eq!(limiters.len(), 1);
     assert_eq!(limiters[0].name, "partner");
     assert_eq!(limiters[0].rate, "20/1s");
@@ -725,7 +728,10 @@ async fn a_pause_stops_workers_already_draining_a_plain_queue() {
     assert_eq!(later, at_pause, "no job started while paused");
     assert!(at_pause < 400, "the pause came before the queue ran dry");
     assert_eq!(
-        client.queue_len("live").await.unwrap(),
+        gator_core::Admin::new(client.clone())
+            .queue_len("live")
+            .await
+            .unwrap(),
         400 - at_pause,
         "the rest wait, parked"
     );

@@ -180,7 +180,7 @@ async fn every_state_is_visible_through_status() {
 
     // Deleted from the retry set by an admin: unknown from then on.
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .delete_job(SetKind::Retry, Some("st-retry"), &retrying)
             .await
             .unwrap()
@@ -190,7 +190,7 @@ async fn every_state_is_visible_through_status() {
     // Retried from the dead set: queued again.
     w.stop().await;
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .run_now(SetKind::Dead, Some("st-dead"), &dead)
             .await
             .unwrap()
@@ -296,7 +296,7 @@ async fn job_show_prints_status_attempts_and_result() {
             json: true,
         },
     }
-    .run(&client, &mut out)
+    .run(&gator_core::Admin::new(client.clone()), &mut out)
     .await
     .unwrap();
     let shown: serde_json::Value = serde_json::from_slice(&out).unwrap();
@@ -312,7 +312,7 @@ async fn job_show_prints_status_attempts_and_result() {
             json: false,
         },
     }
-    .run(&client, &mut out)
+    .run(&gator_core::Admin::new(client.clone()), &mut out)
     .await
     .unwrap();
     assert!(

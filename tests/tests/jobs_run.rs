@@ -114,7 +114,13 @@ async fn dispatch_many_enqueues_every_job_and_all_of_them_run() {
     let jobs = (0..200).map(|n| RecordAsync::call("t3".into(), n));
     let jids = client.dispatch_many(jobs).await.unwrap();
     assert_eq!(jids.len(), 200);
-    assert_eq!(client.queue_len("async-q").await.unwrap(), 200);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("async-q")
+            .await
+            .unwrap(),
+        200
+    );
 
     let worker = TestWorker::start(&redis.url(), Some("async-q"), 10);
     wait_for_runs("t3", 200).await;
@@ -140,8 +146,20 @@ async fn a_dispatch_can_override_the_jobs_queue() {
         .dispatch_with(&client)
         .await
         .unwrap();
-    assert_eq!(client.queue_len("elsewhere").await.unwrap(), 1);
-    assert_eq!(client.queue_len("async-q").await.unwrap(), 0);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("elsewhere")
+            .await
+            .unwrap(),
+        1
+    );
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("async-q")
+            .await
+            .unwrap(),
+        0
+    );
 
     let worker = TestWorker::start(&redis.url(), Some("elsewhere"), 2);
     wait_for_runs("t4", 1).await;
@@ -188,6 +206,12 @@ async fn a_job_scheduled_in_the_past_is_enqueued_at_once() {
         .dispatch_at(RecordAsync::call("t7".into(), 5), past)
         .await
         .unwrap();
-    assert_eq!(client.queue_len("async-q").await.unwrap(), 1);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("async-q")
+            .await
+            .unwrap(),
+        1
+    );
     assert_eq!(redis.cli(&["ZCARD", "gator:{async-q}:scheduled"]), "0");
 }

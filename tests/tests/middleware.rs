@@ -135,8 +135,14 @@ async fn a_refused_dispatch_stores_nothing_and_says_why() {
         .dispatch_in(Greet::call("c".into()), Duration::from_secs(60))
         .await;
     assert!(matches!(later, Err(Error::Rejected { .. })), "{later:?}");
-    assert_eq!(client.queue_len("mw-tenant").await.unwrap(), 0);
-    let scheduled = client
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("mw-tenant")
+            .await
+            .unwrap(),
+        0
+    );
+    let scheduled = gator_core::Admin::new(client.clone())
         .set_len(gator_core::SetKind::Scheduled, Some("mw-tenant"))
         .await
         .unwrap();

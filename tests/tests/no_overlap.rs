@@ -148,7 +148,10 @@ async fn a_sigkilled_holders_lock_is_released_by_recovery_and_the_others_go_on()
     let locked: Option<String> = query(&redis, &["HGET", LOCKS, "k"]).await;
     assert_eq!(locked.as_deref(), Some(holder.as_str()));
     // The queue's status shows them waiting for the lock.
-    let status = client.flow_status(QUEUE).await.unwrap();
+    let status = gator_core::Admin::new(client.clone())
+        .flow_status(QUEUE)
+        .await
+        .unwrap();
     let waiting: Vec<_> = status
         .parked
         .iter()

@@ -5,7 +5,8 @@
 //! `--metrics-bind`; and counts a worker could not write while Redis was away, written once it
 //! is back.
 
-use gator_core::inspect::{HistoryPoint, HistorySpan, Place, SearchField, SearchQuery};
+use gator_core::Admin;
+use gator_core::admin::{HistoryPoint, HistorySpan, Place, SearchField, SearchQuery};
 use gator_core::{Chain, Error, JobStatus, Workflow, job};
 use gator_tests::{RedisServer, TestWorker, WorkerCommand, client, run_cli, wait_until};
 use serde_json::{Value, json};
@@ -71,21 +72,32 @@ async fn workers_count_outcomes_into_the_history_on_redis_time_even_with_a_skewe
     }
     // Workers write their counts once a second, not per job.
     wait_until("25 attempts counted", Duration::from_secs(20), || async {
-        client.overview().await.unwrap().processed == 25
+        Admin::new(client.clone())
+            .overview()
+            .await
+            .unwrap()
+            .processed
+            == 25
     })
     .await;
-    let overview = client.overview().await.unwrap();
+    let overview = Admin::new(client.clone()).overview().await.unwrap();
     assert_eq!((overview.failed, overview.retries), (5, 5), "{overview:?}");
     assert_eq!(overview.processes, 2);
     assert!(overview.redis.version.starts_with('7'), "{overview:?}");
 
-    let hour = client.history(HistorySpan::Hour, None).await.unwrap();
+    let hour = Admin::new(client.clone())
+        .history(HistorySpan::Hour, None)
+        .await
+        .unwrap();
     assert_eq!(hour.len(), 60);
     assert_eq!(hour.iter().map(|p| p.processed).sum::<u64>(), 25);
     assert_eq!(hour.iter().map(|p| p.failed).sum::<u64>(), 5);
     // Every count is in the last two minutes of Redis time, none where the skewed clock is.
     let now = client.redis_time().await.unwrap();
-    let day = client.history(HistorySpan::Day, None).await.unwrap();
+    let day = Admin::new(client.clone())
+        .history(HistorySpan::Day, None)
+        .await
+        .unwrap();
     let (recent, old): (Vec<&HistoryPoint>, Vec<&HistoryPoint>) =
         day.iter().partition(|p| p.at_ms + 120_000 > now);
     assert_eq!(recent.iter().map(|p| p.processed).sum::<u64>(), 25);
@@ -93,7 +105,7 @@ async fn workers_count_outcomes_into_the_history_on_redis_time_even_with_a_skewe
         old.iter().all(|p| p.processed == 0),
         "counts in the past: {day:?}"
     );
-    let week = client
+    let week = Admin::new(client.clone())
         .history(HistorySpan::Week, Some("default"))
         .await
         .unwrap();
@@ -135,14 +147,18 @@ async fn processes_show_their_running_jobs_and_how_long_each_has_run() {
         "two jobs running with their starts",
         Duration::from_secs(15),
         || async {
-            let processes = client.processes().await.unwrap();
+            let processes = Admin::new(client.clone()).processes().await.unwrap();
             processes.len() == 1
                 && processes[0].busy == 2
                 && processes[0].jobs.iter().all(|j| j.running_for_ms.is_some())
         },
     )
     .await;
-    let process = client.processes().await.unwrap().remove(0);
+    let process = Admin::new(client.clone())
+        .processes()
+        .await
+        .unwrap()
+        .remove(0);
     assert_eq!(process.concurrency, 3);
     assert!((process.utilization - 2.0 / 3.0).abs() < 1e-9);
     assert_eq!(process.queues, "default");
@@ -154,7 +170,14 @@ async fn processes_show_their_running_jobs_and_how_long_each_has_run() {
         .expect("the slow job");
     assert_eq!((job.job.as_str(), job.attempt), ("sleepy", 1));
     assert_eq!(job.args, json!([1, 8000]));
-    assert_eq!(client.queue_info("default").await.unwrap().busy, 2);
+    assert_eq!(
+        Admin::new(client.clone())
+            .queue_info("default")
+            .await
+            .unwrap()
+            .busy,
+        2
+    );
 
     let text = stdout(&run_cli(WORKER, &redis.url(), &["processes"]));
     assert!(text.contains("1 processes, 2 jobs running"), "{text}");
@@ -178,21 +201,24 @@ async fn a_queue_shows_its_latency_and_is_cleared_with_its_records() {
         );
     }
     tokio::time::sleep(Duration::from_millis(1200)).await;
-    let idle = client.queue_info("idle").await.unwrap();
+    let idle = Admin::new(client.clone()).queue_info("idle").await.unwrap();
     assert_eq!(idle.size, 3);
     assert!(idle.latency_ms.unwrap() >= 1000, "{idle:?}");
     assert!(!idle.paused);
 
     let out = stdout(&run_cli(WORKER, &redis.url(), &["queue", "clear", "idle"]));
     assert_eq!(out, "idle: cleared 3 waiting jobs\n");
-    let idle = client.queue_info("idle").await.unwrap();
+    let idle = Admin::new(client.clone()).queue_info("idle").await.unwrap();
     assert_eq!((idle.size, idle.latency_ms), (0, None));
     for jid in &jids {
         assert_eq!(client.status(jid).await.unwrap(), JobStatus::Unknown);
     }
 
     // A paused queue is controlled: its jobs are parked, and clearing cancels each one.
-    client.pause_queue("held").await.unwrap();
+    Admin::new(client.clone())
+        .pause_queue("held")
+        .await
+        .unwrap();
     let parked = CountRun::call(9)
         .queue("held")
         .dispatch_with(&client)
@@ -203,7 +229,7 @@ async fn a_queue_shows_its_latency_and_is_cleared_with_its_records() {
         .dispatch_with(&client)
         .await
         .unwrap();
-    let held = client.queue_info("held").await.unwrap();
+    let held = Admin::new(client.clone()).queue_info("held").await.unwrap();
     assert!(held.paused && held.controlled, "{held:?}");
     assert_eq!(held.size, 2);
     let text = stdout(&run_cli(WORKER, &redis.url(), &["queues"]));
@@ -214,22 +240,36 @@ async fn a_queue_shows_its_latency_and_is_cleared_with_its_records() {
     assert!(row.contains("paused"), "{text}");
     // Parked jobs are searched, and their latency is known, as a listed job's.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    assert!(client.queue_info("held").await.unwrap().latency_ms.unwrap() >= 1000);
+    assert!(
+        Admin::new(client.clone())
+            .queue_info("held")
+            .await
+            .unwrap()
+            .latency_ms
+            .unwrap()
+            >= 1000
+    );
     let mut query = SearchQuery::new(&parked);
     query.field = SearchField::Jid;
-    let page = client.search(&query).await.unwrap();
+    let page = Admin::new(client.clone()).search(&query).await.unwrap();
     assert_eq!(page.hits.len(), 1, "{page:?}");
     assert_eq!(
         (page.hits[0].place, page.hits[0].job.as_str()),
         (Place::Queued, "count_run")
     );
-    assert_eq!(client.clear_queue("held").await.unwrap(), 2);
+    assert_eq!(
+        Admin::new(client.clone())
+            .clear_queue("held")
+            .await
+            .unwrap(),
+        2
+    );
     assert!(matches!(
         client.status(&parked).await.unwrap(),
         JobStatus::Cancelled { .. }
     ));
     assert!(matches!(
-        client.clear_queue("no{brace").await,
+        Admin::new(client.clone()).clear_queue("no{brace").await,
         Err(Error::InvalidQueueName { .. })
     ));
 }
@@ -248,7 +288,12 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
             .unwrap();
     }
     wait_until("30 dead charges", Duration::from_secs(20), || async {
-        client.queue_info("billing").await.unwrap().dead == 30
+        Admin::new(client.clone())
+            .queue_info("billing")
+            .await
+            .unwrap()
+            .dead
+            == 30
     })
     .await;
     worker.stop().await;
@@ -267,7 +312,7 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
 
     let mut query = SearchQuery::new("acme");
     query.field = SearchField::Args;
-    let page = client.search(&query).await.unwrap();
+    let page = Admin::new(client.clone()).search(&query).await.unwrap();
     assert_eq!(
         page.hits.len(),
         12,
@@ -289,7 +334,7 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
     let mut query = SearchQuery::new("declined for globex");
     query.field = SearchField::Error;
     query.places = vec![Place::Dead];
-    let page = client.search(&query).await.unwrap();
+    let page = Admin::new(client.clone()).search(&query).await.unwrap();
     assert_eq!(page.hits.len(), 10);
     assert!(
         page.hits
@@ -304,7 +349,7 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
     query.budget = 7;
     let (mut seen, mut calls) = (Vec::new(), 0);
     loop {
-        let page = client.search(&query).await.unwrap();
+        let page = Admin::new(client.clone()).search(&query).await.unwrap();
         assert!(page.scanned <= 7, "{}", page.scanned);
         calls += 1;
         seen.extend(page.hits.into_iter().filter_map(|h| h.jid));
@@ -324,20 +369,22 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
     // A jid prefix.
     let mut query = SearchQuery::new(&later[..13]);
     query.field = SearchField::Jid;
-    let page = client.search(&query).await.unwrap();
+    let page = Admin::new(client.clone()).search(&query).await.unwrap();
     assert!(
         page.hits
             .iter()
             .any(|h| h.jid.as_deref() == Some(later.as_str()))
     );
     assert!(matches!(
-        client.search(&SearchQuery::new("  ")).await,
+        Admin::new(client.clone())
+            .search(&SearchQuery::new("  "))
+            .await,
         Err(Error::InvalidArgs { .. })
     ));
     let mut bad = SearchQuery::new("x");
     bad.cursor = Some("nonsense".into());
     assert!(matches!(
-        client.search(&bad).await,
+        Admin::new(client.clone()).search(&bad).await,
         Err(Error::InvalidArgs { .. })
     ));
 }
@@ -359,7 +406,10 @@ async fn chains_and_workflows_are_listed_in_flight_until_they_finish() {
         .dispatch_with(&client)
         .await
         .unwrap();
-    let flows = client.flows_in_flight(100).await.unwrap();
+    let flows = gator_core::Admin::new(client.clone())
+        .journeys_in_flight(100)
+        .await
+        .unwrap();
     let listed = flows.iter().find(|f| f.id == chain).expect("the chain");
     assert_eq!((listed.kind, listed.waiting), ("chain", 2));
     let listed = flows
@@ -371,7 +421,11 @@ async fn chains_and_workflows_are_listed_in_flight_until_they_finish() {
 
     let worker = TestWorker::start(&redis.url(), Some("steps"), 2);
     wait_until("both to finish", Duration::from_secs(20), || async {
-        client.flows_in_flight(100).await.unwrap().is_empty()
+        gator_core::Admin::new(client.clone())
+            .journeys_in_flight(100)
+            .await
+            .unwrap()
+            .is_empty()
     })
     .await;
     worker.stop().await;
@@ -538,13 +592,13 @@ async fn counts_a_worker_could_not_write_while_redis_was_away_are_written_once_i
     observer.finished("default", "count_run", &done(), None);
     wait_until("all 4 counts written", Duration::from_secs(20), || async {
         observer.flush(&client, &clock).await;
-        client
+        Admin::new(client.clone())
             .queue_info("default")
             .await
             .is_ok_and(|q| q.processed == 4)
     })
     .await;
-    let hour = client
+    let hour = Admin::new(client.clone())
         .history(HistorySpan::Hour, Some("default"))
         .await
         .unwrap();

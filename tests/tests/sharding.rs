@@ -43,8 +43,17 @@ fn llen(redis: &RedisServer, list: &str) -> usize {
 async fn jobs_without_a_key_spread_evenly_and_one_keys_jobs_share_a_shard_and_keep_their_order() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client.set_shards("spread", 4).await.unwrap();
-    assert_eq!(client.shard_counts().await.unwrap()["spread"], 4);
+    gator_core::Admin::new(client.clone())
+        .set_shards("spread", 4)
+        .await
+        .unwrap();
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .shard_counts()
+            .await
+            .unwrap()["spread"],
+        4
+    );
     client
         .dispatch_many((0..400).map(|i| Record::call("none".into(), i).queue("spread")))
         .await
@@ -101,7 +110,10 @@ async fn jobs_without_a_key_spread_evenly_and_one_keys_jobs_share_a_shard_and_ke
 async fn a_sharded_queue_keeps_its_strict_place_and_its_weight_as_a_whole() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client.set_shards("first", 8).await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .set_shards("first", 8)
+        .await
+        .unwrap();
     for queue in ["first", "second"] {
         client
             .dispatch_many((0..100).map(|i| Record::call("k".into(), i).queue(queue)))
@@ -129,7 +141,10 @@ async fn a_sharded_queue_keeps_its_strict_place_and_its_weight_as_a_whole() {
     );
 
     // Weighted 1:1 with `wa` in 8 shards: half the runs each, not 8 in 9 for the shards.
-    client.set_shards("wa", 8).await.unwrap();
+    gator_core::Admin::new(client.clone())
+        .set_shards("wa", 8)
+        .await
+        .unwrap();
     for queue in ["wa", "wb"] {
         client
             .dispatch_many((0..400).map(|i| Record::call("k".into(), i).queue(queue)))
@@ -167,8 +182,7 @@ async fn changing_the_shard_count_strands_no_job() {
         .dispatch_many((0..50).map(|i| Record::call("plain".into(), i).queue("grow")))
         .await
         .unwrap();
-    client(&redis.url())
-        .await
+    gator_core::Admin::new(client(&redis.url()).await)
         .set_shards("grow", 6)
         .await
         .unwrap();
@@ -177,8 +191,7 @@ async fn changing_the_shard_count_strands_no_job() {
         .dispatch_many((0..60).map(|i| Record::call("six".into(), i).queue("grow")))
         .await
         .unwrap();
-    client(&redis.url())
-        .await
+    gator_core::Admin::new(client(&redis.url()).await)
         .set_shards("grow", 2)
         .await
         .unwrap();
@@ -268,5 +281,12 @@ async fn the_cli_sets_shard_counts_and_its_set_commands_cover_every_shard() {
     // Back to one list: new jobs go to `mail`, and the shards are still drained.
     let (ok, out, _) = cli(&redis, &["shards", "mail", "1"]);
     assert!(ok && out.contains("3 → 1"), "{out}");
-    assert_eq!(client.shard_counts().await.unwrap().get("mail"), None);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .shard_counts()
+            .await
+            .unwrap()
+            .get("mail"),
+        None
+    );
 }

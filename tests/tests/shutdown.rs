@@ -35,7 +35,13 @@ async fn shutdown_waits_for_a_running_job_then_returns_and_a_timeout_puts_jobs_b
         1,
         "stop returned before the running job finished"
     );
-    assert_eq!(client.queue_len("slow").await.unwrap(), 0);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("slow")
+            .await
+            .unwrap(),
+        0
+    );
 
     // 2. Past the timeout: the unfinished job is put back at the head of its queue, whole.
     let mut config = WorkerConfig::new(redis.url());

@@ -116,7 +116,13 @@ async fn a_duplicate_dispatch_returns_the_existing_jid_flagged_as_a_duplicate() 
     assert_eq!(batch[0], jid);
     assert_ne!(batch[1], jid);
     assert_eq!(batch[1], batch[2]);
-    assert_eq!(client.queue_len("uq").await.unwrap(), 2);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("uq")
+            .await
+            .unwrap(),
+        2
+    );
     let key = default_key("report", &serde_json::json!([1]));
     assert_eq!(holder(&client, "uq", &key).await, Some(jid.clone()));
     assert!(matches!(
@@ -178,7 +184,10 @@ async fn a_custom_key_makes_other_args_a_duplicate_on_its_queue_only() {
         .unwrap();
     assert_eq!(plain_b, Dispatched::Duplicate(plain_a.jid().to_owned()));
     // An empty key is refused, and nothing is stored.
-    let before = client.queue_len("uq").await.unwrap();
+    let before = gator_core::Admin::new(client.clone())
+        .queue_len("uq")
+        .await
+        .unwrap();
     assert!(
         Report::call(12)
             .unique_key("")
@@ -186,7 +195,13 @@ async fn a_custom_key_makes_other_args_a_duplicate_on_its_queue_only() {
             .await
             .is_err()
     );
-    assert_eq!(client.queue_len("uq").await.unwrap(), before);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("uq")
+            .await
+            .unwrap(),
+        before
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -367,7 +382,7 @@ async fn a_cancelled_or_deleted_job_releases_its_lock() {
         .await
         .unwrap();
     assert!(
-        client
+        gator_core::Admin::new(client.clone())
             .delete_job(SetKind::Scheduled, Some("uq"), scheduled.jid())
             .await
             .unwrap()
@@ -496,5 +511,11 @@ async fn a_concurrent_burst_of_dispatches_from_many_tasks_makes_one_job() {
     let new: Vec<&Dispatched> = results.iter().filter(|d| !d.is_duplicate()).collect();
     assert_eq!(new.len(), 1, "{results:?}");
     assert!(results.iter().all(|d| d.jid() == new[0].jid()));
-    assert_eq!(client.queue_len("uq").await.unwrap(), 1);
+    assert_eq!(
+        gator_core::Admin::new(client.clone())
+            .queue_len("uq")
+            .await
+            .unwrap(),
+        1
+    );
 }

@@ -9,7 +9,7 @@
 //! }
 //! ```
 //!
-//! or added at run time with fixed arguments ([`Client::add_periodic`]), and is stored in
+//! or added at run time with fixed arguments ([`crate::Admin::add_periodic`]), and is stored in
 //! Redis so that every worker sees it (an entry declared in code is published by each worker at
 //! start; publishing is idempotent). The expression has 5 fields (minute granularity) or 6 (a
 //! leading seconds field), with `L`, `W`, `#`, ranges, steps, names and `@daily`-style
@@ -46,10 +46,6 @@ use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-
-mod client;
-
-pub use client::{Fire, Periodic};
 
 /// The zone of an entry that names none.
 pub const DEFAULT_TZ: &str = "UTC";
@@ -110,7 +106,7 @@ impl Schedule {
 pub enum Source {
     /// `#[job(cron = ...)]`, published by every worker at start.
     Code,
-    /// [`Client::add_periodic`].
+    /// [`crate::Admin::add_periodic`].
     Api,
 }
 

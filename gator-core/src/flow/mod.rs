@@ -42,11 +42,9 @@
 //! Redis, set by the CLI (`gator-worker queue ...`) or [`crate::admin`]; what is in Redis is
 //! what every worker obeys at once.
 
-mod admin;
 mod options;
 pub mod overlap;
 mod settings;
-mod shared;
 mod ticket;
 mod windows;
 

@@ -36,8 +36,8 @@ pub async fn create(
     let list = match (&first.chain, rest.is_empty()) {
         (Some(link), false) => {
             let now = crate::payload::now_ms();
-            let kind = super::flows_index::FlowKind::Chain;
-            super::flows_index::add(conn, keys, kind, &link.list_queue, &link.id, now).await?;
+            let kind = super::journeys::JourneyKind::Chain;
+            super::journeys::add(conn, keys, kind, &link.list_queue, &link.id, now).await?;
             Some(keys.chain(&link.list_queue, &link.id))
         }
         _ => None,

@@ -346,7 +346,7 @@ impl Keys {
 
     /// ZSET of the ids of the chains whose first queue is `queue`, scored by their dispatch
     /// (ms): the index the dashboard lists chains in flight from. Capped at the newest
-    /// [`crate::store::flows_index::INDEX_CAP`]; ids of finished chains are pruned as it is read.
+    /// [`crate::store::journeys::INDEX_CAP`]; ids of finished chains are pruned as it is read.
     pub fn chains_index(&self, queue: &str) -> String {
         self.of_queue(queue, "chains", "")
     }

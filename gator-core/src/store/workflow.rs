@@ -96,10 +96,10 @@ pub async fn create(
     super::queue::register(conn, keys, &queues).await?;
     let (uuid, home) = split_id(id)?;
     let (kind, now) = (
-        super::flows_index::FlowKind::Workflow,
+        super::journeys::JourneyKind::Workflow,
         crate::payload::now_ms(),
     );
-    super::flows_index::add(conn, keys, kind, home, uuid, now).await?;
+    super::journeys::add(conn, keys, kind, home, uuid, now).await?;
     let [wf, push, pushing] = script_keys(keys, id)?;
     let mut invocation = scripts::WF_CREATE.key(wf);
     invocation.key(push).key(pushing).arg(id).arg(steps.len());

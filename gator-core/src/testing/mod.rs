@@ -37,10 +37,10 @@
 //! no retries in a drain). In inline mode they run step by step at their dispatch. Steps added
 //! at run time (`Client::add_to_workflow`) still go to Redis.
 
-mod flows;
+mod journeys;
 
-use flows::Link;
-pub(crate) use flows::{dispatch_chain, dispatch_workflow};
+use journeys::Link;
+pub(crate) use journeys::{dispatch_chain, dispatch_workflow};
 
 use crate::context::{Context, JobInfo, StateMap};
 use crate::error::{Error, Result};
@@ -238,7 +238,7 @@ impl Fake {
                 Err(e) => Err(e.to_string()),
             };
             if let Some(link) = link {
-                let next = flows::after(link, &job, &outcome);
+                let next = journeys::after(link, &job, &outcome);
                 let mut links = lock(&self.mode.links);
                 let mut recorded = lock(&self.mode.recorded);
                 for (step, link) in next {

@@ -71,8 +71,8 @@ async fn on_selection(
     }
     if selection.all {
         let done = match action {
-            SetAction::Retry => app.client.run_all_now(kind, queue).await?,
-            SetAction::Delete => app.client.clear_set(kind, queue).await?,
+            SetAction::Retry => app.admin.run_all_now(kind, queue).await?,
+            SetAction::Delete => app.admin.clear_set(kind, queue).await?,
         };
         return Ok(Json(Outcome {
             done,
@@ -85,8 +85,8 @@ async fn on_selection(
     };
     for jid in selection.jids {
         let acted = match action {
-            SetAction::Retry => app.client.run_now(kind, queue, &jid).await?,
-            SetAction::Delete => app.client.delete_job(kind, queue, &jid).await?,
+            SetAction::Retry => app.admin.run_now(kind, queue, &jid).await?,
+            SetAction::Delete => app.admin.delete_job(kind, queue, &jid).await?,
         };
         if acted {
             outcome.done += 1;
@@ -102,7 +102,7 @@ pub(crate) async fn retry_one(
     Segments((set, jid)): Segments<(String, String)>,
 ) -> ApiResult<Value> {
     let kind = set_kind(&set)?;
-    if app.client.run_now(kind, None, &jid).await? {
+    if app.admin.run_now(kind, None, &jid).await? {
         Ok(Json(json!({ "jid": jid, "retried": true })))
     } else {
         Err(ApiError::not_found(format!(
@@ -116,7 +116,7 @@ pub(crate) async fn delete_one(
     Segments((set, jid)): Segments<(String, String)>,
 ) -> ApiResult<Value> {
     let kind = set_kind(&set)?;
-    if app.client.delete_job(kind, None, &jid).await? {
+    if app.admin.delete_job(kind, None, &jid).await? {
         Ok(Json(json!({ "jid": jid, "deleted": true })))
     } else {
         Err(ApiError::not_found(format!(
@@ -129,7 +129,7 @@ pub(crate) async fn delete_one(
 /// state nobody looks at.
 async fn known_queue(app: &App, queue: &str) -> Result<(), ApiError> {
     gator_core::store::keys::validate_stored_queue(queue)?;
-    if app.client.known_queues().await?.iter().any(|q| q == queue) {
+    if app.admin.known_queues().await?.iter().any(|q| q == queue) {
         Ok(())
     } else {
         Err(ApiError::not_found(format!("no queue {queue:?}")))
@@ -141,7 +141,7 @@ pub(crate) async fn pause_queue(
     Segments(queue): Segments<String>,
 ) -> ApiResult<Value> {
     known_queue(&app, &queue).await?;
-    app.client.pause_queue(&queue).await?;
+    app.admin.pause_queue(&queue).await?;
     Ok(Json(json!({ "queue": queue, "paused": true })))
 }
 
@@ -150,7 +150,7 @@ pub(crate) async fn resume_queue(
     Segments(queue): Segments<String>,
 ) -> ApiResult<Value> {
     known_queue(&app, &queue).await?;
-    app.client.resume_queue(&queue).await?;
+    app.admin.resume_queue(&queue).await?;
     Ok(Json(json!({ "queue": queue, "paused": false })))
 }
 
@@ -159,7 +159,7 @@ pub(crate) async fn clear_queue(
     Segments(queue): Segments<String>,
 ) -> ApiResult<Value> {
     known_queue(&app, &queue).await?;
-    let deleted = app.client.clear_queue(&queue).await?;
+    let deleted = app.admin.clear_queue(&queue).await?;
     Ok(Json(json!({ "queue": queue, "deleted": deleted })))
 }
 
@@ -205,7 +205,7 @@ pub(crate) async fn pause_cron(
     State(app): State<App>,
     Segments(name): Segments<String>,
 ) -> ApiResult<Value> {
-    app.client.pause_periodic(&name).await?;
+    app.admin.pause_periodic(&name).await?;
     Ok(Json(json!({ "name": name, "paused": true })))
 }
 
@@ -213,7 +213,7 @@ pub(crate) async fn resume_cron(
     State(app): State<App>,
     Segments(name): Segments<String>,
 ) -> ApiResult<Value> {
-    app.client.resume_periodic(&name).await?;
+    app.admin.resume_periodic(&name).await?;
     Ok(Json(json!({ "name": name, "paused": false })))
 }
 
@@ -221,6 +221,6 @@ pub(crate) async fn run_cron(
     State(app): State<App>,
     Segments(name): Segments<String>,
 ) -> ApiResult<Value> {
-    let jid = app.client.run_periodic_now(&name).await?;
+    let jid = app.admin.run_periodic_now(&name).await?;
     Ok(Json(json!({ "name": name, "jid": jid })))
 }

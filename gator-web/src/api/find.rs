@@ -7,7 +7,7 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::inspect::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchQuery, preview};
+use gator_core::admin::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchQuery, preview};
 use gator_core::{JobStatus, SetKind};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
@@ -81,7 +81,7 @@ pub(crate) async fn set(
     let queue = p.queue.as_deref().filter(|q| !q.is_empty());
     let per_page = p.per_page.unwrap_or(25).clamp(1, MAX_PAGE);
     let page = p.page.unwrap_or(1).max(1);
-    let total = app.client.set_len(kind, queue).await?;
+    let total = app.admin.set_len(kind, queue).await?;
     let job = p.job.filter(|j| !j.is_empty());
     let error = p.error.filter(|e| !e.is_empty());
     let mut answer = SetPage {
@@ -105,11 +105,11 @@ pub(crate) async fn set(
             // By page number: an offset, in saturating arithmetic (page=u64::MAX is no panic).
             let offset =
                 usize::try_from((page - 1).saturating_mul(per_page as u64)).unwrap_or(usize::MAX);
-            let entries = app.client.list_set(kind, queue, offset, per_page).await?;
+            let entries = app.admin.list_set(kind, queue, offset, per_page).await?;
             answer.entries = entries.iter().map(EntryView::from).collect();
             return Ok(Json(answer));
         }
-        let found = (app.client)
+        let found = (app.admin)
             .set_page(kind, queue, cursor.as_deref(), per_page)
             .await?;
         answer.entries = found.entries.iter().map(EntryView::from).collect();
@@ -135,7 +135,7 @@ async fn filtered(
         (None, None) => return Err(ApiError::bad_request("a filter needs job or error")),
     };
     let found = app
-        .client
+        .admin
         .search(&SearchQuery {
             text,
             field,
@@ -200,7 +200,7 @@ pub(crate) struct JobView {
     /// Due time or time of death, for a job in a set.
     score_ms: Option<u64>,
     /// For a running job: the process and how long it has run.
-    running: Option<gator_core::inspect::RunningJob>,
+    running: Option<gator_core::admin::RunningJob>,
     process: Option<String>,
 }
 
@@ -242,7 +242,7 @@ pub(crate) async fn job(
         Some(JobStatus::Running { .. })
     );
     if running {
-        for process in app.client.processes().await? {
+        for process in app.admin.processes().await? {
             if let Some(job) = process.jobs.iter().find(|j| j.jid == jid) {
                 view.place = Some("running".to_owned());
                 view.queue = Some(job.queue.clone());
@@ -282,7 +282,7 @@ async fn look_up(
     full: bool,
 ) -> Result<(), ApiError> {
     let found = app
-        .client
+        .admin
         .search(&SearchQuery {
             text: view.jid.clone(),
             field: SearchField::Jid,

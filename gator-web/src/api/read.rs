@@ -7,8 +7,8 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::inspect::{
-    FlowInFlight, HistoryPoint, HistorySpan, Overview, ProcessInfo, QueueInfo,
+use gator_core::admin::{
+    HistoryPoint, HistorySpan, JourneyInFlight, Overview, ProcessInfo, QueueInfo,
 };
 use gator_core::store::flow::FlowStatus;
 use serde::{Deserialize, Serialize};
@@ -17,7 +17,7 @@ use std::str::FromStr;
 /// The most flows one call may ask for.
 const MAX_FLOWS: usize = 500;
 pub(crate) async fn overview(State(app): State<App>) -> ApiResult<Overview> {
-    Ok(Json(app.client.overview().await?))
+    Ok(Json(app.admin.overview().await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -36,11 +36,11 @@ pub(crate) async fn history(
             ApiError::bad_request(format!("unknown span {text:?}: use hour, day or week"))
         })?,
     };
-    Ok(Json(app.client.history(span, p.queue.as_deref()).await?))
+    Ok(Json(app.admin.history(span, p.queue.as_deref()).await?))
 }
 
 pub(crate) async fn queues(State(app): State<App>) -> ApiResult<Vec<QueueInfo>> {
-    Ok(Json(app.client.queue_infos().await?))
+    Ok(Json(app.admin.queue_infos().await?))
 }
 
 /// One queue: its numbers and its flow controls.
@@ -55,16 +55,16 @@ pub(crate) async fn queue(
     Segments(queue): Segments<String>,
 ) -> ApiResult<QueueDetail> {
     gator_core::store::keys::validate_stored_queue(&queue)?;
-    if !app.client.known_queues().await?.contains(&queue) {
+    if !app.admin.known_queues().await?.contains(&queue) {
         return Err(ApiError::not_found(format!("no queue {queue:?}")));
     }
-    let info = app.client.queue_info(&queue).await?;
-    let flow = app.client.flow_status(&queue).await?;
+    let info = app.admin.queue_info(&queue).await?;
+    let flow = app.admin.flow_status(&queue).await?;
     Ok(Json(QueueDetail { info, flow }))
 }
 
 pub(crate) async fn processes(State(app): State<App>) -> ApiResult<Vec<ProcessInfo>> {
-    Ok(Json(app.client.processes().await?))
+    Ok(Json(app.admin.processes().await?))
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,9 +75,9 @@ pub(crate) struct LimitParam {
 pub(crate) async fn flows(
     State(app): State<App>,
     Params(p): Params<LimitParam>,
-) -> ApiResult<Vec<FlowInFlight>> {
+) -> ApiResult<Vec<JourneyInFlight>> {
     let limit = p.limit.unwrap_or(100).clamp(1, MAX_FLOWS);
-    Ok(Json(app.client.flows_in_flight(limit).await?))
+    Ok(Json(app.admin.journeys_in_flight(limit).await?))
 }
 
 pub(crate) async fn workflow(
@@ -98,7 +98,7 @@ pub(crate) struct CronList {
 }
 
 pub(crate) async fn cron(State(app): State<App>) -> ApiResult<CronList> {
-    let entries = app.client.periodic_entries().await?;
+    let entries = app.admin.periodic_entries().await?;
     Ok(Json(CronList {
         now_ms: app.client.redis_time().await?,
         entries: entries.into_iter().map(PeriodicView::from).collect(),
@@ -123,14 +123,14 @@ pub(crate) struct Broken {
 
 pub(crate) async fn limits(State(app): State<App>) -> ApiResult<Limits> {
     let (mut queues, mut broken) = (Vec::new(), Vec::new());
-    for info in app.client.queue_infos().await? {
+    for info in app.admin.queue_infos().await? {
         if let Some(reason) = info.broken {
             broken.push(Broken {
                 queue: info.name,
                 reason,
             });
         } else if info.controlled {
-            match app.client.flow_status(&info.name).await {
+            match app.admin.flow_status(&info.name).await {
                 Ok(status) => queues.push(status),
                 Err(e) if e.is_broken_data() => broken.push(Broken {
                     queue: info.name,

@@ -1,4 +1,4 @@
-//! `GET /api/search`: the bounded search of gator-core (`gator_core::inspect::search`), its
+//! `GET /api/search`: the bounded search of gator-core (`gator_core::admin::search`), its
 //! query read from the URL.
 
 use super::find::MAX_PAGE;
@@ -6,7 +6,7 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, Params};
 use axum::Json;
 use axum::extract::State;
-use gator_core::inspect::{DEFAULT_BUDGET, Place, SearchField, SearchPage, SearchQuery};
+use gator_core::admin::{DEFAULT_BUDGET, Place, SearchField, SearchPage, SearchQuery};
 use serde::Deserialize;
 use std::str::FromStr;
 
@@ -72,5 +72,5 @@ pub(crate) async fn search(
         limit: p.limit.unwrap_or(50).clamp(1, MAX_PAGE),
         budget: p.budget.unwrap_or(DEFAULT_BUDGET).clamp(1, MAX_BUDGET),
     };
-    Ok(Json(app.client.search(&query).await?))
+    Ok(Json(app.admin.search(&query).await?))
 }

@@ -2,8 +2,8 @@
 //! status, a periodic entry, a workflow. Times are ms since the epoch (Redis time).
 
 use gator_core::SetEntry;
-use gator_core::cron::Periodic;
-use gator_core::inspect::preview;
+use gator_core::admin::Periodic;
+use gator_core::admin::preview;
 use gator_core::status::JobStatus;
 use gator_core::workflow::{StepState, WorkflowState, WorkflowStatus};
 use serde::Serialize;
@@ -17,7 +17,7 @@ pub(crate) fn ms(time: SystemTime) -> u64 {
 }
 
 /// One entry of a scheduled, retry or dead set, as a listing shows it: its arguments, error
-/// and unparsed text cut to a bounded size (`gator_core::inspect::preview`); whole on the job's
+/// and unparsed text cut to a bounded size (`gator_core::admin::preview`); whole on the job's
 /// own page.
 #[derive(Debug, Serialize)]
 pub(crate) struct EntryView {

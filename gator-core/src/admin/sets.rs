@@ -1,24 +1,24 @@
 //! The admin side of the job lifecycle: look into a queue's scheduled, retry and dead sets, run
 //! their jobs now, and delete them. The `gator-worker dead|retry|scheduled ...` subcommands
-//! are a thin shell over these [`Client`] methods.
+//! are a thin shell over these [`Admin`] methods.
 //!
 //! ```no_run
-//! use gator_core::{Client, SetKind};
+//! use gator_core::{Admin, Client, SetKind};
 //!
 //! # async fn demo() -> gator_core::Result<()> {
-//! let client = Client::connect("redis://127.0.0.1:6379").await?;
-//! for entry in client.list_set(SetKind::Dead, Some("mail"), 0, 20).await? {
+//! let client = Admin::connect("redis://127.0.0.1:6379").await?;
+//! for entry in admin.list_set(SetKind::Dead, Some("mail"), 0, 20).await? {
 //!     let error = entry.payload.as_ref().and_then(|p| p.error.as_deref());
 //!     println!("{} {:?} {:?}", entry.score_ms, entry.jid(), error);
 //! }
-//! client.run_now(SetKind::Dead, None, "0193a5f0-0000-7000-8000-000000000001").await?;
-//! let retried = client.run_all_now(SetKind::Dead, Some("mail")).await?;
+//! admin.run_now(SetKind::Dead, None, "0193a5f0-0000-7000-8000-000000000001").await?;
+//! let retried = admin.run_all_now(SetKind::Dead, Some("mail")).await?;
 //! # Ok(()) }
 //! ```
 //!
 //! # Which queues
 //! Every method takes `queue: Option<&str>`: `Some(q)` acts on that queue's set only (the name
-//! is validated first), `None` on the sets of every known queue ([`Client::known_queues`]),
+//! is validated first), `None` on the sets of every known queue ([`Admin::known_queues`]),
 //! one queue after the other. A jid is unique, so looking one up everywhere is safe; it costs
 //! a scan of each queue's set.
 //!
@@ -37,18 +37,17 @@
 //! payload, and the dead entries a worker writes for such text (`job` empty, the text in
 //! `raw`). No worker can run them, so moving them would only send them round queue → retry →
 //! dead again over three weeks. They are listed ([`SetEntry::unparsed_text`]) so an operator
-//! can look at them, and deleted with [`Client::delete_job`] or [`Client::clear_set`].
+//! can look at them, and deleted with [`Admin::delete_job`] or [`Admin::clear_set`].
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::{Error, Result};
-use crate::store::keys::validate_stored_queue;
 use crate::store::sets::{self, SetEntry, SetKind};
 
-/// How deep [`Client::list_set`] pages by offset over several queues merged: it reads this
+/// How deep [`Admin::list_set`] pages by offset over several queues merged: it reads this
 /// many entries of each at most.
 pub const MAX_MERGED_DEPTH: usize = 2000;
 
-/// How many entries [`Client::run_all_now`] reads per page: large enough to need few
+/// How many entries [`Admin::run_all_now`] reads per page: large enough to need few
 /// ZRANGEs, small enough that neither Redis nor this process holds a big reply at once.
 const PAGE: usize = 500;
 
@@ -74,7 +73,7 @@ impl SetEntry {
     }
 }
 
-impl Client {
+impl Admin {
     /// How many entries the `kind` set of `queue` holds (`None`: summed over every known
     /// queue).
     pub async fn set_len(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
@@ -83,13 +82,13 @@ impl Client {
         Ok(lens.into_iter().sum())
     }
 
-    /// Up to `count` entries (at most [`crate::inspect::MAX_SET_PAGE`]) of the `kind` set
+    /// Up to `count` entries (at most [`crate::admin::MAX_SET_PAGE`]) of the `kind` set
     /// from `offset`, lowest score (oldest death, earliest due time) first.
     ///
     /// On one queue without shards any offset costs the same (`ZRANGE` by rank). Merged over
     /// several queues (`None`, or a sharded queue), an offset needs every queue's first
     /// `offset + count` entries, so `offset + count` may be at most [`MAX_MERGED_DEPTH`]:
-    /// page deeper with [`Client::set_page`], whose cursor costs the same at any depth.
+    /// page deeper with [`Admin::set_page`], whose cursor costs the same at any depth.
     pub async fn list_set(
         &self,
         kind: SetKind,
@@ -97,11 +96,11 @@ impl Client {
         offset: usize,
         count: usize,
     ) -> Result<Vec<SetEntry>> {
-        if count > crate::inspect::MAX_SET_PAGE {
+        if count > crate::admin::MAX_SET_PAGE {
             return Err(Error::InvalidArgs {
                 reason: format!(
                     "at most {} entries a page, not {count}",
-                    crate::inspect::MAX_SET_PAGE
+                    crate::admin::MAX_SET_PAGE
                 ),
             });
         }
@@ -115,7 +114,7 @@ impl Client {
             return Err(Error::InvalidArgs {
                 reason: format!(
                     "offset {offset} is past the first {MAX_MERGED_DEPTH} entries of several \
-                     queues merged: name one queue, or page with a cursor (Client::set_page)"
+                     queues merged: name one queue, or page with a cursor (Admin::set_page)"
                 ),
             });
         }
@@ -154,8 +153,8 @@ impl Client {
         }
     }
 
-    /// Moves an entry got from [`Client::list_set`] or [`Client::find_job`] to the tail of
-    /// its queue now, as [`Client::run_now`] does. Returns false if it is not runnable or is
+    /// Moves an entry got from [`Admin::list_set`] or [`Admin::find_job`] to the tail of
+    /// its queue now, as [`Admin::run_now`] does. Returns false if it is not runnable or is
     /// no longer in its set.
     pub async fn run_entry(&self, entry: &SetEntry) -> Result<bool> {
         if !entry.is_runnable() {
@@ -165,7 +164,7 @@ impl Client {
     }
 
     /// Moves every runnable entry of the `kind` set to the tail of its queue, oldest first,
-    /// as [`Client::run_now`] does; returns how many were moved.
+    /// as [`Admin::run_now`] does; returns how many were moved.
     ///
     /// It reads the set a page at a time and moves each entry with the atomic script (one
     /// round trip per entry), so it works on sets of any size, and an entry taken meanwhile by
@@ -189,7 +188,7 @@ impl Client {
         }
     }
 
-    /// Deletes an entry got from [`Client::list_set`] or [`Client::find_job`], runnable or
+    /// Deletes an entry got from [`Admin::list_set`] or [`Admin::find_job`], runnable or
     /// not. Returns false if it was already gone.
     pub async fn delete_entry(&self, entry: &SetEntry) -> Result<bool> {
         sets::delete(&mut self.connection(), self.keys(), entry).await
@@ -206,34 +205,7 @@ impl Client {
         Ok(cleared)
     }
 
-    /// `Some(queue)`, validated, with its shards if it is sharded (`default` covers
-    /// `default#0`, `default#1`, … as the known-queues set lists them; `default#1` is that
-    /// shard alone), or every known queue.
-    pub(crate) async fn target_queues(&self, queue: Option<&str>) -> Result<Vec<String>> {
-        match queue {
-            Some(queue) => {
-                validate_stored_queue(queue)?;
-                self.with_shards(queue).await
-            }
-            None => self.known_queues().await,
-        }
-    }
-
-    /// `queue` and, if it is sharded, the shards the known-queues set lists for it.
-    pub(crate) async fn with_shards(&self, queue: &str) -> Result<Vec<String>> {
-        let mut queues = vec![queue.to_owned()];
-        if crate::shards::logical_queue(queue) == queue {
-            queues.extend(
-                self.known_queues()
-                    .await?
-                    .into_iter()
-                    .filter(|q| q != queue && crate::shards::logical_queue(q) == queue),
-            );
-        }
-        Ok(queues)
-    }
-
-    /// [`Client::run_all_now`] for one queue's set.
+    /// [`Admin::run_all_now`] for one queue's set.
     async fn run_all_in(&self, kind: SetKind, queue: &str) -> Result<usize> {
         let (keys, mut conn) = (self.keys(), self.connection());
         let cap = sets::len(&mut conn, keys, kind, queue).await?;

@@ -1,14 +1,14 @@
 //! Processed and failed over time, from the per-minute and per-hour buckets workers write
 //! ([`crate::store::stats`]).
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::Result;
 use crate::store::stats::{self, Resolution};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::str::FromStr;
 
-/// How far back [`Client::history`] looks.
+/// How far back [`Admin::history`] looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum HistorySpan {
@@ -53,7 +53,7 @@ impl fmt::Display for HistorySpan {
     }
 }
 
-/// One bucket of [`Client::history`].
+/// One bucket of [`Admin::history`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct HistoryPoint {
     /// The bucket's start, ms since the epoch (Redis time).
@@ -64,7 +64,7 @@ pub struct HistoryPoint {
     pub failed: u64,
 }
 
-impl Client {
+impl Admin {
     /// Processed and failed per bucket over `span`, oldest first, summed over every known
     /// queue (or only `queue` and its shards). The bucket holding now is the last, and still
     /// filling: workers flush their counts once a second.

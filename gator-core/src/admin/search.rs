@@ -7,12 +7,12 @@
 //! `LRANGE` or `ZRANGE` each), and returns a cursor to go on from. A search over a million
 //! jobs is then 200 calls an operator pages through, never one call that holds Redis or the
 //! dashboard for seconds. A jid search is the same scan: a job's queue is not known from its
-//! jid (use [`Client::job_details`] when the whole jid is known).
+//! jid (use [`crate::Client::job_details`] when the whole jid is known).
 //!
 //! The cursor is a position (which collection, which offset). Jobs that move while one pages
 //! (run, retried, promoted) may be seen twice or not at all, as with Redis's own `SCAN`.
 
-use crate::client::Client;
+use super::Admin;
 use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
@@ -90,7 +90,7 @@ pub struct SearchHit {
     pub raw: String,
 }
 
-/// One page of [`Client::search`].
+/// One page of [`Admin::search`].
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SearchPage {
     /// The jobs found, in the order read.
@@ -115,7 +115,7 @@ struct Collection {
     parked: bool,
 }
 
-impl Client {
+impl Admin {
     /// Reads up to `query.budget` entries from where `query.cursor` says, and returns those
     /// that match, up to `query.limit`, with the cursor to go on from.
     pub async fn search(&self, query: &SearchQuery) -> Result<SearchPage> {

@@ -1,35 +1,35 @@
 //! The flow-control admin API: the settings of a queue, written to Redis for every worker at
 //! once, and what its controls look like now. `gator-worker queue ...` and
-//! `gator-worker limiter ...` are a thin shell over these [`Client`] methods.
+//! `gator-worker limiter ...` are a thin shell over these [`Admin`] methods.
 //!
 //! ```no_run
-//! use gator_core::Client;
+//! use gator_core::{Admin, Client};
 //! use std::time::Duration;
 //!
 //! # async fn demo() -> gator_core::Result<()> {
-//! let client = Client::connect("redis://127.0.0.1:6379").await?;
-//! client.pause_queue("mail").await?;
-//! client.set_queue_limit("partner", Some(10)).await?;
-//! client.set_queue_share("partner", Some("east"), Some(40)).await?;
-//! client.set_queue_rate("mail", None, Some("100/1s".parse()?)).await?;
-//! client.set_queue_aging("mail", Some(Duration::from_secs(30))).await?;
-//! let status = client.flow_status("partner").await?;
+//! let client = Admin::connect("redis://127.0.0.1:6379").await?;
+//! admin.pause_queue("mail").await?;
+//! admin.set_queue_limit("partner", Some(10)).await?;
+//! admin.set_queue_share("partner", Some("east"), Some(40)).await?;
+//! admin.set_queue_rate("mail", None, Some("100/1s".parse()?)).await?;
+//! admin.set_queue_aging("mail", Some(Duration::from_secs(30))).await?;
+//! let status = admin.flow_status("partner").await?;
 //! println!("{} units in use of {:?}", status.units_in_use, status.limit);
-//! client.resume_queue("mail").await?;
+//! admin.resume_queue("mail").await?;
 //! # Ok(()) }
 //! ```
 //!
 //! Flow control decides per queue slot, so a sharded queue (see [`crate::shards`]), which is
 //! several slots, is refused.
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::{Error, Result};
 use crate::flow::{FlowSetting, QueueOrdering, RateSpec, Windows};
 use crate::store;
 use crate::store::flow::FlowStatus;
 use std::time::Duration;
 
-impl Client {
+impl Admin {
     /// Applies `settings` to `queue` in one atomic step, making it controlled. Every worker
     /// obeys them from its next admission on.
     pub async fn set_queue_flow(&self, queue: &str, settings: &[FlowSetting]) -> Result<()> {
@@ -46,7 +46,7 @@ impl Client {
     }
 
     /// Pauses `queue` for every worker: it keeps accepting jobs, running jobs finish, and no
-    /// job starts until [`Client::resume_queue`].
+    /// job starts until [`Admin::resume_queue`].
     pub async fn pause_queue(&self, queue: &str) -> Result<()> {
         self.set_queue_flow(queue, &[FlowSetting::Paused(true)])
             .await

@@ -3,6 +3,8 @@
 //! has a response timeout and TCP keepalive, so a connection that went silent is noticed and
 //! replaced.
 
+mod raw;
+
 use crate::chain::Chain;
 use crate::connection::{Connection, Dedicated, DedicatedOpener, Opener, Shared};
 use crate::endpoint::{self, TlsFiles};
@@ -425,16 +427,8 @@ impl Client {
             .await
     }
 
-    /// Splits `queue` into `count` shards (1: one list again), kept in Redis for every
-    /// producer and worker (see [`crate::shards`] for what happens to queued jobs).
-    pub async fn set_shards(&self, queue: &str, count: u32) -> Result<()> {
-        store::keys::validate_queue(queue)?;
-        crate::shards::validate_count(count)?;
-        store::shards::set(&mut self.connection(), self.keys(), queue, count).await
-    }
-
     /// Every sharded queue and its number of shards.
-    pub async fn shard_counts(&self) -> Result<HashMap<String, u32>> {
+    pub(crate) async fn shard_counts(&self) -> Result<HashMap<String, u32>> {
         store::shards::all(&mut self.connection(), self.keys()).await
     }
 
@@ -686,15 +680,8 @@ impl Client {
         })
     }
 
-    /// How many jobs wait in `queue`.
-    pub async fn queue_len(&self, queue: &str) -> Result<usize> {
-        store::queue::len(&mut self.connection(), self.keys(), queue).await
-    }
-
-    /// The known-queues set, sorted: the queues clients dispatched to and workers serve.
-    /// Names that are not valid queue names (written by hand or by another tool) are left out:
-    /// their keys would carry no hash tag.
-    pub async fn known_queues(&self) -> Result<Vec<String>> {
+    /// The known-queues set, sorted ([`crate::Admin::known_queues`]).
+    pub(crate) async fn known_queues(&self) -> Result<Vec<String>> {
         store::queue::known(&mut self.connection(), self.keys()).await
     }
 }

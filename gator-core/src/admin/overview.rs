@@ -1,6 +1,6 @@
 //! The fleet at a glance: what the dashboard's first page and `gator-worker stats` show.
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::Result;
 use serde::Serialize;
 
@@ -53,7 +53,7 @@ pub struct RedisInfo {
     pub uptime_seconds: u64,
 }
 
-impl Client {
+impl Admin {
     /// Totals over every known queue, the live processes, and the Redis server.
     pub async fn overview(&self) -> Result<Overview> {
         let queues = self.queue_infos().await?;
@@ -91,7 +91,7 @@ impl Client {
         let mut texts = Vec::new();
         collect_texts(reply, &mut texts);
         let mut info = RedisInfo {
-            mode: if self.is_cluster() {
+            mode: if self.client.is_cluster() {
                 "cluster"
             } else {
                 "standalone"

@@ -3,11 +3,11 @@
 //! of each queue, by score (`ZRANGE ... BYSCORE LIMIT`), from where the page before ended.
 //!
 //! ```no_run
-//! # async fn demo(client: gator_core::Client) -> gator_core::Result<()> {
+//! # async fn demo(admin: gator_core::Admin) -> gator_core::Result<()> {
 //! use gator_core::SetKind;
 //! let mut cursor = None;
 //! loop {
-//!     let page = client.set_page(SetKind::Dead, None, cursor.as_deref(), 100).await?;
+//!     let page = admin.set_page(SetKind::Dead, None, cursor.as_deref(), 100).await?;
 //!     for entry in &page.entries {
 //!         println!("{} {:?}", entry.score_ms, entry.jid());
 //!     }
@@ -26,7 +26,7 @@
 //! at the score itself those of later queues, and of this queue those after the first `k`. An
 //! entry removed or added meanwhile shifts a page by at most itself, as with Redis's `SCAN`.
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::{Error, Result};
 use crate::store::sets::{self, SetEntry, SetKind, Start};
 use serde::Serialize;
@@ -34,7 +34,7 @@ use serde::Serialize;
 /// The most entries one page may ask for.
 pub const MAX_SET_PAGE: usize = 1000;
 
-/// One page of a set ([`Client::set_page`]).
+/// One page of a set ([`Admin::set_page`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetPage {
     /// The entries, lowest score (oldest death, soonest due) first.
@@ -106,7 +106,7 @@ impl Cursor {
 /// millisecond, and a bound on what `LIMIT` skips.
 const MAX_TIES: usize = 10_000_000;
 
-impl Client {
+impl Admin {
     /// Up to `count` (at most [`MAX_SET_PAGE`]) entries of the `kind` set of `queue` (with its
     /// shards; `None`: of every known queue, merged by score), from `cursor` (`None`: from the
     /// start). Reads at most `count + 1` entries of each queue, however deep the page.

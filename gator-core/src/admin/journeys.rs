@@ -1,15 +1,15 @@
 //! The chains and workflows in flight, from their per-queue indexes
-//! ([`crate::store::flows_index`]).
+//! ([`crate::store::journeys`]).
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::Result;
-use crate::store::flows_index::{self, FlowKind};
+use crate::store::journeys::{self, JourneyKind};
 use crate::workflow::{StepState, WorkflowState};
 use serde::Serialize;
 
 /// A chain or a workflow that has not finished.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct FlowInFlight {
+pub struct JourneyInFlight {
     /// `chain` or `workflow`.
     pub kind: &'static str,
     /// Its id: a chain's id, or a workflow's `<uuid>@<home queue>`.
@@ -29,16 +29,16 @@ pub struct FlowInFlight {
     pub waiting: usize,
 }
 
-impl Client {
+impl Admin {
     /// Up to `limit` chains and up to `limit` workflows in flight per known queue, newest
     /// first. Ids of those that finished are pruned from the indexes as they are met.
-    pub async fn flows_in_flight(&self, limit: usize) -> Result<Vec<FlowInFlight>> {
+    pub async fn journeys_in_flight(&self, limit: usize) -> Result<Vec<JourneyInFlight>> {
         let (keys, mut conn) = (self.keys(), self.connection());
         let mut flows = Vec::new();
         for queue in self.known_queues().await? {
             // Chains: in flight while their list of waiting steps exists.
             let chains =
-                flows_index::newest(&mut conn, keys, FlowKind::Chain, &queue, limit).await?;
+                journeys::newest(&mut conn, keys, JourneyKind::Chain, &queue, limit).await?;
             let mut gone = Vec::new();
             if !chains.is_empty() {
                 let mut pipe = redis::pipe();
@@ -51,7 +51,7 @@ impl Client {
                         gone.push(id);
                         continue;
                     }
-                    flows.push(FlowInFlight {
+                    flows.push(JourneyInFlight {
                         kind: "chain",
                         id,
                         queue: queue.clone(),
@@ -63,14 +63,14 @@ impl Client {
                     });
                 }
             }
-            flows_index::prune(&mut conn, keys, FlowKind::Chain, &queue, &gone).await?;
+            journeys::prune(&mut conn, keys, JourneyKind::Chain, &queue, &gone).await?;
             // Workflows: in flight while their state is `running`.
             let workflows =
-                flows_index::newest(&mut conn, keys, FlowKind::Workflow, &queue, limit).await?;
+                journeys::newest(&mut conn, keys, JourneyKind::Workflow, &queue, limit).await?;
             let mut gone = Vec::new();
             for (uuid, at) in workflows {
                 let id = format!("{uuid}@{queue}");
-                let status = match self.workflow_status(&id).await? {
+                let status = match self.client.workflow_status(&id).await? {
                     Some(status) if status.state == WorkflowState::Running => status,
                     _ => {
                         gone.push(uuid);
@@ -79,7 +79,7 @@ impl Client {
                 };
                 let count =
                     |f: fn(&StepState) -> bool| status.steps.iter().filter(|s| f(&s.state)).count();
-                flows.push(FlowInFlight {
+                flows.push(JourneyInFlight {
                     kind: "workflow",
                     id,
                     queue: queue.clone(),
@@ -102,7 +102,7 @@ impl Client {
                     waiting: count(|s| matches!(s, StepState::Waiting)),
                 });
             }
-            flows_index::prune(&mut conn, keys, FlowKind::Workflow, &queue, &gone).await?;
+            journeys::prune(&mut conn, keys, JourneyKind::Workflow, &queue, &gone).await?;
         }
         flows.sort_by_key(|f| std::cmp::Reverse(f.created_at_ms));
         Ok(flows)

@@ -1,6 +1,6 @@
 //! The worker processes of the fleet and the jobs each one is running.
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::Result;
 use crate::store::processes::Description;
 use crate::store::status::{self, JobStatus};
@@ -55,7 +55,7 @@ pub struct RunningJob {
     pub args: serde_json::Value,
 }
 
-impl Client {
+impl Admin {
     /// Every live worker process with the jobs it is running, sorted by id. A process that
     /// stopped without deregistering shows until its registration expires (one lease).
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>> {

@@ -1,8 +1,8 @@
 //! The runtime API of periodic entries: add, remove, list, pause, resume and run now, each
-//! through [`Client`] (see the [module docs](super)).
+//! through [`Admin`] (see the [module docs](super)).
 
-use super::{CronEntry, Source};
-use crate::client::Client;
+use super::Admin;
+use crate::cron::{CronEntry, Source};
 use crate::error::{Error, Result};
 use crate::job::{Job, PendingJob, encode};
 use crate::store;
@@ -20,10 +20,10 @@ pub struct Periodic {
     pub next: Option<u64>,
 }
 
-/// What the fire of one tick did (see [`Client::run_periodic_now`] for a run-now).
+/// What the fire of one tick did (see [`Admin::run_periodic_now`] for a run-now).
 pub use store::cron::Fire;
 
-impl Client {
+impl Admin {
     /// Stores periodic entry `name`: `job` (its arguments fixed) enqueued on `cron` (5 or 6
     /// fields) in IANA zone `tz` (UTC if `None`), by whichever worker sees the tick first, once
     /// per tick. Replaces an entry of that name, keeping its last tick and pause; a new entry
@@ -40,7 +40,7 @@ impl Client {
         self.publish_periodic(&entry).await
     }
 
-    /// Stores `entry` (what [`Client::add_periodic`] and a worker's start do): registers its
+    /// Stores `entry` (what [`Admin::add_periodic`] and a worker's start do): registers its
     /// queue (and as controlled, if its job has flow options), then the entry.
     pub async fn publish_periodic(&self, entry: &CronEntry) -> Result<()> {
         let mut conn = self.connection();

@@ -16,13 +16,13 @@
 //! (`gator-worker queue rate QUEUE 10/1s --limiter email`) uses its own for its jobs; the
 //! shared one applies to every queue that does not.
 
-use crate::client::Client;
+use super::Admin;
 use crate::error::Result;
 use crate::flow::RateSpec;
 use crate::store;
 use crate::store::flow::RateStatus;
 
-impl Client {
+impl Admin {
     /// Sets shared rate limiter `name` to `rate`, or removes it with `None` (see
     /// [`crate::flow`]'s shared limiters). Every worker obeys it from its next start on.
     pub async fn set_shared_rate(&self, name: &str, rate: Option<RateSpec>) -> Result<()> {

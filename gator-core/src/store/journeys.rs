@@ -18,19 +18,19 @@ pub const INDEX_CAP: isize = 10_000;
 
 /// Chain or workflow.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FlowKind {
+pub enum JourneyKind {
     /// A chain: its list of waiting steps lives under its first queue's tag.
     Chain,
     /// A workflow: its hash lives under its home queue's tag.
     Workflow,
 }
 
-impl FlowKind {
+impl JourneyKind {
     /// The index of `queue` for this kind.
     pub fn index(self, keys: &Keys, queue: &str) -> String {
         match self {
-            FlowKind::Chain => keys.chains_index(queue),
-            FlowKind::Workflow => keys.workflows_index(queue),
+            JourneyKind::Chain => keys.chains_index(queue),
+            JourneyKind::Workflow => keys.workflows_index(queue),
         }
     }
 }
@@ -40,7 +40,7 @@ impl FlowKind {
 pub async fn add(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    kind: FlowKind,
+    kind: JourneyKind,
     queue: &str,
     id: &str,
     at_ms: u64,
@@ -67,7 +67,7 @@ pub async fn add(
 pub async fn newest(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    kind: FlowKind,
+    kind: JourneyKind,
     queue: &str,
     count: usize,
 ) -> Result<Vec<(String, u64)>> {
@@ -89,7 +89,7 @@ pub async fn newest(
 pub async fn prune(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    kind: FlowKind,
+    kind: JourneyKind,
     queue: &str,
     ids: &[String],
 ) -> Result<()> {

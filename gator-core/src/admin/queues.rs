@@ -1,13 +1,13 @@
 //! One row per queue: what waits, what runs, what failed, and its flow controls.
 
-use crate::client::Client;
+use super::Admin;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::keys::{Keys, validate_stored_queue};
 use crate::store::{flow, stats};
 use serde::Serialize;
 
-/// What [`Client::queue_infos`] shows of one queue (or shard).
+/// What [`Admin::queue_infos`] shows of one queue (or shard).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct QueueInfo {
     /// The queue (a shard is its own row: `default#3`).
@@ -44,7 +44,7 @@ pub struct QueueInfo {
     pub broken: Option<String>,
 }
 
-impl Client {
+impl Admin {
     /// A [`QueueInfo`] for every known queue (and shard), sorted by name.
     pub async fn queue_infos(&self) -> Result<Vec<QueueInfo>> {
         let queues = self.known_queues().await?;
@@ -62,7 +62,7 @@ impl Client {
     /// with their status records and unique locks, a chunk per atomic call
     /// (`clear_queue.lua`), up to what the list held when the call started: jobs pushed
     /// meanwhile may stay. On a controlled queue each parked job is cancelled
-    /// ([`Client::cancel`]), which settles it as a cancel does. Jobs running, scheduled,
+    /// ([`crate::Client::cancel`]), which settles it as a cancel does. Jobs running, scheduled,
     /// retrying or dead are left alone.
     pub async fn clear_queue(&self, queue: &str) -> Result<usize> {
         validate_stored_queue(queue)?;
@@ -100,7 +100,7 @@ impl Client {
         let mut cancelled = 0;
         for jid in parked_jids(&mut self.connection(), self.keys(), queue).await? {
             if matches!(
-                self.cancel(&jid).await?,
+                self.client.cancel(&jid).await?,
                 crate::Cancellation::Removed | crate::Cancellation::Stopping
             ) {
                 cancelled += 1;
