@@ -17,11 +17,9 @@
 //! runs on its own queue. If a step dies, the chain halts there: the rest waits, attached to
 //! the dead job, and retrying that job from the dead set resumes the chain.
 
-use crate::client::{Client, default_client};
 use crate::error::{Error, Result};
 use crate::job::{Encoded, Job, PendingJob, encode};
 use crate::payload::{ChainLink, Payload, new_jid};
-use std::time::{Duration, SystemTime};
 
 /// A chain being built; nothing is sent until it is dispatched.
 #[derive(Debug, Default)]
@@ -57,40 +55,6 @@ impl Chain {
     /// Whether the chain has no step.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
-    }
-
-    /// Enqueues the first step now through the default client; returns the chain id.
-    pub async fn dispatch(self) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            return crate::testing::dispatch_chain(mode, self, None).await;
-        }
-        default_client().await?.dispatch_chain(self, None).await
-    }
-
-    /// Runs the first step at `time` through the default client; returns the chain id.
-    pub async fn dispatch_at(self, time: SystemTime) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            return crate::testing::dispatch_chain(mode, self, Some(time)).await;
-        }
-        default_client()
-            .await?
-            .dispatch_chain(self, Some(time))
-            .await
-    }
-
-    /// Runs the first step after `delay` (on Redis's clock) through the default client; returns
-    /// the chain id.
-    pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            let at = crate::client::time_after(delay)?;
-            return crate::testing::dispatch_chain(mode, self, Some(at)).await;
-        }
-        default_client().await?.dispatch_chain_in(self, delay).await
-    }
-
-    /// Enqueues the first step now through `client`; returns the chain id.
-    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
-        client.dispatch_chain(self, None).await
     }
 
     /// The steps, not yet placed on shards or linked (see [`link`]).

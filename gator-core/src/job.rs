@@ -1,7 +1,6 @@
 //! What a job is to the runtime: the [`Job`] trait that `#[job]` implements, how it runs
 //! ([`Execution`]), how it fails ([`JobError`]), and a job ready to dispatch ([`PendingJob`]).
 
-use crate::client::{Client, default_client};
 use crate::context::{Context, StateNeed};
 use crate::error::{Error, Result};
 use crate::payload::{self, Payload};
@@ -360,69 +359,6 @@ impl<J: Job> PendingJob<J> {
     pub fn args(&self) -> &J::Args {
         &self.args
     }
-
-    /// Enqueues now through the process-wide default client; returns the jid.
-    pub async fn dispatch(self) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            return crate::testing::dispatch(mode, encode(self), None).await;
-        }
-        default_client().await?.dispatch(self).await
-    }
-
-    /// Schedules the job to run at `time` (a `SystemTime`, or Unix seconds as `f64`) through
-    /// the default client; returns the jid.
-    pub async fn dispatch_at(self, time: impl Into<DueTime>) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            let due = time.into().to_ms()?;
-            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(due);
-            return crate::testing::dispatch(mode, encode(self), Some(at)).await;
-        }
-        default_client().await?.dispatch_at(self, time).await
-    }
-
-    /// Schedules the job to run after `delay` through the default client; returns the jid.
-    pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            let at = crate::horizon::time_after(delay)?;
-            return crate::testing::dispatch(mode, encode(self), Some(at)).await;
-        }
-        default_client().await?.dispatch_in(self, delay).await
-    }
-
-    /// [`PendingJob::dispatch`] that says whether a new job was stored or a unique job's
-    /// duplicate was found ([`crate::unique`]); a job that is not unique is always new.
-    pub async fn dispatch_unique(self) -> Result<crate::unique::Dispatched> {
-        if let Some(mode) = crate::testing::active() {
-            let jid = crate::testing::dispatch(mode, encode(self), None).await?;
-            return Ok(crate::unique::Dispatched::New(jid));
-        }
-        default_client().await?.dispatch_unique(self).await
-    }
-
-    /// [`PendingJob::dispatch_in`] that says whether a new job was stored or a unique job's
-    /// duplicate was found.
-    pub async fn dispatch_unique_in(self, delay: Duration) -> Result<crate::unique::Dispatched> {
-        if let Some(mode) = crate::testing::active() {
-            let at = crate::horizon::time_after(delay)?;
-            let jid = crate::testing::dispatch(mode, encode(self), Some(at)).await?;
-            return Ok(crate::unique::Dispatched::New(jid));
-        }
-        default_client()
-            .await?
-            .dispatch_unique_in(self, delay)
-            .await
-    }
-
-    /// [`PendingJob::dispatch_with`] that says whether a new job was stored or a unique job's
-    /// duplicate was found.
-    pub async fn dispatch_unique_with(self, client: &Client) -> Result<crate::unique::Dispatched> {
-        client.dispatch_unique(self).await
-    }
-
-    /// Enqueues now through `client`; returns the jid.
-    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
-        client.dispatch(self).await
-    }
 }
 
 /// When a scheduled job is due: a `SystemTime`, or Unix seconds as an `f64` (as other
@@ -500,18 +436,4 @@ pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
     payload.flow = (!job.flow.is_empty()).then_some(job.flow);
     payload.unique = unique;
     Ok(Encoded { payload, shard_key })
-}
-
-/// Enqueues many jobs of one type in one round trip through the default client.
-pub async fn dispatch_many<J: Job>(
-    jobs: impl IntoIterator<Item = PendingJob<J>>,
-) -> Result<Vec<String>> {
-    if let Some(mode) = crate::testing::active() {
-        let mut jids = Vec::new();
-        for job in jobs {
-            jids.push(crate::testing::dispatch(mode.clone(), encode(job), None).await?);
-        }
-        return Ok(jids);
-    }
-    default_client().await?.dispatch_many(jobs).await
 }

@@ -56,15 +56,13 @@ pub mod workflow;
 pub use admin::Admin;
 pub use cancel::Cancellation;
 pub use chain::Chain;
-pub use client::{Client, ClientBuilder, default_client, set_default_client};
+pub use client::{Client, ClientBuilder, default_client, dispatch_many, set_default_client};
 pub use connection::Connection;
 pub use context::{Context, JobInfo, State, StateMap, StateNeed};
 pub use endpoint::TlsFiles;
 pub use error::{Error, Result};
 pub use gator_macros::job;
-pub use job::{
-    DueTime, Execution, IntoJobResult, Job, JobError, JobResult, PendingJob, dispatch_many,
-};
+pub use job::{DueTime, Execution, IntoJobResult, Job, JobError, JobResult, PendingJob};
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
 pub use replication::ReplicaWait;

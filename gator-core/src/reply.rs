@@ -34,11 +34,8 @@
 //!
 //! How the wait is kept, matched and timed out, crash-safe: `store::reply`.
 
-use crate::client::Client;
 use crate::error::Result;
-use crate::store;
 pub use crate::store::reply::{DEFAULT_LOOKBACK, Delivery};
-use serde::Serialize;
 use std::time::Duration;
 
 /// What a job asked for with [`crate::Context::await_reply`].
@@ -74,48 +71,6 @@ pub struct ReplyStats {
     pub duplicates: u64,
     /// Waits that timed out.
     pub timeouts: u64,
-}
-
-impl Client {
-    /// Answers the job waiting for `key` with `reply` (serialized as JSON): it goes on with it.
-    /// A reply that comes before the job waits is kept for [`DEFAULT_LOOKBACK`] (10 min) and
-    /// matched when it does. The first reply to a key wins: later ones within the lookback are
-    /// dropped, counted, and answered [`Delivery::Duplicate`].
-    pub async fn reply<T: Serialize + ?Sized>(&self, key: &str, reply: &T) -> Result<Delivery> {
-        self.reply_within(key, reply, DEFAULT_LOOKBACK).await
-    }
-
-    /// [`Client::reply`] with its own lookback window: how long it is kept if no job waits for
-    /// it yet, and how long later replies to `key` count as duplicates.
-    pub async fn reply_within<T: Serialize + ?Sized>(
-        &self,
-        key: &str,
-        reply: &T,
-        lookback: Duration,
-    ) -> Result<Delivery> {
-        validate_key(key)?;
-        let json = serde_json::to_string(reply)?;
-        let mut conn = self.connection();
-        let delivery = store::reply::reply(&mut conn, self.keys(), key, &json, lookback).await?;
-        if delivery == Delivery::Delivered {
-            // The waiting job goes on from here; if this process dies first, a worker's next
-            // recovery pass does it.
-            store::reply::drain(&mut conn, self.keys(), self.replica_wait()).await?;
-        }
-        Ok(delivery)
-    }
-
-    /// The counters of replies: delivered, kept, duplicates, waits timed out.
-    pub async fn reply_stats(&self) -> Result<ReplyStats> {
-        let [delivered, kept, duplicates, timeouts] =
-            store::reply::stats(&mut self.connection(), self.keys()).await?;
-        Ok(ReplyStats {
-            delivered,
-            kept,
-            duplicates,
-            timeouts,
-        })
-    }
 }
 
 /// A correlation key: 1 to 512 bytes.

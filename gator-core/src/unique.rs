@@ -30,13 +30,9 @@
 //!   after a burst ends (a search index rebuilt after the last edit). Once it has left the
 //!   scheduled set to run, the next dispatch makes a new debounced job.
 
-use crate::client::Client;
 use crate::error::{Error, Result};
-use crate::job::{DueTime, Job, PendingJob, encode};
-use crate::payload::Payload;
-use crate::store::{self, schedule::When};
 use serde::{Deserialize, Serialize};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// How long a unique job's lock lives when a dispatch asks for uniqueness without a TTL
 /// ([`PendingJob::unique_key`](crate::PendingJob::unique_key) alone): long enough for most
@@ -174,91 +170,6 @@ impl Dispatched {
 /// it with `redis.sha1hex` (see [`crate::store::keys::Keys::unique`]).
 pub fn digest(key: &str) -> String {
     sha1_smol::Sha1::from(key).digest().to_string()
-}
-
-impl Client {
-    /// [`Client::dispatch`] that says whether a new job was stored, or a unique job's
-    /// duplicate was found (its jid returned, nothing stored). A job that is not unique is
-    /// always [`Dispatched::New`].
-    pub async fn dispatch_unique<J: Job>(&self, job: PendingJob<J>) -> Result<Dispatched> {
-        if let Some(mode) = crate::testing::active() {
-            let jid = crate::testing::dispatch(mode, encode(job), None).await?;
-            return Ok(Dispatched::New(jid));
-        }
-        let payload = self.placed(encode(job)?).await?;
-        self.dispatch_placed(payload).await
-    }
-
-    /// [`Client::dispatch_at`] that says whether a new job was stored or a duplicate found.
-    /// A debounced job runs at `time` or its debounce delay from now, whichever is later.
-    pub async fn dispatch_unique_at<J: Job>(
-        &self,
-        job: PendingJob<J>,
-        time: impl Into<DueTime>,
-    ) -> Result<Dispatched> {
-        let due = time.into().to_ms()?;
-        if let Some(mode) = crate::testing::active() {
-            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(due);
-            let jid = crate::testing::dispatch(mode, encode(job), Some(at)).await?;
-            return Ok(Dispatched::New(jid));
-        }
-        let payload = self.placed(encode(job)?).await?;
-        let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
-        self.schedule_placed(payload, When::At(due), due).await
-    }
-
-    /// [`Client::dispatch_in`] that says whether a new job was stored or a duplicate found.
-    /// A debounced job runs after `delay` or its debounce delay, whichever is longer.
-    pub async fn dispatch_unique_in<J: Job>(
-        &self,
-        job: PendingJob<J>,
-        delay: Duration,
-    ) -> Result<Dispatched> {
-        let estimate = crate::payload::to_ms(crate::client::time_after(delay)?);
-        if let Some(mode) = crate::testing::active() {
-            let at = SystemTime::UNIX_EPOCH + Duration::from_millis(estimate);
-            let jid = crate::testing::dispatch(mode, encode(job), Some(at)).await?;
-            return Ok(Dispatched::New(jid));
-        }
-        let payload = self.placed(encode(job)?).await?;
-        if payload.flow.as_ref().is_some_and(|f| !f.windows.is_empty()) {
-            let due = self.redis_time().await? + store::lease::millis(delay);
-            let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
-            return self.schedule_placed(payload, When::At(due), due).await;
-        }
-        self.schedule_placed(payload, When::In(delay), estimate)
-            .await
-    }
-
-    /// The jid of the job holding unique key `key`'s lock on `queue`, if any: for a job
-    /// dispatched without a key of its own, `key` is [`default_key`] of its wire name and args.
-    pub async fn unique_holder(&self, queue: &str, key: &str) -> Result<Option<String>> {
-        store::keys::validate_queue(queue)?;
-        store::unique::holder(&mut self.connection(), self.keys(), queue, key).await
-    }
-
-    /// Stores a unique `payload` with its lock: now, or `when` (see [`store::unique::dispatch`]).
-    pub(crate) async fn store_unique(
-        &self,
-        payload: Payload,
-        when: Option<When>,
-    ) -> Result<Dispatched> {
-        self.register_if_due(std::slice::from_ref(&payload)).await?;
-        let mut conn = self.connection();
-        let (dispatched, _due) = store::unique::dispatch(&mut conn, self.keys(), &payload, when)
-            .await
-            .map_err(|e| e.of_queue(&payload.queue))?;
-        // A debounced duplicate replaced the pending job: it wrote too.
-        let debounced = payload
-            .unique
-            .as_ref()
-            .is_some_and(|u| u.debounce.is_some());
-        if !dispatched.is_duplicate() || debounced {
-            self.confirm_replicated(&mut conn, vec![payload.queue.as_str()])
-                .await?;
-        }
-        Ok(dispatched)
-    }
 }
 
 #[cfg(test)]

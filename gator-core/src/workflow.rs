@@ -32,16 +32,11 @@
 //! carried to the workflow idempotently by jid, so a parent's success is counted exactly once
 //! however often a worker dies on the way (see `store::workflow`).
 
-use crate::client::{Client, default_client};
 use crate::context::Context;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::job::{Encoded, Job, PendingJob, encode};
-use crate::payload::{WorkflowLink, new_jid};
 use crate::status::JobStatus;
-use crate::store;
-use crate::store::workflow::NewStep;
 use serde::{Deserialize, Serialize};
-use std::collections::HashMap;
 use std::time::SystemTime;
 
 /// What happens to a workflow when one of its steps dies (exhausts its retries).
@@ -61,8 +56,8 @@ pub enum OnFailure {
 /// One step of a workflow: a job, and what its death does to the workflow.
 #[derive(Debug)]
 pub struct Step {
-    job: Result<Encoded>,
-    on_failure: OnFailure,
+    pub(crate) job: Result<Encoded>,
+    pub(crate) on_failure: OnFailure,
 }
 
 impl Step {
@@ -92,7 +87,7 @@ impl<J: Job> From<PendingJob<J>> for Step {
 #[derive(Debug, Default)]
 #[must_use = "a Workflow does nothing until it is dispatched"]
 pub struct Workflow {
-    stages: Vec<Vec<Step>>,
+    pub(crate) stages: Vec<Vec<Step>>,
 }
 
 impl Workflow {
@@ -128,15 +123,6 @@ impl Workflow {
         self.stages.is_empty()
     }
 
-    /// Stores the workflow and starts its first stage through the default client; returns the
-    /// workflow id (`<uuid>@<home queue>`).
-    pub async fn dispatch(self) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            return crate::testing::dispatch_workflow(mode, self).await;
-        }
-        default_client().await?.dispatch_workflow(self).await
-    }
-
     /// The stages, each step encoded with its failure policy.
     pub(crate) fn into_stages(self) -> Result<Vec<Vec<(Encoded, OnFailure)>>> {
         self.stages
@@ -149,22 +135,17 @@ impl Workflow {
             })
             .collect()
     }
-
-    /// [`Workflow::dispatch`] through `client`.
-    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
-        client.dispatch_workflow(self).await
-    }
 }
 
 /// A step's record in its workflow, as stored (`s:<jid>`).
 #[derive(Debug, Serialize, Deserialize)]
-struct StepRecord {
-    job: String,
-    queue: String,
+pub(crate) struct StepRecord {
+    pub(crate) job: String,
+    pub(crate) queue: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    parents: Vec<String>,
+    pub(crate) parents: Vec<String>,
     #[serde(default, skip_serializing_if = "is_halt")]
-    policy: OnFailure,
+    pub(crate) policy: OnFailure,
 }
 
 fn is_halt(policy: &OnFailure) -> bool {
@@ -241,162 +222,13 @@ pub fn home_of(id: &str) -> Option<&str> {
     id.split_once('@').map(|(_, home)| home)
 }
 
-impl Client {
-    /// Stores `workflow` and starts its first stage; returns the workflow id.
-    pub async fn dispatch_workflow(&self, workflow: Workflow) -> Result<String> {
-        if let Some(mode) = crate::testing::active() {
-            return crate::testing::dispatch_workflow(mode, workflow).await;
-        }
-        if workflow.is_empty() {
-            return Err(Error::EmptyWorkflow);
-        }
-        let mut policies = Vec::new();
-        let mut stage_of = Vec::new();
-        let mut encoded = Vec::new();
-        for (n, stage) in workflow.stages.into_iter().enumerate() {
-            for step in stage {
-                encoded.push(step.job?);
-                policies.push(step.on_failure);
-                stage_of.push(n);
-            }
-        }
-        let placed = self.place(encoded).await?;
-        let id = format!("{}@{}", new_jid(), placed[0].queue);
-        let jids_of = |stage: usize| -> Vec<String> {
-            placed
-                .iter()
-                .zip(&stage_of)
-                .filter(|(_, s)| **s == stage)
-                .map(|(p, _)| p.jid.clone())
-                .collect()
-        };
-        let mut steps = Vec::with_capacity(placed.len());
-        for ((payload, stage), policy) in placed.iter().zip(&stage_of).zip(&policies) {
-            let parents = if *stage == 0 {
-                Vec::new()
-            } else {
-                jids_of(stage - 1)
-            };
-            let mut payload = payload.clone();
-            payload.workflow = Some(WorkflowLink {
-                id: id.clone(),
-                parents: parents.clone(),
-            });
-            steps.push(NewStep {
-                record: record(&payload.job, &payload.queue, parents, *policy)?,
-                children: jids_of(stage + 1),
-                payload,
-            });
-        }
-        let payloads: Vec<_> = steps.iter().map(|s| s.payload.clone()).collect();
-        self.register_controlled(&payloads).await?;
-        let mut conn = self.connection();
-        store::workflow::create(&mut conn, self.keys(), &id, &steps, self.replica_wait()).await?;
-        Ok(id)
-    }
-
-    /// Adds `step` to workflow `id`, to run once the steps `after` (jids of its steps) have
-    /// succeeded, or at once if they have or `after` is empty. A workflow that is done runs
-    /// again with it; a failed one refuses it. Returns the new step's jid.
-    pub async fn add_to_workflow(
-        &self,
-        id: &str,
-        step: impl Into<Step>,
-        after: &[&str],
-    ) -> Result<String> {
-        store::workflow::split_id(id)?;
-        let step = step.into();
-        let mut payload = self.placed(step.job?).await?;
-        let parents: Vec<String> = after.iter().map(|jid| (*jid).to_owned()).collect();
-        payload.workflow = Some(WorkflowLink {
-            id: id.to_owned(),
-            parents: parents.clone(),
-        });
-        let new = NewStep {
-            record: record(&payload.job, &payload.queue, parents, step.on_failure)?,
-            children: Vec::new(),
-            payload,
-        };
-        self.register_controlled(std::slice::from_ref(&new.payload))
-            .await?;
-        let mut conn = self.connection();
-        store::workflow::add(&mut conn, self.keys(), id, &new, self.replica_wait()).await?;
-        Ok(new.payload.jid)
-    }
-
-    /// Every step of workflow `id` with its state; `None` if the workflow is unknown (never
-    /// dispatched, or finished longer ago than the worker's `--retention`). Two round trips:
-    /// the workflow's hash, then the status records of its released steps in one pipeline.
-    pub async fn workflow_status(&self, id: &str) -> Result<Option<WorkflowStatus>> {
-        let mut conn = self.connection();
-        let fields = store::workflow::read(&mut conn, self.keys(), id).await?;
-        if fields.is_empty() {
-            return Ok(None);
-        }
-        let mut steps: Vec<(String, StepRecord)> = fields
-            .iter()
-            .filter_map(|(field, value)| {
-                let jid = field.strip_prefix("s:")?;
-                Some((jid.to_owned(), serde_json::from_str(value).ok()?))
-            })
-            .collect();
-        // Jids are UUIDv7, minted in the order the steps were added.
-        steps.sort_by(|a, b| a.0.cmp(&b.0));
-        let state_of = |jid: &str| fields.get(&format!("st:{jid}")).map(String::as_str);
-        let released: Vec<(String, String)> = steps
-            .iter()
-            .filter(|(jid, _)| !matches!(state_of(jid), Some("waiting" | "cancelled")))
-            .map(|(jid, step)| (step.queue.clone(), jid.clone()))
-            .collect();
-        let records = store::status::read_many(&mut conn, self.keys(), &released).await?;
-        let mut records: HashMap<String, JobStatus> = released
-            .into_iter()
-            .zip(records)
-            .map(|((_, jid), record)| {
-                let status = record.map_or(JobStatus::Unknown, |r| r.status);
-                (jid, status)
-            })
-            .collect();
-        let halted = steps.iter().any(|(jid, step)| {
-            matches!(state_of(jid), Some("dead" | "cancelled")) && step.policy == OnFailure::Halt
-        });
-        let state = match fields.get("state").map(String::as_str) {
-            Some("done") => WorkflowState::Done,
-            Some("failed") => WorkflowState::Failed,
-            Some("cancelled") => WorkflowState::Cancelled,
-            _ if halted => WorkflowState::Halted,
-            _ => WorkflowState::Running,
-        };
-        let created_ms = fields
-            .get("created")
-            .and_then(|ms| ms.parse::<u64>().ok())
-            .unwrap_or(0);
-        Ok(Some(WorkflowStatus {
-            id: id.to_owned(),
-            state,
-            created_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(created_ms),
-            steps: steps
-                .into_iter()
-                .map(|(jid, step)| StepStatus {
-                    state: match state_of(&jid) {
-                        Some("waiting") => StepState::Waiting,
-                        Some("cancelled") => StepState::Cancelled,
-                        _ => StepState::Job(records.remove(&jid).unwrap_or(JobStatus::Unknown)),
-                    },
-                    result: fields.get(&format!("r:{jid}")).cloned(),
-                    jid,
-                    job: step.job,
-                    queue: step.queue,
-                    parents: step.parents,
-                    on_failure: step.policy,
-                })
-                .collect(),
-        }))
-    }
-}
-
 /// A step's record as stored in its workflow.
-fn record(job: &str, queue: &str, parents: Vec<String>, policy: OnFailure) -> Result<String> {
+pub(crate) fn record(
+    job: &str,
+    queue: &str,
+    parents: Vec<String>,
+    policy: OnFailure,
+) -> Result<String> {
     Ok(serde_json::to_string(&StepRecord {
         job: job.to_owned(),
         queue: queue.to_owned(),

@@ -1,0 +1,186 @@
+//! Cancelling a job, or a workflow's steps that have not finished ([`crate::cancel`]).
+
+use super::Client;
+use crate::cancel::{Cancellation, TRIES};
+use crate::error::Result;
+use crate::status::JobStatus;
+use crate::store;
+use crate::store::cancel::Waiting;
+use crate::store::sets::SetKind;
+use crate::store::status::DEFAULT_RETENTION;
+
+impl Client {
+    /// Cancels job `jid`: removes it if it is waiting (queued, scheduled, retrying), or has its
+    /// worker stop it if it is running. A cancelled job is recorded `cancelled` (kept 24 h) and
+    /// never retried. A queued job is found by reading its queue's list page by page, so the
+    /// cost grows with the queue's length (about a millisecond per 10,000 jobs queued before
+    /// it); a scheduled or retrying one with a `ZSCAN` of its set.
+    pub async fn cancel(&self, jid: &str) -> Result<Cancellation> {
+        let mut conn = self.connection();
+        let keys = self.keys();
+        for _ in 0..TRIES {
+            let Some(details) = self.job_details(jid).await? else {
+                return Ok(Cancellation::Unknown);
+            };
+            let queue = details.queue.as_str();
+            let cancelled = match details.status {
+                status if status.is_final() => return Ok(Cancellation::Finished(status)),
+                JobStatus::Running { .. } => {
+                    if store::cancel::mark(
+                        &mut conn,
+                        keys,
+                        queue,
+                        jid,
+                        "running",
+                        DEFAULT_RETENTION,
+                    )
+                    .await?
+                    {
+                        return Ok(Cancellation::Stopping);
+                    }
+                    false
+                }
+                JobStatus::Queued if self.is_controlled(queue).await? => {
+                    // Parked: only a worker's admission takes it out; it is settled there.
+                    if store::cancel::mark(&mut conn, keys, queue, jid, "queued", DEFAULT_RETENTION)
+                        .await?
+                    {
+                        return Ok(Cancellation::Removed);
+                    }
+                    false
+                }
+                JobStatus::Queued => {
+                    let found = store::cancel::find_queued(&mut conn, keys, queue, jid).await?;
+                    if found.is_none() {
+                        // Fetched already, not yet marked running (a job's record says so after
+                        // 100 ms): its worker settles it, at its start or while it runs.
+                        if store::cancel::mark(
+                            &mut conn,
+                            keys,
+                            queue,
+                            jid,
+                            "queued",
+                            DEFAULT_RETENTION,
+                        )
+                        .await?
+                        {
+                            return Ok(Cancellation::Stopping);
+                        }
+                    }
+                    self.remove(queue, jid, Waiting::Queued, found).await?
+                }
+                JobStatus::Scheduled { .. } | JobStatus::Retrying { .. } => {
+                    let (kind, at) = match details.status {
+                        JobStatus::Scheduled { .. } => (SetKind::Scheduled, Waiting::Scheduled),
+                        _ => (SetKind::Retry, Waiting::Retrying),
+                    };
+                    let found =
+                        store::cancel::find_in_set(&mut conn, keys, kind, queue, jid).await?;
+                    self.remove(queue, jid, at, found).await?
+                }
+                JobStatus::AwaitingReply { key, .. } => {
+                    let Some(waiter) = store::reply::end_wait(&mut conn, keys, &key, jid).await?
+                    else {
+                        // Its reply came, or it timed out, meanwhile: look again.
+                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                        continue;
+                    };
+                    let report = store::inflight::handoff_on_end(
+                        &waiter.payload,
+                        "cancelled",
+                        DEFAULT_RETENTION,
+                    )
+                    .unwrap_or_default();
+                    store::cancel::mark_with(
+                        &mut conn,
+                        keys,
+                        queue,
+                        jid,
+                        "awaiting",
+                        DEFAULT_RETENTION,
+                        &report,
+                    )
+                    .await?;
+                    if !report.is_empty() {
+                        let wait = self.replica_wait();
+                        store::chain::drain_outbox(&mut conn, keys, queue, wait).await?;
+                    }
+                    return Ok(Cancellation::Removed);
+                }
+                _ => return Ok(Cancellation::Unknown),
+            };
+            if cancelled {
+                return Ok(Cancellation::Removed);
+            }
+            // It moved between the read and the removal (fetched, promoted, retried): again.
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        Err(crate::Error::CancelRaced {
+            jid: jid.to_owned(),
+        })
+    }
+
+    async fn remove(
+        &self,
+        queue: &str,
+        jid: &str,
+        at: Waiting,
+        found: Option<String>,
+    ) -> Result<bool> {
+        let Some(payload) = found else {
+            return Ok(false);
+        };
+        let mut conn = self.connection();
+        store::cancel::remove(
+            &mut conn,
+            self.keys(),
+            queue,
+            jid,
+            at,
+            &payload,
+            DEFAULT_RETENTION,
+        )
+        .await
+    }
+
+    async fn is_controlled(&self, queue: &str) -> Result<bool> {
+        let exists: bool = redis::cmd("EXISTS")
+            .arg(self.keys().flow(queue))
+            .query_async(&mut self.connection())
+            .await?;
+        Ok(exists)
+    }
+
+    /// Cancels workflow `id`: its steps still waiting and those waiting in their queues are
+    /// cancelled, its running steps are stopped ([`Client::cancel`] on each), and it is
+    /// recorded `Cancelled`. Returns how many steps it cancelled; 0 if it had already ended.
+    pub async fn cancel_workflow(&self, id: &str) -> Result<usize> {
+        let before = self.workflow_status(id).await?;
+        let Some(before) = before else {
+            return Err(crate::Error::UnknownWorkflow { id: id.to_owned() });
+        };
+        let waiting = before
+            .steps
+            .iter()
+            .filter(|s| s.state == crate::workflow::StepState::Waiting)
+            .count();
+        let released =
+            store::workflow::cancel(&mut self.connection(), self.keys(), id, DEFAULT_RETENTION)
+                .await?;
+        if before.state != crate::workflow::WorkflowState::Running
+            && before.state != crate::workflow::WorkflowState::Halted
+        {
+            return Ok(0);
+        }
+        let mut cancelled = waiting;
+        for (jid, _queue) in released {
+            if matches!(
+                self.cancel(&jid).await?,
+                Cancellation::Removed | Cancellation::Stopping
+            ) {
+                cancelled += 1;
+            }
+        }
+        Ok(cancelled)
+    }
+}

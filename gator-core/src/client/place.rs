@@ -1,0 +1,59 @@
+//! Where and when a dispatched job goes, before it is stored: through the client middleware,
+//! held to the payload limit, placed on a shard of its queue, and, for a job with time
+//! windows, moved to its next opening.
+
+use super::Client;
+use crate::error::Result;
+use crate::job::Encoded;
+use crate::payload::Payload;
+
+impl Client {
+    /// `job`'s payload, on the shard of its queue it belongs to (see [`crate::shards`]).
+    pub(crate) async fn placed(&self, job: Encoded) -> Result<Payload> {
+        let mut placed = self.place(vec![job]).await?;
+        Ok(placed.pop().expect("one payload per job"))
+    }
+
+    /// [`Client::placed`] for many jobs, each first through the client middleware: a refusal
+    /// stores none of them.
+    pub(crate) async fn place(&self, mut jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+        for job in &mut jobs {
+            if !self.inner.middleware.is_empty() {
+                self.inner.middleware.apply(&mut job.payload)?;
+            }
+            crate::payload::limit::check(&job.payload, self.inner.max_payload)?;
+        }
+        self.inner
+            .shards
+            .place(&mut self.connection(), self.keys(), jobs)
+            .await
+    }
+
+    /// For a job with time windows ([`PendingJob::windows`]): when it may start, on Redis's
+    /// clock, if it is due at `due` (ms; now if `None`): `due` itself if that lies inside a
+    /// window, else the next opening. `None` for a job without windows, or one due now inside
+    /// a window. Costs a `TIME` call, for jobs with windows only.
+    pub(crate) async fn window_start(
+        &self,
+        payload: &Payload,
+        due: Option<u64>,
+    ) -> Result<Option<u64>> {
+        let Some(windows) = payload
+            .flow
+            .as_ref()
+            .map(crate::flow::FlowOptions::parsed_windows)
+            .transpose()?
+            .flatten()
+        else {
+            return Ok(None);
+        };
+        let now = self.redis_time().await?;
+        let due = due.unwrap_or(now).max(now);
+        let start = i64::try_from(due)
+            .ok()
+            .and_then(|due| windows.next_start(due))
+            .and_then(|start| u64::try_from(start).ok())
+            .unwrap_or(due);
+        Ok((start > now).then_some(start))
+    }
+}
