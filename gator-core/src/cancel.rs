@@ -19,7 +19,7 @@
 
 use crate::status::JobStatus;
 
-/// What [`Client::cancel`] did.
+/// What `Client::cancel` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Cancellation {
     /// It was waiting (queued, scheduled or retrying): it was removed, and is recorded

@@ -67,7 +67,7 @@ pub enum Error {
         expected: &'static str,
     },
     /// The enqueue reached the master, but fewer replicas than asked confirmed it in time
-    /// (see [`crate::replication`]): if the master fails now, the job may be lost. Dispatching
+    /// (see `replication`): if the master fails now, the job may be lost. Dispatching
     /// again may run the job twice.
     #[error(
         "the job reached the master, but only {confirmed} of {wanted} replicas confirmed it within {timeout:?}: it may be lost if the master fails now (dispatching it again may run it twice)"
@@ -116,7 +116,7 @@ pub enum Error {
         /// The wire names there are, comma-separated.
         known: String,
     },
-    /// A job name given by wire name ([`crate::Client::enqueue_raw`]) that cannot be one
+    /// A job name given by wire name (`Client::enqueue_raw`) that cannot be one
     /// ([`gator_rules::job_name`]): empty, over 256 bytes, or with control, invisible or
     /// bidirectional characters.
     #[error(
@@ -129,7 +129,7 @@ pub enum Error {
         reason: String,
     },
     /// A job whose payload is larger than the client's limit
-    /// ([`crate::ClientBuilder::max_payload`]); nothing was stored.
+    /// (`ClientBuilder::max_payload`); nothing was stored.
     #[error(
         "the payload of job {job:?} is {bytes} bytes, over the limit of {max}: keep large data elsewhere (object storage, a database) and pass its key, or raise the limit (ClientBuilder::max_payload, GATOR_MAX_PAYLOAD)"
     )]
@@ -141,7 +141,7 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
-    /// Arguments given as JSON ([`crate::Client::enqueue_raw`]) that are not a job's.
+    /// Arguments given as JSON (`Client::enqueue_raw`) that are not a job's.
     #[error("invalid args: {reason}")]
     InvalidArgs {
         /// Why.
@@ -150,7 +150,7 @@ pub enum Error {
     /// A chain with no step was dispatched.
     #[error("a chain needs at least one step: add them with `.then(Job::call(..))`")]
     EmptyChain,
-    /// [`crate::Client::cancel`] found job `jid` in a new state each of the many times it
+    /// `Client::cancel` found job `jid` in a new state each of the many times it
     /// tried to remove it.
     #[error("job {jid} kept moving while it was being cancelled; try again")]
     CancelRaced {
@@ -163,7 +163,7 @@ pub enum Error {
         /// The key (its first 64 characters).
         key: String,
     },
-    /// In inline testing mode ([`crate::testing::inline`]), the job run at its dispatch
+    /// In inline testing mode (`testing::inline`), the job run at its dispatch
     /// failed.
     #[error("job {job} failed when run inline: {reason}")]
     InlineJobFailed {
@@ -172,7 +172,7 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// Client middleware ([`crate::middleware::DispatchMiddleware`]) refused to dispatch a job:
+    /// Client middleware (`middleware::DispatchMiddleware`) refused to dispatch a job:
     /// nothing was stored.
     #[error("dispatch of job {job} refused by middleware: {reason}")]
     Rejected {
@@ -208,7 +208,7 @@ pub enum Error {
         /// Why the time was refused.
         reason: String,
     },
-    /// [`crate::Client::wait_for`] gave up before the job was done or dead.
+    /// `Client::wait_for` gave up before the job was done or dead.
     #[error("job {jid} was still {state} after waiting {waited:?}")]
     WaitTimedOut {
         /// The job waited for.
@@ -219,7 +219,7 @@ pub enum Error {
         waited: std::time::Duration,
     },
     /// A periodic entry that cannot be used: a bad cron expression, time zone or name (see
-    /// [`crate::cron`]).
+    /// `cron`).
     #[error("invalid periodic job {name:?}: {reason}")]
     InvalidCron {
         /// The entry's name.
@@ -233,7 +233,7 @@ pub enum Error {
         /// The name asked for.
         name: String,
     },
-    /// A flow option or queue setting that cannot be used (see [`crate::flow`]).
+    /// A flow option or queue setting that cannot be used (see `flow`).
     #[error("invalid flow control setting: {reason}")]
     InvalidFlow {
         /// Why it was refused.
@@ -252,9 +252,9 @@ pub(crate) fn cut_name(name: &str) -> String {
 
 impl Error {
     /// Whether Redis refused a command on a queue's list key for its type: the queue is under
-    /// flow control ([`crate::flow`]) and its list key holds the `controlled` marker.
+    /// flow control (`flow`) and its list key holds the `controlled` marker.
     pub fn is_controlled_queue(&self) -> bool {
-        matches!(self, Error::Redis(e) if crate::store::queue::is_wrong_type(e))
+        matches!(self, Error::Redis(e) if is_wrong_type(e))
     }
 
     /// Whether Redis refused a read or a write for what it found in a key: a key of the wrong
@@ -264,8 +264,7 @@ impl Error {
         match self {
             Error::BrokenQueue { .. } => true,
             Error::Redis(e) => {
-                crate::store::queue::is_wrong_type(e)
-                    || e.kind() == redis::ErrorKind::UnexpectedReturnType
+                is_wrong_type(e) || e.kind() == redis::ErrorKind::UnexpectedReturnType
             }
             _ => false,
         }
@@ -297,6 +296,22 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a
+/// queue's list key, the queue is under flow control and the key holds its marker.
+pub fn is_wrong_type(error: &redis::RedisError) -> bool {
+    has_server_code(error, "WRONGTYPE")
+}
+
+/// Whether Redis answered `code` (`WRONGTYPE`, `OOM`), to a command or to one in a `MULTI`
+/// (which comes back as a pipeline error holding the server's errors).
+pub fn has_server_code(error: &redis::RedisError, code: &str) -> bool {
+    error.code() == Some(code)
+        || error
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == code))
 }
 
 /// What Redis said, without the name and line of the script that said it (`script: <sha>, on

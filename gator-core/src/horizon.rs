@@ -36,7 +36,7 @@ pub(crate) fn time_after(delay: Duration) -> Result<SystemTime> {
 
 /// `ms` since the epoch, if it is no more than [`SCHEDULE_HORIZON`] ahead of now.
 pub(crate) fn check_due_ms(ms: u64) -> Result<u64> {
-    let horizon = crate::payload::now_ms().saturating_add(SCHEDULE_HORIZON.as_millis() as u64);
+    let horizon = crate::clock::now_ms().saturating_add(SCHEDULE_HORIZON.as_millis() as u64);
     if ms > horizon {
         return Err(Error::InvalidTime {
             reason: format!(

@@ -2,11 +2,11 @@
 //! server middleware.
 //!
 //! - **Client middleware** ([`DispatchMiddleware`], added with
-//!   [`ClientBuilder::middleware`](crate::ClientBuilder::middleware)) sees each job a client is
+//!   `ClientBuilder::middleware`) sees each job a client is
 //!   about to store, whatever the path (`dispatch`, `dispatch_at`/`_in`, `dispatch_many`, each
 //!   step of a chain or workflow): it may change the payload (add a tenant id to its
-//!   [`headers`](crate::Payload::headers)) or refuse it, and then nothing is stored and the
-//!   dispatch returns [`Error::Rejected`](crate::Error::Rejected).
+//!   [`headers`](crate::payload::Payload::headers)) or refuse it, and then nothing is stored and the
+//!   dispatch returns [`Error::Rejected`](crate::error::Error::Rejected).
 //! - **Server middleware** wraps each job run in a worker. It is a
 //!   [`tower::Layer`](https://docs.rs/tower) over a `tower::Service<JobRun>` (added with
 //!   `gator_worker::WorkerBuilder::layer`), or an async fn given to
@@ -54,9 +54,9 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-/// Client middleware: called for each job a [`Client`](crate::Client) is about to store.
+/// Client middleware: called for each job a `Client` is about to store.
 /// Return `Err(reason)` to refuse it: the dispatch fails with
-/// [`Error::Rejected`](crate::Error::Rejected) and nothing of it (nor of the batch, chain or
+/// [`Error::Rejected`](crate::error::Error::Rejected) and nothing of it (nor of the batch, chain or
 /// workflow it belongs to) is stored.
 pub trait DispatchMiddleware: Send + Sync + 'static {
     /// Sees, and may change, `job` before it is stored. Its queue may be changed too (to a
@@ -93,12 +93,12 @@ impl DispatchChain {
     }
 
     /// Runs every middleware on `job`, in order; the first refusal stops it.
-    pub(crate) fn apply(&self, job: &mut Payload) -> crate::Result<()> {
+    pub(crate) fn apply(&self, job: &mut Payload) -> crate::error::Result<()> {
         let jid = job.jid.clone();
         for middleware in &self.0 {
             middleware
                 .dispatch(job)
-                .map_err(|reason| crate::Error::Rejected {
+                .map_err(|reason| crate::error::Error::Rejected {
                     job: job.job.clone(),
                     reason,
                 })?;
@@ -107,16 +107,6 @@ impl DispatchChain {
         job.jid = jid;
         crate::store::keys::validate_queue(&job.queue)
     }
-}
-
-/// The middleware every client starts with: with the `otel` feature, trace propagation;
-/// none without it.
-pub(crate) fn default_chain() -> DispatchChain {
-    #[allow(unused_mut)]
-    let mut chain = DispatchChain::default();
-    #[cfg(feature = "otel")]
-    chain.push(Arc::new(crate::otel::TracePropagation));
-    chain
 }
 
 /// One run of a job, as server middleware sees it: the job's [`Context`] (jid, name, queue,

@@ -4,7 +4,7 @@
 //! 1. **Dispatch.** Every client runs [`TracePropagation`] first among its client middleware:
 //!    if the current `tracing` span has an OpenTelemetry context (the app installed a
 //!    `tracing-opentelemetry` layer), it is recorded in the job's
-//!    [headers](crate::Payload::headers) as a W3C `traceparent` (and `tracestate`, if any).
+//!    [headers](crate::payload::Payload::headers) as a W3C `traceparent` (and `tracestate`, if any).
 //! 2. **Run.** A worker built with gator-worker's `otel` feature reads that header and makes
 //!    the job's span (`job`, with `jid`, `job`, `queue`, `attempt`) its child
 //!    ([`adopt_parent`]). Every attempt of a job is a child of the same dispatch.

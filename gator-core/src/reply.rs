@@ -1,11 +1,10 @@
 //! Jobs that wait for a reply from elsewhere (an HTTP callback, a Kafka message), matched by a
-//! correlation key, as hipq does. A job calls [`Context::await_reply`](crate::Context) and
-//! returns; any process answers with [`Client::reply`].
+//! correlation key, as hipq does. A job calls [`Context::await_reply`](crate::context::Context) and
+//! returns; any process answers with `Client::reply`.
 //!
 //! ```no_run
 //! use gator_core::{Client, Context, JobError, job};
-//! use std::time::Duration;
-//!
+//! //!
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct Confirmation { order: u64, accepted: bool }
 //!
@@ -34,31 +33,11 @@
 //!
 //! How the wait is kept, matched and timed out, crash-safe: `store::reply`.
 
+pub use crate::context::AwaitReply;
+use crate::context::Context;
 use crate::error::Result;
+use crate::job::{Job, JobError, PendingJob, encode};
 pub use crate::store::reply::{DEFAULT_LOOKBACK, Delivery};
-use std::time::Duration;
-
-/// What a job asked for with [`crate::Context::await_reply`].
-#[derive(Debug, Clone)]
-pub struct AwaitReply {
-    /// The correlation key.
-    pub key: String,
-    /// How long it waits.
-    pub timeout: Duration,
-    /// The handler job's payload (JSON), or why it could not be encoded.
-    pub then: Option<std::result::Result<String, String>>,
-}
-
-impl AwaitReply {
-    /// A wait for the reply to `key`, up to `timeout`, then dispatching `then` with it.
-    pub fn new(
-        key: String,
-        timeout: Duration,
-        then: Option<std::result::Result<String, String>>,
-    ) -> AwaitReply {
-        AwaitReply { key, timeout, then }
-    }
-}
 
 /// The counters of replies since the namespace was created.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -76,9 +55,43 @@ pub struct ReplyStats {
 /// A correlation key: 1 to 512 bytes.
 pub fn validate_key(key: &str) -> Result<()> {
     if key.is_empty() || key.len() > 512 {
-        return Err(crate::Error::InvalidReplyKey {
+        return Err(crate::error::Error::InvalidReplyKey {
             key: key.chars().take(64).collect(),
         });
     }
     Ok(())
+}
+
+/// What a job that waits for a reply calls on its context (the rest of the wait is in
+/// `crate::context`, which knows no job type).
+impl Context {
+    /// [`Context::await_reply`], and when the reply comes, `handler` is dispatched with it: it
+    /// reads the reply typed with [`Context::reply`]. (An error encoding `handler` fails this
+    /// job when it returns.)
+    pub fn await_reply_then<J: Job>(
+        &self,
+        key: impl Into<String>,
+        timeout: std::time::Duration,
+        handler: PendingJob<J>,
+    ) {
+        let handler = encode(handler).map(|e| e.payload.to_json());
+        self.set_await(AwaitReply::new(
+            key.into(),
+            timeout,
+            Some(handler.map_err(|e| e.to_string())),
+        ));
+    }
+
+    /// For a handler job dispatched by [`Context::await_reply_then`]: the reply, decoded as a
+    /// `T`; `Ok(None)` for any other job, an error if the reply is not a `T`.
+    pub fn reply<T: serde::de::DeserializeOwned>(
+        &self,
+    ) -> std::result::Result<Option<T>, JobError> {
+        let Some(json) = self.reply_text() else {
+            return Ok(None);
+        };
+        serde_json::from_str(json)
+            .map(Some)
+            .map_err(|e| JobError::new(format!("the reply is not of the type asked for: {e}")))
+    }
 }

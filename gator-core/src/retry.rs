@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 /// A failed attempt, as a retry strategy (`#[job(retry = my_strategy)]`) sees it.
 #[derive(Debug)]
 pub struct RetryContext<'a> {
-    /// Why it failed; [`crate::JobError::downcast_ref`] reaches a typed error.
-    pub error: &'a crate::JobError,
+    /// Why it failed; `JobError::downcast_ref` reaches a typed error.
+    pub error: &'a crate::failure::JobError,
     /// The failures so far, this one included (1 after the first attempt failed).
     pub failures: u32,
     /// The job's jid.

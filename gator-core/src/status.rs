@@ -4,7 +4,7 @@
 
 pub use crate::store::status::JobStatus;
 
-/// What [`Client::job_details`] found about a job.
+/// What `Client::job_details` found about a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobDetails {
     /// The queue (or shard) whose record it is.

@@ -1,13 +1,13 @@
 //! Unique jobs and debounce: at most one job per key waits or runs on a queue.
 //!
 //! A job type marked `#[job(unique_for = "10m")]` (or a dispatch given
-//! [`PendingJob::unique_for`](crate::PendingJob::unique_for) or
-//! [`PendingJob::unique_key`](crate::PendingJob::unique_key)) carries a `unique` field in its
+//! `PendingJob::unique_for` or
+//! `PendingJob::unique_key`) carries a `unique` field in its
 //! payload: `{"key": "...", "until": "success", "ttl": 600000}` (see `docs/wire-format.md`).
 //! Its dispatch takes a lock in the same script that enqueues or schedules it
 //! (`unique_dispatch.lua`): while the lock is held, another dispatch with the same key stores
 //! nothing and returns the holder's jid, flagged as a duplicate by
-//! [`Client::dispatch_unique`](crate::Client::dispatch_unique) ([`Dispatched::Duplicate`]).
+//! `Client::dispatch_unique` ([`Dispatched::Duplicate`]).
 //!
 //! - **The key** is the job's wire name and its arguments as JSON (`send_email:["a@b.c"]`),
 //!   or the key a dispatch gives. Arguments with a `HashMap` serialize in no fixed order: give
@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 /// How long a unique job's lock lives when a dispatch asks for uniqueness without a TTL
-/// ([`PendingJob::unique_key`](crate::PendingJob::unique_key) alone): long enough for most
+/// (`PendingJob::unique_key` alone): long enough for most
 /// jobs to finish, short enough that a lost job frees its key within the hour.
 pub const DEFAULT_UNIQUE_FOR: Duration = Duration::from_secs(3600);
 
@@ -74,7 +74,7 @@ impl UniqueOptions {
 
     /// Checks that the TTL and the debounce delay are usable.
     pub fn validate(&self) -> Result<()> {
-        let horizon = crate::client::SCHEDULE_HORIZON;
+        let horizon = crate::horizon::SCHEDULE_HORIZON;
         if self.ttl.as_millis() == 0 || self.ttl > horizon {
             return Err(Error::InvalidUnique {
                 reason: format!(
@@ -123,8 +123,8 @@ impl Unique {
         Unique {
             key,
             until: options.until,
-            ttl: crate::store::lease::millis(options.ttl),
-            debounce: options.debounce.map(crate::store::lease::millis),
+            ttl: millis(options.ttl),
+            debounce: options.debounce.map(millis),
         }
     }
 }
@@ -135,7 +135,7 @@ pub fn default_key(job: &str, args: &serde_json::Value) -> String {
     format!("{job}:{args}")
 }
 
-/// What [`Client::dispatch_unique`](crate::Client::dispatch_unique) did.
+/// What `Client::dispatch_unique` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dispatched {
     /// A new job was stored; its jid.
@@ -167,9 +167,14 @@ impl Dispatched {
 }
 
 /// The suffix of a lock's key for unique key `key`: its SHA-1 in hex, as the scripts compute
-/// it with `redis.sha1hex` (see [`crate::store::keys::Keys::unique`]).
+/// it with `redis.sha1hex` (see `store::keys::Keys::unique`).
 pub fn digest(key: &str) -> String {
     sha1_smol::Sha1::from(key).digest().to_string()
+}
+
+/// `d` in whole ms, as the lock's script takes it.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]

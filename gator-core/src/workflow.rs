@@ -19,7 +19,7 @@
 //! ```
 //!
 //! `ship` runs after `charge_card` and `reserve_stock` have both succeeded, and reads their
-//! results through its [`Context`](crate::Context) ([`Context::parent_result`]). Steps of one
+//! results through its [`Context`] ([`Context::parent_result`]). Steps of one
 //! type go in a stage as they are (`then_all([A::call(1), A::call(2)])`); steps of different
 //! types as [`Step`]s, as above.
 //!
@@ -163,7 +163,7 @@ pub enum WorkflowState {
     Done,
     /// A step died with [`OnFailure::Fail`]; the steps that were waiting are cancelled.
     Failed,
-    /// Cancelled ([`Client::cancel_workflow`]): its steps that had not finished were cancelled.
+    /// Cancelled (`Client::cancel_workflow`): its steps that had not finished were cancelled.
     Cancelled,
 }
 
@@ -197,7 +197,7 @@ pub struct StepStatus {
     pub result: Option<String>,
 }
 
-/// What [`Client::workflow_status`] found.
+/// What `Client::workflow_status` found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkflowStatus {
     /// The workflow id.
@@ -217,10 +217,7 @@ impl WorkflowStatus {
     }
 }
 
-/// The home queue of workflow `id` (`<uuid>@<home>`): the part after the `@`.
-pub fn home_of(id: &str) -> Option<&str> {
-    id.split_once('@').map(|(_, home)| home)
-}
+pub use crate::payload::home_of;
 
 /// A step's record as stored in its workflow.
 pub(crate) fn record(
@@ -237,17 +234,7 @@ pub(crate) fn record(
     })?)
 }
 
-/// One parent of a workflow step, as its [`Context`] shows it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Parent {
-    /// The parent's jid.
-    pub jid: String,
-    /// Its job's wire name.
-    pub job: String,
-    /// What it returned (JSON); `None` if it returned nothing, or died and the workflow went
-    /// on without it ([`OnFailure::Continue`]).
-    pub result: Option<String>,
-}
+pub use crate::context::Parent;
 
 impl Context {
     /// The result of this step's parent of job `job` (wire name, e.g. `FetchOrder::NAME`),
@@ -256,7 +243,7 @@ impl Context {
     pub fn parent_result<T: serde::de::DeserializeOwned>(
         &self,
         job: &str,
-    ) -> std::result::Result<Option<T>, crate::JobError> {
+    ) -> std::result::Result<Option<T>, crate::failure::JobError> {
         let Some(parent) = self.parents().iter().find(|p| p.job == job) else {
             return Ok(None);
         };
@@ -267,7 +254,7 @@ impl Context {
     /// one; a parent that returned nothing is skipped. An error if a value is not a `T`.
     pub fn parent_results<T: serde::de::DeserializeOwned>(
         &self,
-    ) -> std::result::Result<Vec<T>, crate::JobError> {
+    ) -> std::result::Result<Vec<T>, crate::failure::JobError> {
         self.decode_parents(|_| true)
     }
 
@@ -276,14 +263,14 @@ impl Context {
     pub fn parent_results_of<T: serde::de::DeserializeOwned>(
         &self,
         job: &str,
-    ) -> std::result::Result<Vec<T>, crate::JobError> {
+    ) -> std::result::Result<Vec<T>, crate::failure::JobError> {
         self.decode_parents(|parent| parent.job == job)
     }
 
     fn decode_parents<T: serde::de::DeserializeOwned>(
         &self,
         wanted: impl Fn(&Parent) -> bool,
-    ) -> std::result::Result<Vec<T>, crate::JobError> {
+    ) -> std::result::Result<Vec<T>, crate::failure::JobError> {
         let mut out = Vec::new();
         for parent in self.parents().iter().filter(|p| wanted(p)) {
             if let Some(value) = decode_result(parent)? {
@@ -296,12 +283,12 @@ impl Context {
 
 fn decode_result<T: serde::de::DeserializeOwned>(
     parent: &Parent,
-) -> std::result::Result<Option<T>, crate::JobError> {
+) -> std::result::Result<Option<T>, crate::failure::JobError> {
     let Some(json) = &parent.result else {
         return Ok(None);
     };
     serde_json::from_str(json).map(Some).map_err(|e| {
-        crate::JobError::new(format!(
+        crate::failure::JobError::new(format!(
             "the result of parent {} ({}) is not of the type asked for: {e}",
             parent.jid, parent.job
         ))

@@ -86,16 +86,16 @@ impl Admin {
                     created_at_ms: at,
                     steps: Some(status.steps.len()),
                     done: Some(count(|s| {
-                        matches!(s, StepState::Job(crate::JobStatus::Done { .. }))
+                        matches!(s, StepState::Job(crate::status::JobStatus::Done { .. }))
                     })),
                     failed: Some(count(|s| {
                         matches!(
                             s,
                             StepState::Cancelled
                                 | StepState::Job(
-                                    crate::JobStatus::Dead { .. }
-                                        | crate::JobStatus::Cancelled { .. }
-                                        | crate::JobStatus::Discarded { .. }
+                                    crate::status::JobStatus::Dead { .. }
+                                        | crate::status::JobStatus::Cancelled { .. }
+                                        | crate::status::JobStatus::Discarded { .. }
                                 )
                         )
                     })),

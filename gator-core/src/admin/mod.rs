@@ -1,4 +1,4 @@
-//! Reading and repairing the fleet: [`Admin`], beside [`crate::Client`] as Asynq keeps its
+//! Reading and repairing the fleet: [`Admin`], beside [`crate::client::Client`] as Asynq keeps its
 //! `Inspector` apart from its `Client`. The client connects and dispatches; an `Admin` (made
 //! from a client, sharing its connections) reads and changes what is already in Redis: the
 //! sets and their jobs ([`sets`]), queues and their settings ([`queues`], [`flow`],
@@ -39,7 +39,7 @@
 pub mod cron;
 pub mod flow;
 mod history;
-mod journeys;
+pub mod journeys;
 pub mod limiters;
 mod overview;
 pub mod preview;

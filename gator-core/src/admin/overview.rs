@@ -25,7 +25,7 @@ pub struct Overview {
     pub processes: usize,
     /// Known queues (a shard counts as one).
     pub queues: usize,
-    /// The queues that could not be read ([`super::QueueInfo::broken`] says why); the totals
+    /// The queues that could not be read ([`QueueInfo::broken`](crate::admin::QueueInfo::broken) says why); the totals
     /// above are of the others.
     pub broken_queues: Vec<String>,
     /// Redis's clock when this was read (ms since the epoch).

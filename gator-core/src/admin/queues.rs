@@ -62,7 +62,7 @@ impl Admin {
     /// with their status records and unique locks, a chunk per atomic call
     /// (`clear_queue.lua`), up to what the list held when the call started: jobs pushed
     /// meanwhile may stay. On a controlled queue each parked job is cancelled
-    /// ([`crate::Client::cancel`]), which settles it as a cancel does. Jobs running, scheduled,
+    /// ([`crate::client::Client::cancel`]), which settles it as a cancel does. Jobs running, scheduled,
     /// retrying or dead are left alone.
     pub async fn clear_queue(&self, queue: &str) -> Result<usize> {
         validate_stored_queue(queue)?;
@@ -101,7 +101,7 @@ impl Admin {
         for jid in parked_jids(&mut self.connection(), self.keys(), queue).await? {
             if matches!(
                 self.client.cancel(&jid).await?,
-                crate::Cancellation::Removed | crate::Cancellation::Stopping
+                crate::cancel::Cancellation::Removed | crate::cancel::Cancellation::Stopping
             ) {
                 cancelled += 1;
             }
@@ -121,7 +121,7 @@ impl Admin {
             let read = self.info_of(&mut conn, queue, controlled.contains(queue), now);
             infos.push(match read.await {
                 Ok(info) => info,
-                Err(e) if e.is_broken_data() => QueueInfo::broken(queue, &e),
+                Err(e) if e.is_broken_data() => QueueInfo::broken_row(queue, &e),
                 Err(e) => return Err(e),
             });
         }
@@ -199,7 +199,7 @@ impl QueueInfo {
     }
 
     /// The row of a queue that could not be read, saying why.
-    fn broken(queue: &str, error: &crate::Error) -> QueueInfo {
+    fn broken_row(queue: &str, error: &crate::error::Error) -> QueueInfo {
         QueueInfo {
             broken: Some(error.to_string()),
             ..QueueInfo::named(queue)

@@ -7,7 +7,7 @@
 //! `LRANGE` or `ZRANGE` each), and returns a cursor to go on from. A search over a million
 //! jobs is then 200 calls an operator pages through, never one call that holds Redis or the
 //! dashboard for seconds. A jid search is the same scan: a job's queue is not known from its
-//! jid (use [`crate::Client::job_details`] when the whole jid is known).
+//! jid (use [`crate::client::Client::job_details`] when the whole jid is known).
 //!
 //! The cursor is a position (which collection, which offset). Jobs that move while one pages
 //! (run, retried, promoted) may be seen twice or not at all, as with Redis's own `SCAN`.

@@ -1,4 +1,4 @@
-//! What a search looks for and where ([`super::search`]): the places a job can be, and the
+//! What a search looks for and where (`admin::search`): the places a job can be, and the
 //! field of a job the text is matched against, each with the names the API and CLI take.
 
 use serde::{Deserialize, Serialize};

@@ -208,7 +208,7 @@ impl Client {
             tls: TlsFiles::default(),
             cluster: false,
             wait: None,
-            middleware: crate::middleware::default_chain(),
+            middleware: default_chain(),
             max_payload: None,
         }
     }
@@ -232,4 +232,14 @@ impl Client {
         }
         builder.connect().await
     }
+}
+
+/// The middleware every client starts with: with the `otel` feature, trace propagation;
+/// none without it.
+pub(crate) fn default_chain() -> DispatchChain {
+    #[allow(unused_mut)]
+    let mut chain = DispatchChain::default();
+    #[cfg(feature = "otel")]
+    chain.push(Arc::new(crate::otel::TracePropagation));
+    chain
 }

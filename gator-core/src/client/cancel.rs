@@ -115,7 +115,7 @@ impl Client {
             // It moved between the read and the removal (fetched, promoted, retried): again.
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        Err(crate::Error::CancelRaced {
+        Err(crate::error::Error::CancelRaced {
             jid: jid.to_owned(),
         })
     }
@@ -157,7 +157,7 @@ impl Client {
     pub async fn cancel_workflow(&self, id: &str) -> Result<usize> {
         let before = self.workflow_status(id).await?;
         let Some(before) = before else {
-            return Err(crate::Error::UnknownWorkflow { id: id.to_owned() });
+            return Err(crate::error::Error::UnknownWorkflow { id: id.to_owned() });
         };
         let waiting = before
             .steps

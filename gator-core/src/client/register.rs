@@ -85,7 +85,7 @@ impl Client {
         })
     }
 
-    /// The known-queues set, sorted ([`crate::Admin::known_queues`]).
+    /// The known-queues set, sorted (`Admin::known_queues`).
     pub(crate) async fn known_queues(&self) -> Result<Vec<String>> {
         store::queue::known(&mut self.connection(), self.keys()).await
     }

@@ -46,11 +46,11 @@ struct Inner {
     /// Cancelled at the worker's shutdown deadline; shared by every attempt of the worker.
     deadline: CancellationToken,
     /// For a workflow step: the workflow id and the step's parents.
-    workflow: Option<(String, Vec<crate::workflow::Parent>)>,
-    /// Set when the job's cancellation was asked for ([`crate::Client::cancel`]).
+    workflow: Option<(String, Vec<Parent>)>,
+    /// Set when the job's cancellation was asked for (`Client::cancel`).
     cancel_requested: std::sync::atomic::AtomicBool,
     /// What `await_reply` asked for, taken by the worker once the job returns.
-    await_reply: std::sync::Mutex<Option<crate::reply::AwaitReply>>,
+    await_reply: std::sync::Mutex<Option<AwaitReply>>,
     /// For a handler job: the reply it was pushed with (JSON).
     reply: Option<String>,
     /// The headers the job was dispatched with.
@@ -76,6 +76,40 @@ pub struct JobInfo {
     pub chain_id: Option<String>,
 }
 
+/// What a job asked for with [`Context::await_reply`].
+#[derive(Debug, Clone)]
+pub struct AwaitReply {
+    /// The correlation key.
+    pub key: String,
+    /// How long it waits.
+    pub timeout: Duration,
+    /// The handler job's payload (JSON), or why it could not be encoded.
+    pub then: Option<std::result::Result<String, String>>,
+}
+
+impl AwaitReply {
+    /// A wait for the reply to `key`, up to `timeout`, then dispatching `then` with it.
+    pub fn new(
+        key: String,
+        timeout: Duration,
+        then: Option<std::result::Result<String, String>>,
+    ) -> AwaitReply {
+        AwaitReply { key, timeout, then }
+    }
+}
+
+/// One parent of a workflow step, as its [`Context`] shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Parent {
+    /// The parent's jid.
+    pub jid: String,
+    /// Its job's wire name.
+    pub job: String,
+    /// What it returned (JSON); `None` if it returned nothing, or died and the workflow went
+    /// on without it (`OnFailure::Continue`).
+    pub result: Option<String>,
+}
+
 impl Context {
     /// A context for one attempt of `job`, with the application's `states`, cancelled by
     /// [`Context::cancel`] or when `deadline` is. The worker makes one per attempt; tests may
@@ -98,13 +132,18 @@ impl Context {
 
     /// This context for a step of workflow `id` whose parents are `parents` (the worker reads
     /// them from the workflow before the step runs).
-    pub fn with_workflow(self, id: String, parents: Vec<crate::workflow::Parent>) -> Context {
+    pub fn with_workflow(self, id: String, parents: Vec<Parent>) -> Context {
         self.changed(|inner| inner.workflow = Some((id, parents)))
     }
 
     /// This context for a handler job pushed with `reply` (JSON): see [`Context::reply`].
     pub fn with_reply(self, reply: String) -> Context {
         self.changed(|inner| inner.reply = Some(reply))
+    }
+
+    /// The reply a handler job was dispatched with (JSON), if it is one.
+    pub(crate) fn reply_text(&self) -> Option<&str> {
+        self.inner.reply.as_deref()
     }
 
     /// This context with the headers the job was dispatched with (see [`Context::header`]).
@@ -116,7 +155,7 @@ impl Context {
     }
 
     /// The header `name` the job was dispatched with (set by client middleware, see
-    /// [`crate::middleware`]), if any.
+    /// `middleware`), if any.
     pub fn header(&self, name: &str) -> Option<&str> {
         self.inner.headers.get(name).map(String::as_str)
     }
@@ -146,34 +185,17 @@ impl Context {
         }
     }
 
-    /// Ends this attempt waiting for the reply to `key` ([`crate::Client::reply`], from any
+    /// Ends this attempt waiting for the reply to `key` (`Client::reply`, from any
     /// process), for up to `timeout`, once the job returns `Ok`: its processor is freed at
     /// once, and nothing waits in memory. When the reply comes, the job is done with the reply
     /// as its result: a chain or workflow goes on (the next step reads it with
     /// [`Context::parent_result`]). With no reply in time, the job fails with a timeout error
     /// and its retry policy applies. A job that returns `Err` fails as usual instead.
     pub fn await_reply(&self, key: impl Into<String>, timeout: std::time::Duration) {
-        self.set_await(crate::reply::AwaitReply::new(key.into(), timeout, None));
+        self.set_await(AwaitReply::new(key.into(), timeout, None));
     }
 
-    /// [`Context::await_reply`], and when the reply comes, `handler` is dispatched with it: it
-    /// reads the reply typed with [`Context::reply`]. (An error encoding `handler` fails this
-    /// job when it returns.)
-    pub fn await_reply_then<J: crate::Job>(
-        &self,
-        key: impl Into<String>,
-        timeout: std::time::Duration,
-        handler: crate::PendingJob<J>,
-    ) {
-        let handler = crate::job::encode(handler).map(|e| e.payload.to_json());
-        self.set_await(crate::reply::AwaitReply::new(
-            key.into(),
-            timeout,
-            Some(handler.map_err(|e| e.to_string())),
-        ));
-    }
-
-    fn set_await(&self, request: crate::reply::AwaitReply) {
+    pub(crate) fn set_await(&self, request: AwaitReply) {
         *self
             .inner
             .await_reply
@@ -183,25 +205,12 @@ impl Context {
 
     /// What [`Context::await_reply`] asked for, taken (the worker calls it once the job
     /// returned).
-    pub fn take_await_reply(&self) -> Option<crate::reply::AwaitReply> {
+    pub fn take_await_reply(&self) -> Option<AwaitReply> {
         self.inner
             .await_reply
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .take()
-    }
-
-    /// For a handler job dispatched by [`Context::await_reply_then`]: the reply, decoded as a
-    /// `T`; `Ok(None)` for any other job, an error if the reply is not a `T`.
-    pub fn reply<T: serde::de::DeserializeOwned>(
-        &self,
-    ) -> std::result::Result<Option<T>, crate::JobError> {
-        let Some(json) = &self.inner.reply else {
-            return Ok(None);
-        };
-        serde_json::from_str(json).map(Some).map_err(|e| {
-            crate::JobError::new(format!("the reply is not of the type asked for: {e}"))
-        })
     }
 
     /// The id of the workflow this job is a step of, if it is one.
@@ -212,7 +221,7 @@ impl Context {
     /// The steps this workflow step ran after, with their results (empty for a job that is
     /// not a workflow step, or a first step). Read them typed with
     /// [`Context::parent_result`] and [`Context::parent_results`].
-    pub fn parents(&self) -> &[crate::workflow::Parent] {
+    pub fn parents(&self) -> &[Parent] {
         self.inner
             .workflow
             .as_ref()
@@ -232,7 +241,7 @@ impl Context {
     /// The queue the job was fetched from: the queue's name even when it came from one of
     /// its shards (see [`Context::shard_queue`]).
     pub fn queue(&self) -> &str {
-        crate::shards::logical_queue(&self.inner.job.queue)
+        crate::wire::shards::logical_queue(&self.inner.job.queue)
     }
 
     /// The list the job was fetched from: `default#3` for shard 3 of a sharded queue
@@ -268,7 +277,7 @@ impl Context {
     }
 
     /// Whether this attempt should stop: its timeout passed, the job was cancelled
-    /// ([`crate::Client::cancel`]), or the worker's shutdown deadline
+    /// (`Client::cancel`), or the worker's shutdown deadline
     /// came. A sync job checks it between units of work.
     pub fn is_cancelled(&self) -> bool {
         self.inner.attempt.is_cancelled() || self.inner.deadline.is_cancelled()
@@ -289,7 +298,7 @@ impl Context {
         self.inner.attempt.cancel();
     }
 
-    /// Cancels the job itself, as [`crate::Client::cancel`] asked: [`Context::cancelled`]
+    /// Cancels the job itself, as `Client::cancel` asked: [`Context::cancelled`]
     /// resolves, and whatever the job returns, its worker records it cancelled and never
     /// retries it. The worker calls it within a second of the request.
     pub fn request_cancel(&self) {

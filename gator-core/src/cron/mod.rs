@@ -9,7 +9,7 @@
 //! }
 //! ```
 //!
-//! or added at run time with fixed arguments ([`crate::Admin::add_periodic`]), and is stored in
+//! or added at run time with fixed arguments (`Admin::add_periodic`), and is stored in
 //! Redis so that every worker sees it (an entry declared in code is published by each worker at
 //! start; publishing is idempotent). The expression has 5 fields (minute granularity) or 6 (a
 //! leading seconds field), with `L`, `W`, `#`, ranges, steps, names and `@daily`-style
@@ -37,167 +37,11 @@
 //! A job enqueued for a tick has `created_at` = the tick, and its payload carries
 //! `"cron": {"entry": NAME, "tick": MS}` (`tick` is null for a run-now).
 
-use crate::error::{Error, Result};
+pub use crate::wire::cron::{CronEntry, DEFAULT_TZ, Schedule, Source};
+
+use crate::error::Result;
 use crate::job::{Job, PendingJob, encode};
 use crate::payload::Payload;
-use croner::Cron;
-use croner::parser::{CronParser, Seconds, Year};
-use jiff::Timestamp;
-use jiff::tz::TimeZone;
-use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
-
-/// The zone of an entry that names none.
-pub const DEFAULT_TZ: &str = "UTC";
-
-/// A parsed cron expression in a time zone: computes ticks, in ms since the Unix epoch.
-#[derive(Debug, Clone)]
-pub struct Schedule {
-    cron: Cron,
-    tz: TimeZone,
-}
-
-impl Schedule {
-    /// Parses `expr` (5 fields, or 6 with seconds first) in IANA zone `tz`.
-    pub fn parse(expr: &str, tz: &str) -> std::result::Result<Schedule, String> {
-        let fields = expr.split_whitespace().count();
-        if !expr.trim_start().starts_with('@') && !(5..=6).contains(&fields) {
-            return Err(format!(
-                "the cron expression {expr:?} has {fields} fields; write 5 (`*/5 * * * *`: \
-                 minute hour day-of-month month day-of-week) or 6 (a seconds field first)"
-            ));
-        }
-        let cron = CronParser::builder()
-            .seconds(Seconds::Optional)
-            .year(Year::Disallowed)
-            .build()
-            .parse(expr)
-            .map_err(|e| format!("the cron expression {expr:?} is invalid: {e}"))?;
-        let tz = TimeZone::get(tz).map_err(|_| {
-            format!("time zone {tz:?} is not an IANA zone, such as `Europe/Berlin` or `UTC`")
-        })?;
-        Ok(Schedule { cron, tz })
-    }
-
-    /// The latest tick at or before `ms` (ms since the epoch), if there is one.
-    pub fn latest_at_or_before(&self, ms: u64) -> Option<u64> {
-        let at = self.zoned(ms)?;
-        let tick = self.cron.find_previous_occurrence(&at, true).ok()?;
-        u64::try_from(tick.timestamp().as_millisecond()).ok()
-    }
-
-    /// The first tick after `ms` (ms since the epoch), if there is one.
-    pub fn next_after(&self, ms: u64) -> Option<u64> {
-        let at = self.zoned(ms)?;
-        let tick = self.cron.find_next_occurrence(&at, false).ok()?;
-        u64::try_from(tick.timestamp().as_millisecond()).ok()
-    }
-
-    /// `ms` cut to its whole second (ticks fall on whole seconds), in the schedule's zone.
-    fn zoned(&self, ms: u64) -> Option<jiff::Zoned> {
-        let secs = i64::try_from(ms / 1000).ok()?;
-        Some(Timestamp::from_second(secs).ok()?.to_zoned(self.tz.clone()))
-    }
-}
-
-/// Where an entry came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    /// `#[job(cron = ...)]`, published by every worker at start.
-    Code,
-    /// [`crate::Admin::add_periodic`].
-    Api,
-}
-
-/// A periodic entry's definition, stored as JSON in `gator:{<queue>}:cron` (docs/wire-format.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CronEntry {
-    /// The entry's name, unique across queues (a job declared in code: its wire name).
-    pub name: String,
-    /// The cron expression, 5 or 6 fields.
-    pub cron: String,
-    /// The IANA time zone the expression is read in.
-    pub tz: String,
-    /// Where the job goes.
-    pub queue: String,
-    /// The job's wire name.
-    pub job: String,
-    /// Its arguments, a JSON array, the same for every tick.
-    pub args: Value,
-    /// Its flow options, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow: Option<crate::flow::FlowOptions>,
-    /// Declared in code or added at run time.
-    pub source: Source,
-}
-
-impl CronEntry {
-    /// An entry `name` that enqueues `payload`'s job (its name, queue, arguments and flow
-    /// options) on `cron` in `tz` (UTC if `None`); checks the name, expression and zone.
-    pub fn new(
-        name: &str,
-        cron: &str,
-        tz: Option<&str>,
-        payload: Payload,
-        source: Source,
-    ) -> Result<CronEntry> {
-        let invalid = |reason: String| Error::InvalidCron {
-            name: name.to_owned(),
-            reason,
-        };
-        if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-            return Err(invalid(
-                "a name is 1 to 200 bytes without control characters".to_owned(),
-            ));
-        }
-        let tz = tz.unwrap_or(DEFAULT_TZ);
-        Schedule::parse(cron, tz).map_err(invalid)?;
-        Ok(CronEntry {
-            name: name.to_owned(),
-            cron: cron.trim().to_owned(),
-            tz: tz.to_owned(),
-            queue: payload.queue,
-            job: payload.job,
-            args: payload.args,
-            flow: payload.flow,
-            source,
-        })
-    }
-
-    /// Parses a stored definition.
-    pub fn from_json(raw: &str) -> serde_json::Result<CronEntry> {
-        serde_json::from_str(raw)
-    }
-
-    /// The stored definition.
-    pub fn to_json(&self) -> String {
-        // A struct of strings and `Value`s always serializes.
-        serde_json::to_string(self).expect("a CronEntry always serializes")
-    }
-
-    /// The entry's schedule.
-    pub fn schedule(&self) -> Result<Schedule> {
-        Schedule::parse(&self.cron, &self.tz).map_err(|reason| Error::InvalidCron {
-            name: self.name.clone(),
-            reason,
-        })
-    }
-
-    /// A fresh payload (new jid) of the entry's job for `tick` (ms; `None` for a run-now),
-    /// enqueued at `now` (ms, Redis time): `created_at` is the tick, and `cron` says which
-    /// entry and tick it came from.
-    pub fn payload(&self, tick: Option<u64>, now: u64) -> Payload {
-        let mut payload = Payload::new(&self.job, &self.queue, self.args.clone());
-        payload.created_at = tick.unwrap_or(now);
-        payload.enqueued_at = now;
-        payload.flow = self.flow.clone();
-        payload
-            .extra
-            .insert("cron".to_owned(), json!({"entry": self.name, "tick": tick}));
-        payload
-    }
-}
 
 /// A `#[job(cron = ...)]` declaration; the macro submits one per such job to `inventory`.
 #[derive(Debug)]
@@ -242,6 +86,8 @@ pub fn declared() -> Result<Vec<CronEntry>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use jiff::Timestamp;
+    use serde_json::json;
 
     /// ms of a UTC civil time.
     fn utc(s: &str) -> u64 {

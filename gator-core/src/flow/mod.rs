@@ -29,7 +29,7 @@
 //! Units are leased: they are held under the process's lease on the queue, and the recovery
 //! that puts a dead process's jobs back releases its units in the same script.
 //!
-//! **Batches.** One `admit.lua` call ([`crate::store::admit`]) settles the successes of a
+//! **Batches.** One `admit.lua` call (`store::admit`) settles the successes of a
 //! worker's processors, starts a job for each processor that waits, and takes *spares* ahead
 //! where that changes no decision (no time windows, no rate limiter closer than 1 ms per spare,
 //! at most half a concurrency limit in use), deciding job after job exactly as one call per job
@@ -39,7 +39,7 @@
 //! **Which setting wins.** A job's own options (priority, cost, limit key, critical, rate
 //! limiter) come from `#[job(...)]`, and a per-dispatch builder method overrides them. The
 //! queue's settings (pause, limit, shares, rate limiters' values, aging, order) live only in
-//! Redis, set by the CLI (`gator-worker queue ...`) or [`crate::admin`]; what is in Redis is
+//! Redis, set by the CLI (`gator-worker queue ...`) or `admin`; what is in Redis is
 //! what every worker obeys at once.
 
 mod options;

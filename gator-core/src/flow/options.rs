@@ -48,8 +48,8 @@ impl FlowOptions {
     }
 
     /// Checks the options a dispatch would store.
-    pub fn validate(&self) -> crate::Result<()> {
-        let refuse = |reason: String| Err(crate::Error::InvalidFlow { reason });
+    pub fn validate(&self) -> crate::error::Result<()> {
+        let refuse = |reason: String| Err(crate::error::Error::InvalidFlow { reason });
         if let Some(priority) = self.priority.filter(|p| *p > MAX_PRIORITY) {
             return refuse(format!(
                 "priority {priority} is above the highest, {MAX_PRIORITY}"
@@ -80,10 +80,10 @@ impl FlowOptions {
     }
 
     /// The job's time windows, if it has any.
-    pub fn parsed_windows(&self) -> crate::Result<Option<super::Windows>> {
+    pub fn parsed_windows(&self) -> crate::error::Result<Option<super::Windows>> {
         if self.windows.is_empty() {
             if let Some(tz) = &self.tz {
-                return Err(crate::Error::InvalidFlow {
+                return Err(crate::error::Error::InvalidFlow {
                     reason: format!("time zone {tz:?} given without time windows"),
                 });
             }
@@ -94,15 +94,15 @@ impl FlowOptions {
 }
 
 /// Checks a rate limiter's name (as [`FlowOptions::validate`] does).
-pub fn check_limiter_name(name: &str) -> crate::Result<()> {
+pub fn check_limiter_name(name: &str) -> crate::error::Result<()> {
     check_name("rate limiter", name)
 }
 
 /// A limit key or limiter name: not empty, at most 128 bytes, no control characters (the
 /// scripts use one as a separator).
-pub(crate) fn check_name(what: &str, name: &str) -> crate::Result<()> {
+pub(crate) fn check_name(what: &str, name: &str) -> crate::error::Result<()> {
     if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
-        return Err(crate::Error::InvalidFlow {
+        return Err(crate::error::Error::InvalidFlow {
             reason: format!("{what} {name:?} must be 1 to 128 bytes without control characters"),
         });
     }

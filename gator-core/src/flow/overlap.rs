@@ -4,7 +4,7 @@
 //! **The key.** By default it is the job's wire name and its arguments as canonical JSON
 //! (object keys sorted), `resize:["a.png",800]`, so a job excludes only the jobs that would do
 //! the same work. `#[job(no_overlap, overlap_key = account)]` keys by one argument instead,
-//! and a dispatch may set its own with [`crate::PendingJob::overlap_key`]. A key longer than
+//! and a dispatch may set its own with `PendingJob::overlap_key`. A key longer than
 //! [`MAX_KEY_BYTES`] is replaced by its SHA-1 digest (its wire name kept in front for the
 //! default key), so any arguments give a key the queue can store.
 //!

@@ -13,7 +13,6 @@ pub use document::{DocumentError, PayloadDocument};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A job's headers (see [`Payload::headers`]): names to string values, in name order.
 pub type Headers = BTreeMap<String, String>;
@@ -69,8 +68,8 @@ pub struct Payload {
     pub flow: Option<crate::flow::FlowOptions>,
     /// Headers: string metadata that travels with the job from its dispatch to its run
     /// (a tenant id, a W3C `traceparent`), set by client middleware
-    /// ([`crate::middleware::DispatchMiddleware`]) and read by server middleware and the job's
-    /// [`crate::Context::header`]. Absent when empty.
+    /// (`middleware::DispatchMiddleware`) and read by server middleware and the job's
+    /// `Context::header`. Absent when empty.
     #[serde(default, skip_serializing_if = "Headers::is_empty")]
     pub headers: Headers,
     /// For a unique job: its key, when its lock is released, its TTL and debounce delay (see
@@ -133,7 +132,7 @@ pub struct ChainLink {
     pub next_queue: Option<String>,
 }
 
-/// What a workflow step knows of its workflow (see [`crate::workflow`]): where the workflow's
+/// What a workflow step knows of its workflow (see `workflow`): where the workflow's
 /// state lives, so that the step's success or death is reported there, and its parents.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WorkflowLink {
@@ -147,7 +146,7 @@ pub struct WorkflowLink {
 impl WorkflowLink {
     /// The queue whose hash tag holds the workflow's state: the part of its id after the `@`.
     pub fn home(&self) -> Option<&str> {
-        crate::workflow::home_of(&self.id)
+        home_of(&self.id)
     }
 }
 
@@ -156,17 +155,12 @@ pub fn new_jid() -> String {
     uuid::Uuid::now_v7().hyphenated().to_string()
 }
 
-/// Milliseconds since the Unix epoch, the unit of every timestamp and score Gator stores.
-pub fn now_ms() -> u64 {
-    to_ms(SystemTime::now())
+/// The home queue of workflow `id` (`<uuid>@<home>`): the part after the `@`.
+pub fn home_of(id: &str) -> Option<&str> {
+    id.split_once('@').map(|(_, home)| home)
 }
 
-/// `time` in ms since the Unix epoch (0 for times before it).
-pub fn to_ms(time: SystemTime) -> u64 {
-    time.duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-}
+pub use crate::clock::{now_ms, to_ms};
 
 #[cfg(test)]
 mod tests {

@@ -177,7 +177,7 @@ async fn prune(
     keys: &Keys,
     marked: &[(String, String)],
 ) -> Result<()> {
-    use crate::status::JobStatus;
+    use super::status::JobStatus;
     let records = super::status::read_many(conn, keys, marked).await?;
     for ((queue, jid), record) in marked.iter().zip(records) {
         let over = record

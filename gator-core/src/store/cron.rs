@@ -1,4 +1,4 @@
-//! Periodic entries in Redis (see [`crate::cron`]): the global index `gator:cron` (name →
+//! Periodic entries in Redis (see `cron`): the global index `gator:cron` (name →
 //! queue), and in each queue's slot the definitions, the last fired tick and the pauses. The
 //! index is written before an entry and removed after it, each by a command of its own (a global
 //! key is never in a per-queue script): a failure in between leaves an index entry that points
@@ -18,7 +18,7 @@ pub struct StoredEntry {
     pub name: String,
     /// The queue its definition lives in (and its jobs go to).
     pub queue: String,
-    /// Its definition, JSON ([`crate::cron::CronEntry`]).
+    /// Its definition, JSON (`cron::CronEntry`).
     pub definition: String,
     /// The last tick fired (ms, Redis time); at first, when the entry was added.
     pub fired: Option<u64>,

@@ -117,7 +117,7 @@ pub async fn controlled(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<H
 }
 
 /// Sets (or with `None` removes) shared rate limiter `name`: obeyed by the jobs that name it
-/// (`#[job(rate = "...")]`, [`crate::PendingJob::rate_limiter`]) on every queue that does not
+/// (`#[job(rate = "...")]`, `PendingJob::rate_limiter`) on every queue that does not
 /// define a limiter of that name itself. First records the name in the global set of shared
 /// limiters, then writes its rate (two commands: different slots).
 pub async fn set_shared_rate(

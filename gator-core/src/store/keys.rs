@@ -104,7 +104,7 @@ impl Keys {
     }
 
     /// HASH queue name → number of shards, for the queues split into shards (global; see
-    /// [`crate::shards`]).
+    /// `shards`).
     pub fn shards(&self) -> String {
         format!("{}:shards", self.namespace)
     }
@@ -209,7 +209,7 @@ impl Keys {
     }
 
     /// HASH periodic entry name → the queue its definition lives in (global; see
-    /// [`crate::cron`]): the index every worker's cron loop reads. Written before the entry
+    /// `cron`): the index every worker's cron loop reads. Written before the entry
     /// and removed after it, each by a command of its own.
     pub fn cron_index(&self) -> String {
         format!("{}:cron", self.namespace)
@@ -346,7 +346,7 @@ impl Keys {
 
     /// ZSET of the ids of the chains whose first queue is `queue`, scored by their dispatch
     /// (ms): the index the dashboard lists chains in flight from. Capped at the newest
-    /// [`crate::store::journeys::INDEX_CAP`]; ids of finished chains are pruned as it is read.
+    /// `journeys::INDEX_CAP`; ids of finished chains are pruned as it is read.
     pub fn chains_index(&self, queue: &str) -> String {
         self.of_queue(queue, "chains", "")
     }
@@ -363,7 +363,7 @@ impl Keys {
     }
 
     /// `<namespace>:{<queue>}:job:<jid>` (STRING): the job's status record, the index
-    /// [`crate::Client::status`] reads (see `store::status`).
+    /// `Client::status` reads (see `store::status`).
     pub fn job(&self, queue: &str, jid: &str) -> String {
         self.of_queue(queue, "job:", jid)
     }
@@ -389,10 +389,10 @@ pub fn validate_queue(name: &str) -> Result<()> {
     })
 }
 
-/// Checks that `name` is a queue or one shard of a queue (`default#3`, see [`crate::shards`]):
+/// Checks that `name` is a queue or one shard of a queue (`default#3`, see `shards`):
 /// what the known-queues set and the admin commands accept.
 pub fn validate_stored_queue(name: &str) -> Result<()> {
-    let logical = crate::shards::logical_queue(name);
+    let logical = crate::wire::shards::logical_queue(name);
     validate_queue(logical).map_err(|e| match e {
         Error::InvalidQueueName { reason, .. } => Error::InvalidQueueName {
             name: crate::error::cut_name(name),

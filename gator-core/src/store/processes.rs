@@ -10,7 +10,7 @@ use redis::aio::ConnectionLike;
 use std::time::Duration;
 
 /// What a worker process says of itself under its process key ([`Keys::process`]), as JSON:
-/// written by every heartbeat, read by [`crate::Admin::processes`].
+/// written by every heartbeat, read by `Admin::processes`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(default)]
 pub struct Description {

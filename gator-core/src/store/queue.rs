@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 /// controlled queues. Both sets are global keys, written by commands of their own, never inside
 /// a per-queue script (Redis Cluster), and before it: a failure between the two can leave an
 /// empty queue listed, never a job nobody looks for. A client registers a queue on its first
-/// dispatch and then about once a minute ([`crate::client::Client`] remembers), so most
+/// dispatch and then about once a minute (`client::Client` remembers), so most
 /// dispatches are a single command.
 pub async fn enqueue(
     conn: &mut impl ConnectionLike,
@@ -103,21 +103,7 @@ async fn forget_records(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str
     let _ = redis::cmd("DEL").arg(records).query_async::<()>(conn).await;
 }
 
-/// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a
-/// queue's list key, the `controlled` marker of a queue under flow control.
-pub fn is_wrong_type(error: &redis::RedisError) -> bool {
-    has_server_code(error, "WRONGTYPE")
-}
-
-/// Whether Redis answered `code` (`WRONGTYPE`, `OOM`), to a command or to one in a `MULTI`
-/// (which comes back as a pipeline error holding the server's errors).
-pub fn has_server_code(error: &redis::RedisError, code: &str) -> bool {
-    error.code() == Some(code)
-        || error
-            .clone()
-            .into_server_errors()
-            .is_some_and(|errors| errors.iter().any(|(_, e)| e.code() == code))
-}
+pub use crate::error::{has_server_code, is_wrong_type};
 
 /// A job's place on a controlled queue, as [`enqueue_with_ticket`] returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,9 +1,9 @@
-//! The shard counts of sharded queues (see [`crate::shards`]): the global hash `gator:shards`,
+//! The shard counts of sharded queues (see `shards`): the global hash `gator:shards`,
 //! written only by separate, idempotent commands.
 
 use crate::error::Result;
-use crate::shards::logical_queue;
 use crate::store::keys::Keys;
+use crate::wire::shards::logical_queue;
 use redis::aio::ConnectionLike;
 use std::collections::HashMap;
 
@@ -57,7 +57,7 @@ pub async fn set(
     queues.extend(
         (0..count.max(1))
             .filter(|_| count > 1)
-            .map(|i| crate::shards::shard_queue(queue, i)),
+            .map(|i| crate::wire::shards::shard_queue(queue, i)),
     );
     crate::store::queue::register(conn, keys, &queues).await
 }

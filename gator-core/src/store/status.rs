@@ -1,6 +1,6 @@
 //! Job status records: one STRING per job, `<namespace>:{<queue>}:job:<jid>`, written in the
 //! same script or `MULTI` as every change of the job's state, so it is the index
-//! [`crate::Client::status`] reads. Each change costs one `SET` (the prelude's `set_status` in
+//! `Client::status` reads. Each change costs one `SET` (the prelude's `set_status` in
 //! the scripts; the plain paths add it to their `MULTI`). Finished records expire: a success's
 //! after the worker's retention (24 h by default), a dead job's with its dead-set entry.
 //!
@@ -81,7 +81,7 @@ pub enum JobStatus {
         /// When the wait times out (Redis time, as the job's queue's node counts it).
         deadline: SystemTime,
     },
-    /// Cancelled ([`crate::Client::cancel`]): removed before it ran, or stopped while it ran.
+    /// Cancelled (`Client::cancel`): removed before it ran, or stopped while it ran.
     /// It will not run again.
     Cancelled {
         /// When it was cancelled (Redis time).

@@ -22,15 +22,15 @@
 //!   [`Fake::jobs_on`], [`Fake::dispatched`]), assert on them ([`Fake::assert_dispatched`]),
 //!   and run them in the test with [`Fake::drain`] (jobs they dispatch run too).
 //! - **Inline** ([`inline`]): each job runs at its dispatch, before `dispatch` returns; a job
-//!   that fails makes its dispatch fail with [`crate::Error::InlineJobFailed`].
+//!   that fails makes its dispatch fail with [`crate::error::Error::InlineJobFailed`].
 //!
 //! **Scope.** The mode holds on the thread that created it, until its guard drops: a
 //! `#[tokio::test]` (a current-thread runtime, the default) and everything it awaits or spawns
 //! run there, while other tests run on their own threads and see their own jobs. Dispatches
-//! through [`crate::Client`] methods are caught too. (On a multi-thread runtime, tasks that
+//! through `Client` methods are caught too. (On a multi-thread runtime, tasks that
 //! move to other threads are not in the mode: use the default runtime for such tests.)
 //!
-//! **Chains and workflows** ([`crate::Chain`], [`crate::Workflow`]) are caught too: in fake
+//! **Chains and workflows** ([`crate::chain::Chain`], [`crate::workflow::Workflow`]) are caught too: in fake
 //! mode their first steps are recorded, and [`Fake::drain`] records each next step when the
 //! steps before it succeeded, with their results for `ctx.parent_result`, and with the
 //! workflow's failure policies (a failed step halts, continues or fails the workflow; there are
@@ -277,7 +277,7 @@ async fn run(
         chain_id: link.and_then(Link::chain_id),
     };
     let states = lock(&mode.states).clone();
-    let ctx = Context::new(info, states, crate::CancellationToken::new());
+    let ctx = Context::new(info, states, tokio_util::sync::CancellationToken::new());
     let ctx = match link.and_then(Link::workflow) {
         Some((id, parents)) => ctx.with_workflow(id, parents),
         None => ctx,

@@ -7,7 +7,7 @@
 //! read it from there, so no deploy has to agree on it.
 //!
 //! - **Producers** put a job on shard `fnv1a64(shard key) mod N` when it has a key
-//!   ([`crate::PendingJob::shard_key`]): jobs with the same key land on one list and keep
+//!   (`PendingJob::shard_key`): jobs with the same key land on one list and keep
 //!   their order. Without a key, a client deals its jobs round-robin over the shards.
 //! - **Workers** serve `default` as one queue: its weight and strict place apply to the whole
 //!   queue, and each fetch tries the shards in random order. They also drain the unsharded
@@ -18,7 +18,7 @@
 //!   order (old and new lists are drained side by side). Clients re-read the count every
 //!   [`SHARD_COUNT_TTL`].
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::job::Encoded;
 use crate::payload::Payload;
 use crate::store;
@@ -29,54 +29,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
-/// Separates a queue's name from its shard number: `default#3`. Never valid in a queue name.
-pub const SHARD_SEPARATOR: char = '#';
-
-/// The most shards a queue may have.
-pub const MAX_SHARDS: u32 = 1024;
+pub use crate::wire::shards::{
+    MAX_SHARDS, SHARD_SEPARATOR, logical_queue, shard_for_key, shard_queue, validate_count,
+};
 
 /// How long a client trusts the shard count it read: a change reaches every producer within
 /// this long. (Only this host's clock is involved, deciding when to read again.)
 pub const SHARD_COUNT_TTL: Duration = Duration::from_secs(5);
-
-/// The name of shard `shard` of `queue`: `default#3`.
-pub fn shard_queue(queue: &str, shard: u32) -> String {
-    format!("{queue}{SHARD_SEPARATOR}{shard}")
-}
-
-/// The queue a stored queue belongs to: `default` for `default#3`, the name itself otherwise.
-pub fn logical_queue(name: &str) -> &str {
-    match name.rsplit_once(SHARD_SEPARATOR) {
-        Some((queue, shard)) if !shard.is_empty() && shard.bytes().all(|b| b.is_ascii_digit()) => {
-            queue
-        }
-        _ => name,
-    }
-}
-
-/// The shard of `count` that a job with shard key `key` goes to: FNV-1a (64-bit) of the key's
-/// UTF-8 bytes, modulo `count`. Documented in `docs/wire-format.md` so producers in other
-/// languages place keys the same way.
-pub fn shard_for_key(key: &str, count: u32) -> u32 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in key.bytes() {
-        hash ^= u64::from(byte);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    (hash % u64::from(count.max(1))) as u32
-}
-
-/// Checks a shard count asked for by an operator.
-pub fn validate_count(count: u32) -> Result<()> {
-    if (1..=MAX_SHARDS).contains(&count) {
-        Ok(())
-    } else {
-        Err(Error::InvalidShardCount {
-            count,
-            max: MAX_SHARDS,
-        })
-    }
-}
 
 /// A client's view of the shard counts, read from Redis at most every [`SHARD_COUNT_TTL`]
 /// per queue, and the round-robin counter for jobs without a key.

@@ -1,8 +1,8 @@
 //! Waiting for replicas after an enqueue: Redis replicates asynchronously, so a job whose
 //! enqueue was acknowledged can still be lost if its master dies before a replica copied it
 //! (a failover of a Redis Cluster or a Sentinel set promotes the replica without it). A client
-//! built with [`crate::ClientBuilder::wait_for_replicas`] follows each enqueue with
-//! `WAIT <replicas> <timeout>` and fails the dispatch ([`crate::Error::NotReplicated`]) unless
+//! built with `ClientBuilder::wait_for_replicas` follows each enqueue with
+//! `WAIT <replicas> <timeout>` and fails the dispatch (`Error::NotReplicated`) unless
 //! enough replicas confirmed it, so that an `Ok` means the job survives the loss of its master.
 //! (The server-side alternative is `min-replicas-to-write`, which refuses writes instead.)
 

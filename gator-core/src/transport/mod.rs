@@ -1,0 +1,8 @@
+//! How a client reaches Redis: its URL and TLS files ([`endpoint`]), the connections
+//! ([`connection`]), a master found through Sentinel ([`sentinel`]), and waiting for replicas
+//! ([`replication`]). Below the store, which talks through them.
+
+pub mod connection;
+pub mod endpoint;
+pub mod replication;
+pub mod sentinel;
