@@ -28,12 +28,17 @@ impl Eviction {
 
 /// Reads the eviction settings from `INFO memory` (which managed services allow where they
 /// refuse `CONFIG GET`).
+/// On a cluster, the node that may lose jobs, if any does.
 pub async fn read(client: &Client) -> gator_core::Result<Option<Eviction>> {
-    let info: String = redis::cmd("INFO")
-        .arg("memory")
-        .query_async(&mut client.connection())
-        .await?;
-    Ok(parse(&info))
+    let texts = gator_core::store::server::info(&mut client.connection(), &["memory"]).await?;
+    let mut nodes = texts.iter().filter_map(|text| parse(text));
+    let first = nodes.next();
+    Ok(match first {
+        Some(eviction) if !eviction.may_lose_jobs() => {
+            nodes.find(Eviction::may_lose_jobs).or(Some(eviction))
+        }
+        other => other,
+    })
 }
 
 /// Logs an error if `eviction` lets Redis drop jobs.

@@ -129,23 +129,18 @@ async fn try_write(
             key,
             timeout,
         } => {
-            let settled: i64 = gator_core::store::scripts::AWAIT
-                .key(keys.inflight(&job.queue, &job.process))
-                .key(keys.outbox(&job.queue))
-                .arg(&job.raw)
-                .arg(record)
-                .arg(key)
-                .arg(timeout.as_millis() as u64)
-                .invoke_async(&mut conn)
-                .await?;
+            let settled = gator_core::store::reply::settle_waiting(
+                &mut conn, keys, job, record, key, *timeout,
+            )
+            .await?;
             // The wait is recorded: registering it now only saves the wait for the next drain.
-            if settled == 1
+            if settled
                 && let Err(e) =
                     chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
             {
                 warn!(queue = %job.queue, error = %e, "could not register a job's wait for its reply yet; the next drain of the outbox will");
             }
-            Ok(settled == 1)
+            Ok(settled)
         }
         Outcome::Discard { jid, tail, handoff } => {
             let recorded = ("discarded", tail.as_str());

@@ -41,11 +41,8 @@ impl Admin {
                 journeys::newest(&mut conn, keys, JourneyKind::Chain, &queue, limit).await?;
             let mut gone = Vec::new();
             if !chains.is_empty() {
-                let mut pipe = redis::pipe();
-                for (id, _) in &chains {
-                    pipe.llen(keys.chain(&queue, id));
-                }
-                let lens: Vec<usize> = pipe.query_async(&mut conn).await?;
+                let ids: Vec<&str> = chains.iter().map(|(id, _)| id.as_str()).collect();
+                let lens = journeys::chain_lengths(&mut conn, keys, &queue, &ids).await?;
                 for ((id, at), waiting) in chains.into_iter().zip(lens) {
                     if waiting == 0 {
                         gone.push(id);

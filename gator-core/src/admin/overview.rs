@@ -82,14 +82,8 @@ impl Admin {
 
     /// What `INFO` says of the server; on a cluster, of every node, summed.
     pub async fn redis_info(&self) -> Result<RedisInfo> {
-        let reply: redis::Value = redis::cmd("INFO")
-            .arg("server")
-            .arg("memory")
-            .arg("clients")
-            .query_async(&mut self.connection())
-            .await?;
-        let mut texts = Vec::new();
-        collect_texts(reply, &mut texts);
+        let sections = ["server", "memory", "clients"];
+        let texts = crate::store::server::info(&mut self.connection(), &sections).await?;
         let mut info = RedisInfo {
             mode: if self.client.is_cluster() {
                 "cluster"
@@ -120,21 +114,5 @@ impl Admin {
             info.used_memory_human = format!("{:.2}M", info.used_memory as f64 / 1048576.0);
         }
         Ok(info)
-    }
-}
-
-/// The INFO texts in a reply: one for a server, one per node for a cluster (a map or an array
-/// of them, depending on how the client aggregates).
-fn collect_texts(value: redis::Value, texts: &mut Vec<String>) {
-    match value {
-        redis::Value::BulkString(bytes) => texts.push(String::from_utf8_lossy(&bytes).into_owned()),
-        redis::Value::VerbatimString { text, .. } | redis::Value::SimpleString(text) => {
-            texts.push(text)
-        }
-        redis::Value::Array(values) | redis::Value::Set(values) => {
-            values.into_iter().for_each(|v| collect_texts(v, texts))
-        }
-        redis::Value::Map(pairs) => pairs.into_iter().for_each(|(_, v)| collect_texts(v, texts)),
-        _ => {}
     }
 }

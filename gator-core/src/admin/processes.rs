@@ -2,7 +2,7 @@
 
 use super::Admin;
 use crate::error::Result;
-use crate::store::processes::Description;
+use crate::store::processes::{self as store_processes, Description};
 use crate::store::status::{self, JobStatus};
 use serde::Serialize;
 use std::collections::HashMap;
@@ -61,25 +61,15 @@ impl Admin {
     pub async fn processes(&self) -> Result<Vec<ProcessInfo>> {
         let (keys, mut conn) = (self.keys(), self.connection());
         let now = self.redis_time().await?;
-        let registered: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(keys.processes())
-            .arg(now)
-            .arg("+inf")
-            .arg("BYSCORE")
-            .arg("WITHSCORES")
-            .query_async(&mut conn)
-            .await?;
+        let registered = store_processes::live(&mut conn, keys, now).await?;
         if registered.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipe = redis::pipe();
-        for (id, _) in &registered {
-            pipe.get(keys.process(id));
-        }
-        let described: Vec<Option<String>> = pipe.query_async(&mut conn).await?;
+        let ids: Vec<&str> = registered.iter().map(|(id, _)| id.as_str()).collect();
+        let described = store_processes::descriptions(&mut conn, keys, &ids).await?;
         // Which queues each process may hold jobs of: the lease index of every known queue.
         let queues = self.known_queues().await?;
-        let holders = lease_holders(&mut conn, keys, &queues).await?;
+        let holders = store_processes::lease_holders(&mut conn, keys, &queues).await?;
         let mut held: HashMap<&str, Vec<&str>> = HashMap::new();
         for (queue, processes) in queues.iter().zip(&holders) {
             for process in processes {
@@ -122,17 +112,7 @@ impl Admin {
         if queues.is_empty() {
             return Ok(Vec::new());
         }
-        let mut pipe = redis::pipe();
-        for queue in queues {
-            pipe.lrange(keys.inflight(queue, process), 0, -1);
-        }
-        let lists: Vec<Vec<String>> = pipe
-            .ignore_errors()
-            .query_async::<Vec<redis::RedisResult<Vec<String>>>>(&mut conn)
-            .await?
-            .into_iter()
-            .map(|read| read.unwrap_or_default())
-            .collect();
+        let lists = store_processes::in_flight(&mut conn, keys, process, queues).await?;
         let mut jobs = Vec::new();
         for (queue, list) in queues.iter().zip(lists) {
             for raw in list {
@@ -169,25 +149,4 @@ impl Admin {
         jobs.sort_by_key(|j| j.started_at_ms.unwrap_or(u64::MAX));
         Ok(jobs)
     }
-}
-
-/// The processes in the lease index of each of `queues`. A queue whose index is not one (a key
-/// written by hand) counts as held by none, not as the fleet's failure: its row in
-/// `queue_infos` says it is broken.
-async fn lease_holders(
-    conn: &mut crate::connection::Connection,
-    keys: &crate::store::keys::Keys,
-    queues: &[String],
-) -> Result<Vec<Vec<String>>> {
-    let mut pipe = redis::pipe();
-    for queue in queues {
-        pipe.zrange(keys.leases(queue), 0, -1);
-    }
-    Ok(pipe
-        .ignore_errors()
-        .query_async::<Vec<redis::RedisResult<Vec<String>>>>(conn)
-        .await?
-        .into_iter()
-        .map(|read| read.unwrap_or_default())
-        .collect())
 }

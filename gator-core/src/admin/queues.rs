@@ -3,8 +3,8 @@
 use super::Admin;
 use crate::connection::Connection;
 use crate::error::Result;
-use crate::store::keys::{Keys, validate_stored_queue};
-use crate::store::{flow, stats};
+use crate::store::keys::validate_stored_queue;
+use crate::store::{fleet, flow, queue, stats};
 use serde::Serialize;
 
 /// What [`Admin::queue_infos`] shows of one queue (or shard).
@@ -66,22 +66,13 @@ impl Admin {
     /// retrying or dead are left alone.
     pub async fn clear_queue(&self, queue: &str) -> Result<usize> {
         validate_stored_queue(queue)?;
-        let mut conn = self.connection();
-        let key = self.keys().queue(queue);
-        let mut left: usize = match redis::cmd("LLEN").arg(&key).query_async(&mut conn).await {
-            Ok(len) => len,
-            Err(e) if crate::store::queue::is_wrong_type(&e) => {
-                return self.cancel_parked(queue).await;
-            }
-            Err(e) => return Err(e.into()),
+        let (keys, mut conn) = (self.keys(), self.connection());
+        let Some(mut left) = queue::list_len(&mut conn, keys, queue).await? else {
+            return self.cancel_parked(queue).await;
         };
         let mut cleared = 0;
         while left > 0 {
-            let removed: i64 = crate::store::scripts::CLEAR_QUEUE
-                .key(&key)
-                .arg(left.min(CLEAR_CHUNK))
-                .invoke_async(&mut conn)
-                .await?;
+            let removed = queue::clear_chunk(&mut conn, keys, queue, left.min(CLEAR_CHUNK)).await?;
             if removed < 0 {
                 // It became controlled meanwhile: its jobs are parked now.
                 return Ok(cleared + self.cancel_parked(queue).await?);
@@ -98,7 +89,7 @@ impl Admin {
     /// Cancels every job parked in controlled `queue`; returns how many were cancelled.
     async fn cancel_parked(&self, queue: &str) -> Result<usize> {
         let mut cancelled = 0;
-        for jid in parked_jids(&mut self.connection(), self.keys(), queue).await? {
+        for jid in fleet::parked_jids(&mut self.connection(), self.keys(), queue).await? {
             if matches!(
                 self.client.cancel(&jid).await?,
                 crate::cancel::Cancellation::Removed | crate::cancel::Cancellation::Stopping
@@ -139,13 +130,8 @@ impl Admin {
         let total = stats::totals(conn, keys, &[queue.to_owned()]).await?;
         let mut info = QueueInfo::named(queue);
         (info.processed, info.failed) = total.first().map_or((0, 0), |t| (t.processed, t.failed));
-        info.busy = busy(conn, keys, queue).await?;
-        (info.scheduled, info.retries, info.dead) = redis::pipe()
-            .zcard(keys.scheduled(queue))
-            .zcard(keys.retry(queue))
-            .zcard(keys.dead(queue))
-            .query_async(conn)
-            .await?;
+        info.busy = fleet::busy(conn, keys, queue).await?;
+        (info.scheduled, info.retries, info.dead) = fleet::set_sizes(conn, keys, queue).await?;
         let oldest = if controlled {
             let flow = flow::status(conn, keys, queue).await?;
             info.controlled = flow.controlled;
@@ -161,15 +147,11 @@ impl Admin {
             info.size = flow.parked.iter().map(|p| p.jobs).sum::<u64>()
                 + flow.critical_waiting
                 + flow.backlog;
-            oldest_parked(conn, keys, queue).await?
+            fleet::oldest_parked(conn, keys, queue).await?
         } else {
-            let (len, head): (u64, Option<String>) = redis::pipe()
-                .llen(keys.queue(queue))
-                .lindex(keys.queue(queue), 0)
-                .query_async(conn)
-                .await?;
+            let (len, head) = fleet::list_head(conn, keys, queue).await?;
             info.size = len;
-            head.as_deref().and_then(enqueued_at)
+            head.as_deref().and_then(fleet::enqueued_at)
         };
         info.latency_ms = oldest.map(|at| now.saturating_sub(at));
         Ok(info)
@@ -209,81 +191,3 @@ impl QueueInfo {
 
 /// How many jobs one `clear_queue.lua` call removes: short enough not to hold Redis up.
 const CLEAR_CHUNK: usize = 1000;
-
-/// The jids of every job parked in controlled `queue`: its backlog, critical set and parking
-/// keys' sets.
-async fn parked_jids(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Vec<String>> {
-    let mut raws: Vec<String> = redis::cmd("LRANGE")
-        .arg(keys.backlog(queue))
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?;
-    let mut parked = flow::zmembers(conn, &keys.critical(queue)).await?;
-    for parking_key in flow::parking_keys(conn, keys, queue).await?.all() {
-        parked.extend(flow::zmembers(conn, &keys.held(queue, parking_key)).await?);
-    }
-    raws.extend(
-        parked
-            .iter()
-            .map(|member| flow::parked_payload(member).to_owned()),
-    );
-    Ok(raws
-        .iter()
-        .filter_map(|raw| crate::store::status::jid_of(raw.as_bytes()))
-        .collect())
-}
-
-/// Jobs of `queue` in the in-flight lists of the processes in its lease index.
-async fn busy(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<u64> {
-    let holders: Vec<String> = redis::cmd("ZRANGE")
-        .arg(keys.leases(queue))
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await?;
-    if holders.is_empty() {
-        return Ok(0);
-    }
-    let mut pipe = redis::pipe();
-    for process in &holders {
-        pipe.llen(keys.inflight(queue, process));
-    }
-    let lens: Vec<u64> = pipe.query_async(conn).await?;
-    Ok(lens.into_iter().sum())
-}
-
-/// The `enqueued_at` of the oldest job parked in controlled `queue`: the heads of its backlog,
-/// its critical set and each parking key's set (one command each).
-async fn oldest_parked(conn: &mut Connection, keys: &Keys, queue: &str) -> Result<Option<u64>> {
-    let parking_keys = flow::parking_keys(conn, keys, queue).await?;
-    let mut pipe = redis::pipe();
-    pipe.lrange(keys.backlog(queue), 0, 0);
-    pipe.zrange(keys.critical(queue), 0, 0);
-    for parking_key in parking_keys.all() {
-        pipe.zrange(keys.held(queue, parking_key), 0, 0);
-    }
-    let heads: Vec<Vec<String>> = pipe.query_async(conn).await?;
-    let (backlog, parked) = heads
-        .split_first()
-        .map_or((&[][..], &[][..]), |(b, p)| (&b[..], p));
-    Ok(backlog
-        .iter()
-        .map(String::as_str)
-        .chain(
-            parked
-                .iter()
-                .flatten()
-                .map(|member| flow::parked_payload(member)),
-        )
-        .filter_map(enqueued_at)
-        .min())
-}
-
-/// The `enqueued_at` of a stored payload, read as a worker reads it (the lenient document:
-/// an integer or a float).
-fn enqueued_at(raw: &str) -> Option<u64> {
-    crate::payload::PayloadDocument::parse(raw.as_bytes())
-        .ok()?
-        .enqueued_at_ms()
-}

@@ -235,25 +235,7 @@ async fn read(
     offset: usize,
     count: usize,
 ) -> Result<Vec<(String, Option<f64>)>> {
-    let stop = offset.saturating_add(count).saturating_sub(1);
-    if collection.sorted {
-        let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
-            .arg(&collection.key)
-            .arg(offset)
-            .arg(stop)
-            .arg("WITHSCORES")
-            .query_async(conn)
-            .await?;
-        Ok(rows.into_iter().map(|(raw, s)| (raw, Some(s))).collect())
-    } else {
-        let rows: Vec<String> = redis::cmd("LRANGE")
-            .arg(&collection.key)
-            .arg(offset)
-            .arg(stop)
-            .query_async(conn)
-            .await?;
-        Ok(rows.into_iter().map(|raw| (raw, None)).collect())
-    }
+    crate::store::sets::range(conn, &collection.key, collection.sorted, offset, count).await
 }
 
 /// The hit `raw` makes, if it matches.

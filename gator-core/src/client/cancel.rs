@@ -144,11 +144,7 @@ impl Client {
     }
 
     async fn is_controlled(&self, queue: &str) -> Result<bool> {
-        let exists: bool = redis::cmd("EXISTS")
-            .arg(self.keys().flow(queue))
-            .query_async(&mut self.connection())
-            .await?;
-        Ok(exists)
+        store::flow::is_controlled(&mut self.connection(), self.keys(), queue).await
     }
 
     /// Cancels workflow `id`: its steps still waiting and those waiting in their queues are

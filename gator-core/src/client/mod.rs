@@ -148,9 +148,6 @@ impl Client {
     /// Redis's clock, ms since the Unix epoch (`TIME`): the clock every due time, lease and
     /// dead-set age is measured on.
     pub async fn redis_time(&self) -> Result<u64> {
-        let (secs, micros): (u64, u64) = redis::cmd("TIME")
-            .query_async(&mut self.connection())
-            .await?;
-        Ok(secs * 1000 + micros / 1000)
+        crate::store::server::time(&mut self.connection()).await
     }
 }

@@ -409,3 +409,15 @@ pub async fn zmembers(conn: &mut impl ConnectionLike, key: &str) -> Result<Vec<S
         .query_async(conn)
         .await?)
 }
+
+/// Whether `queue` is under flow control: its `flow` hash exists.
+pub async fn is_controlled(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<bool> {
+    Ok(redis::cmd("EXISTS")
+        .arg(keys.flow(queue))
+        .query_async(conn)
+        .await?)
+}

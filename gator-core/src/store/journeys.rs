@@ -103,3 +103,17 @@ pub async fn prune(
         .await?;
     Ok(())
 }
+
+/// How many steps wait in each of chains `ids` of `queue` (0 for one that finished).
+pub async fn chain_lengths(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    ids: &[&str],
+) -> Result<Vec<usize>> {
+    let mut pipe = redis::pipe();
+    for id in ids {
+        pipe.llen(keys.chain(queue, id));
+    }
+    Ok(pipe.query_async(conn).await?)
+}

@@ -6,6 +6,7 @@ pub mod cancel;
 pub mod chain;
 pub mod cron;
 pub mod dead;
+pub mod fleet;
 pub mod flow;
 pub mod inflight;
 pub mod journeys;
@@ -16,6 +17,7 @@ pub mod queue;
 pub mod reply;
 pub mod schedule;
 pub mod scripts;
+pub mod server;
 pub mod sets;
 pub mod shards;
 pub mod stats;
@@ -25,3 +27,5 @@ pub mod workflow;
 
 #[cfg(test)]
 mod docs_test;
+#[cfg(test)]
+mod seam_test;

@@ -93,3 +93,76 @@ pub async fn remove(conn: &mut impl ConnectionLike, keys: &Keys, id: &str) -> Re
         .await?;
     Ok(())
 }
+
+/// The processes registered and not expired at `now` (ms, Redis time), with the time their
+/// registration expires.
+pub async fn live(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    now: u64,
+) -> Result<Vec<(String, f64)>> {
+    Ok(redis::cmd("ZRANGE")
+        .arg(keys.processes())
+        .arg(now)
+        .arg("+inf")
+        .arg("BYSCORE")
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await?)
+}
+
+/// The descriptions ([`Description`], JSON) of processes `ids`, in order; `None` for one that
+/// expired meanwhile.
+pub async fn descriptions(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    ids: &[&str],
+) -> Result<Vec<Option<String>>> {
+    let mut pipe = redis::pipe();
+    for id in ids {
+        pipe.get(keys.process(id));
+    }
+    Ok(pipe.query_async(conn).await?)
+}
+
+/// The processes in the lease index of each of `queues`. A queue whose index is not one (a key
+/// written by hand) counts as held by none, not as the fleet's failure: its row in
+/// `queue_infos` says it is broken.
+pub async fn lease_holders(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queues: &[String],
+) -> Result<Vec<Vec<String>>> {
+    let mut pipe = redis::pipe();
+    for queue in queues {
+        pipe.zrange(keys.leases(queue), 0, -1);
+    }
+    Ok(pipe
+        .ignore_errors()
+        .query_async::<Vec<redis::RedisResult<Vec<String>>>>(conn)
+        .await?
+        .into_iter()
+        .map(|read| read.unwrap_or_default())
+        .collect())
+}
+
+/// The payloads in `process`'s in-flight lists of `queues`, one list per queue (a list that is
+/// not one, written by hand, reads as empty).
+pub async fn in_flight(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    process: &str,
+    queues: &[&str],
+) -> Result<Vec<Vec<String>>> {
+    let mut pipe = redis::pipe();
+    for queue in queues {
+        pipe.lrange(keys.inflight(queue, process), 0, -1);
+    }
+    Ok(pipe
+        .ignore_errors()
+        .query_async::<Vec<redis::RedisResult<Vec<String>>>>(conn)
+        .await?
+        .into_iter()
+        .map(|read| read.unwrap_or_default())
+        .collect())
+}

@@ -182,6 +182,40 @@ pub async fn len(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) -> Re
     }
 }
 
+/// How many jobs `queue`'s list holds, or `None` if the queue is controlled (its list key
+/// holds the flow-control marker: its jobs are parked).
+pub async fn list_len(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+) -> Result<Option<usize>> {
+    match redis::cmd("LLEN")
+        .arg(keys.queue(queue))
+        .query_async(conn)
+        .await
+    {
+        Ok(len) => Ok(Some(len)),
+        Err(e) if is_wrong_type(&e) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Deletes up to `max` jobs from the head of plain `queue`'s list with their status records and
+/// unique locks (`clear_queue.lua`); how many, or a negative number if the queue became
+/// controlled meanwhile.
+pub async fn clear_chunk(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    max: usize,
+) -> Result<i64> {
+    Ok(scripts::CLEAR_QUEUE
+        .key(keys.queue(queue))
+        .arg(max)
+        .invoke_async(conn)
+        .await?)
+}
+
 /// The known-queues set, sorted: the queues clients dispatched to and workers serve. Members
 /// that are not valid queue names (the set is written by other tools too) are left out, and
 /// named in a warning: a name such as `""` would give keys without a hash tag.

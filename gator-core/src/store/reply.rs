@@ -76,6 +76,29 @@ fn six_keys(keys: &Keys, key: &str) -> [String; 6] {
     ]
 }
 
+/// Settles in-flight `job` as waiting for the reply to `key` (`await.lua`): out of its
+/// process's in-flight list, its wait `record` into its queue's outbox, in one step. Whether it
+/// was still in flight.
+pub async fn settle_waiting(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &crate::store::inflight::Fetched,
+    record: &str,
+    key: &str,
+    timeout: Duration,
+) -> Result<bool> {
+    let settled: i64 = scripts::AWAIT
+        .key(keys.inflight(&job.queue, &job.process))
+        .key(keys.outbox(&job.queue))
+        .arg(&job.raw)
+        .arg(record)
+        .arg(key)
+        .arg(timeout.as_millis() as u64)
+        .invoke_async(conn)
+        .await?;
+    Ok(settled == 1)
+}
+
 /// Registers the wait `record` (`reply_wait.lua`); a reply that came first completes it.
 /// Returns whether a completion was written (drain it).
 pub async fn register(

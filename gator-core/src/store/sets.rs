@@ -175,6 +175,35 @@ async fn entries(
         .collect())
 }
 
+/// Up to `count` members of list or sorted set `key` (`sorted`) from `offset`, with their
+/// scores for a sorted set: what a search reads, a range at a time.
+pub async fn range(
+    conn: &mut impl ConnectionLike,
+    key: &str,
+    sorted: bool,
+    offset: usize,
+    count: usize,
+) -> Result<Vec<(String, Option<f64>)>> {
+    let stop = offset.saturating_add(count).saturating_sub(1);
+    if sorted {
+        let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+            .arg(key)
+            .arg(offset)
+            .arg(stop)
+            .arg("WITHSCORES")
+            .query_async(conn)
+            .await?;
+        return Ok(rows.into_iter().map(|(raw, s)| (raw, Some(s))).collect());
+    }
+    let rows: Vec<String> = redis::cmd("LRANGE")
+        .arg(key)
+        .arg(offset)
+        .arg(stop)
+        .query_async(conn)
+        .await?;
+    Ok(rows.into_iter().map(|raw| (raw, None)).collect())
+}
+
 /// How many entries `kind` holds for each of `queues`, in one pipeline (a set that is not
 /// one counts 0, as in [`pages`]).
 pub async fn lens(

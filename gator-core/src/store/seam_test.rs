@@ -1,0 +1,68 @@
+//! "Only `store` talks to Redis": no production code of gator-core, gator-worker or gator-web
+//! builds a Redis command, a pipeline or a script call outside `gator-core/src/store/` (and
+//! `transport/connection.rs`, which keeps the connections alive). A command written anywhere
+//! else would be a key or a script nobody can find from `store`.
+
+use std::path::{Path, PathBuf};
+
+/// What builds or sends a command.
+const SPELLS: [&str; 7] = [
+    "redis::cmd",
+    "redis::Script",
+    "redis::pipe",
+    "pipe()",
+    "query_async",
+    "invoke_async",
+    "req_packed_command",
+];
+
+/// Where they may be written, relative to the workspace.
+const ALLOWED: [&str; 2] = [
+    "gator-core/src/store/",
+    "gator-core/src/transport/connection.rs",
+];
+
+fn rust_files(dir: &Path, found: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).expect("a source folder") {
+        let path = entry.expect("an entry").path();
+        if path.is_dir() {
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            found.push(path);
+        }
+    }
+}
+
+#[test]
+fn no_code_outside_store_builds_a_redis_command() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for krate in ["gator-core", "gator-worker", "gator-web"] {
+        rust_files(&workspace.join(krate).join("src"), &mut files);
+    }
+    let mut offences = Vec::new();
+    for file in files {
+        let shown = file
+            .strip_prefix(&workspace)
+            .expect("inside the workspace")
+            .to_string_lossy()
+            .replace('\\', "/");
+        if ALLOWED.iter().any(|allowed| shown.starts_with(allowed)) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).expect("a readable file");
+        // A file's unit tests may talk to Redis as they like.
+        let production = text.split("#[cfg(test)]").next().unwrap_or("");
+        for (n, line) in production.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if let Some(spell) = SPELLS.iter().find(|spell| code.contains(*spell)) {
+                offences.push(format!("{shown}:{}: {spell}", n + 1));
+            }
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "Redis commands outside gator-core/src/store/ (move them into a store fn):\n{}",
+        offences.join("\n")
+    );
+}
