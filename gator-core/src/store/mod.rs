@@ -28,4 +28,6 @@ pub mod workflow;
 #[cfg(test)]
 mod docs_test;
 #[cfg(test)]
+mod lifecycle_test;
+#[cfg(test)]
 mod seam_test;

@@ -33,6 +33,16 @@ impl SetKind {
         }
     }
 
+    /// The state of a job in this set, as its status record says it.
+    pub fn state(self) -> crate::wire::lifecycle::State {
+        use crate::wire::lifecycle::State;
+        match self {
+            SetKind::Scheduled => State::Scheduled,
+            SetKind::Retry => State::Retrying,
+            SetKind::Dead => State::Dead,
+        }
+    }
+
     /// The set's name as used in keys and on the command line.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -18,6 +18,7 @@
 use crate::error::Result;
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
+use crate::wire::lifecycle::State;
 use redis::aio::ConnectionLike;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -92,31 +93,33 @@ pub enum JobStatus {
 }
 
 impl JobStatus {
-    /// The state's name, as the CLI and the records spell it (`queued`, `running`, ...).
-    pub fn name(&self) -> &'static str {
-        match self {
-            JobStatus::Queued => "queued",
-            JobStatus::Scheduled { .. } => "scheduled",
-            JobStatus::Running { .. } => "running",
-            JobStatus::Retrying { .. } => "retrying",
-            JobStatus::Dead { .. } => "dead",
-            JobStatus::Done { .. } => "done",
-            JobStatus::Cancelled { .. } => "cancelled",
-            JobStatus::Discarded { .. } => "discarded",
-            JobStatus::AwaitingReply { .. } => "awaiting",
-            JobStatus::Unknown => "unknown",
-        }
+    /// The state the record says ([`State`], the lifecycle's one state type); `None` without
+    /// a record.
+    pub fn state(&self) -> Option<State> {
+        Some(match self {
+            JobStatus::Queued => State::Queued,
+            JobStatus::Scheduled { .. } => State::Scheduled,
+            JobStatus::Running { .. } => State::Running,
+            JobStatus::Retrying { .. } => State::Retrying,
+            JobStatus::Dead { .. } => State::Dead,
+            JobStatus::Done { .. } => State::Done,
+            JobStatus::Cancelled { .. } => State::Cancelled,
+            JobStatus::Discarded { .. } => State::Discarded,
+            JobStatus::AwaitingReply { .. } => State::Awaiting,
+            JobStatus::Unknown => return None,
+        })
     }
 
-    /// Whether the job will not change state again by itself (done, dead or cancelled).
+    /// The state's name, as the CLI and the records spell it (`queued`, `running`, ...), or
+    /// `unknown` without a record.
+    pub fn name(&self) -> &'static str {
+        self.state().map_or("unknown", State::name)
+    }
+
+    /// Whether the job will not change state again by itself (done, dead, discarded or
+    /// cancelled).
     pub fn is_final(&self) -> bool {
-        matches!(
-            self,
-            JobStatus::Done { .. }
-                | JobStatus::Dead { .. }
-                | JobStatus::Cancelled { .. }
-                | JobStatus::Discarded { .. }
-        )
+        self.state().is_some_and(State::is_final)
     }
 }
 

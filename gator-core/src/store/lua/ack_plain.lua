@@ -12,6 +12,7 @@
 -- ARGV[3]  how long (ms) the record is kept
 -- ARGV[4]  how many of the queue's next jobs to move into the in-flight list
 -- Returns  { 1 if the job was in flight else 0, job1, job2, ... }: the jobs moved, oldest first
+-- Records  done
 local removed = redis.call('LREM', KEYS[1], 1, ARGV[1])
 set_status(queue_prefix(KEYS[1]), ARGV[1], ARGV[2], tonumber(ARGV[3]))
 local result = { removed }

@@ -20,6 +20,7 @@
 --          gave the job up)
 -- ARGV[6]  the record's tail after its time (`<attempts> <error>` for `discarded`), or ''
 -- Returns  1 if settled, 0 if the job was not in flight
+-- Records  cancelled, discarded
 -- @flow_lib
 -- @unique_lib
 local bad = wrong_type(KEYS[2], 'set') or wrong_type(KEYS[3], 'list')
