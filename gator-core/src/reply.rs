@@ -4,7 +4,8 @@
 //!
 //! ```no_run
 //! use gator_core::{Client, Context, JobError, job};
-//! //!
+//! use std::time::Duration;
+//!
 //! #[derive(serde::Serialize, serde::Deserialize)]
 //! struct Confirmation { order: u64, accepted: bool }
 //!

@@ -7,7 +7,7 @@
 //! use std::time::Duration;
 //!
 //! # async fn demo() -> gator_core::Result<()> {
-//! let client = Admin::connect("redis://127.0.0.1:6379").await?;
+//! let admin = Admin::new(Client::connect("redis://127.0.0.1:6379").await?);
 //! admin.pause_queue("mail").await?;
 //! admin.set_queue_limit("partner", Some(10)).await?;
 //! admin.set_queue_share("partner", Some("east"), Some(40)).await?;

@@ -6,7 +6,7 @@
 //! use gator_core::{Admin, Client, SetKind};
 //!
 //! # async fn demo() -> gator_core::Result<()> {
-//! let client = Admin::connect("redis://127.0.0.1:6379").await?;
+//! let admin = Admin::new(Client::connect("redis://127.0.0.1:6379").await?);
 //! for entry in admin.list_set(SetKind::Dead, Some("mail"), 0, 20).await? {
 //!     let error = entry.payload.as_ref().and_then(|p| p.error.as_deref());
 //!     println!("{} {:?} {:?}", entry.score_ms, entry.jid(), error);

@@ -29,15 +29,17 @@ const UNIQUE_LIB: &str = include_str!("lua/unique_lib.lua");
 /// The marker line a script puts where it needs the unique library.
 const UNIQUE_LIB_MARKER: &str = "-- @unique_lib\n";
 
-/// `source` with the prelude inserted after its first line, the `#!lua` line that must stay
-/// first, and the flow or workflow library at its marker.
+/// `source` with the key kinds' table and `qkey` ([`super::keys::kinds::lua_prelude`]) and the
+/// prelude inserted after its first line, the `#!lua` line that must stay first, and the flow,
+/// workflow or unique library at its marker.
 fn with_prelude(source: &str) -> Script {
     let (shebang, body) = source.split_once('\n').unwrap_or((source, ""));
     let body = body
         .replacen(FLOW_LIB_MARKER, FLOW_LIB, 1)
         .replacen(WF_LIB_MARKER, WF_LIB, 1)
         .replacen(UNIQUE_LIB_MARKER, UNIQUE_LIB, 1);
-    Script::new(&format!("{shebang}\n{PRELUDE}{body}"))
+    let kinds = super::keys::kinds::lua_prelude();
+    Script::new(&format!("{shebang}\n{kinds}{PRELUDE}{body}"))
 }
 
 macro_rules! scripts {

@@ -37,7 +37,7 @@ end
 local prefix, process = string.match(KEYS[1], '^(.-}:)inflight:(.*)$')
 unique_release(prefix, ARGV[1])
 set_status(prefix, ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[3], tonumber(ARGV[4]))
-if redis.call('EXISTS', prefix .. 'units:' .. process) == 0 then
+if redis.call('EXISTS', qkey(prefix, 'units', process)) == 0 then
   return 1
 end
 -- @flow_lib

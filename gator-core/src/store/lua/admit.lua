@@ -100,7 +100,7 @@ local cfg = {}
 local raw = redis.call('HGETALL', KEYS[3])
 if #raw == 0 then
   -- Not controlled (its flow hash is gone): served like fetch.lua.
-  local jobs = redis.call('LPOP', prefix .. 'queue', max)
+  local jobs = redis.call('LPOP', qkey(prefix, 'queue'), max)
   if jobs then
     redis.call('RPUSH', KEYS[1], unpack(jobs))
     for _, job in ipairs(jobs) do result[#result + 1] = job end
@@ -127,7 +127,7 @@ if windows then
   end
 end
 
-local backlog = prefix .. 'backlog'
+local backlog = qkey(prefix, 'backlog')
 if redis.call('EXISTS', backlog) == 1 then
   for _, job in ipairs(redis.call('LPOP', backlog, 1000) or {}) do
     park(prefix, job, now, false)
@@ -140,7 +140,7 @@ end
 
 -- A list in place of the marker (the marker deleted by hand, then jobs pushed): its jobs are
 -- parked too, and the marker put back.
-local plain = prefix .. 'queue'
+local plain = qkey(prefix, 'queue')
 if redis.call('TYPE', plain)['ok'] == 'list' then
   for _, job in ipairs(redis.call('LPOP', plain, 1000) or {}) do
     park(prefix, job, now, false)
@@ -152,8 +152,8 @@ if redis.call('TYPE', plain)['ok'] == 'list' then
   redis.call('SET', plain, 'controlled')
 end
 
-local ready, blocked, timed = prefix .. 'ready', prefix .. 'blocked', prefix .. 'timed'
-local locks = prefix .. 'overlap'
+local ready, blocked, timed = qkey(prefix, 'ready'), qkey(prefix, 'blocked'), qkey(prefix, 'timed')
+local locks = qkey(prefix, 'overlap')
 for _, pk in ipairs(redis.call('ZRANGE', timed, '-inf', now, 'BYSCORE')) do
   redis.call('ZREM', timed, pk)
   ready_head(prefix, pk)
@@ -210,7 +210,7 @@ local function rate_allows(pk, cost)
   return 0, false
 end
 
-local critical = prefix .. 'critical'
+local critical = qkey(prefix, 'critical')
 while #jobs < max do
   local head = redis.call('ZRANGE', critical, 0, 0)
   if #head == 0 then break end
@@ -227,7 +227,7 @@ while #jobs < max do
 end
 
 local limit = tonumber(cfg['limit'])
-local used = prefix .. 'used'
+local used = qkey(prefix, 'used')
 local total = 0
 if limit then total = tonumber(redis.call('HGET', used, '!total')) or 0 end
 -- Units in use per limit key, read once and counted on here; the units this call takes (job,
@@ -299,7 +299,7 @@ local function admit_pass()
   local oks = {} -- each key's overlap key, or false
   local width = scored and 2 or 1
   local function fetch(i)
-    local key = prefix .. 'held:' .. pk[i]
+    local key = qkey(prefix, 'held', pk[i])
     if scored then
       read[i] = redis.call('ZRANGE', key, offset[i], offset[i] + chunk - 1, 'WITHSCORES')
     else
@@ -383,7 +383,7 @@ local function admit_pass()
     elseif verdict == 'overlap' then
       stopped[best] = true
       redis.call('ZREM', ready, key)
-      redis.call('SADD', prefix .. 'overlap_wait:' .. okey, key)
+      redis.call('SADD', qkey(prefix, 'overlap_wait', okey), key)
     elseif wait > 0 then
       soonest(wait)
       stopped[best] = true
@@ -410,10 +410,10 @@ local function admit_pass()
   end
   for i = 1, count do
     if taken[i] > 0 then
-      redis.call('ZREMRANGEBYRANK', prefix .. 'held:' .. pk[i], 0, taken[i] - 1)
+      redis.call('ZREMRANGEBYRANK', qkey(prefix, 'held', pk[i]), 0, taken[i] - 1)
       if not stopped[i] then
         if scored and cur[i] <= #read[i] then
-          redis.call('ZADD', prefix .. 'ready', read[i][cur[i] + 1], pk[i])
+          redis.call('ZADD', qkey(prefix, 'ready'), read[i][cur[i] + 1], pk[i])
         else
           ready_head(prefix, pk[i])
         end

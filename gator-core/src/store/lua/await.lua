@@ -21,7 +21,7 @@ end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 local prefix, process = string.match(KEYS[1], '^(.-}:)inflight:(.*)$')
 set_status(prefix, ARGV[1], 'awaiting ' .. (now_ms() + tonumber(ARGV[4])) .. ' ' .. ARGV[3])
-if redis.call('EXISTS', prefix .. 'units:' .. process) == 0 then
+if redis.call('EXISTS', qkey(prefix, 'units', process)) == 0 then
   return 1
 end
 -- @flow_lib

@@ -18,7 +18,7 @@ if not redis.call('SET', KEYS[1], '1', 'NX', 'PX', tonumber(ARGV[2])) then
   return 0
 end
 local prefix = queue_prefix(KEYS[2])
-if not string.find(ARGV[1], '"flow"', 1, true) and redis.call('EXISTS', prefix .. 'flow') == 0 then
+if not string.find(ARGV[1], '"flow"', 1, true) and redis.call('EXISTS', qkey(prefix, 'flow')) == 0 then
   set_status(prefix, ARGV[1], 'queued')
   redis.call('RPUSH', KEYS[2], ARGV[1])
   return 1

@@ -20,7 +20,7 @@
 --          process holds no live lease on the queue (it must take one and fetch again), or -2
 --          if the queue is controlled (flow_lib.lua): nothing moved, admit.lua fetches from it
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
-if redis.call('EXISTS', string.match(KEYS[1], '^(.-}:)') .. 'flow') == 1 then
+if redis.call('EXISTS', qkey(queue_prefix(KEYS[1]), 'flow')) == 1 then
   return -2
 end
 local now = now_ms()

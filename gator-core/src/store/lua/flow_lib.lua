@@ -35,7 +35,7 @@ local RATE_SEP = '\31'
 local OVERLAP_SEP = '\30'
 
 local function is_controlled(prefix)
-  return redis.call('EXISTS', prefix .. 'flow') == 1
+  return redis.call('EXISTS', qkey(prefix, 'flow')) == 1
 end
 
 -- The payload's `flow` object ({} if none, or if the payload is not JSON: such a job is parked
@@ -104,14 +104,14 @@ end
 local function overlap_waits(prefix, pk)
   local okey = overlap_of(pk)
   return okey ~= nil
-    and redis.call('SISMEMBER', prefix .. 'overlap_wait:' .. okey, pk) == 1
+    and redis.call('SISMEMBER', qkey(prefix, 'overlap_wait', okey), pk) == 1
 end
 
 -- Wakes workers waiting on the queue (BLPOP of the signal list): a job was parked, units were
 -- released, the queue was resumed. At most 16 tokens wait; a worker woken for nothing admits
 -- nothing and waits again.
 local function signal(prefix)
-  local key = prefix .. 'signal'
+  local key = qkey(prefix, 'signal')
   redis.call('LPUSH', key, '1')
   redis.call('LTRIM', key, 0, 15)
 end
@@ -119,7 +119,7 @@ end
 -- The score of a parked job; lower runs first. `first` (a job put back) goes before every job
 -- of its priority. Exact in a double: priority < 2^14, seq modulo 2^38 or 2^12, times < 2^40.
 local function held_score(prefix, priority, now, seq, first)
-  local cfg = redis.call('HMGET', prefix .. 'flow', 'aging', 'order')
+  local cfg = redis.call('HMGET', qkey(prefix, 'flow'), 'aging', 'order')
   local since = now - FLOW_T0
   if first then since = 0 end
   if cfg[2] == 'due' then
@@ -136,32 +136,32 @@ end
 
 -- Re-indexes parking key `pk` in the ready set at its head job's score, or drops it if empty.
 local function ready_head(prefix, pk)
-  local head = redis.call('ZRANGE', prefix .. 'held:' .. pk, 0, 0, 'WITHSCORES')
+  local head = redis.call('ZRANGE', qkey(prefix, 'held', pk), 0, 0, 'WITHSCORES')
   if #head == 0 then
-    redis.call('ZREM', prefix .. 'ready', pk)
+    redis.call('ZREM', qkey(prefix, 'ready'), pk)
   else
-    redis.call('ZADD', prefix .. 'ready', head[2], pk)
+    redis.call('ZADD', qkey(prefix, 'ready'), head[2], pk)
   end
 end
 
 local function park(prefix, job, now, first)
   local flow = flow_options(job)
   local seq = 0
-  if not first then seq = redis.call('INCR', prefix .. 'seq') end
+  if not first then seq = redis.call('INCR', qkey(prefix, 'seq')) end
   local score = held_score(prefix, job_priority(flow), now, seq, first)
   -- The seq prefix keeps equal scores in FIFO order; admit.lua strips it.
   local member = string.format('%016d', seq) .. job
-  local set = prefix .. 'critical'
+  local set = qkey(prefix, 'critical')
   if flow['critical'] == true then
     redis.call('ZADD', set, score, member)
   else
     local pk = parking_key(flow)
-    set = prefix .. 'held:' .. pk
+    set = qkey(prefix, 'held', pk)
     redis.call('ZADD', set, score, member)
-    if redis.call('SISMEMBER', prefix .. 'blocked', pk) == 0
-        and not redis.call('ZSCORE', prefix .. 'timed', pk)
+    if redis.call('SISMEMBER', qkey(prefix, 'blocked'), pk) == 0
+        and not redis.call('ZSCORE', qkey(prefix, 'timed'), pk)
         and not overlap_waits(prefix, pk) then
-      redis.call('ZADD', prefix .. 'ready', 'LT', score, pk)
+      redis.call('ZADD', qkey(prefix, 'ready'), 'LT', score, pk)
     end
   end
   signal(prefix)
@@ -178,14 +178,14 @@ local function ticket(prefix, seq, set, member, flow, now)
   if type(name) ~= 'string' or name == '' then name = '' end
   local spec
   if name == '' then
-    spec = redis.call('HGET', prefix .. 'flow', 'rate')
+    spec = redis.call('HGET', qkey(prefix, 'flow'), 'rate')
   else
-    spec = redis.call('HGET', prefix .. 'flow', 'rate:' .. name)
+    spec = redis.call('HGET', qkey(prefix, 'flow'), 'rate:' .. name)
   end
   local count, interval = string.match(spec or '', '^(%d+) (%d+) %d+$')
   if not count or tonumber(count) == 0 then return { seq, ahead, -1 } end
   local t = tonumber(interval) / tonumber(count)
-  local tat = tonumber(redis.call('GET', prefix .. 'tat:' .. name)) or now
+  local tat = tonumber(redis.call('GET', qkey(prefix, 'tat', name))) or now
   return { seq, ahead, math.ceil(math.max(tat, now) + ahead * t) }
 end
 
@@ -194,8 +194,8 @@ end
 -- WRONGTYPE, so a producer or a worker that has not learnt that the queue is controlled cannot
 -- put a job where the controls would not see it, or take one past them.
 local function make_controlled(prefix)
-  local queue, backlog = prefix .. 'queue', prefix .. 'backlog'
-  if redis.call('HSETNX', prefix .. 'flow', 'controlled', '1') == 1
+  local queue, backlog = qkey(prefix, 'queue'), qkey(prefix, 'backlog')
+  if redis.call('HSETNX', qkey(prefix, 'flow'), 'controlled', '1') == 1
       and redis.call('TYPE', queue)['ok'] == 'list' then
     if redis.call('EXISTS', backlog) == 0 then
       redis.call('RENAME', queue, backlog)
@@ -213,9 +213,9 @@ local function push_job(prefix, job, first, now)
   if is_controlled(prefix) then
     park(prefix, job, now or now_ms(), first)
   elseif first then
-    redis.call('LPUSH', prefix .. 'queue', job)
+    redis.call('LPUSH', qkey(prefix, 'queue'), job)
   else
-    redis.call('RPUSH', prefix .. 'queue', job)
+    redis.call('RPUSH', qkey(prefix, 'queue'), job)
   end
 end
 
@@ -223,7 +223,7 @@ end
 -- Parking keys of the limit keys in set `lks` (lk -> anything) that waited for their share may
 -- be admissible again.
 local function unblock_keys(prefix, lks)
-  local blocked = prefix .. 'blocked'
+  local blocked = qkey(prefix, 'blocked')
   for _, pk in ipairs(redis.call('SMEMBERS', blocked)) do
     if lks[limit_key_of(pk)] then
       redis.call('SREM', blocked, pk)
@@ -239,7 +239,7 @@ end
 -- Gives back `cost` units of limit key `lk` (the caller lets the key's blocked parking keys
 -- try again).
 local function return_units(prefix, lk, cost)
-  local used = prefix .. 'used'
+  local used = qkey(prefix, 'used')
   if redis.call('HINCRBY', used, '!total', -cost) <= 0 then redis.call('HDEL', used, '!total') end
   if redis.call('HINCRBY', used, 'k:' .. lk, -cost) <= 0 then redis.call('HDEL', used, 'k:' .. lk) end
 end
@@ -257,7 +257,7 @@ end
 -- for the total.
 local function take_units_many(prefix, process, jobs, keys, costs)
   if #jobs == 0 then return end
-  local units = prefix .. 'units:' .. process
+  local units = qkey(prefix, 'units', process)
   local before = redis.call('HMGET', units, unpack(jobs))
   local counts, args, by_key, total = {}, {}, {}, 0
   for i, job in ipairs(jobs) do
@@ -280,8 +280,8 @@ local function take_units_many(prefix, process, jobs, keys, costs)
     end
   end
   redis.call('HSET', units, unpack(args))
-  redis.call('HINCRBY', prefix .. 'used', '!total', total)
-  for lk, cost in pairs(by_key) do redis.call('HINCRBY', prefix .. 'used', 'k:' .. lk, cost) end
+  redis.call('HINCRBY', qkey(prefix, 'used'), '!total', total)
+  for lk, cost in pairs(by_key) do redis.call('HINCRBY', qkey(prefix, 'used'), 'k:' .. lk, cost) end
 end
 
 -- Releases the no-overlap lock job `job` holds, if it holds one (a settled job, or one put
@@ -291,11 +291,11 @@ local function release_overlap(prefix, job)
   if not string.find(job, '"overlap"', 1, true) then return end
   local okey = flow_options(job)['overlap']
   if type(okey) ~= 'string' or okey == '' then return end
-  local locks = prefix .. 'overlap'
+  local locks = qkey(prefix, 'overlap')
   -- Only its own lock: a job run again after recovery must not free its successor's.
   if redis.call('HGET', locks, okey) ~= (jid_of(job) or '') then return end
   redis.call('HDEL', locks, okey)
-  local waiting = prefix .. 'overlap_wait:' .. okey
+  local waiting = qkey(prefix, 'overlap_wait', okey)
   local pks = redis.call('SMEMBERS', waiting)
   if #pks > 0 then
     redis.call('DEL', waiting)
@@ -311,7 +311,7 @@ end
 local function free_units_many(prefix, process, jobs)
   if #jobs == 0 then return end
   for _, job in ipairs(jobs) do release_overlap(prefix, job) end
-  local units = prefix .. 'units:' .. process
+  local units = qkey(prefix, 'units', process)
   if redis.call('EXISTS', units) == 0 then return end
   local held = redis.call('HMGET', units, unpack(jobs))
   local left, by_key = {}, {}
@@ -358,7 +358,7 @@ local function free_units(inflight_key, job)
 end
 
 local function free_all_units(prefix, process)
-  local units = prefix .. 'units:' .. process
+  local units = qkey(prefix, 'units', process)
   local all = redis.call('HGETALL', units)
   for i = 2, #all, 2 do
     local lk, cost, count = string.match(all[i], '^(.*)\n(%d+)\n(%d+)$')
@@ -400,7 +400,7 @@ local function rate_state(prefix, spec, name, states)
       state = {
         t = tonumber(interval) / tonumber(count),
         burst = tonumber(burst),
-        tat = tonumber(redis.call('GET', prefix .. 'tat:' .. name)),
+        tat = tonumber(redis.call('GET', qkey(prefix, 'tat', name))),
         taken = false,
       }
     end
@@ -434,7 +434,7 @@ end
 local function rate_save(prefix, states, now)
   for name, state in pairs(states) do
     if state and state.taken then
-      redis.call('SET', prefix .. 'tat:' .. name, string.format('%.3f', state.tat),
+      redis.call('SET', qkey(prefix, 'tat', name), string.format('%.3f', state.tat),
         'PX', math.ceil(state.tat - now) + 1000)
     end
   end

@@ -17,7 +17,7 @@ for i = 1, #ARGV, 2 do
     redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1])
   end
 end
-local blocked = prefix .. 'blocked'
+local blocked = qkey(prefix, 'blocked')
 for _, pk in ipairs(redis.call('SMEMBERS', blocked)) do
   redis.call('SREM', blocked, pk)
   ready_head(prefix, pk)

@@ -48,9 +48,9 @@ local function set_status(prefix, payload, value, ttl)
   local jid = jid_of(payload)
   if not jid then return end
   if ttl then
-    redis.call('SET', prefix .. 'job:' .. jid, value, 'PX', ttl)
+    redis.call('SET', qkey(prefix, 'job', jid), value, 'PX', ttl)
   else
-    redis.call('SET', prefix .. 'job:' .. jid, value)
+    redis.call('SET', qkey(prefix, 'job', jid), value)
   end
 end
 local function set_statuses(prefix, payloads, value)

@@ -20,7 +20,7 @@ free_units(KEYS[1], ARGV[1])
 local due = now_ms() + tonumber(ARGV[3])
 redis.call('ZADD', KEYS[2], due, ARGV[2])
 local prefix = queue_prefix(KEYS[2])
-if KEYS[2] == prefix .. 'retry' then
+if KEYS[2] == qkey(prefix, 'retry') then
   local ok, doc = pcall(cjson.decode, ARGV[2])
   local attempt, reason = 0, ''
   if ok and type(doc) == 'table' then

@@ -25,7 +25,7 @@ local function unique_of(payload)
   return doc['unique'], doc['jid']
 end
 local function unique_lock(prefix, key)
-  return prefix .. 'unique:' .. redis.sha1hex(key)
+  return qkey(prefix, 'unique', redis.sha1hex(key))
 end
 local function lock_holder(value)
   if string.sub(value, 1, 1) == '{' then return jid_of(value) end

@@ -6,7 +6,10 @@
 //! keys are never touched inside a per-queue script. `docs/wire-format.md` documents each key;
 //! a unit test checks that every key kind below is named there.
 
+pub mod kinds;
+
 use crate::error::{Error, Result};
+use kinds::*;
 
 /// The default namespace, the first segment of every key.
 pub const DEFAULT_NAMESPACE: &str = "gator";
@@ -50,144 +53,149 @@ impl Keys {
 
     /// `<namespace>:{replies}:<kind><suffix>`: the replies' keys, all under one hash tag, so
     /// that a reply finds its waiting job in one script whatever queue it came from.
-    fn of_replies(&self, kind: &str, suffix: &str) -> String {
-        format!("{}:{{replies}}:{kind}{suffix}", self.namespace)
+    fn of_replies(&self, kind: &Kind, name: &str) -> String {
+        format!("{}:{{replies}}:{}{name}", self.namespace, kind.suffix)
+    }
+
+    /// `<namespace>:<suffix><name>`: a key of the whole namespace.
+    fn global(&self, kind: &Kind, name: &str) -> String {
+        format!("{}:{}{name}", self.namespace, kind.suffix)
     }
 
     /// HASH correlation key → the job waiting for its reply (its wait record, JSON).
     pub fn reply_waits(&self) -> String {
-        self.of_replies("waits", "")
+        self.of_replies(&REPLY_WAITS, "")
     }
 
     /// ZSET correlation key → when its wait times out (ms, Redis time).
     pub fn reply_deadlines(&self) -> String {
-        self.of_replies("deadlines", "")
+        self.of_replies(&REPLY_DEADLINES, "")
     }
 
     /// STRING: a reply to `key` that came before its wait, kept for the lookback window.
     pub fn reply_early(&self, key: &str) -> String {
-        self.of_replies("early:", key)
+        self.of_replies(&REPLY_EARLY, key)
     }
 
     /// STRING: set when a reply to `key` was delivered (its value the jid it went to), kept
     /// for the lookback window, so a later reply is known as a duplicate.
     pub fn reply_seen(&self, key: &str) -> String {
-        self.of_replies("seen:", key)
+        self.of_replies(&REPLY_SEEN, key)
     }
 
     /// LIST of completions (a reply delivered, a wait timed out) still to carry to the waiting
     /// jobs' queues.
     pub fn reply_outbox(&self) -> String {
-        self.of_replies("outbox", "")
+        self.of_replies(&REPLY_OUTBOX, "")
     }
 
     /// HASH of counters: `delivered`, `kept`, `duplicates`, `timeouts`.
     pub fn reply_stats(&self) -> String {
-        self.of_replies("stats", "")
+        self.of_replies(&REPLY_STATS, "")
     }
 
     /// SET of every queue name a job was ever dispatched to (global).
     pub fn queues(&self) -> String {
-        format!("{}:queues", self.namespace)
+        self.global(&QUEUES, "")
     }
 
     /// ZSET of live worker process ids, scored by when their registration expires (ms, Redis
     /// time); expired members are pruned by every heartbeat (global).
     pub fn processes(&self) -> String {
-        format!("{}:processes", self.namespace)
+        self.global(&PROCESSES, "")
     }
 
     /// STRING (JSON) describing one live worker process; expires unless its heartbeat renews it
     /// (global).
     pub fn process(&self, id: &str) -> String {
-        format!("{}:process:{id}", self.namespace)
+        self.global(&PROCESS, id)
     }
 
     /// HASH queue name → number of shards, for the queues split into shards (global; see
     /// `shards`).
     pub fn shards(&self) -> String {
-        format!("{}:shards", self.namespace)
+        self.global(&SHARDS, "")
     }
 
     /// SET of the queues that are controlled (see [`crate::flow`]): workers fetch from them
     /// with `admit.lua` (global; written before the queue's own `flow` hash).
     pub fn flow_queues(&self) -> String {
-        format!("{}:flow_queues", self.namespace)
+        self.global(&FLOW_QUEUES, "")
     }
 
     /// HASH of `queue`'s flow settings; its existence makes the queue controlled.
     pub fn flow(&self, queue: &str) -> String {
-        self.of_queue(queue, "flow", "")
+        self.of_queue(queue, &FLOW, "")
     }
 
     /// ZSET of the jobs of a controlled `queue` parked under parking key `key` (a limit key,
     /// then `\x1f` and a rate limiter's name if the jobs name one, then `\x1e` and an overlap
     /// key if they have one), by priority score.
     pub fn held(&self, queue: &str, key: &str) -> String {
-        self.of_queue(queue, "held:", key)
+        self.of_queue(queue, &HELD, key)
     }
 
     /// ZSET of the parked critical jobs of `queue`, by priority score.
     pub fn critical(&self, queue: &str) -> String {
-        self.of_queue(queue, "critical", "")
+        self.of_queue(queue, &CRITICAL, "")
     }
 
     /// ZSET parking key → score of its head job: the keys whose jobs may start now.
     pub fn ready(&self, queue: &str) -> String {
-        self.of_queue(queue, "ready", "")
+        self.of_queue(queue, &READY, "")
     }
 
     /// SET of parking keys waiting for one of their limit key's units.
     pub fn blocked(&self, queue: &str) -> String {
-        self.of_queue(queue, "blocked", "")
+        self.of_queue(queue, &BLOCKED, "")
     }
 
     /// ZSET parking key → when its rate limiter lets its head job start (ms, Redis time).
     pub fn timed(&self, queue: &str) -> String {
-        self.of_queue(queue, "timed", "")
+        self.of_queue(queue, &TIMED, "")
     }
 
     /// HASH of the no-overlap locks of `queue`: overlap key → jid of the job that holds it
     /// (see [`crate::flow::overlap`]).
     pub fn overlap(&self, queue: &str) -> String {
-        self.of_queue(queue, "overlap", "")
+        self.of_queue(queue, &OVERLAP, "")
     }
 
     /// SET of the parking keys of `queue` waiting for overlap key `key`'s lock.
     pub fn overlap_wait(&self, queue: &str, key: &str) -> String {
-        self.of_queue(queue, "overlap_wait:", key)
+        self.of_queue(queue, &OVERLAP_WAIT, key)
     }
 
     /// HASH of the units in use in `queue`: `!total`, and `k:<limit key>` per key.
     pub fn used(&self, queue: &str) -> String {
-        self.of_queue(queue, "used", "")
+        self.of_queue(queue, &USED, "")
     }
 
     /// HASH of the units process `process` holds in `queue`: payload → `key\ncost\ncount`.
     pub fn units(&self, queue: &str, process: &str) -> String {
-        self.of_queue(queue, "units:", process)
+        self.of_queue(queue, &UNITS, process)
     }
 
     /// STRING counter giving parked jobs their place among equals.
     pub fn seq(&self, queue: &str) -> String {
-        self.of_queue(queue, "seq", "")
+        self.of_queue(queue, &SEQ, "")
     }
 
     /// LIST of wake-up tokens for workers waiting on a controlled `queue` (at most 16).
     pub fn signal(&self, queue: &str) -> String {
-        self.of_queue(queue, "signal", "")
+        self.of_queue(queue, &SIGNAL, "")
     }
 
     /// LIST of the jobs that were on `queue`'s list when it became controlled, parked a
     /// thousand at a time by `admit.lua`.
     pub fn backlog(&self, queue: &str) -> String {
-        self.of_queue(queue, "backlog", "")
+        self.of_queue(queue, &BACKLOG, "")
     }
 
     /// STRING: rate limiter `name`'s theoretical arrival time (ms, Redis time); `name` is
     /// empty for the queue's own limiter.
     pub fn tat(&self, queue: &str, name: &str) -> String {
-        self.of_queue(queue, "tat:", name)
+        self.of_queue(queue, &TAT, name)
     }
 
     /// STRING: shared rate limiter `name`'s rate (`count interval_ms burst`). A shared limiter
@@ -195,183 +203,196 @@ impl Keys {
     /// own; its keys carry its own hash tag `{<name>}`, so on a cluster they live on one node,
     /// usually not their queues' (see `limiter_take.lua`).
     pub fn limiter_rate(&self, name: &str) -> String {
-        format!("{}:limiter:{{{name}}}:rate", self.namespace)
+        format!(
+            "{}:limiter:{{{name}}}:{}",
+            self.namespace, LIMITER_RATE.suffix
+        )
     }
 
     /// STRING: shared rate limiter `name`'s theoretical arrival time (ms, its node's Redis time).
     pub fn limiter_tat(&self, name: &str) -> String {
-        format!("{}:limiter:{{{name}}}:tat", self.namespace)
+        format!(
+            "{}:limiter:{{{name}}}:{}",
+            self.namespace, LIMITER_TAT.suffix
+        )
     }
 
     /// SET of the shared rate limiters' names (global; for listings).
     pub fn limiters(&self) -> String {
-        format!("{}:limiters", self.namespace)
+        self.global(&LIMITERS, "")
     }
 
     /// HASH periodic entry name → the queue its definition lives in (global; see
     /// `cron`): the index every worker's cron loop reads. Written before the entry
     /// and removed after it, each by a command of its own.
     pub fn cron_index(&self) -> String {
-        format!("{}:cron", self.namespace)
+        self.global(&CRON_INDEX, "")
     }
 
     /// HASH periodic entry name → its definition (JSON: cron, tz, job payload, source), for
     /// the entries whose jobs go to `queue`.
     pub fn cron_entries(&self, queue: &str) -> String {
-        self.of_queue(queue, "cron", "")
+        self.of_queue(queue, &CRON_ENTRIES, "")
     }
 
     /// HASH periodic entry name → the last tick fired (ms since the epoch, Redis time; at first
     /// the time the entry was added, so that no earlier tick fires). `cron_fire.lua` compares
     /// and sets it with the push: one enqueue per tick across every worker.
     pub fn cron_fired(&self, queue: &str) -> String {
-        self.of_queue(queue, "cron_fired", "")
+        self.of_queue(queue, &CRON_FIRED, "")
     }
 
     /// HASH periodic entry name → when it was paused (ms, Redis time), for the paused entries
     /// of `queue`.
     pub fn cron_paused(&self, queue: &str) -> String {
-        self.of_queue(queue, "cron_paused", "")
+        self.of_queue(queue, &CRON_PAUSED, "")
     }
 
     /// LIST of the payloads waiting in `queue`: RPUSH to enqueue, pop from the left.
     pub fn queue(&self, queue: &str) -> String {
-        self.of_queue(queue, "queue", "")
+        self.of_queue(queue, &QUEUE, "")
     }
 
     /// LIST of the payloads of `queue` that worker process `process` has fetched and not yet
     /// settled: a fetch moves a job here and its outcome takes it out, atomically, so a job is
     /// never only in a dying process's memory.
     pub fn inflight(&self, queue: &str, process: &str) -> String {
-        self.of_queue(queue, "inflight:", process)
+        self.of_queue(queue, &INFLIGHT, process)
     }
 
     /// The in-flight key of `queue` without its process id: `recover.lua` appends the ids it
     /// finds in [`Keys::leases`] (same hash tag, so the same slot).
     pub fn inflight_prefix(&self, queue: &str) -> String {
-        self.of_queue(queue, "inflight:", "")
+        self.of_queue(queue, &INFLIGHT, "")
     }
 
     /// ZSET of the worker processes that may hold in-flight jobs of `queue`, scored by when
     /// their lease expires (ms, Redis time): the in-flight index of the queue. A process is
     /// added before its first fetch and removed only once its in-flight list is empty.
     pub fn leases(&self, queue: &str) -> String {
-        self.of_queue(queue, "leases", "")
+        self.of_queue(queue, &LEASES, "")
     }
 
     /// ZSET of payloads of `queue` to run later, scored by due time in ms since the epoch.
     pub fn scheduled(&self, queue: &str) -> String {
-        self.of_queue(queue, "scheduled", "")
+        self.of_queue(queue, &SCHEDULED, "")
     }
 
     /// STRING: the lock of unique key `digest` (its SHA-1 hex, [`crate::unique::digest`]) on
     /// `queue`, holding the jid of the job that holds it (for a debounced job, its pending
     /// payload), expiring after its TTL. The scripts build it from the payload's `unique.key`.
     pub fn unique(&self, queue: &str, digest: &str) -> String {
-        self.of_queue(queue, "unique:", digest)
+        self.of_queue(queue, &UNIQUE, digest)
     }
 
     /// ZSET of failed payloads of `queue` waiting for their next attempt, scored by its time (ms).
     pub fn retry(&self, queue: &str) -> String {
-        self.of_queue(queue, "retry", "")
+        self.of_queue(queue, &RETRY, "")
     }
 
     /// LIST of the steps of chain `chain_id` still waiting to run, in order. Lives under the
     /// hash tag of the chain's first queue.
     pub fn chain(&self, queue: &str, chain_id: &str) -> String {
-        self.of_queue(queue, "chain:", chain_id)
+        self.of_queue(queue, &CHAIN, chain_id)
     }
 
     /// LIST of hand-offs recorded by successes of chain steps of `queue` whose next step is
     /// still to be moved to its queue (each a chain link as JSON).
     pub fn outbox(&self, queue: &str) -> String {
-        self.of_queue(queue, "outbox", "")
+        self.of_queue(queue, &OUTBOX, "")
     }
 
     /// HASH jid → payload of chain steps taken off the lists of chains whose first queue is
     /// `queue`, not yet on their own queue.
     pub fn handoff(&self, queue: &str) -> String {
-        self.of_queue(queue, "handoff", "")
+        self.of_queue(queue, &HANDOFF, "")
     }
 
     /// STRING set when chain step `jid` was pushed to `queue`, so a repeated hand-off is a
     /// no-op; expires after an hour.
     pub fn handed(&self, queue: &str, jid: &str) -> String {
-        self.of_queue(queue, "handed:", jid)
+        self.of_queue(queue, &HANDED, jid)
     }
 
     /// HASH of workflow `uuid`'s state (its steps, their states and results, see
     /// `lua/wf_lib.lua`), under the hash tag of its home queue (its first step's).
     pub fn workflow(&self, home: &str, uuid: &str) -> String {
-        self.of_queue(home, "wf:", uuid)
+        self.of_queue(home, &WORKFLOW, uuid)
     }
 
     /// HASH jid → payload of workflow `uuid`'s steps released and not yet on their queues.
     pub fn workflow_push(&self, home: &str, uuid: &str) -> String {
-        self.of_queue(home, "wfpush:", uuid)
+        self.of_queue(home, &WORKFLOW_PUSH, uuid)
     }
 
     /// SET of the ids of the workflows homed on `home` with steps to push: what recovery
     /// finishes if the process that released them died first.
     pub fn workflows_pushing(&self, home: &str) -> String {
-        self.of_queue(home, "wfpushing", "")
+        self.of_queue(home, &WORKFLOWS_PUSHING, "")
     }
 
     /// SET of the jids of `queue` whose cancellation was asked for while they ran (or, on a
     /// controlled queue, while they were parked): every worker reads it each
     /// `CANCEL_POLL` and stops them; a job leaves it when its cancellation is settled.
     pub fn cancelling(&self, queue: &str) -> String {
-        self.of_queue(queue, "cancelling", "")
+        self.of_queue(queue, &CANCELLING, "")
     }
 
     /// HASH of `queue`'s all-time counters: `processed` (attempts that ended, whatever their
     /// outcome) and `failed` (attempts that failed), as Sidekiq counts them. Written by each
     /// worker once a second (`store::stats`).
     pub fn stats(&self, queue: &str) -> String {
-        self.of_queue(queue, "stats", "")
+        self.of_queue(queue, &STATS, "")
     }
 
     /// HASH of `queue`'s per-minute counters of day `day` (days since the epoch, UTC, Redis
     /// time): fields `<minute of the day>:p` (processed) and `:f` (failed); expires two days
     /// after its last write.
     pub fn history_minutes(&self, queue: &str, day: u64) -> String {
-        self.of_queue(queue, "history:m:", &day.to_string())
+        self.of_queue(queue, &HISTORY_MINUTES, &day.to_string())
     }
 
     /// HASH of `queue`'s per-hour counters of day `day`: fields `<hour of the day>:p` and
     /// `:f`; expires sixteen days after its last write.
     pub fn history_hours(&self, queue: &str, day: u64) -> String {
-        self.of_queue(queue, "history:h:", &day.to_string())
+        self.of_queue(queue, &HISTORY_HOURS, &day.to_string())
     }
 
     /// ZSET of the ids of the chains whose first queue is `queue`, scored by their dispatch
     /// (ms): the index the dashboard lists chains in flight from. Capped at the newest
     /// `journeys::INDEX_CAP`; ids of finished chains are pruned as it is read.
     pub fn chains_index(&self, queue: &str) -> String {
-        self.of_queue(queue, "chains", "")
+        self.of_queue(queue, &CHAINS_INDEX, "")
     }
 
     /// ZSET of the uuids of the workflows homed on `queue`, scored by their dispatch (ms), as
     /// [`Keys::chains_index`] is for chains.
     pub fn workflows_index(&self, queue: &str) -> String {
-        self.of_queue(queue, "workflows", "")
+        self.of_queue(queue, &WORKFLOWS_INDEX, "")
     }
 
     /// ZSET of payloads of `queue` that will not be retried, scored by time of death (ms).
     pub fn dead(&self, queue: &str) -> String {
-        self.of_queue(queue, "dead", "")
+        self.of_queue(queue, &DEAD, "")
     }
 
     /// `<namespace>:{<queue>}:job:<jid>` (STRING): the job's status record, the index
     /// `Client::status` reads (see `store::status`).
     pub fn job(&self, queue: &str, jid: &str) -> String {
-        self.of_queue(queue, "job:", jid)
+        self.of_queue(queue, &JOB, jid)
     }
 
     /// `<namespace>:{<queue>}:<kind><suffix>`, built without `format!`: the worker builds a few
     /// keys per job, and the formatting machinery cost more than the rest of a settle.
-    fn of_queue(&self, queue: &str, kind: &str, suffix: &str) -> String {
-        let parts = [self.namespace.as_str(), ":{", queue, "}:", kind, suffix];
+    fn of_queue(&self, queue: &str, kind: &Kind, name: &str) -> String {
+        let parts = [
+            self.namespace.as_str(),
+            ":{",
+            queue,
+            "}:",
+            kind.suffix,
+            name,
+        ];
         let mut key = String::with_capacity(parts.iter().map(|p| p.len()).sum());
         for part in parts {
             key.push_str(part);
