@@ -266,43 +266,42 @@ fn matches(
         (Some(p), SearchField::Args) => contains(&p.args.to_string()),
         (Some(p), SearchField::Error) => p.error.as_deref().is_some_and(contains),
     };
-    if !found {
-        return None;
+    found.then(|| hit(collection, text, score, payload))
+}
+
+/// The hit of entry `text` of `collection`, parsed as `payload` if it is one. (A dead entry of
+/// text that was not a payload carries it in `raw`: shown as unparsed text.)
+fn hit(
+    collection: &Collection,
+    text: &str,
+    score: Option<f64>,
+    payload: Option<Payload>,
+) -> SearchHit {
+    let score_ms = match collection.place {
+        Place::Queued => None,
+        _ => score.map(|s| s.max(0.0) as u64),
+    };
+    let mut hit = SearchHit {
+        place: collection.place,
+        queue: collection.queue.clone(),
+        jid: None,
+        job: String::new(),
+        score_ms,
+        error: None,
+        args: serde_json::Value::Null,
+        unparsed: None,
+        raw: text.to_owned(),
+    };
+    match payload {
+        Some(p) => {
+            hit.jid = Some(p.jid);
+            hit.job = p.job;
+            hit.error = p.error.as_deref().map(super::preview::error);
+            hit.args = super::preview::args(p.args);
+        }
+        None => hit.unparsed = Some(super::preview::text(text)),
     }
-    // Dead entries of text that was not a payload carry it in `raw`: show the payload's view.
-    let score_ms = score.map(|s| s.max(0.0) as u64);
-    Some(match payload {
-        Some(p) => SearchHit {
-            place: collection.place,
-            queue: collection.queue.clone(),
-            jid: Some(p.jid),
-            job: p.job,
-            score_ms: if collection.place == Place::Queued {
-                None
-            } else {
-                score_ms
-            },
-            error: p.error.as_deref().map(super::preview::error),
-            args: super::preview::args(p.args),
-            unparsed: None,
-            raw: text.to_owned(),
-        },
-        None => SearchHit {
-            place: collection.place,
-            queue: collection.queue.clone(),
-            jid: None,
-            job: String::new(),
-            score_ms: if collection.place == Place::Queued {
-                None
-            } else {
-                score_ms
-            },
-            error: None,
-            args: serde_json::Value::Null,
-            unparsed: Some(super::preview::text(text)),
-            raw: text.to_owned(),
-        },
-    })
+    hit
 }
 
 fn parse_cursor(cursor: &str) -> Result<(usize, usize)> {

@@ -131,48 +131,7 @@ impl ClientBuilder {
         let shown_url = endpoint::redact(&self.url);
         let cluster = self.cluster || endpoint::cluster_from_env();
         let (target, info) = endpoint::open_target(&self.url, cluster, &self.tls.or_from_env())?;
-        // Few, short reconnect attempts: a caller learns within about two seconds that Redis
-        // is away, instead of waiting out the crate's default of six growing retries.
-        let single = || {
-            ConnectionManagerConfig::new()
-                .set_number_of_retries(2)
-                .set_max_delay(Duration::from_millis(500))
-                .set_response_timeout(Some(RESPONSE_TIMEOUT))
-                .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        };
-        let direct = || {
-            AsyncConnectionConfig::new()
-                .set_response_timeout(Some(RESPONSE_TIMEOUT))
-                .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        };
-        let blocking = || {
-            AsyncConnectionConfig::new()
-                .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
-                .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        };
-        let (shared, blocking) = match target {
-            endpoint::Target::Single(redis) => (
-                Opener::Single(redis.clone(), single()),
-                DedicatedOpener::Single(redis, blocking()),
-            ),
-            endpoint::Target::Sentinel(sentinels) => (
-                Opener::Sentinel(sentinels.clone(), direct()),
-                DedicatedOpener::Sentinel(sentinels, blocking()),
-            ),
-            #[cfg(feature = "cluster")]
-            endpoint::Target::Cluster(redis) => {
-                let config = redis::cluster::ClusterConfig::new()
-                    .set_response_timeout(RESPONSE_TIMEOUT)
-                    .set_connection_timeout(CONNECT_TIMEOUT);
-                let blocking = redis::cluster::ClusterConfig::new()
-                    .set_response_timeout(DEDICATED_RESPONSE_TIMEOUT)
-                    .set_connection_timeout(CONNECT_TIMEOUT);
-                (
-                    Opener::Cluster(redis.clone(), config),
-                    DedicatedOpener::Cluster(redis, blocking),
-                )
-            }
-        };
+        let (shared, blocking) = openers(target);
         let shared = Shared::connect(shared)
             .await
             .map_err(|source| Error::Connect {
@@ -193,6 +152,53 @@ impl ClientBuilder {
                 max_payload,
             }),
         })
+    }
+}
+
+/// The openers of the shared connection and of the dedicated ones, for `target`, each with its
+/// timeouts.
+fn openers(target: endpoint::Target) -> (Opener, DedicatedOpener) {
+    // Few, short reconnect attempts: a caller learns within about two seconds that Redis is
+    // away, instead of waiting out the crate's default of six growing retries.
+    let single = || {
+        ConnectionManagerConfig::new()
+            .set_number_of_retries(2)
+            .set_max_delay(Duration::from_millis(500))
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+    };
+    let direct = || {
+        AsyncConnectionConfig::new()
+            .set_response_timeout(Some(RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+    };
+    let blocking = || {
+        AsyncConnectionConfig::new()
+            .set_response_timeout(Some(DEDICATED_RESPONSE_TIMEOUT))
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+    };
+    match target {
+        endpoint::Target::Single(redis) => (
+            Opener::Single(redis.clone(), single()),
+            DedicatedOpener::Single(redis, blocking()),
+        ),
+        endpoint::Target::Sentinel(sentinels) => (
+            Opener::Sentinel(sentinels.clone(), direct()),
+            DedicatedOpener::Sentinel(sentinels, blocking()),
+        ),
+        #[cfg(feature = "cluster")]
+        endpoint::Target::Cluster(redis) => {
+            let config = redis::cluster::ClusterConfig::new()
+                .set_response_timeout(RESPONSE_TIMEOUT)
+                .set_connection_timeout(CONNECT_TIMEOUT);
+            let blocking = redis::cluster::ClusterConfig::new()
+                .set_response_timeout(DEDICATED_RESPONSE_TIMEOUT)
+                .set_connection_timeout(CONNECT_TIMEOUT);
+            (
+                Opener::Cluster(redis.clone(), config),
+                DedicatedOpener::Cluster(redis, blocking),
+            )
+        }
     }
 }
 

@@ -16,108 +16,121 @@ impl Client {
     /// cost grows with the queue's length (about a millisecond per 10,000 jobs queued before
     /// it); a scheduled or retrying one with a `ZSCAN` of its set.
     pub async fn cancel(&self, jid: &str) -> Result<Cancellation> {
-        let mut conn = self.connection();
-        let keys = self.keys();
         for _ in 0..TRIES {
-            let Some(details) = self.job_details(jid).await? else {
-                return Ok(Cancellation::Unknown);
-            };
-            let queue = details.queue.as_str();
-            let cancelled = match details.status {
-                status if status.is_final() => return Ok(Cancellation::Finished(status)),
-                JobStatus::Running { .. } => {
-                    if store::cancel::mark(
-                        &mut conn,
-                        keys,
-                        queue,
-                        jid,
-                        "running",
-                        DEFAULT_RETENTION,
-                    )
-                    .await?
-                    {
-                        return Ok(Cancellation::Stopping);
-                    }
-                    false
-                }
-                JobStatus::Queued if self.is_controlled(queue).await? => {
-                    // Parked: only a worker's admission takes it out; it is settled there.
-                    if store::cancel::mark(&mut conn, keys, queue, jid, "queued", DEFAULT_RETENTION)
-                        .await?
-                    {
-                        return Ok(Cancellation::Removed);
-                    }
-                    false
-                }
-                JobStatus::Queued => {
-                    let found = store::cancel::find_queued(&mut conn, keys, queue, jid).await?;
-                    if found.is_none() {
-                        // Fetched already, not yet marked running (a job's record says so after
-                        // 100 ms): its worker settles it, at its start or while it runs.
-                        if store::cancel::mark(
-                            &mut conn,
-                            keys,
-                            queue,
-                            jid,
-                            "queued",
-                            DEFAULT_RETENTION,
-                        )
-                        .await?
-                        {
-                            return Ok(Cancellation::Stopping);
-                        }
-                    }
-                    self.remove(queue, jid, Waiting::Queued, found).await?
-                }
-                JobStatus::Scheduled { .. } | JobStatus::Retrying { .. } => {
-                    let (kind, at) = match details.status {
-                        JobStatus::Scheduled { .. } => (SetKind::Scheduled, Waiting::Scheduled),
-                        _ => (SetKind::Retry, Waiting::Retrying),
-                    };
-                    let found =
-                        store::cancel::find_in_set(&mut conn, keys, kind, queue, jid).await?;
-                    self.remove(queue, jid, at, found).await?
-                }
-                JobStatus::AwaitingReply { key, .. } => {
-                    let Some(waiter) = store::reply::end_wait(&mut conn, keys, &key, jid).await?
-                    else {
-                        // Its reply came, or it timed out, meanwhile: look again.
-                        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                        continue;
-                    };
-                    let report = store::inflight::handoff_on_end(
-                        &waiter.payload,
-                        "cancelled",
-                        DEFAULT_RETENTION,
-                    )
-                    .unwrap_or_default();
-                    store::cancel::mark_with(
-                        &mut conn,
-                        keys,
-                        queue,
-                        jid,
-                        "awaiting",
-                        DEFAULT_RETENTION,
-                        &report,
-                    )
-                    .await?;
-                    if !report.is_empty() {
-                        let wait = self.replica_wait();
-                        store::chain::drain_outbox(&mut conn, keys, queue, wait).await?;
-                    }
-                    return Ok(Cancellation::Removed);
-                }
-                _ => return Ok(Cancellation::Unknown),
-            };
-            if cancelled {
-                return Ok(Cancellation::Removed);
+            if let Some(done) = self.try_cancel(jid).await? {
+                return Ok(done);
             }
-            // It moved between the read and the removal (fetched, promoted, retried): again.
+            // It moved between the read and the removal (fetched, promoted, retried, its reply
+            // came): look again.
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         Err(crate::error::Error::CancelRaced {
             jid: jid.to_owned(),
         })
+    }
+
+    /// One try at cancelling `jid` in the state its record says; `None` if it moved meanwhile.
+    async fn try_cancel(&self, jid: &str) -> Result<Option<Cancellation>> {
+        let Some(details) = self.job_details(jid).await? else {
+            return Ok(Some(Cancellation::Unknown));
+        };
+        let queue = details.queue.as_str();
+        let removed = match details.status {
+            status if status.is_final() => return Ok(Some(Cancellation::Finished(status))),
+            JobStatus::Running { .. } => {
+                return Ok(self
+                    .mark(queue, jid, "running")
+                    .await?
+                    .then_some(Cancellation::Stopping));
+            }
+            JobStatus::Queued if self.is_controlled(queue).await? => {
+                // Parked: only a worker's admission takes it out; it is settled there.
+                return Ok(self
+                    .mark(queue, jid, "queued")
+                    .await?
+                    .then_some(Cancellation::Removed));
+            }
+            JobStatus::Queued => return self.cancel_queued(queue, jid).await,
+            JobStatus::Scheduled { .. } => {
+                self.remove_from_set(queue, jid, SetKind::Scheduled, Waiting::Scheduled)
+                    .await?
+            }
+            JobStatus::Retrying { .. } => {
+                self.remove_from_set(queue, jid, SetKind::Retry, Waiting::Retrying)
+                    .await?
+            }
+            JobStatus::AwaitingReply { key, .. } => {
+                return self.cancel_awaiting(queue, jid, &key).await;
+            }
+            _ => return Ok(Some(Cancellation::Unknown)),
+        };
+        Ok(removed.then_some(Cancellation::Removed))
+    }
+
+    /// Marks `jid` to be cancelled by the worker that holds it, if its record still says
+    /// `state`.
+    async fn mark(&self, queue: &str, jid: &str, state: &str) -> Result<bool> {
+        let mut conn = self.connection();
+        store::cancel::mark(&mut conn, self.keys(), queue, jid, state, DEFAULT_RETENTION).await
+    }
+
+    /// Cancels a job queued on plain `queue`: removed from its list, or, fetched already and
+    /// not yet marked running, marked for its worker to settle.
+    async fn cancel_queued(&self, queue: &str, jid: &str) -> Result<Option<Cancellation>> {
+        let mut conn = self.connection();
+        let found = store::cancel::find_queued(&mut conn, self.keys(), queue, jid).await?;
+        // Fetched already, not yet marked running (a job's record says so after 100 ms): its
+        // worker settles it, at its start or while it runs.
+        if found.is_none() && self.mark(queue, jid, "queued").await? {
+            return Ok(Some(Cancellation::Stopping));
+        }
+        let removed = self.remove(queue, jid, Waiting::Queued, found).await?;
+        Ok(removed.then_some(Cancellation::Removed))
+    }
+
+    /// Removes `jid` from `queue`'s `kind` set, if it is still there.
+    async fn remove_from_set(
+        &self,
+        queue: &str,
+        jid: &str,
+        kind: SetKind,
+        at: Waiting,
+    ) -> Result<bool> {
+        let mut conn = self.connection();
+        let found = store::cancel::find_in_set(&mut conn, self.keys(), kind, queue, jid).await?;
+        self.remove(queue, jid, at, found).await
+    }
+
+    /// Ends the wait of a job waiting for the reply to `key`, and records it cancelled (a
+    /// workflow step's end handed to its workflow).
+    async fn cancel_awaiting(
+        &self,
+        queue: &str,
+        jid: &str,
+        key: &str,
+    ) -> Result<Option<Cancellation>> {
+        let (keys, mut conn) = (self.keys(), self.connection());
+        let Some(waiter) = store::reply::end_wait(&mut conn, keys, key, jid).await? else {
+            return Ok(None); // its reply came, or it timed out, meanwhile
+        };
+        let report =
+            store::inflight::handoff_on_end(&waiter.payload, "cancelled", DEFAULT_RETENTION)
+                .unwrap_or_default();
+        store::cancel::mark_with(
+            &mut conn,
+            keys,
+            queue,
+            jid,
+            "awaiting",
+            DEFAULT_RETENTION,
+            &report,
+        )
+        .await?;
+        if !report.is_empty() {
+            let wait = self.replica_wait();
+            store::chain::drain_outbox(&mut conn, keys, queue, wait).await?;
+        }
+        Ok(Some(Cancellation::Removed))
     }
 
     async fn remove(

@@ -51,15 +51,7 @@ impl Client {
         if fields.is_empty() {
             return Ok(None);
         }
-        let mut steps: Vec<(String, StepRecord)> = fields
-            .iter()
-            .filter_map(|(field, value)| {
-                let jid = field.strip_prefix("s:")?;
-                Some((jid.to_owned(), serde_json::from_str(value).ok()?))
-            })
-            .collect();
-        // Jids are UUIDv7, minted in the order the steps were added.
-        steps.sort_by(|a, b| a.0.cmp(&b.0));
+        let steps = step_records(&fields);
         let state_of = |jid: &str| fields.get(&format!("st:{jid}")).map(String::as_str);
         let released: Vec<(String, String)> = steps
             .iter()
@@ -70,28 +62,15 @@ impl Client {
         let mut records: HashMap<String, JobStatus> = released
             .into_iter()
             .zip(records)
-            .map(|((_, jid), record)| {
-                let status = record.map_or(JobStatus::Unknown, |r| r.status);
-                (jid, status)
-            })
+            .map(|((_, jid), record)| (jid, record.map_or(JobStatus::Unknown, |r| r.status)))
             .collect();
-        let halted = steps.iter().any(|(jid, step)| {
-            matches!(state_of(jid), Some("dead" | "cancelled")) && step.policy == OnFailure::Halt
-        });
-        let state = match fields.get("state").map(String::as_str) {
-            Some("done") => WorkflowState::Done,
-            Some("failed") => WorkflowState::Failed,
-            Some("cancelled") => WorkflowState::Cancelled,
-            _ if halted => WorkflowState::Halted,
-            _ => WorkflowState::Running,
-        };
         let created_ms = fields
             .get("created")
             .and_then(|ms| ms.parse::<u64>().ok())
             .unwrap_or(0);
         Ok(Some(WorkflowStatus {
             id: id.to_owned(),
-            state,
+            state: workflow_state(&fields, &steps),
             created_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(created_ms),
             steps: steps
                 .into_iter()
@@ -110,5 +89,37 @@ impl Client {
                 })
                 .collect(),
         }))
+    }
+}
+
+/// A workflow's step records, by jid, in the order the steps were added (jids are UUIDv7).
+fn step_records(fields: &HashMap<String, String>) -> Vec<(String, StepRecord)> {
+    let mut steps: Vec<(String, StepRecord)> = fields
+        .iter()
+        .filter_map(|(field, value)| {
+            let jid = field.strip_prefix("s:")?;
+            Some((jid.to_owned(), serde_json::from_str(value).ok()?))
+        })
+        .collect();
+    steps.sort_by(|a, b| a.0.cmp(&b.0));
+    steps
+}
+
+/// A workflow's state: as stored once it ended, else halted by a dead or cancelled step whose
+/// policy halts it, else running.
+fn workflow_state(
+    fields: &HashMap<String, String>,
+    steps: &[(String, StepRecord)],
+) -> WorkflowState {
+    let state_of = |jid: &str| fields.get(&format!("st:{jid}")).map(String::as_str);
+    let halted = steps.iter().any(|(jid, step)| {
+        matches!(state_of(jid), Some("dead" | "cancelled")) && step.policy == OnFailure::Halt
+    });
+    match fields.get("state").map(String::as_str) {
+        Some("done") => WorkflowState::Done,
+        Some("failed") => WorkflowState::Failed,
+        Some("cancelled") => WorkflowState::Cancelled,
+        _ if halted => WorkflowState::Halted,
+        _ => WorkflowState::Running,
     }
 }

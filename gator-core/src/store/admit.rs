@@ -183,6 +183,12 @@ pub async fn admit(
         call.arg(job.raw.as_slice()).arg(*tail);
     }
     let reply: Vec<Value> = call.invoke_async(conn).await?;
+    admitted(reply, queue, process)
+}
+
+/// What `admit.lua` answered: its state, Redis's clock, when to look next, the acks that
+/// landed, then the jobs (or the windows, or the shared limiter it needs).
+fn admitted(reply: Vec<Value>, queue: &str, process: &str) -> Result<Admitted> {
     let mut values = reply.into_iter();
     let state: i64 = next_value(&mut values)?.unwrap_or(0);
     let now: i64 = next_value(&mut values)?.unwrap_or(0);
@@ -213,22 +219,28 @@ pub async fn admit(
             admitted.needs_shared = Some((name, cost));
             admitted.next = NextLook::Now;
         }
-        _ => {
-            admitted.jobs = values
-                .map(|value| {
-                    let raw: Vec<u8> =
-                        redis::from_redis_value(value).map_err(redis::RedisError::from)?;
-                    Ok(Fetched {
-                        queue: queue.to_owned(),
-                        process: process.to_owned(),
-                        raw,
-                        admitted: true,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?;
-        }
+        _ => admitted.jobs = fetched(values, queue, process)?,
     }
     Ok(admitted)
+}
+
+/// The jobs an admission moved into `process`'s in-flight list of `queue`.
+fn fetched(
+    values: impl Iterator<Item = Value>,
+    queue: &str,
+    process: &str,
+) -> Result<Vec<Fetched>> {
+    values
+        .map(|value| {
+            let raw: Vec<u8> = redis::from_redis_value(value).map_err(redis::RedisError::from)?;
+            Ok(Fetched {
+                queue: queue.to_owned(),
+                process: process.to_owned(),
+                raw,
+                admitted: true,
+            })
+        })
+        .collect()
 }
 
 /// The next element of a script's reply, converted; `None` past its end.

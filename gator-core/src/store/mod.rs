@@ -1,6 +1,7 @@
 //! The only code that talks to Redis. Each fn wraps one command, pipeline or script and
 //! returns typed results; callers never spell a key or a command.
 
+pub mod ack;
 pub mod admit;
 pub mod cancel;
 pub mod chain;
@@ -8,6 +9,7 @@ pub mod cron;
 pub mod dead;
 pub mod fleet;
 pub mod flow;
+mod flow_status;
 pub mod inflight;
 pub mod journeys;
 pub mod keys;

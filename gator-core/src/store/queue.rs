@@ -50,33 +50,8 @@ pub async fn enqueue(
         super::flow::register(conn, keys, &controlled).await?;
     }
     for (queue, (flow, jobs, jids)) in &by_queue {
-        if !*flow {
-            // The jobs and their status records (`store::status`) in one MULTI: one round trip.
-            let mut records = redis::cmd("MSET");
-            for jid in jids {
-                records.arg(keys.job(queue, jid)).arg("queued");
-            }
-            let replies = redis::pipe()
-                .atomic()
-                .add_command(records)
-                .cmd("RPUSH")
-                .arg(keys.queue(queue))
-                .arg(jobs)
-                .query_async::<Vec<redis::Value>>(conn)
-                .await;
-            // The RPUSH's own reply says whether it pushed: an error inside a MULTI does not
-            // undo the MSET, and may come back as a value rather than as the pipeline's error.
-            match replies.map(|mut replies| replies.pop()) {
-                // Controlled: nothing was pushed; park them (the records say `queued` already,
-                // and enqueue.lua writes them again).
-                Ok(Some(redis::Value::ServerError(e))) if e.code() == "WRONGTYPE" => {}
-                Err(e) if is_wrong_type(&e) => {}
-                Ok(Some(redis::Value::ServerError(e))) => {
-                    return Err(redis::RedisError::from(e).into());
-                }
-                Ok(_) => continue,
-                Err(e) => return Err(e.into()),
-            }
+        if !*flow && push_plain(conn, keys, queue, jobs, jids).await? {
+            continue;
         }
         let parked = scripts::ENQUEUE
             .key(keys.queue(queue))
@@ -93,6 +68,41 @@ pub async fn enqueue(
         }
     }
     Ok(())
+}
+
+/// The plain path: `jobs` pushed to `queue`'s list with their status records in one `MULTI`,
+/// one round trip. Whether they were pushed; `false` if the queue is controlled (its list key
+/// holds the marker), and they must be parked.
+async fn push_plain(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    jobs: &[String],
+    jids: &[&str],
+) -> Result<bool> {
+    let mut records = redis::cmd("MSET");
+    for jid in jids {
+        records.arg(keys.job(queue, jid)).arg("queued");
+    }
+    let replies = redis::pipe()
+        .atomic()
+        .add_command(records)
+        .cmd("RPUSH")
+        .arg(keys.queue(queue))
+        .arg(jobs)
+        .query_async::<Vec<redis::Value>>(conn)
+        .await;
+    // The RPUSH's own reply says whether it pushed: an error inside a MULTI does not undo the
+    // MSET, and may come back as a value rather than as the pipeline's error.
+    match replies.map(|mut replies| replies.pop()) {
+        // Controlled: nothing was pushed; park them (the records say `queued` already, and
+        // enqueue.lua writes them again).
+        Ok(Some(redis::Value::ServerError(e))) if e.code() == "WRONGTYPE" => Ok(false),
+        Err(e) if is_wrong_type(&e) => Ok(false),
+        Ok(Some(redis::Value::ServerError(e))) => Err(redis::RedisError::from(e).into()),
+        Ok(_) => Ok(true),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// Deletes the status records the `MULTI` of [`enqueue`] wrote for jobs neither its push nor

@@ -7,10 +7,7 @@
 //! forever. So a command that times out here replaces the connection under every clone, and
 //! TCP keepalive lets the kernel notice a dead peer of an idle socket.
 
-use crate::sentinel::Sentinels;
-use redis::aio::{
-    ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
-};
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 #[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
 use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
@@ -118,137 +115,8 @@ impl Link {
     }
 }
 
-/// How to open the shared [`Link`], at start and after a timeout.
-// Made once per client and cloned rarely (on a reconnection): boxing buys nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone)]
-pub(crate) enum Opener {
-    Single(redis::Client, ConnectionManagerConfig),
-    #[cfg(feature = "cluster")]
-    Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
-    /// To the master the sentinels name when it opens.
-    Sentinel(Sentinels, redis::AsyncConnectionConfig),
-}
-
-impl Opener {
-    async fn open(&self) -> RedisResult<Link> {
-        match self {
-            Opener::Single(client, config) => {
-                ConnectionManager::new_with_config(client.clone(), config.clone())
-                    .await
-                    .map(Link::Single)
-            }
-            Opener::Sentinel(sentinels, config) => {
-                sentinels.connect(config).await.map(Link::Direct)
-            }
-            #[cfg(feature = "cluster")]
-            Opener::Cluster(client, config) => client
-                .get_async_connection_with_config(config.clone())
-                .await
-                .map(Link::Cluster),
-        }
-    }
-
-    /// Whether a new connection may lead somewhere else than the old one: to the master the
-    /// sentinels name now. Then a connection error or a `READONLY` (the master was demoted)
-    /// is a reason to open one, where reconnecting to the same address would not help.
-    fn follows_master(&self) -> bool {
-        matches!(self, Opener::Sentinel(..))
-    }
-}
-
-/// How to open a [`Dedicated`] connection, with its own (longer) response timeout.
-// Made once per client and cloned rarely (on a reconnection): boxing buys nothing.
-#[allow(clippy::large_enum_variant)]
-#[derive(Clone)]
-pub(crate) enum DedicatedOpener {
-    Single(redis::Client, redis::AsyncConnectionConfig),
-    #[cfg(feature = "cluster")]
-    Cluster(redis::cluster::ClusterClient, redis::cluster::ClusterConfig),
-    /// To the master the sentinels name when it opens.
-    Sentinel(Sentinels, redis::AsyncConnectionConfig),
-}
-
-impl DedicatedOpener {
-    /// A connection of its own (a blocking command's).
-    pub(crate) async fn open(&self) -> RedisResult<Dedicated> {
-        match self {
-            DedicatedOpener::Single(client, config) => client
-                .get_multiplexed_async_connection_with_config(config)
-                .await
-                .map(Dedicated::Single),
-            DedicatedOpener::Sentinel(sentinels, config) => {
-                sentinels.connect(config).await.map(Dedicated::Single)
-            }
-            #[cfg(feature = "cluster")]
-            DedicatedOpener::Cluster(client, config) => client
-                .get_async_connection_with_config(config.clone())
-                .await
-                .map(Dedicated::Cluster),
-        }
-    }
-
-    /// Whether it opens connections to a cluster.
-    pub(crate) fn is_cluster(&self) -> bool {
-        match self {
-            DedicatedOpener::Single(..) | DedicatedOpener::Sentinel(..) => false,
-            #[cfg(feature = "cluster")]
-            DedicatedOpener::Cluster(..) => true,
-        }
-    }
-}
-
-/// A connection of its own for blocking commands (`BLMOVE`): to one server, or to a cluster.
-/// Its response timeout is longer than any block it is asked for.
-#[derive(Clone)]
-pub enum Dedicated {
-    /// To one server.
-    Single(MultiplexedConnection),
-    /// To a cluster: each command goes to the node of its key.
-    #[cfg(feature = "cluster")]
-    Cluster(ClusterConnection),
-}
-
-impl std::fmt::Debug for Dedicated {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Dedicated::Single(_) => "Dedicated::Single",
-            #[cfg(feature = "cluster")]
-            Dedicated::Cluster(_) => "Dedicated::Cluster",
-        })
-    }
-}
-
-impl ConnectionLike for Dedicated {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            Dedicated::Single(c) => c.req_packed_command(cmd),
-            #[cfg(feature = "cluster")]
-            Dedicated::Cluster(c) => c.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            Dedicated::Single(c) => c.req_packed_commands(pipeline, offset, count),
-            #[cfg(feature = "cluster")]
-            Dedicated::Cluster(c) => c.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Dedicated::Single(c) => c.get_db(),
-            #[cfg(feature = "cluster")]
-            Dedicated::Cluster(_) => 0,
-        }
-    }
-}
+pub use super::open::Dedicated;
+pub(crate) use super::open::{DedicatedOpener, Opener};
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -4,5 +4,6 @@
 
 pub mod connection;
 pub mod endpoint;
+mod open;
 pub mod replication;
 pub mod sentinel;

@@ -149,7 +149,7 @@ pub const TRANSITIONS: &[Transition] = &[
     t(
         &[Queued, Running],
         Done,
-        "store::inflight::ack_and_take",
+        "store::ack::ack_and_take",
         "it succeeded, and its worker takes the next jobs (`MULTI`)",
     ),
     t(

@@ -6,7 +6,9 @@
 //! keys are never touched inside a per-queue script. `docs/wire-format.md` documents each key;
 //! a unit test checks that every key kind below is named there.
 
+mod flow;
 pub mod kinds;
+mod replies;
 
 use crate::error::{Error, Result};
 use kinds::*;
@@ -62,38 +64,6 @@ impl Keys {
         format!("{}:{}{name}", self.namespace, kind.suffix)
     }
 
-    /// HASH correlation key → the job waiting for its reply (its wait record, JSON).
-    pub fn reply_waits(&self) -> String {
-        self.of_replies(&REPLY_WAITS, "")
-    }
-
-    /// ZSET correlation key → when its wait times out (ms, Redis time).
-    pub fn reply_deadlines(&self) -> String {
-        self.of_replies(&REPLY_DEADLINES, "")
-    }
-
-    /// STRING: a reply to `key` that came before its wait, kept for the lookback window.
-    pub fn reply_early(&self, key: &str) -> String {
-        self.of_replies(&REPLY_EARLY, key)
-    }
-
-    /// STRING: set when a reply to `key` was delivered (its value the jid it went to), kept
-    /// for the lookback window, so a later reply is known as a duplicate.
-    pub fn reply_seen(&self, key: &str) -> String {
-        self.of_replies(&REPLY_SEEN, key)
-    }
-
-    /// LIST of completions (a reply delivered, a wait timed out) still to carry to the waiting
-    /// jobs' queues.
-    pub fn reply_outbox(&self) -> String {
-        self.of_replies(&REPLY_OUTBOX, "")
-    }
-
-    /// HASH of counters: `delivered`, `kept`, `duplicates`, `timeouts`.
-    pub fn reply_stats(&self) -> String {
-        self.of_replies(&REPLY_STATS, "")
-    }
-
     /// SET of every queue name a job was ever dispatched to (global).
     pub fn queues(&self) -> String {
         self.global(&QUEUES, "")
@@ -115,111 +85,6 @@ impl Keys {
     /// `shards`).
     pub fn shards(&self) -> String {
         self.global(&SHARDS, "")
-    }
-
-    /// SET of the queues that are controlled (see [`crate::flow`]): workers fetch from them
-    /// with `admit.lua` (global; written before the queue's own `flow` hash).
-    pub fn flow_queues(&self) -> String {
-        self.global(&FLOW_QUEUES, "")
-    }
-
-    /// HASH of `queue`'s flow settings; its existence makes the queue controlled.
-    pub fn flow(&self, queue: &str) -> String {
-        self.of_queue(queue, &FLOW, "")
-    }
-
-    /// ZSET of the jobs of a controlled `queue` parked under parking key `key` (a limit key,
-    /// then `\x1f` and a rate limiter's name if the jobs name one, then `\x1e` and an overlap
-    /// key if they have one), by priority score.
-    pub fn held(&self, queue: &str, key: &str) -> String {
-        self.of_queue(queue, &HELD, key)
-    }
-
-    /// ZSET of the parked critical jobs of `queue`, by priority score.
-    pub fn critical(&self, queue: &str) -> String {
-        self.of_queue(queue, &CRITICAL, "")
-    }
-
-    /// ZSET parking key → score of its head job: the keys whose jobs may start now.
-    pub fn ready(&self, queue: &str) -> String {
-        self.of_queue(queue, &READY, "")
-    }
-
-    /// SET of parking keys waiting for one of their limit key's units.
-    pub fn blocked(&self, queue: &str) -> String {
-        self.of_queue(queue, &BLOCKED, "")
-    }
-
-    /// ZSET parking key → when its rate limiter lets its head job start (ms, Redis time).
-    pub fn timed(&self, queue: &str) -> String {
-        self.of_queue(queue, &TIMED, "")
-    }
-
-    /// HASH of the no-overlap locks of `queue`: overlap key → jid of the job that holds it
-    /// (see [`crate::flow::overlap`]).
-    pub fn overlap(&self, queue: &str) -> String {
-        self.of_queue(queue, &OVERLAP, "")
-    }
-
-    /// SET of the parking keys of `queue` waiting for overlap key `key`'s lock.
-    pub fn overlap_wait(&self, queue: &str, key: &str) -> String {
-        self.of_queue(queue, &OVERLAP_WAIT, key)
-    }
-
-    /// HASH of the units in use in `queue`: `!total`, and `k:<limit key>` per key.
-    pub fn used(&self, queue: &str) -> String {
-        self.of_queue(queue, &USED, "")
-    }
-
-    /// HASH of the units process `process` holds in `queue`: payload → `key\ncost\ncount`.
-    pub fn units(&self, queue: &str, process: &str) -> String {
-        self.of_queue(queue, &UNITS, process)
-    }
-
-    /// STRING counter giving parked jobs their place among equals.
-    pub fn seq(&self, queue: &str) -> String {
-        self.of_queue(queue, &SEQ, "")
-    }
-
-    /// LIST of wake-up tokens for workers waiting on a controlled `queue` (at most 16).
-    pub fn signal(&self, queue: &str) -> String {
-        self.of_queue(queue, &SIGNAL, "")
-    }
-
-    /// LIST of the jobs that were on `queue`'s list when it became controlled, parked a
-    /// thousand at a time by `admit.lua`.
-    pub fn backlog(&self, queue: &str) -> String {
-        self.of_queue(queue, &BACKLOG, "")
-    }
-
-    /// STRING: rate limiter `name`'s theoretical arrival time (ms, Redis time); `name` is
-    /// empty for the queue's own limiter.
-    pub fn tat(&self, queue: &str, name: &str) -> String {
-        self.of_queue(queue, &TAT, name)
-    }
-
-    /// STRING: shared rate limiter `name`'s rate (`count interval_ms burst`). A shared limiter
-    /// is obeyed by every queue whose jobs name it and that sets no limiter of that name of its
-    /// own; its keys carry its own hash tag `{<name>}`, so on a cluster they live on one node,
-    /// usually not their queues' (see `limiter_take.lua`).
-    pub fn limiter_rate(&self, name: &str) -> String {
-        format!(
-            "{}:limiter:{{{name}}}:{}",
-            self.namespace, LIMITER_RATE.suffix
-        )
-    }
-
-    /// STRING: shared rate limiter `name`'s theoretical arrival time (ms, its node's Redis time).
-    pub fn limiter_tat(&self, name: &str) -> String {
-        format!(
-            "{}:limiter:{{{name}}}:{}",
-            self.namespace, LIMITER_TAT.suffix
-        )
-    }
-
-    /// SET of the shared rate limiters' names (global; for listings).
-    pub fn limiters(&self) -> String {
-        self.global(&LIMITERS, "")
     }
 
     /// HASH periodic entry name → the queue its definition lives in (global; see
