@@ -1,6 +1,6 @@
 //! "Only `store` talks to Redis": no production code of gator-core, gator-worker or gator-web
 //! builds a Redis command, a pipeline or a script call outside `gator-core/src/store/` (and
-//! `transport/connection.rs`, which keeps the connections alive). A command written anywhere
+//! `transport/connection.rs` and `open.rs`, which keep the connections alive). A command written anywhere
 //! else would be a key or a script nobody can find from `store`.
 
 use std::path::{Path, PathBuf};
