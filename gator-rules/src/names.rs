@@ -1,0 +1,106 @@
+//! Naming rules: what a queue or a job may be called. Each answers `Err(problem)` with a
+//! lowercase phrase that completes "invalid queue name ...: it ...", so every side words its
+//! errors alike.
+
+use crate::is_hidden;
+
+/// The longest queue name, in bytes.
+pub const MAX_QUEUE_NAME: usize = 128;
+/// The longest job (wire) name, in bytes: names are short identifiers; more is a mistake.
+pub const MAX_JOB_NAME: usize = 256;
+
+/// A queue name: 1 to 128 characters from `A-Z a-z 0-9 _ - .`, and not `.` or `..`.
+///
+/// The name goes inside a key's hash tag (`gator:{name}:queue`), so no braces or colons; and
+/// into the dashboard's relative links (`queues/{name}`), where `.` and `..` would resolve to
+/// another page.
+pub fn queue_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".to_owned());
+    }
+    if name.len() > MAX_QUEUE_NAME {
+        return Err(format!(
+            "is {} bytes long (at most {MAX_QUEUE_NAME})",
+            name.len()
+        ));
+    }
+    if let Some(c) = name
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || "_-.".contains(*c)))
+    {
+        return Err(format!("contains {c:?}"));
+    }
+    if name == "." || name == ".." {
+        return Err("is a path segment (`.` or `..`), which links would resolve".to_owned());
+    }
+    Ok(())
+}
+
+/// A job's wire name: 1 to 256 bytes, with no control character, no invisible formatting
+/// character and no character that changes the direction of text ([`is_hidden`]). Such
+/// characters forge log lines, hide what a name says, or make two names look alike.
+pub fn job_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".to_owned());
+    }
+    if name.len() > MAX_JOB_NAME {
+        return Err(format!(
+            "is {} bytes long (at most {MAX_JOB_NAME})",
+            name.len()
+        ));
+    }
+    if name.trim() != name {
+        return Err("starts or ends with white space".to_owned());
+    }
+    match name.chars().find(|c| is_hidden(*c)) {
+        Some(c) => Err(format!(
+            "contains the control or invisible character U+{:04X}",
+            u32::from(c)
+        )),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_names_are_plain_identifiers_but_not_dot_segments() {
+        for ok in ["default", "mail.high", "a-b_c", "...", ".x", "x.."] {
+            assert_eq!(queue_name(ok), Ok(()), "{ok}");
+        }
+        for bad in ["", ".", "..", "a b", "a{b}", "a:b", "é", &"q".repeat(129)] {
+            assert!(queue_name(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert!(queue_name("..").unwrap_err().contains("path segment"));
+    }
+
+    #[test]
+    fn job_names_refuse_control_bidi_and_zero_width_characters() {
+        for ok in ["send_email", "images.resize", "Mailer::Send", "é-ü", "名前"] {
+            assert_eq!(job_name(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "",
+            " padded",
+            "a\nb",
+            "a\u{1b}[31mred",
+            "a\u{202e}gnp.exe",
+            "a\u{2066}b",
+            "zero\u{200b}width",
+            "bom\u{feff}",
+            "tag\u{e0041}",
+            "line\u{2028}sep",
+            "c1\u{85}",
+        ] {
+            assert!(job_name(bad).is_err(), "{bad:?} was accepted");
+        }
+        assert_eq!(
+            job_name("a\u{202e}b").unwrap_err(),
+            "contains the control or invisible character U+202E"
+        );
+        assert!(job_name(&"j".repeat(257)).is_err());
+        assert!(job_name(&"j".repeat(256)).is_ok());
+    }
+}
