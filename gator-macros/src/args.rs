@@ -617,7 +617,8 @@ fn int_value(meta: &Meta, key: &Ident, expected: &str) -> syn::Result<(u64, Span
     }
 }
 
-/// The value of `windows = ["05:00-07:00", ...]`, each window checked.
+/// The value of `windows = ["05:00-07:00", ...]`, each window checked by the rule the
+/// runtime applies too ([`gator_rules::window`]).
 fn windows_value(meta: &Meta, key: &Ident) -> syn::Result<Vec<LitStr>> {
     let expected = "a list of daily windows, as in `windows = [\"05:00-07:00\", \"22:00-02:00\"]`";
     let Meta::NameValue(nv) = meta else {
@@ -656,8 +657,8 @@ fn windows_value(meta: &Meta, key: &Ident) -> syn::Result<Vec<LitStr>> {
             ));
             continue;
         };
-        match check_window(&window.value()) {
-            Ok(()) => windows.push(window.clone()),
+        match gator_rules::window(&window.value()) {
+            Ok(_) => windows.push(window.clone()),
             Err(e) => refuse(syn::Error::new(window.span(), e)),
         }
     }
@@ -665,56 +666,6 @@ fn windows_value(meta: &Meta, key: &Ident) -> syn::Result<Vec<LitStr>> {
         Some(errors) => Err(errors),
         None => Ok(windows),
     }
-}
-
-/// `HH:MM-HH:MM`: hours 00 to 23 (24:00 only as an end), a start unlike its end (an end before
-/// the start crosses midnight). The runtime's rule (`gator_core::flow::Windows`), with each
-/// part two digits; the error says what is wrong.
-pub(crate) fn check_window(window: &str) -> Result<(), String> {
-    let shape = "write HH:MM-HH:MM, as in \"05:00-07:00\" or \"22:00-02:00\" (across midnight)";
-    let minutes = |text: &str| -> Result<u16, String> {
-        let text = text.trim();
-        let not_a_time = |why: &str| format!("time window {window:?}: {text:?} {why}; {shape}");
-        let Some((h, m)) = text.split_once(':') else {
-            return Err(not_a_time("is not HH:MM"));
-        };
-        // Two digits each (`u16::from_str` alone would take "+5").
-        let two_digits = |part: &str| part.len() == 2 && part.bytes().all(|b| b.is_ascii_digit());
-        if !two_digits(h) || !two_digits(m) {
-            return Err(not_a_time("is not HH:MM, two digits each"));
-        }
-        let (h, m): (u16, u16) = (
-            h.parse().map_err(|_| not_a_time("is not HH:MM"))?,
-            m.parse().map_err(|_| not_a_time("is not HH:MM"))?,
-        );
-        match (h, m) {
-            (24, 0) => Ok(24 * 60),
-            (0..=23, 0..=59) => Ok(h * 60 + m),
-            _ => Err(not_a_time(
-                "is not a time of day: hours are 00 to 23 (24:00 as an end), minutes 00 to 59",
-            )),
-        }
-    };
-    let (start, end) = match window.trim().split('-').collect::<Vec<_>>()[..] {
-        [start, end] => (start, end),
-        _ => {
-            return Err(format!(
-                "time window {window:?} is not a start and an end; {shape}"
-            ));
-        }
-    };
-    let (start, end) = (minutes(start)?, minutes(end)?);
-    if start >= 24 * 60 {
-        return Err(format!(
-            "time window {window:?} starts at 24:00, which is only an end: start at 00:00"
-        ));
-    }
-    if start == end {
-        return Err(format!(
-            "time window {window:?} is empty: its start and end are the same"
-        ));
-    }
-    Ok(())
 }
 
 /// The value of `retries = N`.
@@ -1013,40 +964,6 @@ mod tests {
         for tokens in cases {
             assert_eq!(parse(tokens.clone()).1, 1, "{tokens}");
         }
-    }
-
-    #[test]
-    fn windows_are_hh_mm_to_hh_mm() {
-        for good in [
-            "05:00-07:00",
-            "22:00-02:00",
-            "00:00-24:00",
-            "23:59-00:00",
-            " 05:00 - 07:00 ",
-        ] {
-            assert_eq!(check_window(good), Ok(()), "{good}");
-        }
-        for bad in [
-            "",
-            "05:00",
-            "5:00-07:00",
-            "05:0-07:00",
-            "+5:00-07:00",
-            "05:00-07:00-09:00",
-            "24:00-02:00",
-            "05:00-24:30",
-            "05:60-07:00",
-            "25:00-26:00",
-            "05:00-05:00",
-            "00:00-00:00",
-        ] {
-            assert!(check_window(bad).is_err(), "{bad:?}");
-        }
-        assert!(
-            check_window("05:00-05:00")
-                .unwrap_err()
-                .contains("start and end are the same")
-        );
     }
 
     /// `fn #item` checked as `#[job]` would, and the `limit_key` error it gets, if any.

@@ -7,6 +7,8 @@
 
 mod names;
 mod text;
+mod windows;
 
 pub use names::{MAX_JOB_NAME, MAX_QUEUE_NAME, job_name, queue_name};
 pub use text::{MAX_ERROR_TEXT, cut, escape, is_hidden};
+pub use windows::{MINUTES_PER_DAY, Window, WindowError, WindowProblem, window};
