@@ -5,10 +5,12 @@
 //!
 //! No dependencies: a proc-macro crate links it too.
 
+mod durations;
 mod names;
 mod text;
 mod windows;
 
+pub use durations::{DurationError, millis, parse_duration};
 pub use names::{MAX_JOB_NAME, MAX_QUEUE_NAME, job_name, queue_name};
 pub use text::{MAX_ERROR_TEXT, cut, escape, is_hidden};
 pub use windows::{MINUTES_PER_DAY, Window, WindowError, WindowProblem, window};

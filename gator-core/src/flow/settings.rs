@@ -55,7 +55,7 @@ impl FromStr for RateSpec {
         };
         let (count, per) = rate.trim().split_once('/').ok_or_else(refuse)?;
         let count: u32 = count.trim().parse().map_err(|_| refuse())?;
-        let per = humantime::parse_duration(per.trim()).map_err(|_| refuse())?;
+        let per = gator_rules::parse_duration(per.trim()).map_err(|_| refuse())?;
         if count == 0 || per < Duration::from_millis(1) || burst == 0 {
             return Err(Error::InvalidFlow {
                 reason: format!(

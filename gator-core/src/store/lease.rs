@@ -188,9 +188,10 @@ pub async fn holders(
         .collect())
 }
 
-/// `d` in whole ms, saturating (a lease of `Duration::MAX` is a very long lease, not a panic).
+/// `d` in whole ms, saturating (a lease of `Duration::MAX` is a very long lease, not a panic):
+/// as `#[job]` turns its durations into ms ([`gator_rules::millis`]).
 pub(crate) fn millis(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    gator_rules::millis(d)
 }
 
 fn from_value<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {

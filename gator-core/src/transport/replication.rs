@@ -41,7 +41,7 @@ impl ReplicaWait {
         })?;
         let timeout = match std::env::var(WAIT_TIMEOUT_ENV) {
             Ok(raw) => {
-                humantime::parse_duration(raw.trim()).map_err(|_| Error::InvalidSetting {
+                gator_rules::parse_duration(raw.trim()).map_err(|_| Error::InvalidSetting {
                     name: WAIT_TIMEOUT_ENV,
                     value: raw.clone(),
                     expected: "a duration such as 100ms or 1s",
