@@ -7,6 +7,7 @@
 
 use crate::Errors;
 use crate::validate::{Input, JobFn};
+use gator_rules::{CostError, DEFAULT_PRIORITY, MAX_FLOW_NAME, MAX_PRIORITY};
 use proc_macro2::Span;
 use proc_macro2::TokenStream;
 use syn::ext::IdentExt;
@@ -230,14 +231,14 @@ impl JobOptions {
                     &key,
                     "a priority from 0 (first) to 9999, as in `priority = 10`",
                 )?;
-                match u16::try_from(n).ok().filter(|p| *p <= 9999) {
+                match gator_rules::priority(n) {
                     Some(p) => self.priority = Some(p),
                     None => {
                         return Err(syn::Error::new(
                             span,
                             format!(
                                 "priority {n} is too high: a priority is from 0 (runs first) to \
-                                 9999; the default is 100"
+                                 {MAX_PRIORITY}; the default is {DEFAULT_PRIORITY}"
                             ),
                         ));
                     }
@@ -247,8 +248,8 @@ impl JobOptions {
                 check_unset(&self.cost, &key)?;
                 let (n, span) =
                     int_value(meta, &key, "a cost of 1 or more units, as in `cost = 2`")?;
-                match u32::try_from(n) {
-                    Ok(0) => {
+                match gator_rules::cost(n) {
+                    Err(CostError::Zero) => {
                         return Err(syn::Error::new(
                             span,
                             "a cost of 0 would take no part of the limit: a cost is 1 or more \
@@ -256,7 +257,7 @@ impl JobOptions {
                         ));
                     }
                     Ok(c) => self.cost = Some(c),
-                    Err(_) => {
+                    Err(CostError::TooHigh) => {
                         return Err(syn::Error::new(
                             span,
                             format!("cost {n} is too high: a cost is from 1 to {}", u32::MAX),
@@ -314,23 +315,14 @@ impl JobOptions {
             "rate" => {
                 check_unset(&self.rate, &key)?;
                 let rate = string_value(meta, &key, "email")?;
-                let name = rate.value();
-                let problem = if name.is_empty() {
-                    Some("it is empty".to_owned())
-                } else if name.len() > 128 {
-                    Some(format!("it is {} bytes long", name.len()))
-                } else {
-                    name.chars()
-                        .find(|c| c.is_control())
-                        .map(|c| format!("it contains the control character {c:?}"))
-                };
-                if let Some(problem) = problem {
+                if let Err(problem) = gator_rules::flow_name(&rate.value()) {
                     return Err(syn::Error::new(
                         rate.span(),
                         format!(
-                            "invalid rate limiter name: {problem}; a name is 1 to 128 bytes \
-                             without control characters, as in `rate = \"email\"` (its rate is \
-                             set in Redis: `gator-worker queue rate QUEUE 100/1s --limiter NAME`)"
+                            "invalid rate limiter name: it {problem}; a name is 1 to \
+                             {MAX_FLOW_NAME} bytes without control characters, as in \
+                             `rate = \"email\"` (its rate is set in Redis: \
+                             `gator-worker queue rate QUEUE 100/1s --limiter NAME`)"
                         ),
                     ));
                 }
@@ -430,15 +422,14 @@ impl JobOptions {
     }
 }
 
-/// A first check of a cron expression: 5 fields (minute hour day-of-month month
-/// day-of-week), 6 (seconds first) or a nickname (`@daily`). The fields themselves are checked
-/// by the worker at start (croner), which refuses to start with a bad one.
+/// A first check of a cron expression, the shape the runtime checks too
+/// ([`gator_rules::cron_shape`]): 5 fields (minute hour day-of-month month day-of-week), 6
+/// (seconds first) or a nickname (`@daily`). The fields themselves are checked by the worker at
+/// start (croner), which refuses to start with a bad one.
 fn check_cron(cron: &LitStr) -> syn::Result<()> {
-    let value = cron.value();
-    let fields = value.split_whitespace().count();
-    if value.trim_start().starts_with('@') || (5..=6).contains(&fields) {
+    let Err(fields) = gator_rules::cron_shape(&cron.value()) else {
         return Ok(());
-    }
+    };
     Err(syn::Error::new(
         cron.span(),
         format!(
@@ -799,13 +790,6 @@ mod tests {
         assert!(!queue_ok(&"q".repeat(129)));
         assert!(!queue_ok("") && !queue_ok("a b") && !queue_ok("{tag}") && !queue_ok("a:b"));
         assert!(!queue_ok("café"));
-    }
-
-    #[test]
-    fn cron_expressions_have_five_or_six_fields_or_a_nickname() {
-        let ok = |c: &str| check_cron(&LitStr::new(c, Span::call_site())).is_ok();
-        assert!(ok("*/5 * * * *") && ok("0 */5 * * * *") && ok("@daily"));
-        assert!(!ok("") && !ok("* * * *") && !ok("0 0 0 * * * 2030"));
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! Naming rules: what a queue or a job may be called. Each answers `Err(problem)` with a
+//! Naming rules: what a queue, a job or a flow-control name may be called. Each answers `Err(problem)` with a
 //! lowercase phrase that completes "invalid queue name ...: it ...", so every side words its
 //! errors alike.
 
@@ -61,6 +61,25 @@ pub fn job_name(name: &str) -> Result<(), String> {
     }
 }
 
+/// The longest limit key, rate limiter name or overlap key, in bytes.
+pub const MAX_FLOW_NAME: usize = 128;
+
+/// A name flow control keeps in its keys and passes to its scripts: a limit key, a rate
+/// limiter's name, an overlap key. 1 to 128 bytes with no control character (the scripts use
+/// one as a separator).
+pub fn flow_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("is empty".to_owned());
+    }
+    if name.len() > MAX_FLOW_NAME {
+        return Err(format!("is {} bytes long", name.len()));
+    }
+    match name.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!("contains the control character {c:?}")),
+        None => Ok(()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -102,5 +121,22 @@ mod tests {
         );
         assert!(job_name(&"j".repeat(257)).is_err());
         assert!(job_name(&"j".repeat(256)).is_ok());
+    }
+
+    #[test]
+    fn flow_names_are_1_to_128_bytes_without_control_characters() {
+        for ok in ["email", "east", "a b", "名前", &"é".repeat(64)] {
+            assert_eq!(flow_name(ok), Ok(()), "{ok}");
+        }
+        assert_eq!(flow_name(""), Err("is empty".to_owned()));
+        assert_eq!(
+            flow_name(&"r".repeat(129)),
+            Err("is 129 bytes long".to_owned())
+        );
+        assert_eq!(
+            flow_name("a\tb"),
+            Err("contains the control character '\\t'".to_owned())
+        );
+        assert!(flow_name("a\u{1f}b").is_err() && flow_name("x\u{85}").is_err());
     }
 }

@@ -2,11 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// The priority of a job that names none: lower runs first.
-pub const DEFAULT_PRIORITY: u16 = 100;
-
-/// The highest (least urgent) priority a job may have.
-pub const MAX_PRIORITY: u16 = 9999;
+// The priority range and the cost's are the rules `#[job]` checks too (gator-rules).
+pub use gator_rules::{DEFAULT_PRIORITY, MAX_PRIORITY};
 
 /// A job's flow options, as stored in its payload's `flow` object. A job with none set has no
 /// `flow` object, and a queue only ever given such jobs stays plain.
@@ -50,12 +47,18 @@ impl FlowOptions {
     /// Checks the options a dispatch would store.
     pub fn validate(&self) -> crate::error::Result<()> {
         let refuse = |reason: String| Err(crate::error::Error::InvalidFlow { reason });
-        if let Some(priority) = self.priority.filter(|p| *p > MAX_PRIORITY) {
+        if let Some(priority) = self
+            .priority
+            .filter(|p| gator_rules::priority(u64::from(*p)).is_none())
+        {
             return refuse(format!(
                 "priority {priority} is above the highest, {MAX_PRIORITY}"
             ));
         }
-        if self.cost == Some(0) {
+        if self
+            .cost
+            .is_some_and(|c| gator_rules::cost(u64::from(c)).is_err())
+        {
             return refuse("a cost of 0 would run outside the limit: use `critical`".into());
         }
         if let Some(key) = &self.key {
@@ -98,12 +101,15 @@ pub fn check_limiter_name(name: &str) -> crate::error::Result<()> {
     check_name("rate limiter", name)
 }
 
-/// A limit key or limiter name: not empty, at most 128 bytes, no control characters (the
-/// scripts use one as a separator).
+/// A limit key, limiter name or overlap key: the rule `#[job(rate = ..)]` checks too
+/// ([`gator_rules::flow_name`]), worded for the run-time API.
 pub(crate) fn check_name(what: &str, name: &str) -> crate::error::Result<()> {
-    if name.is_empty() || name.len() > 128 || name.chars().any(char::is_control) {
+    if gator_rules::flow_name(name).is_err() {
         return Err(crate::error::Error::InvalidFlow {
-            reason: format!("{what} {name:?} must be 1 to 128 bytes without control characters"),
+            reason: format!(
+                "{what} {name:?} must be 1 to {} bytes without control characters",
+                gator_rules::MAX_FLOW_NAME
+            ),
         });
     }
     Ok(())

@@ -25,8 +25,9 @@
 
 use serde::Serialize;
 
-/// The longest overlap key stored as is; a longer one is replaced by its digest.
-pub const MAX_KEY_BYTES: usize = 128;
+/// The longest overlap key stored as is; a longer one is replaced by its digest. The longest
+/// name flow control takes ([`gator_rules::flow_name`]), so a fitted key always passes it.
+pub const MAX_KEY_BYTES: usize = gator_rules::MAX_FLOW_NAME;
 
 /// `key` as the queue stores it: itself if it is at most [`MAX_KEY_BYTES`] long, else
 /// `sha1:` and the hex SHA-1 digest of it. (A dispatch still refuses an empty key or one with

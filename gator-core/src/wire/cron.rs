@@ -24,8 +24,8 @@ pub struct Schedule {
 impl Schedule {
     /// Parses `expr` (5 fields, or 6 with seconds first) in IANA zone `tz`.
     pub fn parse(expr: &str, tz: &str) -> std::result::Result<Schedule, String> {
-        let fields = expr.split_whitespace().count();
-        if !expr.trim_start().starts_with('@') && !(5..=6).contains(&fields) {
+        // The shape `#[job(cron = ..)]` checks too; croner reads the fields.
+        if let Err(fields) = gator_rules::cron_shape(expr) {
             return Err(format!(
                 "the cron expression {expr:?} has {fields} fields; write 5 (`*/5 * * * *`: \
                  minute hour day-of-month month day-of-week) or 6 (a seconds field first)"
