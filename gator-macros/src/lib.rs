@@ -1,8 +1,10 @@
 //! The `#[job]` attribute of Gator: turns a fn into a job you dispatch from anywhere and a
 //! worker runs. Use it as `gator_core::job`; everything is documented on [`macro@job`].
 //!
-//! The macro runs in three stages, one file each: `args` parses the options, `validate`
-//! checks the fn, `expand` generates the job type.
+//! The macro runs in three stages, one file each: `args` parses the options (one reader per
+//! option, grouped in `args/`), `validate` checks the fn, `expand` generates the job type. The
+//! rules the runtime checks too (names, time windows, durations, priority and cost) come from
+//! gator-rules, so both sides refuse the same values.
 
 mod args;
 mod expand;

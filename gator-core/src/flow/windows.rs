@@ -1,7 +1,8 @@
 //! Time windows: the hours of the day, in a time zone, in which a job or a queue may start
 //! jobs (`05:00-07:00`, `22:00-02:00` across midnight).
 //!
-//! Which instant it is comes from Redis (`TIME`); this module only turns the windows into
+//! The grammar of a window (`HH:MM-HH:MM`) is [`gator_rules::window`], which `#[job]` checks
+//! too. Which instant it is comes from Redis (`TIME`); this module only turns the windows into
 //! intervals of Unix time around that instant, with jiff and its bundled tz database (jiff,
 //! not chrono-tz: one crate that does both the zone rules and the civil-time arithmetic, with
 //! explicit handling of the hours a DST change skips or repeats).
