@@ -37,7 +37,7 @@ impl JobOptions {
             format!(
                 "a `cron` job is enqueued with no arguments, but this one takes {}; remove them, \
                  or leave `cron` out and add the entry at run time with fixed arguments: \
-                 `client.add_periodic(name, cron, tz, Job::call(..))`",
+                 `Admin::new(client).add_periodic(name, cron, tz, Job::call(..))`",
                 names.join(", ")
             ),
         ))
