@@ -250,8 +250,17 @@ pub struct Cli {
 
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
-    pub command: Option<crate::admin::AdminCommand>,
+    pub command: Option<Command>,
 }
+
+/// The subcommands that run instead of the worker: the admin commands with the `cli` feature.
+#[cfg(feature = "cli")]
+pub type Command = crate::cli::admin::AdminCommand;
+
+/// The subcommands that run instead of the worker: none without the `cli` feature.
+#[cfg(not(feature = "cli"))]
+#[derive(Debug, clap::Subcommand)]
+pub enum Command {}
 
 impl fmt::Debug for Cli {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

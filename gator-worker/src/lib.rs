@@ -12,7 +12,8 @@
 //! ```
 //!
 //! Then `worker --queues high:3,default:1 --concurrency 10` (see `--help`), or
-//! `worker dead list` and the other [`admin`] subcommands to inspect and repair the sets.
+//! `worker dead list` and the other admin subcommands (`cli`, with the `cli` feature, on by
+//! default) to inspect and repair the sets.
 //!
 //! Or run a worker inside your own tokio app, next to an HTTP server:
 //!
@@ -129,20 +130,17 @@
 //!
 //! `RUST_LOG` filters them (default `info`).
 
-pub mod admin;
 pub mod admission;
 pub mod builder;
 pub mod cancellation;
+#[cfg(feature = "cli")]
+pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod cron;
-pub mod cron_admin;
 pub mod fetcher;
-pub mod fleet_admin;
-pub mod flow_admin;
 pub mod heartbeat;
 pub mod held;
-pub mod job_admin;
 pub mod launcher;
 pub mod leases;
 pub mod memory;
@@ -156,8 +154,6 @@ pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
-pub mod shards_admin;
-pub mod table;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use config::{Cli, QueueSelection, WorkerConfig};
@@ -170,7 +166,7 @@ use std::process::ExitCode;
 
 /// The whole `gator-worker` program: parses the command line, logs to stderr (`RUST_LOG`,
 /// default `info`), runs until SIGINT/SIGTERM and returns the exit code (or runs an
-/// [`admin`] subcommand such as `dead list` instead of the worker). Call it from your
+/// admin subcommand such as `dead list` instead of the worker, with the `cli` feature). Call it from your
 /// worker binary's `main`.
 pub fn main() -> ExitCode {
     main_with(|worker| worker)
@@ -190,13 +186,7 @@ pub fn main() -> ExitCode {
 pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> ExitCode {
     let mut cli = Cli::parse();
     if let Some(command) = cli.command.take() {
-        return admin::main(
-            command,
-            &cli.redis_url,
-            &cli.namespace,
-            cli.tls(),
-            cli.redis_cluster,
-        );
+        return run_command(command, &cli);
     }
     let metrics_bind = cli.metrics_bind;
     let worker = match configure(WorkerBuilder::from_config(cli.into_config()))
@@ -236,6 +226,24 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
             ExitCode::FAILURE
         }
     }
+}
+
+/// Runs an admin subcommand instead of the worker.
+#[cfg(feature = "cli")]
+fn run_command(command: config::Command, cli: &Cli) -> ExitCode {
+    cli::admin::main(
+        command,
+        &cli.redis_url,
+        &cli.namespace,
+        cli.tls(),
+        cli.redis_cluster,
+    )
+}
+
+/// There are no subcommands without the `cli` feature.
+#[cfg(not(feature = "cli"))]
+fn run_command(command: config::Command, _cli: &Cli) -> ExitCode {
+    match command {}
 }
 
 /// Builds the async runtime both the worker and the admin commands run on, or says on stderr

@@ -290,8 +290,8 @@ async fn job_show_prints_status_attempts_and_result() {
     w.stop().await;
 
     let mut out = Vec::new();
-    gator_worker::admin::AdminCommand::Job {
-        action: gator_worker::job_admin::JobAction::Show {
+    gator_worker::cli::admin::AdminCommand::Job {
+        action: gator_worker::cli::job::JobAction::Show {
             jid: jid.clone(),
             json: true,
         },
@@ -306,8 +306,8 @@ async fn job_show_prints_status_attempts_and_result() {
     assert_eq!(shown["result"]["order"], 77);
 
     let mut out = Vec::new();
-    gator_worker::admin::AdminCommand::Job {
-        action: gator_worker::job_admin::JobAction::Show {
+    gator_worker::cli::admin::AdminCommand::Job {
+        action: gator_worker::cli::job::JobAction::Show {
             jid: "never-dispatched".into(),
             json: false,
         },

@@ -1,9 +1,9 @@
 //! `gator-worker stats`, `queues` and `processes`: the fleet at a glance, from
 //! [`gator_core::inspect`], as tables or (`--json`) as JSON.
 
-use crate::admin::AdminError;
-use crate::flow_admin::JsonFlag;
-use crate::table;
+use crate::cli::admin::AdminError;
+use crate::cli::flow::JsonFlag;
+use crate::cli::table;
 use gator_core::Admin;
 use gator_core::admin::HistorySpan;
 use std::io::Write;

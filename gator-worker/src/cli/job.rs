@@ -1,7 +1,7 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
 //! (`gator_core::store::status`); `gator-worker job cancel JID` (`Client::cancel`).
 
-use crate::admin::AdminError;
+use crate::cli::admin::AdminError;
 use clap::Subcommand;
 use gator_core::{Admin, JobStatus};
 use std::io::Write;

@@ -59,7 +59,7 @@ pub enum AdminCommand {
         next poll. Jobs already queued stay on their lists and are still drained; while old and \
         new lists are drained side by side, jobs of one shard key may run out of order."
     )]
-    Shards(crate::shards_admin::ShardsArgs),
+    Shards(crate::cli::shards::ShardsArgs),
     /// A queue's controls: pause, resume, clear, limit, share, rate, aging, order, windows, show.
     #[command(
         long_about = "Flow control of a queue, for every worker at once (README, \"Flow \
@@ -72,7 +72,7 @@ pub enum AdminCommand {
     Queue {
         /// What to do with the queue.
         #[command(subcommand)]
-        action: crate::flow_admin::QueueAction,
+        action: crate::cli::flow::QueueAction,
     },
     /// One job by its jid: its status, attempts, last error and result.
     #[command(
@@ -83,7 +83,7 @@ pub enum AdminCommand {
     Job {
         /// What to do with the job.
         #[command(subcommand)]
-        action: crate::job_admin::JobAction,
+        action: crate::cli::job::JobAction,
     },
     /// Periodic jobs: list, pause, resume, run now, remove.
     #[command(
@@ -96,7 +96,7 @@ pub enum AdminCommand {
     Cron {
         /// What to do with the periodic jobs.
         #[command(subcommand)]
-        action: crate::cron_admin::CronAction,
+        action: crate::cli::cron::CronAction,
     },
     /// Totals, the last hour, day and week, and the Redis server.
     #[command(
@@ -105,7 +105,7 @@ pub enum AdminCommand {
         the per-minute history workers keep in Redis), and the Redis server's version, memory \
         and clients. `--json` for JSON."
     )]
-    Stats(crate::flow_admin::JsonFlag),
+    Stats(crate::cli::flow::JsonFlag),
     /// Every queue: size, latency, busy, scheduled, retries, dead, paused, limits, parked.
     #[command(
         long_about = "One row per known queue (a shard is its own row): jobs waiting, the age of \
@@ -113,14 +113,14 @@ pub enum AdminCommand {
         or under flow control, its limit (units in use/limit), parked jobs, and processed and \
         failed all time. `--json` for JSON."
     )]
-    Queues(crate::flow_admin::JsonFlag),
+    Queues(crate::cli::flow::JsonFlag),
     /// Live worker processes and the jobs each is running.
     #[command(
         long_about = "One row per live worker process (host, pid, queues, busy/concurrency, the \
         age of its last heartbeat, its uptime), then every job they are running, with how long it \
         has run. `--json` for JSON."
     )]
-    Processes(crate::flow_admin::JsonFlag),
+    Processes(crate::cli::flow::JsonFlag),
     /// Rate limiters shared across queues: set, clear, list.
     #[command(
         long_about = "Rate limiters shared across queues: `limiter set email 100/1s` limits \
@@ -131,7 +131,7 @@ pub enum AdminCommand {
     Limiter {
         /// What to do with the shared limiters.
         #[command(subcommand)]
-        action: crate::flow_admin::LimiterAction,
+        action: crate::cli::flow::LimiterAction,
     },
 }
 
@@ -299,25 +299,25 @@ impl AdminCommand {
             AdminCommand::Dead { action } => (SetKind::Dead, action.into()),
             AdminCommand::Retry { action } => (SetKind::Retry, action),
             AdminCommand::Scheduled { action } => (SetKind::Scheduled, action),
-            AdminCommand::Shards(args) => return crate::shards_admin::run(admin, args, out).await,
+            AdminCommand::Shards(args) => return crate::cli::shards::run(admin, args, out).await,
             AdminCommand::Queue { action } => {
-                return crate::flow_admin::run_queue(admin, action, out).await;
+                return crate::cli::flow::run_queue(admin, action, out).await;
             }
             AdminCommand::Limiter { action } => {
-                return crate::flow_admin::run_limiter(admin, action, out).await;
+                return crate::cli::flow::run_limiter(admin, action, out).await;
             }
             AdminCommand::Job { action } => {
-                return crate::job_admin::run(admin, action, out).await;
+                return crate::cli::job::run(admin, action, out).await;
             }
             AdminCommand::Cron { action } => {
-                return crate::cron_admin::run(admin, action, out).await;
+                return crate::cli::cron::run(admin, action, out).await;
             }
-            AdminCommand::Stats(args) => return crate::fleet_admin::stats(admin, args, out).await,
+            AdminCommand::Stats(args) => return crate::cli::fleet::stats(admin, args, out).await,
             AdminCommand::Queues(args) => {
-                return crate::fleet_admin::queues(admin, args, out).await;
+                return crate::cli::fleet::queues(admin, args, out).await;
             }
             AdminCommand::Processes(args) => {
-                return crate::fleet_admin::processes(admin, args, out).await;
+                return crate::cli::fleet::processes(admin, args, out).await;
             }
         };
         match action {
@@ -354,18 +354,18 @@ async fn list(
     if args.json {
         let entries: Vec<serde_json::Value> = entries.iter().map(entry_json).collect();
         let value = serde_json::json!({"set": kind.as_str(), "total": total, "entries": entries, "next_cursor": next});
-        return Ok(crate::table::print_json(out, &value)?);
+        return Ok(crate::cli::table::print_json(out, &value)?);
     }
     if !entries.is_empty() {
         let time = match kind {
             SetKind::Dead => "died",
             SetKind::Retry | SetKind::Scheduled => "due",
         };
-        let mut rows = crate::table::new(&[time, "queue", "jid", "job", "attempt", "error"]);
+        let mut rows = crate::cli::table::new(&[time, "queue", "jid", "job", "attempt", "error"]);
         for entry in &entries {
             rows.add_row(entry_row(entry));
         }
-        crate::table::print(out, &rows)?;
+        crate::cli::table::print(out, &rows)?;
     }
     let scope = every(queue);
     match next {

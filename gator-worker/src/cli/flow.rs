@@ -2,7 +2,7 @@
 //! limit, shares, rates, aging, order, windows) for the whole fleet, show them, and manage the
 //! rate limiters shared across queues (see [`gator_core::flow`]).
 
-use crate::admin::AdminError;
+use crate::cli::admin::AdminError;
 use clap::{ArgGroup, Args, Subcommand};
 use gator_core::Admin;
 use gator_core::flow::{QueueOrdering, RateSpec, Windows};
