@@ -255,7 +255,7 @@ pub struct Cli {
 
 /// The subcommands that run instead of the worker: the admin commands with the `cli` feature.
 #[cfg(feature = "cli")]
-pub type Command = crate::cli::admin::AdminCommand;
+pub type Command = crate::cli::AdminCommand;
 
 /// The subcommands that run instead of the worker: none without the `cli` feature.
 #[cfg(not(feature = "cli"))]

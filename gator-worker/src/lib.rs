@@ -231,7 +231,7 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
 /// Runs an admin subcommand instead of the worker.
 #[cfg(feature = "cli")]
 fn run_command(command: config::Command, cli: &Cli) -> ExitCode {
-    cli::admin::main(
+    cli::main(
         command,
         &cli.redis_url,
         &cli.namespace,

@@ -290,7 +290,7 @@ async fn job_show_prints_status_attempts_and_result() {
     w.stop().await;
 
     let mut out = Vec::new();
-    gator_worker::cli::admin::AdminCommand::Job {
+    gator_worker::cli::AdminCommand::Job {
         action: gator_worker::cli::job::JobAction::Show {
             jid: jid.clone(),
             json: true,
@@ -306,7 +306,7 @@ async fn job_show_prints_status_attempts_and_result() {
     assert_eq!(shown["result"]["order"], 77);
 
     let mut out = Vec::new();
-    gator_worker::cli::admin::AdminCommand::Job {
+    gator_worker::cli::AdminCommand::Job {
         action: gator_worker::cli::job::JobAction::Show {
             jid: "never-dispatched".into(),
             json: false,

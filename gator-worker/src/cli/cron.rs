@@ -1,7 +1,7 @@
 //! `gator-worker cron list|pause|resume|run|remove`: the periodic jobs stored in Redis (see
 //! [`gator_core::cron`]), for every worker at once.
 
-use crate::cli::admin::AdminError;
+use crate::cli::AdminError;
 use clap::Subcommand;
 use gator_core::Admin;
 use gator_core::admin::Periodic;

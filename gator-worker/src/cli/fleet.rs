@@ -1,12 +1,15 @@
 //! `gator-worker stats`, `queues` and `processes`: the fleet at a glance, from
-//! [`gator_core::inspect`], as tables or (`--json`) as JSON.
+//! [`gator_core::admin`], as tables or (`--json`) as JSON.
 
-use crate::cli::admin::AdminError;
-use crate::cli::flow::JsonFlag;
+use crate::cli::AdminError;
+use crate::cli::JsonFlag;
 use crate::cli::table;
 use gator_core::Admin;
-use gator_core::admin::HistorySpan;
+use gator_core::admin::{HistorySpan, Overview};
 use std::io::Write;
+
+/// Processed and failed over one span of the history.
+type SpanCounts = (HistorySpan, u64, u64);
 
 /// `gator-worker stats`: totals, the last hour, day and week, and the Redis server.
 pub async fn stats(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Result<(), AdminError> {
@@ -30,6 +33,16 @@ pub async fn stats(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Resul
         value["last"] = serde_json::Value::Object(last);
         return Ok(table::print_json(out, &value)?);
     }
+    print_stats(&overview, &spans, out)?;
+    Ok(())
+}
+
+/// `stats` as tables: the totals, the recent spans, then a line on the fleet and Redis.
+fn print_stats(
+    overview: &Overview,
+    spans: &[SpanCounts],
+    out: &mut impl Write,
+) -> std::io::Result<()> {
     let mut totals = table::new(&["", "jobs"]);
     for (name, n) in [
         ("processed", overview.processed),
@@ -45,7 +58,7 @@ pub async fn stats(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Resul
     table::print(out, &totals)?;
     writeln!(out)?;
     let mut recent = table::new(&["last", "processed", "failed"]);
-    for (span, processed, failed) in &spans {
+    for (span, processed, failed) in spans {
         recent.add_row([span.to_string(), processed.to_string(), failed.to_string()]);
     }
     table::print(out, &recent)?;

@@ -1,7 +1,7 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
 //! (`gator_core::store::status`); `gator-worker job cancel JID` (`Client::cancel`).
 
-use crate::cli::admin::AdminError;
+use crate::cli::AdminError;
 use clap::Subcommand;
 use gator_core::{Admin, JobStatus};
 use std::io::Write;
@@ -36,79 +36,30 @@ pub enum JobAction {
 
 /// Runs `action`, writing what it found to `out`.
 pub async fn run(admin: &Admin, action: JobAction, out: &mut impl Write) -> Result<(), AdminError> {
-    let (jid, json) = match action {
-        JobAction::Show { jid, json } => (jid, json),
-        JobAction::Cancel { jid, json } => return cancel(admin, &jid, json, out).await,
-    };
-    let details = admin.client().job_details(&jid).await?;
+    match action {
+        JobAction::Show { jid, json } => show(admin, &jid, json, out).await,
+        JobAction::Cancel { jid, json } => cancel(admin, &jid, json, out).await,
+    }
+}
+
+/// `job show`: the job's fields, as aligned lines or one JSON object.
+async fn show(
+    admin: &Admin,
+    jid: &str,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let details = admin.client().job_details(jid).await?;
     let (queue, status, result) = match details {
         Some(d) => (Some(d.queue), d.status, d.result),
         None => (None, JobStatus::Unknown, None),
     };
-    let mut fields: Vec<(&str, serde_json::Value)> = vec![
-        ("jid", jid.clone().into()),
-        ("status", status.name().into()),
-    ];
+    let mut fields: Vec<(&str, serde_json::Value)> =
+        vec![("jid", jid.into()), ("status", status.name().into())];
     if let Some(queue) = queue {
         fields.push(("queue", queue.into()));
     }
-    match &status {
-        JobStatus::Scheduled { at } => fields.push(("due", time(*at).into())),
-        JobStatus::Running {
-            process,
-            since,
-            attempt,
-        } => {
-            fields.push(("process", process.clone().into()));
-            fields.push(("since", time(*since).into()));
-            fields.push(("attempt", (*attempt).into()));
-        }
-        JobStatus::Retrying {
-            attempt,
-            next_at,
-            error,
-        } => {
-            fields.push(("attempts", (*attempt).into()));
-            fields.push(("next_run", time(*next_at).into()));
-            fields.push(("error", error.clone().into()));
-        }
-        JobStatus::Dead {
-            at,
-            attempts,
-            error,
-        } => {
-            fields.push(("died", time(*at).into()));
-            fields.push(("attempts", (*attempts).into()));
-            fields.push(("error", error.clone().into()));
-        }
-        JobStatus::Done {
-            finished_at,
-            attempts,
-        } => {
-            fields.push(("finished", time(*finished_at).into()));
-            fields.push(("attempts", (*attempts).into()));
-            let value = result
-                .as_deref()
-                .map(|r| serde_json::from_str(r).unwrap_or_else(|_| r.into()))
-                .unwrap_or(serde_json::Value::Null);
-            fields.push(("result", value));
-        }
-        JobStatus::Cancelled { at } => fields.push(("cancelled", time(*at).into())),
-        JobStatus::Discarded {
-            at,
-            attempts,
-            error,
-        } => {
-            fields.push(("discarded", time(*at).into()));
-            fields.push(("attempts", (*attempts).into()));
-            fields.push(("error", error.clone().into()));
-        }
-        JobStatus::AwaitingReply { key, deadline } => {
-            fields.push(("key", key.clone().into()));
-            fields.push(("deadline", time(*deadline).into()));
-        }
-        JobStatus::Queued | JobStatus::Unknown => {}
-    }
+    fields.extend(status_fields(&status, result.as_deref()));
     if json {
         let object: serde_json::Map<String, serde_json::Value> =
             fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -123,6 +74,66 @@ pub async fn run(admin: &Admin, action: JobAction, out: &mut impl Write) -> Resu
         }
     }
     Ok(())
+}
+
+/// What each status adds to `job show`: its times, attempts, error, and a success's result.
+fn status_fields(
+    status: &JobStatus,
+    result: Option<&str>,
+) -> Vec<(&'static str, serde_json::Value)> {
+    match status {
+        JobStatus::Scheduled { at } => vec![("due", time(*at).into())],
+        JobStatus::Running {
+            process,
+            since,
+            attempt,
+        } => vec![
+            ("process", process.clone().into()),
+            ("since", time(*since).into()),
+            ("attempt", (*attempt).into()),
+        ],
+        JobStatus::Retrying {
+            attempt,
+            next_at,
+            error,
+        } => vec![
+            ("attempts", (*attempt).into()),
+            ("next_run", time(*next_at).into()),
+            ("error", error.clone().into()),
+        ],
+        JobStatus::Dead {
+            at,
+            attempts,
+            error,
+        } => vec![
+            ("died", time(*at).into()),
+            ("attempts", (*attempts).into()),
+            ("error", error.clone().into()),
+        ],
+        JobStatus::Done {
+            finished_at,
+            attempts,
+        } => vec![
+            ("finished", time(*finished_at).into()),
+            ("attempts", (*attempts).into()),
+            ("result", result_value(result)),
+        ],
+        JobStatus::Cancelled { at } => vec![("cancelled", time(*at).into())],
+        JobStatus::Discarded {
+            at,
+            attempts,
+            error,
+        } => vec![
+            ("discarded", time(*at).into()),
+            ("attempts", (*attempts).into()),
+            ("error", error.clone().into()),
+        ],
+        JobStatus::AwaitingReply { key, deadline } => vec![
+            ("key", key.clone().into()),
+            ("deadline", time(*deadline).into()),
+        ],
+        JobStatus::Queued | JobStatus::Unknown => Vec::new(),
+    }
 }
 
 /// `job cancel`: what [`Client::cancel`] did, as a line or a JSON object.
@@ -160,6 +171,13 @@ async fn cancel(
         writeln!(out, "{line}")?;
     }
     Ok(())
+}
+
+/// A success's result as JSON (text that is not JSON as a string; none as `null`).
+fn result_value(result: Option<&str>) -> serde_json::Value {
+    result
+        .map(|r| serde_json::from_str(r).unwrap_or_else(|_| r.into()))
+        .unwrap_or(serde_json::Value::Null)
 }
 
 fn time(at: SystemTime) -> String {

@@ -1,7 +1,7 @@
 //! `gator-worker shards [QUEUE [COUNT]]`: show or set how many shards a queue is split into
 //! (see [`gator_core::shards`]).
 
-use crate::cli::admin::AdminError;
+use crate::cli::AdminError;
 use clap::Args;
 use gator_core::Admin;
 use std::io::Write;

@@ -1,8 +1,9 @@
-//! The CLI's tables: aligned columns under a header, no borders, so output reads well in a
-//! terminal and still greps well (one row per line).
+//! How the CLI prints: tables of aligned columns under a header, no borders, so output reads
+//! well in a terminal and still greps well (one row per line); JSON; ages and times.
 
 use comfy_table::{ContentArrangement, Table, presets};
 use std::io::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// An empty table with `header`.
 pub fn new(header: &[&str]) -> Table {
@@ -39,6 +40,19 @@ pub fn age(ms: u64) -> String {
         3_600_000..86_400_000 => format!("{}h {:02}m", ms / 3_600_000, ms % 3_600_000 / 60_000),
         _ => format!("{}d {}h", ms / 86_400_000, ms % 86_400_000 / 3_600_000),
     }
+}
+
+/// A limiter's next start: "now", or the time and how far off it is.
+pub fn next_start(at_ms: Option<u64>) -> String {
+    let Some(at_ms) = at_ms else {
+        return "now".to_owned();
+    };
+    let at = UNIX_EPOCH + Duration::from_millis(at_ms);
+    let wait = at
+        .duration_since(SystemTime::now())
+        .map(|d| format!(" (in {} ms)", d.as_millis()))
+        .unwrap_or_default();
+    format!("{}{wait}", humantime::format_rfc3339_millis(at))
 }
 
 #[cfg(test)]

@@ -1,0 +1,64 @@
+//! Why an admin command failed: what `gator-worker` prints to stderr before it exits 1.
+
+use gator_core::SetKind;
+
+/// Why an admin command failed; printed to stderr.
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    /// Redis could not be reached (the error names the URL, its password redacted), or a bad
+    /// queue name.
+    #[error(transparent)]
+    Core(#[from] gator_core::Error),
+    /// No entry with that jid.
+    #[error("no job {jid:?} in the {kind} set of {scope}")]
+    NoSuchJob {
+        /// The set searched.
+        kind: SetKind,
+        /// The jid asked for.
+        jid: String,
+        /// `queue "q"` or `any known queue`.
+        scope: String,
+    },
+    /// No job with that jid in any known queue (never dispatched, deleted, or finished longer
+    /// ago than the retention).
+    #[error("no job {jid:?} in any known queue")]
+    UnknownJob {
+        /// The jid asked for.
+        jid: String,
+    },
+    /// The job cannot be cancelled: it has finished.
+    #[error("{reason}")]
+    NotCancellable {
+        /// Why.
+        reason: String,
+    },
+    /// The entry exists but no worker could run it.
+    #[error(
+        "job {jid:?} in the {kind} set of queue {queue:?} is not a payload a worker could run, \
+        so it stays; see it with `{kind} list --queue {queue}`, remove it with `{kind} delete {jid}`"
+    )]
+    NotRunnable {
+        /// The set it is in.
+        kind: SetKind,
+        /// Its jid.
+        jid: String,
+        /// Its queue.
+        queue: String,
+    },
+    /// The entry went between the lookup and the action: a worker promoted it, or another
+    /// admin moved or deleted it.
+    #[error(
+        "job {jid:?} left the {kind} set of queue {queue:?} meanwhile (a worker or another admin moved or deleted it)"
+    )]
+    Gone {
+        /// The set it was in.
+        kind: SetKind,
+        /// Its jid.
+        jid: String,
+        /// Its queue.
+        queue: String,
+    },
+    /// Writing to stdout failed.
+    #[error("cannot write the output: {0}")]
+    Output(#[from] std::io::Error),
+}

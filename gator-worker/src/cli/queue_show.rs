@@ -1,0 +1,115 @@
+//! `gator-worker queue show QUEUE [--json]`: a queue's flow controls as they stand (see
+//! [`gator_core::store::flow::FlowStatus`]), one line per control.
+
+use crate::cli::{AdminError, table};
+use gator_core::Admin;
+use gator_core::store::flow::FlowStatus;
+use std::io::Write;
+
+/// Shows `queue`'s flow controls, as lines or (`json`) as JSON.
+pub async fn run(
+    admin: &Admin,
+    queue: &str,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let status = admin.flow_status(queue).await?;
+    if json {
+        let text = serde_json::to_string_pretty(&status)
+            .map_err(|e| AdminError::Core(gator_core::Error::Json(e)))?;
+        writeln!(out, "{text}")?;
+    } else {
+        show(&status, out)?;
+    }
+    Ok(())
+}
+
+/// The lines: state, limit and units by key, shares, parked jobs, rates, aging, order, windows.
+fn show(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
+    let queue = &status.queue;
+    if !status.controlled {
+        return writeln!(out, "{queue}: plain (no flow control)");
+    }
+    writeln!(
+        out,
+        "{queue}: {}",
+        if status.paused { "PAUSED" } else { "running" }
+    )?;
+    units(status, out)?;
+    parked(status, out)?;
+    for rate in &status.rates {
+        let name = if rate.name.is_empty() {
+            "the queue's".to_owned()
+        } else {
+            format!("limiter {:?}", rate.name)
+        };
+        writeln!(
+            out,
+            "  rate: {name} {}, next start {}",
+            rate.rate,
+            table::next_start(rate.next_allowed_ms)
+        )?;
+    }
+    if let Some(aging) = status.aging {
+        writeln!(
+            out,
+            "  aging: one priority step per {}",
+            humantime::format_duration(aging)
+        )?;
+    }
+    writeln!(out, "  order: {}", status.order)?;
+    if let Some(windows) = &status.windows {
+        writeln!(out, "  windows: {windows}")?;
+    }
+    Ok(())
+}
+
+/// The limit, the units each key holds, and the keys' shares.
+fn units(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
+    match status.limit {
+        Some(limit) => writeln!(
+            out,
+            "  limit: {} of {limit} units in use",
+            status.units_in_use
+        )?,
+        None => writeln!(out, "  limit: none")?,
+    }
+    for (key, units) in &status.units_by_key {
+        writeln!(out, "    key {key:?}: {units} units")?;
+    }
+    for (key, percent) in &status.shares {
+        writeln!(out, "  share: key {key:?} {percent} %")?;
+    }
+    if let Some(percent) = status.default_share {
+        writeln!(out, "  share: unlisted keys {percent} %")?;
+    }
+    Ok(())
+}
+
+/// The jobs waiting their turn: parked by key, critical ones, and the backlog not parked yet.
+fn parked(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
+    for parked in &status.parked {
+        let rate = parked
+            .rate
+            .as_ref()
+            .map(|r| format!(", limiter {r:?}"))
+            .unwrap_or_default();
+        let overlap = parked
+            .overlap
+            .as_ref()
+            .map(|o| format!(", overlap key {o:?}"))
+            .unwrap_or_default();
+        writeln!(
+            out,
+            "  parked: key {:?}{rate}{overlap}: {} jobs ({})",
+            parked.key, parked.jobs, parked.state
+        )?;
+    }
+    if status.critical_waiting > 0 {
+        writeln!(out, "  critical jobs waiting: {}", status.critical_waiting)?;
+    }
+    if status.backlog > 0 {
+        writeln!(out, "  backlog still to park: {}", status.backlog)?;
+    }
+    Ok(())
+}
