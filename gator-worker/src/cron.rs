@@ -17,6 +17,7 @@ use gator_core::Client;
 use gator_core::admin::Fire;
 use gator_core::cron::CronEntry;
 use gator_core::store;
+use gator_core::store::cron::StoredEntry;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -96,46 +97,60 @@ impl Cron {
             entries: stored.len(),
             ..Pass::default()
         };
-        for stored in stored {
-            let name = stored.name.as_str();
-            let schedule = match CronEntry::from_json(&stored.definition)
-                .map_err(gator_core::Error::from)
-                .and_then(|entry| Ok((entry.schedule()?, entry)))
-            {
-                Ok(found) => found,
-                Err(e) => {
-                    warn!(entry = name, error = %e, "a periodic entry cannot be read; skipped");
-                    continue;
-                }
-            };
-            let (schedule, entry) = schedule;
-            if stored.paused_at.is_some() {
-                continue;
-            }
-            if let Some(next) = schedule.next_after(now) {
-                let wait = Duration::from_millis(next.saturating_sub(now));
-                pass.next_in = Some(pass.next_in.map_or(wait, |w| w.min(wait)));
-            }
-            let Some(tick) = schedule.latest_at_or_before(now) else {
-                continue;
-            };
-            if stored.fired.is_some_and(|fired| tick <= fired) {
-                continue;
-            }
-            let payload = entry.payload(Some(tick), now);
-            match store::cron::fire(&mut conn, keys, name, Some(tick), &payload).await {
-                Ok(Fire::Pushed) => {
-                    pass.fired += 1;
-                    debug!(entry = name, tick, jid = %payload.jid, queue = %payload.queue, "enqueued a periodic job");
-                }
-                Ok(outcome) => {
-                    debug!(entry = name, tick, ?outcome, "tick not fired here");
-                }
-                Err(e) => {
-                    warn!(entry = name, tick, error = %e, "could not fire a periodic job; trying again next pass");
-                }
-            }
+        for stored in &stored {
+            self.fire(&mut conn, stored, now, &mut pass).await;
         }
         Ok(pass)
+    }
+
+    /// Step 3 for one entry: counts its next tick into `pass`, and fires its latest tick if it
+    /// is newer than the last one fired. An entry that cannot be read or whose fire fails is
+    /// logged and skipped.
+    async fn fire(
+        &self,
+        conn: &mut gator_core::Connection,
+        stored: &StoredEntry,
+        now: u64,
+        pass: &mut Pass,
+    ) {
+        let name = stored.name.as_str();
+        let schedule = match CronEntry::from_json(&stored.definition)
+            .map_err(gator_core::Error::from)
+            .and_then(|entry| Ok((entry.schedule()?, entry)))
+        {
+            Ok(found) => found,
+            Err(e) => {
+                warn!(entry = name, error = %e, "a periodic entry cannot be read; skipped");
+                return;
+            }
+        };
+        let (schedule, entry) = schedule;
+        if stored.paused_at.is_some() {
+            return;
+        }
+        if let Some(next) = schedule.next_after(now) {
+            let wait = Duration::from_millis(next.saturating_sub(now));
+            pass.next_in = Some(pass.next_in.map_or(wait, |w| w.min(wait)));
+        }
+        let Some(tick) = schedule.latest_at_or_before(now) else {
+            return;
+        };
+        if stored.fired.is_some_and(|fired| tick <= fired) {
+            return;
+        }
+        let payload = entry.payload(Some(tick), now);
+        let keys = self.client.keys();
+        match store::cron::fire(conn, keys, name, Some(tick), &payload).await {
+            Ok(Fire::Pushed) => {
+                pass.fired += 1;
+                debug!(entry = name, tick, jid = %payload.jid, queue = %payload.queue, "enqueued a periodic job");
+            }
+            Ok(outcome) => {
+                debug!(entry = name, tick, ?outcome, "tick not fired here");
+            }
+            Err(e) => {
+                warn!(entry = name, tick, error = %e, "could not fire a periodic job; trying again next pass");
+            }
+        }
     }
 }

@@ -184,7 +184,6 @@ pub fn classify(
         Failure::Run(error) => (error, false),
         Failure::Unrunnable(reason) => (JobError::discard(reason), true),
     };
-    let error = &error;
     let now = clock.now_ms();
     let failures = doc.attempt().saturating_add(1);
     let mut changes = vec![
@@ -200,7 +199,7 @@ pub fn classify(
     let decided = match unrunnable {
         true => None,
         false => (policy.strategy)(&RetryContext {
-            error,
+            error: &error,
             failures,
             jid: doc.jid(),
             job: doc.job(),
@@ -214,44 +213,69 @@ pub fn classify(
                 .unwrap_or(Duration::ZERO),
         ),
         Some(RetryDecision::Dead) => None,
-        Some(RetryDecision::Discard) => {
-            warn!(duration_ms = took, outcome = "discarded", error = %error, "job failed; discarded by its retry strategy");
-            return Outcome::Discard {
-                jid: doc.jid().to_owned(),
-                tail: format!("{failures} {}", error.message()),
-                handoff: gator_core::store::inflight::handoff_on_end(
-                    doc.text(),
-                    "dead",
-                    Duration::from_secs(86_400),
-                ),
-            };
-        }
+        Some(RetryDecision::Discard) => return discard(doc, &error, failures, took),
         None if error.is_retryable() && failures <= policy.retries => {
             Some((policy.backoff)(failures))
         }
         None => None,
     };
-    if let Some(delay) = retry_in {
-        let delay = delay.min(MAX_RETRY_DELAY);
-        let delay_ms = delay.as_millis() as u64; // at most five years: fits
-        changes.push(("enqueued_at", now.saturating_add(delay_ms).to_string()));
-        warn!(duration_ms = took, outcome = "retry", error = %error, retry_in_ms = delay_ms, "job failed; will retry");
-        Outcome::Retry {
-            payload: doc.rewrite(&changes),
-            delay,
-        }
+    match retry_in {
+        Some(delay) => retry(doc, changes, delay, now, &error, took),
+        None => dead(doc, &changes, &error, decided.is_some(), took),
+    }
+}
+
+/// Another attempt `delay` from now (at most [`MAX_RETRY_DELAY`]), the failure recorded.
+fn retry(
+    doc: &PayloadDocument<'_>,
+    mut changes: Vec<(&str, String)>,
+    delay: Duration,
+    now: u64,
+    error: &JobError,
+    took: f64,
+) -> Outcome {
+    let delay = delay.min(MAX_RETRY_DELAY);
+    let delay_ms = delay.as_millis() as u64; // at most five years: fits
+    changes.push(("enqueued_at", now.saturating_add(delay_ms).to_string()));
+    warn!(duration_ms = took, outcome = "retry", error = %error, retry_in_ms = delay_ms, "job failed; will retry");
+    Outcome::Retry {
+        payload: doc.rewrite(&changes),
+        delay,
+    }
+}
+
+/// The dead set, the failure recorded; `decided` if the job's retry strategy gave up.
+fn dead(
+    doc: &PayloadDocument<'_>,
+    changes: &[(&str, String)],
+    error: &JobError,
+    decided: bool,
+    took: f64,
+) -> Outcome {
+    let why = if decided {
+        "its retry strategy gave up"
+    } else if error.is_retryable() {
+        "retries exhausted"
     } else {
-        let why = if decided.is_some() {
-            "its retry strategy gave up"
-        } else if error.is_retryable() {
-            "retries exhausted"
-        } else {
-            "not retryable"
-        };
-        error!(duration_ms = took, outcome = "dead", error = %error, why, "job failed; moved to the dead set");
-        Outcome::Dead {
-            entry: doc.rewrite(&changes),
-        }
+        "not retryable"
+    };
+    error!(duration_ms = took, outcome = "dead", error = %error, why, "job failed; moved to the dead set");
+    Outcome::Dead {
+        entry: doc.rewrite(changes),
+    }
+}
+
+/// Discarded by the job's retry strategy: recorded `discarded`, not kept in the dead set.
+fn discard(doc: &PayloadDocument<'_>, error: &JobError, failures: u32, took: f64) -> Outcome {
+    warn!(duration_ms = took, outcome = "discarded", error = %error, "job failed; discarded by its retry strategy");
+    Outcome::Discard {
+        jid: doc.jid().to_owned(),
+        tail: format!("{failures} {}", error.message()),
+        handoff: gator_core::store::inflight::handoff_on_end(
+            doc.text(),
+            "dead",
+            Duration::from_secs(86_400),
+        ),
     }
 }
 

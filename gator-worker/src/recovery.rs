@@ -127,52 +127,57 @@ impl Recovery {
             }
         }
         let take_over = self.worker_id.as_deref().filter(|_| take_over);
-        let own = self.fetcher.process();
         let mut conn = self.client.connection();
-        let keys = self.client.keys();
         // Replies: waits whose time ran out, and completions a crash left (one slot for all).
         self.replies(&mut conn).await;
         for queue in &queues {
-            let recovered = match lease::recover(
-                &mut conn,
-                keys,
-                queue,
-                own,
-                FORGET_AFTER,
-                take_over,
-            )
-            .await
-            {
-                Ok(recovered) => recovered,
-                Err(e) => {
-                    warn!(queue = %queue, error = %e, "could not recover the queue's in-flight jobs of dead processes; trying again next pass");
-                    continue;
-                }
-            };
-            for (process, jobs) in &recovered.processes {
-                warn!(queue = %queue, process = %process, jobs, "recovered the in-flight jobs of a dead worker process");
-            }
-            pass.recovered += recovered.jobs();
-            // Hand-offs of chain steps a crash or an outage left in the outbox.
-            match chain::drain_outbox(&mut conn, keys, queue, self.client.replica_wait()).await {
-                Ok(0) => {}
-                Ok(handoffs) => debug!(queue = %queue, handoffs, "drained the outbox"),
-                Err(e) => {
-                    warn!(queue = %queue, error = %e, "could not drain the queue's outbox of chain hand-offs; trying again next pass");
-                }
-            }
-            // Workflow steps released (or dispatched) by a process that died before it pushed
-            // them to their queues.
-            let wait = self.client.replica_wait();
-            if let Err(e) = workflow::drain_pushing(&mut conn, keys, queue, wait).await {
-                warn!(queue = %queue, error = %e, "could not push the released steps of the queue's workflows; trying again next pass");
-            }
-            if let Some(expiry) = recovered.next_expiry_ms {
-                let wait = Duration::from_millis(expiry.saturating_sub(recovered.now_ms));
-                pass.next_expiry_in = Some(pass.next_expiry_in.map_or(wait, |w| w.min(wait)));
-            }
+            self.recover_queue(&mut conn, queue, take_over, &mut pass)
+                .await;
         }
         pass
+    }
+
+    /// One queue's pass: the in-flight jobs of its dead processes go back, then the hand-offs
+    /// a crash or an outage left: chain steps in its outbox, and released workflow steps.
+    async fn recover_queue(
+        &self,
+        conn: &mut gator_core::Connection,
+        queue: &str,
+        take_over: Option<&str>,
+        pass: &mut Pass,
+    ) {
+        let keys = self.client.keys();
+        let own = self.fetcher.process();
+        let recovered = match lease::recover(conn, keys, queue, own, FORGET_AFTER, take_over).await
+        {
+            Ok(recovered) => recovered,
+            Err(e) => {
+                warn!(queue = %queue, error = %e, "could not recover the queue's in-flight jobs of dead processes; trying again next pass");
+                return;
+            }
+        };
+        for (process, jobs) in &recovered.processes {
+            warn!(queue = %queue, process = %process, jobs, "recovered the in-flight jobs of a dead worker process");
+        }
+        pass.recovered += recovered.jobs();
+        // Hand-offs of chain steps a crash or an outage left in the outbox.
+        match chain::drain_outbox(conn, keys, queue, self.client.replica_wait()).await {
+            Ok(0) => {}
+            Ok(handoffs) => debug!(queue = %queue, handoffs, "drained the outbox"),
+            Err(e) => {
+                warn!(queue = %queue, error = %e, "could not drain the queue's outbox of chain hand-offs; trying again next pass");
+            }
+        }
+        // Workflow steps released (or dispatched) by a process that died before it pushed
+        // them to their queues.
+        let wait = self.client.replica_wait();
+        if let Err(e) = workflow::drain_pushing(conn, keys, queue, wait).await {
+            warn!(queue = %queue, error = %e, "could not push the released steps of the queue's workflows; trying again next pass");
+        }
+        if let Some(expiry) = recovered.next_expiry_ms {
+            let wait = Duration::from_millis(expiry.saturating_sub(recovered.now_ms));
+            pass.next_expiry_in = Some(pass.next_expiry_in.map_or(wait, |w| w.min(wait)));
+        }
     }
 
     /// Puts back this process's in-flight jobs that no processor has held on two passes in a
