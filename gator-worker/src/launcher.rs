@@ -194,16 +194,21 @@ impl Worker {
         ));
         tracker.spawn(recovery.clone().run(stop.clone(), first_pass));
         let deadline = CancellationToken::new();
+        let settler = Arc::new(crate::settle::Settler::new(
+            client.clone(),
+            fetcher.clone(),
+            crate::settle::Kept {
+                dead_cap: config.dead_cap,
+                retention: config.retention,
+            },
+        ));
         for id in 0..config.concurrency {
             let processor = Processor {
                 id,
                 client: client.clone(),
                 registry: registry.clone(),
                 fetcher: fetcher.clone(),
-                kept: crate::settle::Kept {
-                    dead_cap: config.dead_cap,
-                    retention: config.retention,
-                },
+                settler: settler.clone(),
                 clock: clock.clone(),
                 states: states.clone(),
                 deadline: deadline.clone(),
@@ -249,8 +254,8 @@ impl Worker {
         }
         // The successes of jobs under flow control are written before anything is put back,
         // or those jobs would run again.
-        fetcher
-            .flush_admissions(tokio::time::Instant::now() + FLUSH_TIMEOUT)
+        settler
+            .flush_admitted(tokio::time::Instant::now() + FLUSH_TIMEOUT)
             .await;
         let fetches_done = wait_for_fetches(&fetcher).await;
         let complete = recovery.put_back_own(fetches_done, finished).await;

@@ -24,7 +24,7 @@ use tracing::{error, info, warn};
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(20);
 
 /// The shortest lease `--lease` accepts: renewed every quarter of it, it must always hold for
-/// longer than a blocking fetch needs ([`crate::fetcher::BLOCK_LEASE_MARGIN`]).
+/// longer than a blocking fetch needs ([`crate::watchers::BLOCK_LEASE_MARGIN`]).
 pub const MIN_LEASE: Duration = Duration::from_secs(4);
 
 /// How long an expired lease's entry stays in a queue's lease set, with its list emptied at

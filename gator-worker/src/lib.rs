@@ -31,18 +31,24 @@
 //! # Pieces
 //! - [`builder`]: a worker configured in code, checked at `build()`;
 //! - [`launcher`]: starts the pieces and stops them in order;
-//! - [`queues`]: the `--queues` spec, the order to try the queues in (strict, weighted shuffle,
-//!   all known), and which one each idle processor watches;
-//! - [`fetcher`]: takes each processor's next job into this process's in-flight lists, and settles
-//!   a success together with the next fetch;
-//! - [`processor`]: fetch → resolve → decode → execute → classify → settle, `--concurrency` of
-//!   them, with [`run`] (job bodies), [`outcome`] (what a failure records) and [`settle`] (the
-//!   write);
+//! - [`queues`]: the `--queues` spec and the order to try the queues in (strict, weighted
+//!   shuffle, all known);
+//! - [`fetcher`]: takes each processor's next job into this process's in-flight lists, and only
+//!   fetches; [`watchers`]: the idle processors that block in Redis while every queue is empty;
+//!   [`admission`]: fetching from queues under flow control;
+//! - [`processor`]: fetch → resolve → decode → execute → classify → settle,
+//!   `--concurrency` of them, with [`run`] (job bodies) and [`outcome`] (what a failure records);
+//! - [`settle`]: the one place that writes outcomes (success, success and the next job, retry,
+//!   kill, put back, the successes of jobs under flow control);
 //! - [`poller`]: moves due scheduled and retry jobs into their queues;
 //! - [`leases`]: this process's lease on each queue, on Redis's clock;
 //! - [`heartbeat`]: renews the leases, registers the process, checks eviction ([`memory`]) and
 //!   learns Redis's clock ([`clock`]);
-//! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown.
+//! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown;
+//! - `cli` (the `cli` feature, on by default): the admin subcommands (`dead list`, `queue
+//!   pause`, `stats` ...). An application that embeds a worker and needs no subcommands can
+//!   leave them out, and comfy-table with them:
+//!   `gator-worker = { version = "0.1", default-features = false }`.
 //!
 //! # Tracing events
 //! Every event at `info` and above that the worker (and the client inside it) emits is listed
@@ -154,6 +160,7 @@ pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
+pub mod watchers;
 
 pub use builder::{BuildError, WorkerBuilder};
 pub use config::{Cli, QueueSelection, WorkerConfig};

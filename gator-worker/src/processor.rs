@@ -6,7 +6,7 @@
 //! 3. **decode** its arguments, and make its [`Context`];
 //! 4. **execute** the body ([`crate::run`]);
 //! 5. **classify** the result: done, or a failure to retry or bury ([`crate::outcome`]);
-//! 6. **settle** it: ack, retry or kill, in one script ([`crate::settle`]).
+//! 6. **settle** it: write the outcome ([`crate::settle`]), with the next job when it can.
 //!
 //! The job is in this process's in-flight list from the fetch on, and each outcome is one
 //! script that takes it out and records the outcome together: if the process dies anywhere
@@ -17,10 +17,10 @@
 //! with its reason, and the processor carries on. A processor never dies holding a job.
 
 use crate::clock::RedisClock;
-use crate::fetcher::{AckAndNext, Fetcher, Job};
+use crate::fetcher::{Fetcher, Job};
 use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
 use crate::run::{catch_unwind, execute, panic_message};
-use crate::settle;
+use crate::settle::{Next, Settler};
 use gator_core::payload::PayloadDocument;
 use gator_core::unique::UniqueUntil;
 use gator_core::{
@@ -31,14 +31,6 @@ use std::time::Duration;
 use tokio_util::either::Either;
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, debug, error, info, info_span, warn};
-
-/// What a processor does after a job.
-enum Next {
-    /// Run this job, taken with the last one's ack.
-    Job(Job),
-    /// Fetch, trying this queue first if one was drawn already.
-    Fetch(Option<String>),
-}
 
 /// How long a job runs before its status record says `running`: long enough that a worker
 /// draining short jobs writes no record for their start, short enough that a person looking at
@@ -55,8 +47,8 @@ pub struct Processor {
     pub registry: Arc<Registry>,
     /// Where jobs come from (shared by the pool).
     pub fetcher: Arc<Fetcher>,
-    /// How much of each dead set to keep, and how long successes' records.
-    pub kept: settle::Kept,
+    /// Writes each job's outcome (shared by the pool).
+    pub settler: Arc<Settler>,
     /// Redis's clock as this process estimates it, for the stamps in failed payloads.
     pub clock: Arc<RedisClock>,
     /// The application's state, handed to jobs that take `State<T>`.
@@ -77,7 +69,7 @@ impl Processor {
         let mut failures = 0u32;
         let mut next = Next::Fetch(None);
         loop {
-            // 1. Fetch into the in-flight list (or take the job the last ack fetched). Never
+            // 1. Fetch into the in-flight list (or take the job the last success took). Never
             //    cancelled mid-flight.
             let job = match std::mem::replace(&mut next, Next::Fetch(None)) {
                 Next::Job(job) => job,
@@ -111,7 +103,7 @@ impl Processor {
         };
         // Kept for a panic below: the job must then be let go of, so that recovery puts it back.
         let fetched = job.fetched.clone();
-        match catch_unwind(self.settle(job, outcome, stop)).await {
+        match catch_unwind(self.settler.settle(job, outcome, stop)).await {
             Ok(next) => next,
             Err(panic) => {
                 self.fetcher.settled(&fetched);
@@ -119,42 +111,6 @@ impl Processor {
                 Next::Fetch(None)
             }
         }
-    }
-
-    /// ack | retry | kill. A success fetches the next jobs in the same call when it can
-    /// ([`Fetcher::ack_and_next`]). Otherwise the job's slot is given back as soon as the
-    /// write is sent: a fetch that takes the slot goes out after it on the same connection, so
-    /// Redis settles this job before it moves the next one in.
-    async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
-        let (fetched, slot) = match (&outcome, outcome.done(self.kept.retention)) {
-            // A unique job's success releases its lock in its settle script (below).
-            (
-                Outcome::Done {
-                    handoff,
-                    unique_lock: false,
-                    ..
-                },
-                Some(done),
-            ) => {
-                match self
-                    .fetcher
-                    .ack_and_next(job, handoff.as_deref(), &done, stop)
-                    .await
-                {
-                    AckAndNext::Settled(Some(next), _) => return Next::Job(next),
-                    AckAndNext::Settled(None, first) => return Next::Fetch(first),
-                    AckAndNext::NotTried(job) => (job.fetched, Some(job.slot)),
-                    AckAndNext::Failed(fetched, e) => {
-                        warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
-                        (fetched, None)
-                    }
-                }
-            }
-            _ => (job.fetched, Some(job.slot)),
-        };
-        settle::write(&self.client, &fetched, &outcome, self.kept, slot).await;
-        self.fetcher.settled(&fetched);
-        Next::Fetch(None)
     }
 
     /// resolve → decode → execute → classify, for one fetched job; returns its outcome. The
@@ -268,7 +224,7 @@ impl Processor {
                     handoff: gator_core::store::inflight::handoff_on_success(
                         doc,
                         result.as_deref(),
-                        self.kept.retention,
+                        self.settler.kept().retention,
                     ),
                     result,
                     attempts: doc.attempt().saturating_add(1),
@@ -429,7 +385,7 @@ impl Processor {
             timeout_ms: request.timeout.as_millis() as u64,
             payload: doc.text().to_owned(),
             then,
-            ret: gator_core::store::status::retention_ms(self.kept.retention),
+            ret: gator_core::store::status::retention_ms(self.settler.kept().retention),
         };
         Ok(Outcome::AwaitReply {
             record: serde_json::to_string(&record).map_err(|e| JobError::new(e.to_string()))?,
@@ -440,7 +396,7 @@ impl Processor {
 
     /// The outcome of a job whose cancellation was asked for.
     fn cancelled(&self, doc: &PayloadDocument<'_>) -> Outcome {
-        let retention = self.kept.retention;
+        let retention = self.settler.kept().retention;
         Outcome::Cancelled {
             jid: doc.jid().to_owned(),
             handoff: gator_core::store::inflight::handoff_on_end(

@@ -1,97 +1,13 @@
-//! The queues a worker serves: the `--queues` spec ([`QueueSelection`]), the order to try them
-//! in for each fetch (strict, weighted shuffle, or every known queue: [`QueueOrder`]), and which
-//! queue each idle processor watches ([`Watchers`]). The config parses the spec here; the
-//! fetcher, the poller and recovery all take their queues from one [`QueueOrder`].
+//! The order to try the served queues in for each fetch: strict, weighted shuffle, or every
+//! known queue shuffled; a sharded queue's lists stand in for it.
 
+use super::QueueSelection;
 use gator_core::Client;
 use gator_core::shards::{logical_queue, shard_queue};
 use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::collections::{HashMap, HashSet};
-use std::fmt;
-use std::str::FromStr;
-use std::sync::{Mutex, RwLock};
-
-/// Which queues a worker takes jobs from, and in what order it tries them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum QueueSelection {
-    /// `critical,default`: always try the first non-empty queue in this order.
-    Strict(Vec<String>),
-    /// `high:3,default:1`: each fetch orders the queues by weighted random shuffle, so
-    /// `high` is tried first three times as often as `default`, and no queue starves.
-    Weighted(Vec<(String, u32)>),
-    /// No `--queues`: every queue in the known-queues set, shuffled with equal weights.
-    AllKnown,
-}
-
-/// Why a `--queues` value was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct QueueSpecError(String);
-
-impl FromStr for QueueSelection {
-    type Err = QueueSpecError;
-
-    /// Parses `name[:weight],...`. Any weight makes the selection weighted (a queue without
-    /// one weighs 1); no weight at all means strict order.
-    fn from_str(spec: &str) -> Result<Self, Self::Err> {
-        let mut queues: Vec<(String, Option<u32>)> = Vec::new();
-        for part in spec.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            let (name, weight) = match part.split_once(':') {
-                Some((name, w)) => {
-                    let weight = w
-                        .trim()
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|w| *w >= 1)
-                        .ok_or_else(|| {
-                            QueueSpecError(format!(
-                                "weight {w:?} of queue {name:?} must be a whole number from 1 up"
-                            ))
-                        })?;
-                    (name.trim(), Some(weight))
-                }
-                None => (part, None),
-            };
-            gator_core::store::keys::validate_queue(name)
-                .map_err(|e| QueueSpecError(e.to_string()))?;
-            if queues.iter().any(|(q, _)| q == name) {
-                return Err(QueueSpecError(format!("queue {name:?} is listed twice")));
-            }
-            queues.push((name.to_owned(), weight));
-        }
-        if queues.is_empty() {
-            return Err(QueueSpecError(
-                "no queue named: use e.g. `high:3,default:1` or `critical,default`".into(),
-            ));
-        }
-        if queues.iter().all(|(_, w)| w.is_none()) {
-            Ok(QueueSelection::Strict(
-                queues.into_iter().map(|(q, _)| q).collect(),
-            ))
-        } else {
-            Ok(QueueSelection::Weighted(
-                queues
-                    .into_iter()
-                    .map(|(q, w)| (q, w.unwrap_or(1)))
-                    .collect(),
-            ))
-        }
-    }
-}
-
-impl fmt::Display for QueueSelection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QueueSelection::Strict(q) => f.write_str(&q.join(",")),
-            QueueSelection::Weighted(q) => {
-                let parts: Vec<String> = q.iter().map(|(n, w)| format!("{n}:{w}")).collect();
-                f.write_str(&parts.join(","))
-            }
-            QueueSelection::AllKnown => f.write_str("(every known queue)"),
-        }
-    }
-}
+use std::sync::RwLock;
 
 /// The queues a worker serves and the order to try them in.
 ///
@@ -334,86 +250,9 @@ pub fn weighted_shuffle(queues: &[(String, u32)], rng: &mut impl rand::Rng) -> V
     keyed.into_iter().map(|(_, name)| name.to_owned()).collect()
 }
 
-/// How many idle processors watch (block on) each queue, so that the next one to block picks
-/// a queue nobody watches: with at least as many blocking processors as queues, every queue is
-/// watched and a job pushed to any of them starts at once.
-#[derive(Debug, Default)]
-pub struct Watchers {
-    counts: Mutex<HashMap<String, usize>>,
-}
-
-impl Watchers {
-    /// Picks the queue to watch among `candidates` (in order of preference: the fetch's
-    /// weighted order): the least watched one, the first such on a tie. Counts it watched
-    /// until [`Watchers::unwatch`].
-    pub fn watch(&self, candidates: &[String]) -> Option<String> {
-        let mut counts = self.lock();
-        let chosen = candidates
-            .iter()
-            .min_by_key(|queue| counts.get(queue.as_str()).copied().unwrap_or(0))?
-            .clone();
-        *counts.entry(chosen.clone()).or_default() += 1;
-        Some(chosen)
-    }
-
-    /// A processor stopped watching `queue`.
-    pub fn unwatch(&self, queue: &str) {
-        let mut counts = self.lock();
-        if let Some(count) = counts.get_mut(queue) {
-            *count -= 1;
-            if *count == 0 {
-                counts.remove(queue);
-            }
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-        // A poisoned lock only means a panic between two whole-entry operations.
-        self.counts.lock().unwrap_or_else(|e| e.into_inner())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(s: &str) -> Result<QueueSelection, QueueSpecError> {
-        s.parse()
-    }
-
-    #[test]
-    fn weights_make_a_weighted_selection_and_missing_weights_count_as_one() {
-        assert_eq!(
-            parse("high:3,default:1").expect("valid"),
-            QueueSelection::Weighted(vec![("high".into(), 3), ("default".into(), 1)])
-        );
-        assert_eq!(
-            parse("high:3, low").expect("valid"),
-            QueueSelection::Weighted(vec![("high".into(), 3), ("low".into(), 1)])
-        );
-    }
-
-    #[test]
-    fn no_weights_means_strict_order() {
-        assert_eq!(
-            parse("critical,default").expect("valid"),
-            QueueSelection::Strict(vec!["critical".into(), "default".into()])
-        );
-    }
-
-    #[test]
-    fn bad_specs_are_refused_with_the_reason() {
-        assert!(parse("").unwrap_err().to_string().contains("no queue"));
-        assert!(parse("high:0").unwrap_err().to_string().contains("weight"));
-        assert!(parse("high:x").unwrap_err().to_string().contains("weight"));
-        assert!(
-            parse("a{b}")
-                .unwrap_err()
-                .to_string()
-                .contains("invalid queue name")
-        );
-        assert!(parse("a,a").unwrap_err().to_string().contains("twice"));
-    }
 
     #[test]
     fn weighted_shuffle_puts_a_queue_first_in_proportion_to_its_weight() {
@@ -441,26 +280,6 @@ mod tests {
         let mut order = weighted_shuffle(&queues, &mut rand::rng());
         order.sort();
         assert_eq!(order, vec!["a", "b", "c"]);
-    }
-
-    #[test]
-    fn blocking_processors_spread_over_every_queue_before_any_is_watched_twice() {
-        let queues: Vec<String> = ["a", "b", "c", "d"].map(String::from).to_vec();
-        let watchers = Watchers::default();
-        let mut first_four: Vec<String> = (0..4).filter_map(|_| watchers.watch(&queues)).collect();
-        first_four.sort();
-        assert_eq!(first_four, queues);
-        // One watcher of "c" leaves (it got a job): the next to block takes "c" again, whatever
-        // the order of preference says.
-        watchers.unwatch("c");
-        let preference: Vec<String> = ["d", "a", "c", "b"].map(String::from).to_vec();
-        assert_eq!(watchers.watch(&preference).as_deref(), Some("c"));
-        assert_eq!(
-            watchers.watch(&preference).as_deref(),
-            Some("d"),
-            "a tie goes to the preferred queue"
-        );
-        assert_eq!(watchers.watch(&[]), None);
     }
 
     #[test]

@@ -1,28 +1,20 @@
-//! Writing a job's outcome: one script that takes the job out of the in-flight list and records
-//! the outcome together. A write that fails for a passing reason (Redis away, a failover, a
-//! timeout) is tried again with capped backoff: a job that ran must not be forgotten because
-//! Redis blinked. A write that can never succeed (a key of the wrong type, a cross-slot
-//! script) is logged and left: the job stays in flight, and recovery puts it back in its queue.
+//! The scripted writes: one script per outcome that takes the job out of the in-flight list and
+//! records the outcome together. A write that fails for a passing reason (Redis away, a
+//! failover, a timeout) is tried again with capped backoff: a job that ran must not be
+//! forgotten because Redis blinked. A write that can never succeed (a key of the wrong type, a
+//! cross-slot script) is logged and left: the job stays in flight, and recovery puts it back in
+//! its queue.
 
+use super::Kept;
 use crate::fetcher::Slot;
+use crate::held::Held;
 use crate::outcome::Outcome;
 use gator_core::Client;
-use gator_core::store::dead::DeadCap;
 use gator_core::store::inflight::{self, Fetched};
 use gator_core::store::{chain, inflight::Killed};
 use redis::{ErrorKind, ServerErrorKind};
 use std::time::Duration;
 use tracing::{error, warn};
-
-/// How long outcomes are kept: the dead set's cap, and how long a success's status record
-/// (and result) is kept.
-#[derive(Debug, Clone, Copy)]
-pub struct Kept {
-    /// How much of each dead set to keep.
-    pub dead_cap: DeadCap,
-    /// How long a success's status record and result are kept.
-    pub retention: Duration,
-}
 
 /// Settles `job` with `outcome`; returns once it is written, or once it is clear it never will
 /// be. `slot` is given back once the first try is sent (Redis runs one connection's commands in
@@ -87,108 +79,135 @@ async fn try_write(
     client: &Client,
     job: &Fetched,
     outcome: &Outcome,
-    Kept {
-        dead_cap,
-        retention,
-    }: Kept,
+    kept: Kept,
 ) -> gator_core::Result<bool> {
-    let mut conn = client.connection();
     let keys = client.keys();
     match outcome {
-        Outcome::Done {
-            handoff,
-            unique_lock,
-            ..
-        } => {
-            let Some(done) = outcome.done(retention) else {
-                return Ok(false); // cannot happen: `done` is `Some` for every success
-            };
-            // A unique job's success releases its lock in the same script (a hand-off's
-            // ack.lua releases it too).
-            if *unique_lock && handoff.is_none() {
-                return gator_core::store::unique::ack(&mut conn, keys, job, &done).await;
-            }
-            inflight::ack(
-                &mut conn,
-                keys,
-                job,
-                &done,
-                handoff.as_deref(),
-                client.replica_wait(),
-            )
-            .await
+        Outcome::Done { .. } => done(client, job, outcome, kept.retention).await,
+        Outcome::Retry { payload, delay } => {
+            let mut conn = client.connection();
+            let due = inflight::retry(&mut conn, keys, job, payload, *delay).await?;
+            Ok(due.is_some())
         }
-        Outcome::Retry { payload, delay } => inflight::retry(&mut conn, keys, job, payload, *delay)
-            .await
-            .map(|due| due.is_some()),
-        Outcome::Reschedule { delay } => inflight::reschedule(&mut conn, keys, job, *delay)
-            .await
-            .map(|due| due.is_some()),
+        // Put back, unchanged, in its queue's scheduled set until its next time window.
+        Outcome::Reschedule { delay } => {
+            let mut conn = client.connection();
+            let due = inflight::reschedule(&mut conn, keys, job, *delay).await?;
+            Ok(due.is_some())
+        }
         Outcome::AwaitReply {
             record,
             key,
             timeout,
-        } => {
-            let settled = gator_core::store::reply::settle_waiting(
-                &mut conn, keys, job, record, key, *timeout,
-            )
-            .await?;
-            // The wait is recorded: registering it now only saves the wait for the next drain.
-            if settled
-                && let Err(e) =
-                    chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
-            {
-                warn!(queue = %job.queue, error = %e, "could not register a job's wait for its reply yet; the next drain of the outbox will");
-            }
-            Ok(settled)
-        }
+        } => await_reply(client, job, record, key, *timeout).await,
         Outcome::Discard { jid, tail, handoff } => {
             let recorded = ("discarded", tail.as_str());
-            given_up(client, job, jid, handoff.as_deref(), recorded, retention).await
-        }
-        Outcome::Cancelled { jid, handoff } => {
             given_up(
                 client,
                 job,
                 jid,
                 handoff.as_deref(),
-                ("cancelled", ""),
-                retention,
+                recorded,
+                kept.retention,
             )
             .await
         }
-        Outcome::Dead { entry } => {
-            let handoff = inflight::handoff_on_death(entry, retention);
-            let killed =
-                inflight::kill(&mut conn, keys, job, entry, dead_cap, handoff.as_deref()).await;
-            match killed {
-                Ok(Killed {
-                    settled,
-                    orphaned_chains,
-                }) => {
-                    // A workflow step's death, recorded: carrying it to its workflow now only
-                    // saves the wait for the next drain of the outbox.
-                    if let (true, Some(record)) = (settled, &handoff)
-                        && let Err(e) = chain::advance(
-                            &mut conn,
-                            keys,
-                            &job.queue,
-                            record,
-                            client.replica_wait(),
-                        )
-                        .await
-                    {
-                        warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
-                    }
-                    if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
-                        warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
-                    }
-                    Ok(settled)
-                }
-                Err(e) => Err(e),
-            }
+        Outcome::Cancelled { jid, handoff } => {
+            let recorded = ("cancelled", "");
+            given_up(
+                client,
+                job,
+                jid,
+                handoff.as_deref(),
+                recorded,
+                kept.retention,
+            )
+            .await
         }
+        Outcome::Dead { entry } => kill(client, job, entry, kept).await,
     }
+}
+
+/// A success that needs its script: it hands a chain or workflow step on (`ack.lua`), or
+/// releases a unique job's lock.
+async fn done(
+    client: &Client,
+    job: &Fetched,
+    outcome: &Outcome,
+    retention: Duration,
+) -> gator_core::Result<bool> {
+    let (
+        Outcome::Done {
+            handoff,
+            unique_lock,
+            ..
+        },
+        Some(done),
+    ) = (outcome, outcome.done(retention))
+    else {
+        return Ok(false); // cannot happen: `done` is `Some` for every success
+    };
+    let (mut conn, keys) = (client.connection(), client.keys());
+    // A unique job's success releases its lock in the same script (a hand-off's ack.lua
+    // releases it too).
+    if *unique_lock && handoff.is_none() {
+        return gator_core::store::unique::ack(&mut conn, keys, job, &done).await;
+    }
+    let wait = client.replica_wait();
+    inflight::ack(&mut conn, keys, job, &done, handoff.as_deref(), wait).await
+}
+
+/// An attempt that ends waiting for a reply: the job leaves its queue with its wait record.
+async fn await_reply(
+    client: &Client,
+    job: &Fetched,
+    record: &str,
+    key: &str,
+    timeout: Duration,
+) -> gator_core::Result<bool> {
+    let (mut conn, keys) = (client.connection(), client.keys());
+    let settled =
+        gator_core::store::reply::settle_waiting(&mut conn, keys, job, record, key, timeout)
+            .await?;
+    // The wait is recorded: registering it now only saves the wait for the next drain.
+    if settled
+        && let Err(e) =
+            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+    {
+        warn!(queue = %job.queue, error = %e, "could not register a job's wait for its reply yet; the next drain of the outbox will");
+    }
+    Ok(settled)
+}
+
+/// The dead set: the entry is kept (trimmed to the cap), and a workflow step's death is
+/// reported to its workflow.
+async fn kill(
+    client: &Client,
+    job: &Fetched,
+    entry: &str,
+    Kept {
+        dead_cap,
+        retention,
+    }: Kept,
+) -> gator_core::Result<bool> {
+    let (mut conn, keys) = (client.connection(), client.keys());
+    let handoff = inflight::handoff_on_death(entry, retention);
+    let Killed {
+        settled,
+        orphaned_chains,
+    } = inflight::kill(&mut conn, keys, job, entry, dead_cap, handoff.as_deref()).await?;
+    // A workflow step's death, recorded: carrying it to its workflow now only saves the wait
+    // for the next drain of the outbox.
+    if let (true, Some(record)) = (settled, &handoff)
+        && let Err(e) =
+            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+    {
+        warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
+    }
+    if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
+        warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
+    }
+    Ok(settled)
 }
 
 /// Settles a job that will not run again and is not kept in the dead set (cancelled, or
@@ -214,6 +233,19 @@ async fn given_up(
         warn!(queue = %job.queue, error = %e, "could not report a workflow step's end to its workflow yet; the next drain of the outbox will");
     }
     Ok(settled)
+}
+
+/// Puts `jobs`, taken ahead from `queue` but never run, back at the head of their queue
+/// (their units released), for a queue found paused; what cannot go back now, recovery puts
+/// back. Either way they are no longer this process's to hold.
+pub async fn put_back(client: &Client, held: &Held, queue: &str, jobs: Vec<Fetched>) {
+    let mut conn = client.connection();
+    for job in jobs {
+        if let Err(e) = inflight::release(&mut conn, client.keys(), &job).await {
+            warn!(queue = %queue, error = %e, "could not put back a job taken ahead of a pause; recovery puts it back");
+        }
+        held.settled(&job);
+    }
 }
 
 /// Whether an error may go away by itself: Redis unreachable or restarting, a timeout, a

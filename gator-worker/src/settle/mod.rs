@@ -1,0 +1,126 @@
+//! Settling: the one place that writes a job's outcome. Each write takes the job out of this
+//! process's in-flight list and records the outcome together, so a process that dies before it
+//! leaves the job in flight, and recovery puts it back in its queue.
+//!
+//! [`Settler::settle`] picks the write:
+//! 1. **success, and take the next job** ([`ack`]): a success that starts no chain step, holds
+//!    no unique lock and came from a plain queue is written with plain commands, and, when this
+//!    processor's next fetch draws the same queue, its next job is taken in the same `MULTI`:
+//!    a worker draining a queue pays one round trip per job;
+//! 2. **admitted success** ([`ack`]): such a success from a queue under flow control goes to
+//!    the queue's admission, whose next `admit.lua` call writes it (with the successes of the
+//!    other processors), and which may hand the next job over at once;
+//! 3. **every other outcome** ([`mod@write`]): success with a hand-off or a unique lock, retry,
+//!    reschedule (put back for the next time window), wait for a reply, cancel, discard, kill:
+//!    one script each, tried again while Redis blinks.
+//!
+//! And jobs taken ahead of a pause, which never ran, go back to the head of their queue
+//! ([`write::put_back`]).
+
+pub mod ack;
+pub mod write;
+
+pub use write::{is_passing, put_back};
+
+use crate::fetcher::{Fetcher, Job, Slot};
+use crate::outcome::Outcome;
+use gator_core::Client;
+use gator_core::store::dead::DeadCap;
+use gator_core::store::inflight::Fetched;
+use gator_core::store::status::Done;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::warn;
+
+/// How long outcomes are kept: the dead set's cap, and how long a success's status record
+/// (and result) is kept.
+#[derive(Debug, Clone, Copy)]
+pub struct Kept {
+    /// How much of each dead set to keep.
+    pub dead_cap: DeadCap,
+    /// How long a success's status record and result are kept.
+    pub retention: Duration,
+}
+
+/// What a processor does after a job is settled.
+#[derive(Debug)]
+pub enum Next {
+    /// Run this job, taken with the last one's success.
+    Job(Job),
+    /// Fetch, trying this queue first if one was drawn already.
+    Fetch(Option<String>),
+}
+
+/// Writes the outcomes of one worker process's jobs; shared by its processors.
+#[derive(Debug)]
+pub struct Settler {
+    client: Client,
+    /// Hands over a next job taken with a success, and forgets each job settled.
+    fetcher: Arc<Fetcher>,
+    kept: Kept,
+}
+
+impl Settler {
+    /// The settler of the process whose jobs `fetcher` fetches.
+    pub fn new(client: Client, fetcher: Arc<Fetcher>, kept: Kept) -> Settler {
+        Settler {
+            client,
+            fetcher,
+            kept,
+        }
+    }
+
+    /// How long this process keeps outcomes.
+    pub fn kept(&self) -> Kept {
+        self.kept
+    }
+
+    /// Settles `job` with `outcome` (see the module docs); returns what its processor does
+    /// next. Returns once the outcome is written, or once it is clear it never will be (the
+    /// job then stays in flight, for recovery).
+    pub async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
+        let Some(done) = plain_success(&outcome, self.kept.retention) else {
+            return self.write(job.fetched, &outcome, Some(job.slot)).await;
+        };
+        if job.fetched.admitted {
+            return self.ack_admitted(job, &done, stop).await;
+        }
+        match self.ack_and_next(job, &done, stop).await {
+            Ok(next) => next,
+            // It may or may not have run: the usual write finds out. The slot is back already.
+            Err((fetched, e)) => {
+                warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
+                self.write(fetched, &outcome, None).await
+            }
+        }
+    }
+
+    /// Writes `outcome` with its script ([`write::write`]); `slot` is given back once the
+    /// first try is sent. The next fetch starts afresh.
+    async fn write(&self, fetched: Fetched, outcome: &Outcome, slot: Option<Slot>) -> Next {
+        write::write(&self.client, &fetched, outcome, self.kept, slot).await;
+        self.fetcher.settled(&fetched);
+        Next::Fetch(None)
+    }
+
+    /// Writes the pending successes of jobs under flow control, for shutdown, before this
+    /// process's in-flight jobs are put back (or those jobs would run again). Gives up at
+    /// `deadline`.
+    pub async fn flush_admitted(&self, deadline: tokio::time::Instant) {
+        self.fetcher.admission().flush(deadline).await;
+    }
+}
+
+/// What a success records, if it needs no script: no chain step or workflow step to hand on,
+/// and no unique lock to release (a unique job's success releases its lock in its script).
+fn plain_success(outcome: &Outcome, retention: Duration) -> Option<Done<'_>> {
+    match outcome {
+        Outcome::Done {
+            handoff: None,
+            unique_lock: false,
+            ..
+        } => outcome.done(retention),
+        _ => None,
+    }
+}
