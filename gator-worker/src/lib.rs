@@ -36,7 +36,7 @@
 //! - [`fetcher`]: takes each processor's next job into this process's in-flight lists, and only
 //!   fetches; [`watchers`]: the idle processors that block in Redis while every queue is empty;
 //!   [`admission`]: fetching from queues under flow control;
-//! - [`processor`]: fetch → resolve → decode → execute → classify → settle,
+//! - [`processor`]: fetch → gate → resolve → decode → prepare → run → classify → settle,
 //!   `--concurrency` of them, with [`run`] (job bodies) and [`outcome`] (what a failure records);
 //! - [`settle`]: the one place that writes outcomes (success, success and the next job, retry,
 //!   kill, put back, the successes of jobs under flow control);

@@ -1,0 +1,96 @@
+//! Step 7, classify: what the attempt's result means: cancelled, waiting for a reply, done, or
+//! a failure to retry or bury ([`crate::outcome::classify`]).
+
+use super::{Early, Processor};
+use crate::fetcher::Job;
+use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
+use gator_core::payload::PayloadDocument;
+use gator_core::unique::UniqueUntil;
+use gator_core::{Context, JobError, JobResult};
+use tracing::info;
+
+impl Processor {
+    /// Step 7, classify: cancelled, waiting for a reply, done, or a failure to retry or bury.
+    pub(super) fn classify(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+        result: JobResult,
+        ctx: &Context,
+        attempt: Attempt,
+        policy: Policy,
+    ) -> Result<Outcome, Early> {
+        if ctx.is_cancel_requested() {
+            let duration_ms = outcome::elapsed_ms(attempt.started);
+            info!(duration_ms, outcome = "cancelled", "job cancelled");
+            return Ok(self.cancelled(doc));
+        }
+        let result = result.map_err(|error| Early::Failed(Failure::Run(error), policy))?;
+        // It returned `Ok` having asked to wait for a reply: its attempt ends waiting.
+        if let Some(request) = ctx.take_await_reply() {
+            return self
+                .awaiting(doc, &job.fetched.queue, request)
+                .map_err(|error| Early::Failed(Failure::Run(error), policy));
+        }
+        let duration_ms = outcome::elapsed_ms(attempt.started);
+        info!(duration_ms, outcome = "done", "job finished");
+        Ok(self.done(doc, result))
+    }
+
+    /// The outcome of a success: what it returned, and its chain's or workflow's hand-off.
+    pub(super) fn done(&self, doc: &PayloadDocument<'_>, result: Option<String>) -> Outcome {
+        Outcome::Done {
+            handoff: gator_core::store::inflight::handoff_on_success(
+                doc,
+                result.as_deref(),
+                self.settler.kept().retention,
+            ),
+            result,
+            attempts: doc.attempt().saturating_add(1),
+            at_ms: self.clock.now_ms(),
+            unique_lock: doc.unique_until() == Some(UniqueUntil::Success),
+        }
+    }
+
+    /// The outcome of an attempt that ends waiting for a reply.
+    pub(super) fn awaiting(
+        &self,
+        doc: &PayloadDocument<'_>,
+        queue: &str,
+        request: gator_core::reply::AwaitReply,
+    ) -> Result<Outcome, JobError> {
+        gator_core::reply::validate_key(&request.key).map_err(|e| JobError::new(e.to_string()))?;
+        let then = request
+            .then
+            .transpose()
+            .map_err(|e| JobError::new(format!("the reply's handler job: {e}")))?;
+        info!(key = %request.key, timeout_ms = request.timeout.as_millis() as u64, "job awaits a reply");
+        let record = gator_core::store::reply::WaitRecord {
+            wait: request.key.clone(),
+            jid: doc.jid().to_owned(),
+            queue: queue.to_owned(),
+            timeout_ms: request.timeout.as_millis() as u64,
+            payload: doc.text().to_owned(),
+            then,
+            ret: gator_core::store::status::retention_ms(self.settler.kept().retention),
+        };
+        Ok(Outcome::AwaitReply {
+            record: serde_json::to_string(&record).map_err(|e| JobError::new(e.to_string()))?,
+            key: request.key,
+            timeout: request.timeout,
+        })
+    }
+
+    /// The outcome of a job whose cancellation was asked for.
+    pub(super) fn cancelled(&self, doc: &PayloadDocument<'_>) -> Outcome {
+        let retention = self.settler.kept().retention;
+        Outcome::Cancelled {
+            jid: doc.jid().to_owned(),
+            handoff: gator_core::store::inflight::handoff_on_end(
+                doc.text(),
+                "cancelled",
+                retention,
+            ),
+        }
+    }
+}

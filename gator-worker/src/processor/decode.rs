@@ -1,0 +1,146 @@
+//! Steps 3 to 5, from a payload to the work to run: resolve the registered job it names,
+//! decode its arguments with its context, and prepare its start.
+
+use super::{Early, Processor};
+use crate::fetcher::Job;
+use crate::outcome::{Failure, Policy};
+use crate::run::panic_message;
+use gator_core::payload::PayloadDocument;
+use gator_core::unique::UniqueUntil;
+use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
+use tracing::{info, warn};
+
+impl Processor {
+    /// Step 3, resolve: which registered job the payload names, and its retry policy. A job back
+    /// in its queue because its wait for a reply failed (timed out) ends here: that attempt's
+    /// failure, under the job's policy; not run.
+    pub(super) fn resolve(
+        &self,
+        doc: &PayloadDocument<'_>,
+    ) -> Result<(&'static JobRegistration, Policy), Early> {
+        let Some(registration) = self.registry.get(doc.job()) else {
+            let reason = format!("no job named {:?} is registered in this worker", doc.job());
+            let failure = Failure::Run(JobError::new(reason));
+            return Err(Early::Failed(failure, Policy::DEFAULT));
+        };
+        let policy = Policy::of(registration);
+        if let Some(error) = doc.reply_failure() {
+            return Err(Early::Failed(Failure::Run(JobError::new(error)), policy));
+        }
+        Ok((registration, policy))
+    }
+
+    /// Step 4, decode: the job's context (with its reply, and its workflow's parents' results) and
+    /// its arguments, into the work to run.
+    pub(super) async fn decode(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+        registration: &JobRegistration,
+        policy: Policy,
+    ) -> Result<(Context, Execution), Early> {
+        let ctx = self.context(doc, &job.fetched.queue);
+        let ctx = match doc.reply() {
+            Some(reply) => ctx.with_reply(reply.to_owned()),
+            None => ctx,
+        };
+        let ctx = self.in_workflow(ctx, doc).await.map_err(|e| {
+            let reason = format!("could not read the results of its parents in its workflow: {e}");
+            Early::Failed(Failure::Run(JobError::new(reason)), policy)
+        })?;
+        match decode_args(registration, doc, ctx.clone()) {
+            Ok(execution) => Ok((ctx, execution)),
+            Err(reason) => Err(Early::Failed(Failure::Unrunnable(reason), policy)),
+        }
+    }
+
+    /// Step 5, prepare: release the lock of a unique job that holds it until its start.
+    pub(super) async fn prepare(&self, doc: &PayloadDocument<'_>, job: &Job) {
+        if doc.unique_until() == Some(UniqueUntil::Start) {
+            self.release_unique(&job.fetched).await;
+        }
+        info!("job started");
+    }
+
+    /// The context of this attempt: who the job is, the app's state, and cancellation at the
+    /// attempt's timeout or the worker's shutdown deadline.
+    pub(super) fn context(&self, doc: &PayloadDocument<'_>, queue: &str) -> Context {
+        let info = JobInfo {
+            jid: doc.jid().to_owned(),
+            job_name: doc.job().to_owned(),
+            queue: queue.to_owned(),
+            attempt: doc.attempt().saturating_add(1),
+            created_at_ms: doc.created_at_ms().unwrap_or(0),
+            enqueued_at_ms: doc.enqueued_at_ms().unwrap_or(0),
+            chain_id: doc.chain().map(|link| link.id),
+        };
+        Context::new(info, self.states.clone(), self.deadline.clone()).with_headers(doc.headers())
+    }
+
+    /// `ctx` with its workflow and its parents' results, for a workflow step (one `HMGET` in
+    /// the workflow's home slot when it has parents); any other job's `ctx` as it is.
+    pub(super) async fn in_workflow(
+        &self,
+        ctx: Context,
+        doc: &PayloadDocument<'_>,
+    ) -> gator_core::Result<Context> {
+        let Some(link) = doc.workflow() else {
+            return Ok(ctx);
+        };
+        let mut conn = self.client.connection();
+        let found = gator_core::store::workflow::parents(
+            &mut conn,
+            self.client.keys(),
+            &link.id,
+            &link.parents,
+        )
+        .await?;
+        let parents = link
+            .parents
+            .iter()
+            .zip(found)
+            .map(|(jid, (record, result))| gator_core::workflow::Parent {
+                jid: jid.clone(),
+                job: record
+                    .and_then(|r| serde_json::from_str::<serde_json::Value>(&r).ok())
+                    .and_then(|r| r.get("job")?.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
+                result,
+            })
+            .collect();
+        Ok(ctx.with_workflow(link.id, parents))
+    }
+
+    /// Releases the unique lock of a job that holds it until it starts. A lock that cannot
+    /// be released now is only logged: its TTL ends it, and the job runs all the same.
+    pub(super) async fn release_unique(&self, fetched: &gator_core::store::inflight::Fetched) {
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
+        if let Err(e) = gator_core::store::unique::release(&mut conn, keys, fetched).await {
+            warn!(error = %e, "could not release the job's unique lock as it starts; its TTL will");
+        }
+    }
+}
+
+/// Decodes the payload's arguments for `registration`, into the work to run with `ctx`; or
+/// why they do not fit. A `Deserialize` that panics is bad input too: the same bytes would
+/// panic again.
+fn decode_args(
+    registration: &JobRegistration,
+    doc: &PayloadDocument<'_>,
+    ctx: Context,
+) -> Result<Execution, String> {
+    let args = doc.args().get();
+    let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        (registration.run)(args, ctx)
+    }));
+    match decoded {
+        Ok(Ok(execution)) => Ok(execution),
+        Ok(Err(e)) => Err(format!("arguments do not fit job {:?}: {e}", doc.job())),
+        Err(panic) => Err(format!(
+            "decoding the arguments of job {:?} panicked: {}",
+            doc.job(),
+            panic_message(&*panic)
+        )),
+    }
+}

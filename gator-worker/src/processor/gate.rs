@@ -1,0 +1,77 @@
+//! Step 2, gate: what must not run now, whoever asks. A payload no worker could run goes to
+//! the dead set unrun; a job cancelled before it started, or outside its time windows, is
+//! settled as such.
+
+use super::{Early, Processor};
+use crate::fetcher::Job;
+use crate::outcome::{Failure, Outcome, Policy};
+use gator_core::payload::PayloadDocument;
+use std::time::Duration;
+use tracing::{info, warn};
+
+impl Processor {
+    /// Step 2, gate: what no worker could run goes to the dead set unrun, kept as it came; a job
+    /// cancelled before it started (parked on a controlled queue, or fetched as the cancel
+    /// came) is settled as such; a job whose time window closed while it waited goes to the
+    /// next one. None of them runs.
+    pub(super) async fn gate(&self, doc: &PayloadDocument<'_>, job: &Job) -> Result<(), Early> {
+        if let Some(reason) = self.unrunnable(doc, job) {
+            return Err(Early::Failed(Failure::Unrunnable(reason), Policy::DEFAULT));
+        }
+        if self.cancels.is_marked(doc.jid()) {
+            info!("job cancelled before it started");
+            return Err(Early::Outcome(self.cancelled(doc)));
+        }
+        match self.outside_window(doc).await {
+            Some(outcome) => Err(Early::Outcome(outcome)),
+            None => Ok(()),
+        }
+    }
+
+    /// Why no worker could run this payload, if none could: over the size limit (pushed by
+    /// a producer that does not check it), or a job name with control, invisible or
+    /// bidirectional characters, which no `#[job]` can have.
+    pub(super) fn unrunnable(&self, doc: &PayloadDocument<'_>, job: &Job) -> Option<String> {
+        let (bytes, max) = (job.fetched.raw.len(), self.client.max_payload());
+        if bytes > max {
+            return Some(format!(
+                "the payload is {bytes} bytes, over this worker's limit of {max} \
+                 (--max-payload, GATOR_MAX_PAYLOAD): not run"
+            ));
+        }
+        gator_rules::job_name(doc.job()).err().map(|problem| {
+            let name = gator_rules::cut(doc.job(), 100);
+            format!(
+                "invalid job name \"{}\": it {problem}; not run",
+                gator_rules::escape(&name)
+            )
+        })
+    }
+
+    /// `Some(Reschedule)` if the job has time windows and Redis's clock is outside them (a
+    /// job that waited past its window's close is not run late). Only jobs with windows pay
+    /// for the `TIME` call. If Redis cannot be asked, the job runs: it was admitted, and its
+    /// dispatch put it inside a window.
+    pub(super) async fn outside_window(&self, doc: &PayloadDocument<'_>) -> Option<Outcome> {
+        let windows = doc.windows()?;
+        let now = match self.client.redis_time().await {
+            Ok(now) => now,
+            Err(e) => {
+                warn!(error = %e, "cannot read Redis's clock to check the job's time windows; running it");
+                return None;
+            }
+        };
+        let next = windows.next_start(i64::try_from(now).ok()?)?;
+        let delay = u64::try_from(next).ok()?.checked_sub(now)?;
+        if delay == 0 {
+            return None;
+        }
+        info!(
+            delay_ms = delay,
+            "outside the job's time windows: rescheduled to the next opening"
+        );
+        Some(Outcome::Reschedule {
+            delay: Duration::from_millis(delay),
+        })
+    }
+}
