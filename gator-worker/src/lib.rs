@@ -30,7 +30,7 @@
 //!
 //! # Pieces
 //! - [`builder`]: a worker configured in code, checked at `build()`;
-//! - [`launcher`]: starts the pieces and stops them in order;
+//! - [`launcher`]: start → run → stop: starts the pieces and stops them in order;
 //! - [`queues`]: the `--queues` spec and the order to try the queues in (strict, weighted
 //!   shuffle, all known);
 //! - [`fetcher`]: takes each processor's next job into this process's in-flight lists, and only
