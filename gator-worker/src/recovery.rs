@@ -127,7 +127,6 @@ impl Recovery {
             }
         }
         let take_over = self.worker_id.as_deref().filter(|_| take_over);
-        let mut conn = self.client.connection();
         // Replies: waits whose time ran out, and completions a crash left (one slot for all).
         self.replies(&mut conn).await;
         for queue in &queues {
