@@ -127,18 +127,13 @@ fn attr(text: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// The shared frame: head with the CSRF token and mode, navigation, the page's `<main>`.
-fn layout(app: &App, page: &Page, (base, home): (String, String)) -> String {
-    let (base, home) = (attr(&base), attr(&home));
-    let nav: String = PAGES
+/// The navigation links, the current page marked for screen readers and the stylesheet.
+fn nav(page: &Page, home: &str) -> String {
+    PAGES
         .iter()
         .filter(|p| p.nav)
         .map(|p| {
-            let href = if p.path == "/" {
-                home.as_str()
-            } else {
-                &p.path[1..]
-            };
+            let href = if p.path == "/" { home } else { &p.path[1..] };
             let current = if p.name == page.name {
                 " aria-current=\"page\""
             } else {
@@ -146,7 +141,13 @@ fn layout(app: &App, page: &Page, (base, home): (String, String)) -> String {
             };
             format!("<a href=\"{href}\"{current}>{}</a>", p.title)
         })
-        .collect();
+        .collect()
+}
+
+/// The shared frame: head with the CSRF token and mode, navigation, the page's `<main>`.
+fn layout(app: &App, page: &Page, (base, home): (String, String)) -> String {
+    let (base, home) = (attr(&base), attr(&home));
+    let nav = nav(page, &home);
     format!(
         r#"<!doctype html>
 <html lang="en">

@@ -1,0 +1,178 @@
+//! The options of `#[job(...)]` as items of `impl Job`: retries, timeout, backoff, the retry
+//! hook, flow control, uniqueness; and the cron registration.
+
+use crate::args::{Backoff, JobOptions};
+use proc_macro2::{Span, TokenStream};
+use quote::{quote, quote_spanned};
+use syn::Ident;
+use syn::spanned::Spanned;
+
+/// With `cron = ...`: the periodic entry's registration, which every worker publishes at start.
+pub(super) fn cron_registration(options: &JobOptions, type_ident: &Ident) -> Option<TokenStream> {
+    let cron = options.cron.as_ref()?;
+    let tz = match &options.tz {
+        Some(tz) => quote!(::core::option::Option::Some(#tz)),
+        None => quote!(::core::option::Option::None),
+    };
+    Some(quote! {
+        ::gator_core::__inventory::submit! {
+            ::gator_core::cron::CronRegistration {
+                cron: #cron,
+                tz: #tz,
+                payload: ::gator_core::cron::payload_of::<#type_ident>,
+            }
+        }
+    })
+}
+
+/// The retry and timeout items of `impl Job` that the options override.
+pub(super) fn policy(options: &JobOptions) -> TokenStream {
+    let retries = options.retries.map(|n| quote!(const RETRIES: u32 = #n;));
+    let timeout = options.timeout_ms.map(|ms| {
+        quote!(const TIMEOUT: ::core::option::Option<::core::time::Duration> =
+            ::core::option::Option::Some(::core::time::Duration::from_millis(#ms));)
+    });
+    let backoff = options.backoff.as_ref().map(|backoff| match backoff {
+        Backoff::List(delays) => quote! {
+            fn backoff(failures: u32) -> ::core::time::Duration {
+                const DELAYS_MS: &[u64] = &[#(#delays),*];
+                ::gator_core::retry::from_list(DELAYS_MS, failures)
+            }
+        },
+        Backoff::Path(path) => quote_spanned! {path.span()=>
+            fn backoff(failures: u32) -> ::core::time::Duration {
+                #path(failures)
+            }
+        },
+    });
+    let retry = options.retry.as_ref().map(|path| {
+        quote_spanned! {path.span()=>
+            fn retry(
+                failure: &::gator_core::retry::RetryContext<'_>,
+            ) -> ::core::option::Option<::gator_core::retry::RetryDecision> {
+                ::core::option::Option::Some(#path(failure))
+            }
+        }
+    });
+    let flow = flow_fn(options);
+    let unique = unique_const(options);
+    quote!(#retries #timeout #backoff #retry #flow #unique)
+}
+
+/// `const UNIQUE` for `unique_for`, `unique_until` and `debounce`: any of them makes the job
+/// unique (for the default TTL unless `unique_for` says).
+fn unique_const(options: &JobOptions) -> Option<TokenStream> {
+    if options.unique_for_ms.is_none()
+        && options.unique_until_start.is_none()
+        && options.debounce_ms.is_none()
+    {
+        return None;
+    }
+    let ttl = match options.unique_for_ms {
+        Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
+        None => quote!(::gator_core::unique::DEFAULT_UNIQUE_FOR),
+    };
+    let until = match options.unique_until_start {
+        Some(true) => quote!(::gator_core::unique::UniqueUntil::Start),
+        _ => quote!(::gator_core::unique::UniqueUntil::Success),
+    };
+    let debounce = match options.debounce_ms {
+        Some(ms) => {
+            quote!(::core::option::Option::Some(::core::time::Duration::from_millis(#ms)))
+        }
+        None => quote!(::core::option::Option::None),
+    };
+    Some(quote! {
+        const UNIQUE: ::core::option::Option<::gator_core::unique::UniqueOptions> =
+            ::core::option::Option::Some(::gator_core::unique::UniqueOptions {
+                ttl: #ttl,
+                until: #until,
+                debounce: #debounce,
+            });
+    })
+}
+
+/// `fn flow(args)` of `impl Job`, only for a job with flow-control options: the options every
+/// job of this type carries (a dispatch's builder methods override them).
+fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
+    let has_flow = options.priority.is_some()
+        || options.cost.is_some()
+        || options.critical.is_some()
+        || options.limit_key_index.is_some()
+        || options.rate.is_some()
+        || options.windows.is_some()
+        || options.no_overlap.is_some()
+        || options.overlap_key_index.is_some();
+    if !has_flow {
+        return None;
+    }
+    let args = Ident::new("args", Span::mixed_site());
+    let flow = Ident::new("flow", Span::mixed_site());
+    let priority = options
+        .priority
+        .map(|p| quote!(#flow.priority = ::core::option::Option::Some(#p);));
+    let cost = options
+        .cost
+        .map(|c| quote!(#flow.cost = ::core::option::Option::Some(#c);));
+    let critical = options.critical.map(|_| quote!(#flow.critical = true;));
+    let key = options
+        .limit_key
+        .as_ref()
+        .zip(options.limit_key_index)
+        .map(|(name, index)| {
+            let to_string = arg_to_string(&args, name.span(), index);
+            quote!(#flow.key = ::core::option::Option::Some(#to_string);)
+        });
+    let rate = options.rate.as_ref().map(
+        |rate| quote!(#flow.rate = ::core::option::Option::Some(::std::string::String::from(#rate));),
+    );
+    let windows = options.windows.as_ref().map(
+        |windows| quote!(#flow.windows = ::std::vec![#(::std::string::String::from(#windows)),*];),
+    );
+    let tz = options.tz.as_ref().map(
+        |tz| quote!(#flow.tz = ::core::option::Option::Some(::std::string::String::from(#tz));),
+    );
+    let overlap = overlap(options, &args, &flow);
+    let use_args = match (options.limit_key_index, &overlap) {
+        (None, None) => quote!(let _ = #args;),
+        _ => quote!(),
+    };
+    Some(quote! {
+        fn flow(#args: &Self::Args) -> ::gator_core::flow::FlowOptions {
+            #use_args
+            let mut #flow = ::gator_core::flow::FlowOptions::default();
+            #priority #cost #critical #key #rate #windows #tz #overlap
+            #flow
+        }
+    })
+}
+
+/// `args.N.to_string()`, spanned at the option's name, so an argument type without `Display`
+/// (hence without `ToString`) is reported with a label on `limit_key = name`.
+fn arg_to_string(args: &Ident, span: Span, index: usize) -> TokenStream {
+    let index = syn::Index::from(index);
+    quote_spanned! {span=>
+        ::std::string::ToString::to_string(&#args.#index)
+    }
+}
+
+/// The no-overlap key: an argument's value with `overlap_key`, the job's name and arguments
+/// with `no_overlap`.
+fn overlap(options: &JobOptions, args: &Ident, flow: &Ident) -> Option<TokenStream> {
+    match (&options.overlap_key, options.overlap_key_index) {
+        (Some(name), Some(index)) => {
+            let to_string = arg_to_string(args, name.span(), index);
+            Some(quote!(#flow.overlap = ::core::option::Option::Some(
+                ::gator_core::flow::overlap::fit_key(#to_string)
+            );))
+        }
+        _ => options.no_overlap.map(|_| {
+            quote!(#flow.overlap = ::core::option::Option::Some(
+                ::gator_core::flow::overlap::default_key(
+                    <Self as ::gator_core::Job>::NAME,
+                    #args,
+                )
+            );)
+        }),
+    }
+}
