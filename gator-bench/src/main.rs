@@ -3,7 +3,7 @@
 //! by side with Sidekiq, BullMQ and the rest.
 //!
 //! Modes: `single`, `bulk`, `concurrent` (enqueue rates); `process` (N queued jobs through a
-//! worker at concurrency 10); `latency-worker` + `latency-enqueue` (end-to-end latency, run as
+//! worker at concurrency `GATOR_BENCH_CONCURRENCY`, 10 by default); `latency-worker` + `latency-enqueue` (end-to-end latency, run as
 //! two processes); `backlog` (process rate with 5k, 50k, 500k and 5M jobs queued);
 //! `limited` and `rated` (`process` on a queue with a concurrency limit with 3 keys, or a rate
 //! limit, each above what the machine achieves: the cost of flow control's bookkeeping);
@@ -21,11 +21,13 @@
 //! every reply must also wake that thread, two context switches per awaited dispatch
 //! instead of one (`perf stat -e context-switches`).
 
+mod enqueue;
 mod floor;
 mod measure;
 mod modes;
 mod pages;
 mod soak;
+mod worked;
 mod workflow;
 
 use std::process::ExitCode;
