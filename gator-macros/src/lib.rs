@@ -120,7 +120,7 @@ use quote::quote;
 ///
 /// For `#[job(queue = "mail")] pub async fn send_email(to: String, n: u32) -> Result<(), E>`:
 ///
-/// ```ignore
+/// ```text
 /// /// The `#[job]` type of [`send_email`]: dispatch it with `SendEmail::dispatch(..)`.
 /// pub struct SendEmail; // the fn name in UpperCamelCase, with the fn's visibility
 ///
