@@ -55,10 +55,10 @@ fn main() -> ExitCode {
     };
     let mode = mode.clone();
     let outcome = if std::env::var("GATOR_BENCH_ON_MAIN").is_ok_and(|v| v == "1") {
-        runtime.block_on(modes::run(&mode, n))
+        runtime.block_on(run(&mode, n))
     } else {
         runtime.block_on(async move {
-            tokio::spawn(async move { modes::run(&mode, n).await })
+            tokio::spawn(async move { run(&mode, n).await })
                 .await
                 .unwrap_or_else(|e| Err(anyhow::anyhow!("the benchmark task failed: {e}")))
         })
@@ -69,5 +69,34 @@ fn main() -> ExitCode {
             eprintln!("gator-bench: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// Runs `mode` with `n` jobs.
+async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
+    modes::check_concurrency()?;
+    use enqueue::{bulk, concurrent, enqueue_rate, latency_enqueue, single};
+    use worked::{backlog, flow_process, latency_worker, process};
+    match mode {
+        "single" => enqueue_rate(mode, n, single(n)).await,
+        "single-floor" => {
+            let client = modes::client().await?;
+            let dispatch = |i| async move {
+                modes::job(i as usize, i).dispatch_with(client).await?;
+                Ok(())
+            };
+            floor::single_floor(client, modes::QUEUE, n, dispatch).await
+        }
+        "bulk" => enqueue_rate(mode, n, bulk(n)).await,
+        "concurrent" => enqueue_rate(mode, n, concurrent(n)).await,
+        "latency-enqueue" => enqueue_rate(mode, n, latency_enqueue(n)).await,
+        "process" => process(n).await,
+        "limited" | "rated" => flow_process(mode, n).await,
+        "latency-worker" => latency_worker(n).await,
+        "backlog" => backlog(n).await,
+        "soak" => soak::soak(n).await,
+        "workflow" => workflow::workflow(n).await,
+        "pages" => pages::pages(n).await,
+        other => anyhow::bail!("unknown mode {other:?}"),
     }
 }

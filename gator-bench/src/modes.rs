@@ -58,7 +58,7 @@ pub(crate) fn queues() -> &'static [String] {
 
 /// The worker's concurrency in the modes that run one (`process`, `limited`, `rated`,
 /// `backlog`, `latency-worker`) and the tasks of `concurrent`: `GATOR_BENCH_CONCURRENCY`, 10 by
-/// default, as `run-all` passes its `CONC` to every peer. Checked once, in [`run`].
+/// default, as `run-all` passes its `CONC` to every peer. Checked before a run starts ([`check_concurrency`]).
 pub(crate) fn concurrency() -> usize {
     static CONCURRENCY: OnceLock<usize> = OnceLock::new();
     *CONCURRENCY.get_or_init(|| {
@@ -70,6 +70,11 @@ pub(crate) fn concurrency() -> usize {
 const DEFAULT_CONCURRENCY: usize = 10;
 /// As many processors as the worker itself accepts.
 const MAX_CONCURRENCY: usize = 10_000;
+
+/// Stops the run before it starts if `GATOR_BENCH_CONCURRENCY` is set and out of range.
+pub(crate) fn check_concurrency() -> anyhow::Result<()> {
+    read_concurrency(std::env::var("GATOR_BENCH_CONCURRENCY").ok().as_deref()).map(drop)
+}
 
 /// `GATOR_BENCH_CONCURRENCY`'s value, or why it is not one.
 fn read_concurrency(value: Option<&str>) -> anyhow::Result<usize> {
@@ -123,35 +128,6 @@ pub(crate) async fn client() -> anyhow::Result<&'static Client> {
             .await?;
     }
     Ok(CLIENT.get_or_init(|| client))
-}
-
-/// Runs `mode` with `n` jobs.
-pub async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
-    read_concurrency(std::env::var("GATOR_BENCH_CONCURRENCY").ok().as_deref())?;
-    use crate::enqueue::{bulk, concurrent, enqueue_rate, latency_enqueue, single};
-    use crate::worked::{backlog, flow_process, latency_worker, process};
-    match mode {
-        "single" => enqueue_rate(mode, n, single(n)).await,
-        "single-floor" => {
-            let client = client().await?;
-            let dispatch = |i| async move {
-                job(i as usize, i).dispatch_with(client).await?;
-                Ok(())
-            };
-            crate::floor::single_floor(client, QUEUE, n, dispatch).await
-        }
-        "bulk" => enqueue_rate(mode, n, bulk(n)).await,
-        "concurrent" => enqueue_rate(mode, n, concurrent(n)).await,
-        "latency-enqueue" => enqueue_rate(mode, n, latency_enqueue(n)).await,
-        "process" => process(n).await,
-        "limited" | "rated" => flow_process(mode, n).await,
-        "latency-worker" => latency_worker(n).await,
-        "backlog" => backlog(n).await,
-        "soak" => crate::soak::soak(n).await,
-        "workflow" => crate::workflow::workflow(n).await,
-        "pages" => crate::pages::pages(n).await,
-        other => bail!("unknown mode {other:?}"),
-    }
 }
 
 pub(crate) fn progress(n: usize, what: &str) -> ProgressBar {
