@@ -11,7 +11,8 @@
 //! (N jobs through a worker in a steady stream, with Redis's memory sampled: finished jobs'
 //! status records are bounded by the retention); `workflow` (N steps of three-step workflows
 //! against N plain jobs, dispatched and run: the overhead of a workflow step); `pages` (what a
-//! page of a dead set costs with N entries in each of 20 queues, first and 90 % deep).
+//! page of a dead set costs with N entries in each of 20 queues, first and 90 % deep); `retry`
+//! (how late N retries due 500 ms after their failure start).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -26,6 +27,7 @@ mod floor;
 mod measure;
 mod modes;
 mod pages;
+mod retry;
 mod soak;
 mod worked;
 mod workflow;
@@ -39,7 +41,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | retry\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };
@@ -97,6 +99,7 @@ async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "soak" => soak::soak(n).await,
         "workflow" => workflow::workflow(n).await,
         "pages" => pages::pages(n).await,
+        "retry" => retry::retry(n).await,
         other => anyhow::bail!("unknown mode {other:?}"),
     }
 }

@@ -32,6 +32,11 @@ pub(crate) async fn noop(arg: i64) {
             .unwrap_or_else(|e| e.into_inner())
             .push(latency);
     }
+    job_done();
+}
+
+/// Counts one job run to its end, for [`wait_for_jobs`].
+pub(crate) fn job_done() {
     if DONE.fetch_add(1, Ordering::AcqRel) + 1 == TARGET.load(Ordering::Acquire) {
         *END.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         FINISHED.notify_one();

@@ -137,6 +137,7 @@
 //! `RUST_LOG` filters them (default `info`).
 
 pub mod admission;
+pub mod alarm;
 pub mod builder;
 pub mod cancellation;
 #[cfg(feature = "cli")]

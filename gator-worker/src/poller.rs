@@ -3,11 +3,13 @@
 //! The fleet as a whole should pass about once per poll interval, whatever its size, so each
 //! process sleeps a random 0.5–1.5 × (interval × live processes), as Sidekiq does. It never
 //! sleeps past the earliest due time the last pass saw, so an idle worker starts a scheduled
-//! job within milliseconds of its due time instead of up to a whole interval late.
+//! job within milliseconds of its due time instead of up to a whole interval late; and a job
+//! this process retries or reschedules rings its [`Alarm`], so it wakes for that one too.
 //!
 //! Redis's clock decides what is due (`promote_due.lua` reads `TIME`), and the script says how
 //! long until the next job is due: this host's clock only decides how long to sleep.
 
+use crate::alarm::Alarm;
 use crate::queues::QueueOrder;
 use gator_core::Client;
 use gator_core::store;
@@ -28,6 +30,8 @@ pub struct Poller {
     pub interval: Duration,
     /// The live processes of the fleet, as the heartbeat last counted them.
     pub fleet: Arc<AtomicUsize>,
+    /// Rung by this process's settler for a job it wrote due sooner than the next pass.
+    pub alarm: Arc<Alarm>,
 }
 
 /// What one pass found.
@@ -45,6 +49,8 @@ impl Poller {
     /// Polls until `stop` is cancelled.
     pub async fn run(self, stop: CancellationToken) {
         loop {
+            // Cleared before the pass reads Redis: a job written after this rings it again.
+            self.alarm.clear();
             let pause = match self.tick().await {
                 Ok(pass) => self.pause_after(pass),
                 Err(e) => {
@@ -53,7 +59,7 @@ impl Poller {
                 }
             };
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
+                _ = self.alarm.sleep(pause) => {}
                 _ = stop.cancelled() => return,
             }
         }

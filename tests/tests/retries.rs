@@ -49,6 +49,19 @@ fn fails_twice_then_works(tag: String) -> Result<(), String> {
     }
 }
 
+#[job(queue = "r", retries = 1, backoff = ["300ms"])]
+async fn fails_first_time(tag: String) -> Result<(), String> {
+    match record(&tag) {
+        1 => Err("first attempt fails".into()),
+        _ => Ok(()),
+    }
+}
+
+#[job(queue = "r")]
+async fn works(tag: String) {
+    record(&tag);
+}
+
 #[job(queue = "r", retries = 0)]
 async fn fails_once(tag: String) -> Result<(), String> {
     record(&tag);
@@ -106,6 +119,46 @@ async fn a_failing_job_is_retried_after_its_backoff_and_dies_after_its_last_retr
     assert_eq!(dead["attempt"], 3);
     assert_eq!(dead["error"], "failure number 3");
     assert!(dead["retried_at"].as_u64().is_some() && dead["failed_at"].as_u64().is_some());
+    assert_eq!(redis.cli(&["ZCARD", "gator:{r}:retry"]), "0");
+    worker.stop().await;
+}
+
+/// The poller looks at the sets every 20 s here (10 to 30 s with its jitter), so a retry that
+/// starts well within that was woken by the worker that wrote it, not found by a pass.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_short_retry_wakes_the_poller_instead_of_waiting_for_its_next_pass() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "r".parse().unwrap();
+    config.concurrency = 2;
+    config.poll_interval = Duration::from_secs(20);
+    let worker = TestWorker::start_with(config);
+    // Once a first job ran and a moment passed, the poller's first pass is over: it sleeps.
+    Works::call("warm-up".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    wait_until("the warm-up job", Duration::from_secs(5), || async {
+        !runs("warm-up").is_empty()
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    FailsFirstTime::call("wake".into())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+
+    wait_until("the retry", Duration::from_secs(8), || async {
+        runs("wake").len() >= 2
+    })
+    .await;
+    let times = runs("wake");
+    assert!(
+        times[1] - times[0] >= Duration::from_millis(300),
+        "the retry came before its backoff, after {:?}",
+        times[1] - times[0]
+    );
     assert_eq!(redis.cli(&["ZCARD", "gator:{r}:retry"]), "0");
     worker.stop().await;
 }

@@ -109,6 +109,7 @@ impl Started {
             order: self.order.clone(),
             interval: self.config.poll_interval,
             fleet: self.heartbeat.fleet.clone(),
+            alarm: self.settler.alarm(),
         };
         tracker.spawn(poller.run(stop.clone()));
         // The entries declared in code for the jobs this worker runs (checked by the builder).

@@ -22,6 +22,7 @@ pub mod write;
 
 pub use write::{is_passing, put_back};
 
+use crate::alarm::Alarm;
 use crate::fetcher::{Fetcher, Job, Slot};
 use crate::outcome::Outcome;
 use gator_core::Client;
@@ -59,6 +60,8 @@ pub struct Settler {
     /// Hands over a next job taken with a success, and forgets each job settled.
     fetcher: Arc<Fetcher>,
     kept: Kept,
+    /// Rung for every job this process writes due later (a retry, a reschedule).
+    alarm: Arc<Alarm>,
 }
 
 impl Settler {
@@ -68,7 +71,13 @@ impl Settler {
             client,
             fetcher,
             kept,
+            alarm: Arc::default(),
         }
+    }
+
+    /// The alarm this settler rings when it writes a job due later: the poller sleeps on it.
+    pub fn alarm(&self) -> Arc<Alarm> {
+        self.alarm.clone()
     }
 
     /// How long this process keeps outcomes.
@@ -100,6 +109,9 @@ impl Settler {
     /// first try is sent. The next fetch starts afresh.
     async fn write(&self, fetched: Fetched, outcome: &Outcome, slot: Option<Slot>) -> Next {
         write::write(&self.client, &fetched, outcome, self.kept, slot).await;
+        if let Outcome::Retry { delay, .. } | Outcome::Reschedule { delay } = outcome {
+            self.alarm.ring_in(*delay);
+        }
         self.fetcher.settled(&fetched);
         Next::Fetch(None)
     }
