@@ -23,6 +23,7 @@
 //! instead of one (`perf stat -e context-switches`).
 
 mod enqueue;
+mod fanin;
 mod floor;
 mod measure;
 mod modes;

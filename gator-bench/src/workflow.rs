@@ -5,13 +5,17 @@
 //! its first dispatch to its last job's run; the overhead per step is the difference divided
 //! by N. A workflow step pays for its workflow's hash (one script at dispatch), its report
 //! (`ack.lua` with an outbox record, `wf_report.lua`) and its child's push (`chain_push.lua`,
-//! `wf_pushed.lua`, `LREM`), and the next stage waits for that hand-off.
+//! `wf_pushed.lua`, `LREM`), and the next stage waits for that hand-off. Then 1,000 fan-in
+//! workflows, one at a time, time their join's start after its last parent (`fanin`).
 
 use crate::measure::report;
 use crate::modes::{Noop, client, reset_counters, start_worker, wait_for_jobs};
 use gator_core::Workflow;
 use std::time::Instant;
 use tokio::task::JoinSet;
+
+/// Fan-in workflows measured after the two phases (see [`crate::fanin`]).
+const FAN_IN: usize = 1_000;
 
 /// Tasks dispatching at once, as a web app's handlers would.
 const DISPATCHERS: usize = 8;
@@ -37,7 +41,16 @@ pub async fn workflow(n: usize) -> anyhow::Result<()> {
         Ok(())
     })
     .await?;
+    let (p50, p99, max) = crate::fanin::fan_in(FAN_IN).await?;
     worker.stop().await?;
+    report(
+        format!(
+            r#"{{"phase":"fan-in","workflows":{FAN_IN},"join_wait_p50_ms":{p50:.3},"join_wait_p99_ms":{p99:.3},"join_wait_max_ms":{max:.3}}}"#
+        ),
+        format!(
+            "fan-in: {FAN_IN} workflows of three parts and a join; the join started {p50:.1} ms after its last parent ended (p50), {p99:.1} ms (p99), {max:.1} ms at most"
+        ),
+    );
     let (plain_rate, wf_rate) = (n as f64 / plain, n as f64 / workflows);
     let overhead_us = (workflows - plain) / n as f64 * 1e6;
     report(
