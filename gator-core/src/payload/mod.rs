@@ -150,10 +150,7 @@ impl WorkflowLink {
     }
 }
 
-/// A new job id: UUIDv7, so ids sort by creation time and any language can mint one.
-pub fn new_jid() -> String {
-    uuid::Uuid::now_v7().hyphenated().to_string()
-}
+pub use crate::wire::jid::new_jid;
 
 /// The home queue of workflow `id` (`<uuid>@<home>`): the part after the `@`.
 pub fn home_of(id: &str) -> Option<&str> {

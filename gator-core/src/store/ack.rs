@@ -57,7 +57,8 @@ pub async fn ack_and_take(
     Ok((removed == 1, jobs))
 }
 
-/// The `MULTI` of [`ack_and_take`]: `LREM` of the job, its `done` record, `take` `LMOVE`s.
+/// The `MULTI` of [`ack_and_take`]: `LREM` of the job, its `done` record (and the `HDEL` of
+/// its queued mark), `take` `LMOVE`s.
 fn ack_pipeline(keys: &Keys, job: &Fetched, done: &Done<'_>, take: usize) -> redis::Pipeline {
     let inflight = keys.inflight(&job.queue, &job.process);
     let queue = keys.queue(&job.queue);
@@ -76,6 +77,10 @@ fn ack_pipeline(keys: &Keys, job: &Fetched, done: &Done<'_>, take: usize) -> red
             .arg("PX")
             .arg(super::status::retention_ms(done.retention))
             .ignore();
+        // Its queued mark, if the plain dispatch wrote one, is done with (see `wire::jid`).
+        if let Some((bucket, field)) = keys.queued_mark(&job.queue, &jid) {
+            pipe.cmd("HDEL").arg(bucket).arg(field).ignore();
+        }
     }
     for _ in 0..take {
         pipe.cmd("LMOVE")

@@ -70,7 +70,7 @@ pub async fn enqueue(
     Ok(())
 }
 
-/// The plain path: `jobs` pushed to `queue`'s list with their status records in one `MULTI`,
+/// The plain path: `jobs` pushed to `queue`'s list with their queued marks in one `MULTI`,
 /// one round trip. Whether they were pushed; `false` if the queue is controlled (its list key
 /// holds the marker), and they must be parked.
 async fn push_plain(
@@ -80,13 +80,10 @@ async fn push_plain(
     jobs: &[String],
     jids: &[&str],
 ) -> Result<bool> {
-    let mut records = redis::cmd("MSET");
-    for jid in jids {
-        records.arg(keys.job(queue, jid)).arg("queued");
-    }
-    let replies = redis::pipe()
-        .atomic()
-        .add_command(records)
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    record_queued(&mut pipe, keys, queue, jids);
+    let replies = pipe
         .cmd("RPUSH")
         .arg(keys.queue(queue))
         .arg(jobs)
@@ -105,12 +102,48 @@ async fn push_plain(
     }
 }
 
+/// Records `jids` as queued: a field in their bucket's hash for a jid that names one (one
+/// `HSET` per bucket, see `wire::jid`), a `queued` record for any other (one `MSET`).
+fn record_queued(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str, jids: &[&str]) {
+    let mut marks: Vec<(String, Vec<&str>)> = Vec::new();
+    let mut records = redis::cmd("MSET");
+    let mut unmarked = false;
+    for jid in jids {
+        match keys.queued_mark(queue, jid) {
+            Some((bucket, field)) => match marks.last_mut() {
+                Some((last, fields)) if *last == bucket => fields.push(field),
+                _ => marks.push((bucket, vec![field])),
+            },
+            None => {
+                records.arg(keys.job(queue, jid)).arg("queued");
+                unmarked = true;
+            }
+        }
+    }
+    for (bucket, fields) in marks {
+        let hset = pipe.cmd("HSET").arg(bucket);
+        for field in fields {
+            hset.arg(field).arg("");
+        }
+    }
+    if unmarked {
+        pipe.add_command(records);
+    }
+}
+
 /// Deletes the status records the `MULTI` of [`enqueue`] wrote for jobs neither its push nor
 /// the script then stored (a key of the queue holds what Gator did not write): they would say
 /// `queued` of jobs that are nowhere. Best effort: the caller reports the enqueue's error.
 async fn forget_records(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str, jids: &[&str]) {
     let records: Vec<String> = jids.iter().map(|jid| keys.job(queue, jid)).collect();
-    let _ = redis::cmd("DEL").arg(records).query_async::<()>(conn).await;
+    let mut pipe = redis::pipe();
+    pipe.cmd("DEL").arg(records);
+    for jid in jids {
+        if let Some((bucket, field)) = keys.queued_mark(queue, jid) {
+            pipe.cmd("HDEL").arg(bucket).arg(field);
+        }
+    }
+    let _ = pipe.query_async::<()>(conn).await;
 }
 
 pub use crate::error::{has_server_code, is_wrong_type};

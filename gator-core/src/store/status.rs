@@ -1,6 +1,7 @@
 //! Job status records: one STRING per job, `<namespace>:{<queue>}:job:<jid>`, written in the
 //! same script or `MULTI` as every change of the job's state, so it is the index
-//! `Client::status` reads. Each change costs one `SET` (the prelude's `set_status` in
+//! `Client::status` reads. A plain dispatch writes no record but a queued mark, a field of a
+//! hash shared by up to 128 jobs (see `wire::jid`); the first record replaces it. Each change costs one `SET` (the prelude's `set_status` in
 //! the scripts; the plain paths add it to their `MULTI`). Finished records expire: a success's
 //! after the worker's retention (24 h by default), a dead job's with its dead-set entry.
 //!
@@ -257,18 +258,18 @@ pub async fn mark_running(
     Ok(())
 }
 
-/// Reads the record of `jid` on `queue`, if any.
+/// Reads the record of `jid` on `queue`, if any: its status record, else `queued` if its
+/// queued mark is set (see `wire::jid`).
 pub async fn read(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     jid: &str,
 ) -> Result<Option<Record>> {
-    let text: Option<String> = redis::cmd("GET")
-        .arg(keys.job(queue, jid))
-        .query_async(conn)
-        .await?;
-    Ok(text.as_deref().map(Record::parse))
+    let mut pipe = redis::pipe();
+    ask(&mut pipe, keys, queue, jid);
+    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+    answer(&mut replies.into_iter(), keys, queue, jid)
 }
 
 /// Reads the records of `jid` on each of `queues`, in one pipeline (on a cluster, one request
@@ -284,13 +285,16 @@ pub async fn find(
     }
     let mut pipe = redis::pipe();
     for queue in queues {
-        pipe.cmd("GET").arg(keys.job(queue, jid));
+        ask(&mut pipe, keys, queue, jid);
     }
-    let found: Vec<Option<String>> = pipe.query_async(conn).await?;
-    Ok(queues
-        .iter()
-        .zip(found)
-        .find_map(|(queue, text)| Some((queue.clone(), Record::parse(&text?)))))
+    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+    let mut replies = replies.into_iter();
+    for queue in queues {
+        if let Some(record) = answer(&mut replies, keys, queue, jid)? {
+            return Ok(Some((queue.clone(), record)));
+        }
+    }
+    Ok(None)
 }
 
 /// The records of many jobs, each `(queue, jid)`, in one pipeline; `None` where there is none.
@@ -304,13 +308,43 @@ pub async fn read_many(
     }
     let mut pipe = redis::pipe();
     for (queue, jid) in jobs {
-        pipe.cmd("GET").arg(keys.job(queue, jid));
+        ask(&mut pipe, keys, queue, jid);
     }
-    let found: Vec<Option<String>> = pipe.query_async(conn).await?;
-    Ok(found
-        .into_iter()
-        .map(|text| text.as_deref().map(Record::parse))
-        .collect())
+    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
+    let mut replies = replies.into_iter();
+    jobs.iter()
+        .map(|(queue, jid)| answer(&mut replies, keys, queue, jid))
+        .collect()
+}
+
+/// Adds the reads of `jid`'s status on `queue` to `pipe`: its record, and its queued mark if
+/// its jid names one.
+fn ask(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str, jid: &str) {
+    pipe.cmd("GET").arg(keys.job(queue, jid));
+    if let Some((bucket, field)) = keys.queued_mark(queue, jid) {
+        pipe.cmd("HEXISTS").arg(bucket).arg(field);
+    }
+}
+
+/// The record from the replies of one [`ask`]: the status record if there is one (it is
+/// written with every state after the first), else `queued` if the mark is set.
+fn answer(
+    replies: &mut impl Iterator<Item = redis::Value>,
+    keys: &Keys,
+    queue: &str,
+    jid: &str,
+) -> Result<Option<Record>> {
+    let mut next = || replies.next().unwrap_or(redis::Value::Nil);
+    let text: Option<String> = redis::from_redis_value(next()).map_err(redis::RedisError::from)?;
+    let marked = match keys.queued_mark(queue, jid) {
+        Some(_) => redis::from_redis_value::<bool>(next()).map_err(redis::RedisError::from)?,
+        None => false,
+    };
+    Ok(match text {
+        Some(text) => Some(Record::parse(&text)),
+        None if marked => Some(Record::parse("queued")),
+        None => None,
+    })
 }
 
 /// How long a success's record is kept by default: a day, as Sidekiq Pro and BullMQ keep

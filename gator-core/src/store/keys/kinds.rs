@@ -93,6 +93,7 @@ kinds! {
     WORKFLOWS_INDEX = "workflows_index", "workflows", ZSET, Queue;
     DEAD = "dead", "dead", ZSET, Queue;
     JOB = "job", "job:", STRING, Queue;
+    QUEUED = "queued", "queued:", HASH, Queue;
     REPLY_WAITS = "reply_waits", "waits", HASH, Replies;
     REPLY_DEADLINES = "reply_deadlines", "deadlines", ZSET, Replies;
     REPLY_EARLY = "reply_early", "early:", STRING, Replies;

@@ -247,6 +247,13 @@ impl Keys {
         self.of_queue(queue, &JOB, jid)
     }
 
+    /// `<namespace>:{<queue>}:queued:<bucket>` (HASH) and the field that marks `jid` queued
+    /// there, if `jid` is a UUIDv7 (see `wire::jid`): the plain path's record of a queued job.
+    pub fn queued_mark<'j>(&self, queue: &str, jid: &'j str) -> Option<(String, &'j str)> {
+        let (bucket, field) = crate::wire::jid::mark_of(jid)?;
+        Some((self.of_queue(queue, &QUEUED, bucket), field))
+    }
+
     /// `<namespace>:{<queue>}:<kind><suffix>`, built without `format!`: the worker builds a few
     /// keys per job, and the formatting machinery cost more than the rest of a settle.
     fn of_queue(&self, queue: &str, kind: &Kind, name: &str) -> String {

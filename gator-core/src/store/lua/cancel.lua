@@ -13,6 +13,7 @@
 --          (for `mark`, the queue's list)
 -- KEYS[2]  SET     gator:{<queue>}:cancelling
 -- KEYS[3]  STRING  gator:{<queue>}:job:<jid>, its status record
+-- (and the job's queued mark, which the prelude's marked() and unmark() derive from its jid)
 -- ARGV[1]  `list`, `zset` (remove the payload from KEYS[1]) or `mark` (add the jid to KEYS[2])
 -- ARGV[2]  the payload exactly as stored (`list`, `zset`), or the jid (`mark`)
 -- ARGV[3]  how long (ms) the cancelled record is kept
@@ -32,8 +33,11 @@ elseif mode == 'zset' then
   if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then return 0 end
 else
   local bad = wrong_type(KEYS[2], 'set') if bad then return bad end
+  local prefix = queue_prefix(KEYS[3])
   local record = redis.call('GET', KEYS[3])
-  if not record or string.match(record, '^(%S+)') ~= ARGV[4] then return 0 end
+  local state = record and string.match(record, '^(%S+)')
+  if not record and marked(prefix, ARGV[2]) then state = 'queued' end
+  if state ~= ARGV[4] then return 0 end
   if ARGV[4] == 'awaiting' then
     redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
     if ARGV[5] and ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
@@ -42,10 +46,14 @@ else
   redis.call('SADD', KEYS[2], ARGV[2])
   if ARGV[4] == 'queued' then
     -- Parked: it will not start; the worker that fetches it settles it.
+    unmark(prefix, ARGV[2])
     redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
   end
   return 1
 end
-unique_release(queue_prefix(KEYS[3]), ARGV[2])
+local prefix = queue_prefix(KEYS[3])
+unique_release(prefix, ARGV[2])
+local jid = jid_of(ARGV[2])
+if jid then unmark(prefix, jid) end
 redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
 return 1

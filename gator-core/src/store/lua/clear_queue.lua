@@ -17,7 +17,10 @@ if not jobs then return 0 end
 local prefix = queue_prefix(KEYS[1])
 for _, job in ipairs(jobs) do
   local jid = jid_of(job)
-  if jid then redis.call('DEL', qkey(prefix, 'job', jid)) end
+  if jid then
+    redis.call('DEL', qkey(prefix, 'job', jid))
+    unmark(prefix, jid)
+  end
   unique_release(prefix, job)
 end
 return #jobs

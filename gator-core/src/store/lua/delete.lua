@@ -17,7 +17,10 @@ for i = 1, #ARGV do
   if redis.call('ZREM', KEYS[1], ARGV[i]) == 1 then
     removed[i] = '1'
     local jid = jid_of(ARGV[i])
-    if jid then redis.call('DEL', qkey(prefix, 'job', jid)) end
+    if jid then
+      redis.call('DEL', qkey(prefix, 'job', jid))
+      unmark(prefix, jid)
+    end
     unique_release(prefix, ARGV[i])
   else
     removed[i] = '0'

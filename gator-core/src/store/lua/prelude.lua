@@ -15,7 +15,13 @@
 --                        `retrying <due> <attempts> <error>`, `dead <at> <attempts> <error>`,
 --                        `done <at> <attempts> <result>`),
 --                        expiring after `ttl` ms if given. One SET per state change: the index
---                        `Client::status` reads. A payload without a jid has no record.
+--                        `Client::status` reads. A payload without a jid has no record. The
+--                        job's queued mark, if any, goes in the same step (unmark).
+-- unmark(prefix, jid)    deletes the job's queued mark: field `ss` of the hash
+--                        `<prefix>queued:<bucket>` for a jid `tttttttt-tttt-7aaa-vbbb-bbbbbbbbbbss`
+--                        (bucket `aaa-vbbb-bbbbbbbbbb`; wire::jid), which the plain dispatch
+--                        writes instead of a `queued` record. A no-op for any other jid.
+-- marked(prefix, jid)    whether the job's queued mark is set: `queued`, if it has no record.
 -- set_statuses(prefix, payloads, value)   set_status for each of a batch, without expiry.
 local function now_ms()
   local t = redis.call('TIME')
@@ -44,9 +50,20 @@ local function jid_of(payload)
   local ok, doc = pcall(cjson.decode, payload)
   if ok and type(doc) == 'table' and type(doc['jid']) == 'string' then return doc['jid'] end
 end
+local UUID_V7 = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-7%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
+local function unmark(prefix, jid)
+  if string.find(jid, UUID_V7) then
+    redis.call('HDEL', qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36))
+  end
+end
+local function marked(prefix, jid)
+  return string.find(jid, UUID_V7) ~= nil and redis.call('HEXISTS',
+    qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36)) == 1
+end
 local function set_status(prefix, payload, value, ttl)
   local jid = jid_of(payload)
   if not jid then return end
+  unmark(prefix, jid)
   if ttl then
     redis.call('SET', qkey(prefix, 'job', jid), value, 'PX', ttl)
   else
