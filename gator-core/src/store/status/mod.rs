@@ -20,6 +20,9 @@ use crate::error::Result;
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
 use crate::wire::lifecycle::State;
+
+mod read;
+pub use read::{find, read, read_many};
 use redis::aio::ConnectionLike;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -256,95 +259,6 @@ pub async fn mark_running(
         .query_async::<()>(conn)
         .await?;
     Ok(())
-}
-
-/// Reads the record of `jid` on `queue`, if any: its status record, else `queued` if its
-/// queued mark is set (see `wire::jid`).
-pub async fn read(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    jid: &str,
-) -> Result<Option<Record>> {
-    let mut pipe = redis::pipe();
-    ask(&mut pipe, keys, queue, jid);
-    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
-    answer(&mut replies.into_iter(), keys, queue, jid)
-}
-
-/// Reads the records of `jid` on each of `queues`, in one pipeline (on a cluster, one request
-/// per node): the first found, with its queue.
-pub async fn find(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queues: &[String],
-    jid: &str,
-) -> Result<Option<(String, Record)>> {
-    if queues.is_empty() {
-        return Ok(None);
-    }
-    let mut pipe = redis::pipe();
-    for queue in queues {
-        ask(&mut pipe, keys, queue, jid);
-    }
-    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
-    let mut replies = replies.into_iter();
-    for queue in queues {
-        if let Some(record) = answer(&mut replies, keys, queue, jid)? {
-            return Ok(Some((queue.clone(), record)));
-        }
-    }
-    Ok(None)
-}
-
-/// The records of many jobs, each `(queue, jid)`, in one pipeline; `None` where there is none.
-pub async fn read_many(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    jobs: &[(String, String)],
-) -> Result<Vec<Option<Record>>> {
-    if jobs.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut pipe = redis::pipe();
-    for (queue, jid) in jobs {
-        ask(&mut pipe, keys, queue, jid);
-    }
-    let replies: Vec<redis::Value> = pipe.query_async(conn).await?;
-    let mut replies = replies.into_iter();
-    jobs.iter()
-        .map(|(queue, jid)| answer(&mut replies, keys, queue, jid))
-        .collect()
-}
-
-/// Adds the reads of `jid`'s status on `queue` to `pipe`: its record, and its queued mark if
-/// its jid names one.
-fn ask(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str, jid: &str) {
-    pipe.cmd("GET").arg(keys.job(queue, jid));
-    if let Some((bucket, field)) = keys.queued_mark(queue, jid) {
-        pipe.cmd("HEXISTS").arg(bucket).arg(field);
-    }
-}
-
-/// The record from the replies of one [`ask`]: the status record if there is one (it is
-/// written with every state after the first), else `queued` if the mark is set.
-fn answer(
-    replies: &mut impl Iterator<Item = redis::Value>,
-    keys: &Keys,
-    queue: &str,
-    jid: &str,
-) -> Result<Option<Record>> {
-    let mut next = || replies.next().unwrap_or(redis::Value::Nil);
-    let text: Option<String> = redis::from_redis_value(next()).map_err(redis::RedisError::from)?;
-    let marked = match keys.queued_mark(queue, jid) {
-        Some(_) => redis::from_redis_value::<bool>(next()).map_err(redis::RedisError::from)?,
-        None => false,
-    };
-    Ok(match text {
-        Some(text) => Some(Record::parse(&text)),
-        None if marked => Some(Record::parse("queued")),
-        None => None,
-    })
 }
 
 /// How long a success's record is kept by default: a day, as Sidekiq Pro and BullMQ keep
