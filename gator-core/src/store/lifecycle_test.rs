@@ -111,7 +111,7 @@ fn the_store_writes_what_its_rows_say() {
     for row in TRANSITIONS.iter().filter(|t| t.by.starts_with("store::")) {
         let (file, needle) = match row.by {
             "store::queue::enqueue" => ("queue.rs", ".arg(\"queued\")"),
-            "store::status::mark_running" => ("status.rs", "running_record(since_ms"),
+            "store::status::mark_running" => ("status/mod.rs", "running_record(since_ms"),
             "store::ack::ack_and_take" => ("ack.rs", ".arg(done.record())"),
             other => panic!("no check for {other}: add one"),
         };
