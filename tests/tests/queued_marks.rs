@@ -1,5 +1,5 @@
 //! Queued marks: a job dispatched on the plain path is recorded as queued by a field in a
-//! hash shared with up to 127 other jobs, not by a key of its own (see "Job status" in
+//! hash shared with up to 15 other jobs, not by a key of its own (see "Job status" in
 //! `docs/wire-format.md`). Every way a job leaves its queue takes its mark out: a success, a
 //! failure, a clear, a cancel. And every reader still answers `queued`.
 
