@@ -28,6 +28,9 @@ pub struct WorkerConfig {
     /// How long a finished job's status record, and the result it returned, are kept
     /// (`Client::status`, `Client::result`).
     pub retention: Duration,
+    /// How many finished jobs' records (done, cancelled, discarded) each queue keeps at most,
+    /// the oldest trimmed first (see [`crate::pruner`]).
+    pub finished_max_jobs: usize,
     /// The average time between passes that look for dead processes and stranded jobs.
     pub recovery_interval: Duration,
     /// How long this process's lease on each queue lasts unless renewed (it is renewed every
@@ -64,6 +67,7 @@ impl fmt::Debug for WorkerConfig {
             .field("shutdown_timeout", &self.shutdown_timeout)
             .field("poll_interval", &self.poll_interval)
             .field("dead_cap", &self.dead_cap)
+            .field("finished_max_jobs", &self.finished_max_jobs)
             .field("retention", &self.retention)
             .field("recovery_interval", &self.recovery_interval)
             .field("lease", &self.lease)
@@ -88,6 +92,7 @@ impl WorkerConfig {
             shutdown_timeout: Duration::from_secs(25),
             poll_interval: Duration::from_secs(1),
             dead_cap: gator_core::store::dead::DeadCap::default(),
+            finished_max_jobs: gator_core::store::finished::DEFAULT_KEEP,
             retention: gator_core::store::status::DEFAULT_RETENTION,
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: crate::leases::DEFAULT_LEASE,
@@ -216,6 +221,11 @@ pub struct Cli {
     #[arg(long, default_value_t = 10_000)]
     pub dead_max_jobs: usize,
 
+    /// The most finished jobs (done, cancelled, discarded) whose status and result each queue
+    /// keeps; the oldest are trimmed first. They also expire after `--retention`.
+    #[arg(long, env = "GATOR_FINISHED_MAX_JOBS", default_value_t = gator_core::store::finished::DEFAULT_KEEP)]
+    pub finished_max_jobs: usize,
+
     /// How long a job stays in the dead set before it is trimmed (e.g. `180days`, `4w`).
     #[arg(long, default_value = "180days", value_parser = humantime::parse_duration)]
     pub dead_max_age: Duration,
@@ -299,6 +309,7 @@ impl Cli {
                 max_age: self.dead_max_age,
             },
             retention: self.retention,
+            finished_max_jobs: self.finished_max_jobs,
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: self.lease,
             worker_id: self.worker_id,

@@ -102,6 +102,7 @@
 //! | warn | `a fetch is still under way: …` | |
 //! | warn | `could not promote due jobs; trying again next pass` | `error` |
 //! | warn | `could not promote the queue's due jobs; …`, `could not recover the queue's in-flight jobs of dead processes; …` | `queue`, `error` |
+//! | warn | `could not trim the queue's finished jobs' records; …` | `queue`, `error` |
 //! | info | `published the periodic jobs declared in code` | `entries` |
 //! | warn | `could not fire periodic jobs; trying again next pass` | `error` |
 //! | warn | `could not fire a periodic job; trying again next pass` | `entry`, `tick`, `error` |
@@ -157,6 +158,7 @@ pub mod outcome;
 pub mod poller;
 pub mod processor;
 pub mod prometheus;
+pub mod pruner;
 pub mod queues;
 pub mod recovery;
 pub mod run;

@@ -124,3 +124,45 @@ async fn a_failure_a_clear_and_a_cancel_each_take_the_mark_out() {
     );
     assert!(keys(&redis, "gator:{qm}:queued:*").is_empty());
 }
+
+/// Finished records are bounded by count, not only by time: with `finished_max_jobs` 50 and a
+/// day's retention, 300 successes leave the newest 50 records, and nothing else per job.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_records_are_kept_to_a_count_per_queue() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let jids = client
+        .dispatch_many((0..300).map(Noted::call))
+        .await
+        .unwrap();
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "qm".parse().unwrap();
+    config.concurrency = 4;
+    config.retention = Duration::from_secs(24 * 3600);
+    config.finished_max_jobs = 50;
+    let worker = TestWorker::start_with(config);
+    wait_until(
+        "the oldest records trimmed",
+        Duration::from_secs(20),
+        || async {
+            redis.cli(&["LLEN", "gator:{qm}:queue"]) == "0"
+                && keys(&redis, "gator:{qm}:job:*").len() == 50
+        },
+    )
+    .await;
+    worker.stop().await;
+    assert_eq!(redis.cli(&["LLEN", "gator:{qm}:finished"]), "50");
+    let kept: Vec<String> = keys(&redis, "gator:{qm}:job:*")
+        .into_iter()
+        .map(|k| k.rsplit(':').next().unwrap().to_owned())
+        .collect();
+    let after = statuses(&client, &jids).await;
+    let done = after
+        .iter()
+        .filter(|s| matches!(s, JobStatus::Done { .. }))
+        .count();
+    assert_eq!(done, 50, "the newest 50 read done, the others unknown");
+    for jid in &kept {
+        assert!(jids.contains(jid));
+    }
+}

@@ -81,6 +81,11 @@ fn ack_pipeline(keys: &Keys, job: &Fetched, done: &Done<'_>, take: usize) -> red
         if let Some((bucket, field)) = keys.queued_mark(&job.queue, &jid) {
             pipe.cmd("HDEL").arg(bucket).arg(field).ignore();
         }
+        // And the record counts against the queue's bound (`store::finished`).
+        pipe.cmd("LPUSH")
+            .arg(keys.finished(&job.queue))
+            .arg(&jid)
+            .ignore();
     }
     for _ in 0..take {
         pipe.cmd("LMOVE")

@@ -7,6 +7,7 @@ pub mod cancel;
 pub mod chain;
 pub mod cron;
 pub mod dead;
+pub mod finished;
 pub mod fleet;
 pub mod flow;
 mod flow_status;

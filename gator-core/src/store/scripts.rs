@@ -62,6 +62,8 @@ scripts! {
     FLOW_ACK => "flow_ack.lua";
     /// `lua/ack_plain.lua`: a plain success, when Redis refused its `MULTI` at maxmemory.
     ACK_PLAIN => "ack_plain.lua";
+    /// `lua/finished_trim.lua`: keep the records of at most a count of finished jobs.
+    FINISHED_TRIM => "finished_trim.lua";
     /// `lua/delete.lua`: delete set entries for good, with their jobs' status records.
     DELETE => "delete.lua";
     /// `lua/flow_set.lua`: change a queue's flow settings.

@@ -9,6 +9,7 @@ use crate::fetcher::Fetcher;
 use crate::heartbeat::Heartbeat;
 use crate::poller::Poller;
 use crate::processor::Processor;
+use crate::pruner::Pruner;
 use crate::recovery::Recovery;
 use crate::settle::Settler;
 use std::sync::Arc;
@@ -102,7 +103,7 @@ impl Started {
         }
     }
 
-    /// The poller and the cron loop.
+    /// The poller, the pruner and the cron loop.
     fn spawn_loops(&self, tracker: &TaskTracker, stop: &CancellationToken) {
         let poller = Poller {
             client: self.client.clone(),
@@ -112,6 +113,13 @@ impl Started {
             alarm: self.settler.alarm(),
         };
         tracker.spawn(poller.run(stop.clone()));
+        let pruner = Pruner {
+            client: self.client.clone(),
+            order: self.order.clone(),
+            keep: self.config.finished_max_jobs,
+            fleet: self.heartbeat.fleet.clone(),
+        };
+        tracker.spawn(pruner.run(stop.clone()));
         // The entries declared in code for the jobs this worker runs (checked by the builder).
         let declared = gator_core::cron::declared()
             .unwrap_or_default()

@@ -94,6 +94,7 @@ kinds! {
     DEAD = "dead", "dead", ZSET, Queue;
     JOB = "job", "job:", STRING, Queue;
     QUEUED = "queued", "queued:", HASH, Queue;
+    FINISHED = "finished", "finished", LIST, Queue;
     REPLY_WAITS = "reply_waits", "waits", HASH, Replies;
     REPLY_DEADLINES = "reply_deadlines", "deadlines", ZSET, Replies;
     REPLY_EARLY = "reply_early", "early:", STRING, Replies;

@@ -247,6 +247,13 @@ impl Keys {
         self.of_queue(queue, &JOB, jid)
     }
 
+    /// `<namespace>:{<queue>}:finished` (LIST): the jids of the queue's finished jobs whose
+    /// records are kept, newest first, so that the oldest go once there are too many (see
+    /// `store::finished`).
+    pub fn finished(&self, queue: &str) -> String {
+        self.of_queue(queue, &FINISHED, "")
+    }
+
     /// `<namespace>:{<queue>}:queued:<bucket>` (HASH) and the field that marks `jid` queued
     /// there, if `jid` is a UUIDv7 (see `wire::jid`): the plain path's record of a queued job.
     pub fn queued_mark<'j>(&self, queue: &str, jid: &'j str) -> Option<(String, &'j str)> {

@@ -40,6 +40,7 @@ else
   if state ~= ARGV[4] then return 0 end
   if ARGV[4] == 'awaiting' then
     redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
+    kept_finished(prefix, ARGV[2], 'cancelled')
     if ARGV[5] and ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
     return 1
   end
@@ -48,12 +49,16 @@ else
     -- Parked: it will not start; the worker that fetches it settles it.
     unmark(prefix, ARGV[2])
     redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
+    kept_finished(prefix, ARGV[2], 'cancelled')
   end
   return 1
 end
 local prefix = queue_prefix(KEYS[3])
 unique_release(prefix, ARGV[2])
 local jid = jid_of(ARGV[2])
-if jid then unmark(prefix, jid) end
+if jid then
+  unmark(prefix, jid)
+  kept_finished(prefix, jid, 'cancelled')
+end
 redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
 return 1

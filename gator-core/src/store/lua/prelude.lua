@@ -21,6 +21,10 @@
 --                        `<prefix>queued:<bucket>` for a jid `tttttttt-tttt-7aaa-vbbb-bbbbbbbbbbss`
 --                        (bucket `aaa-vbbb-bbbbbbbbbb`; wire::jid), which the plain dispatch
 --                        writes instead of a `queued` record. A no-op for any other jid.
+-- kept_finished(prefix, jid, value)
+--                        pushes the jid of a `done`, `cancelled` or `discarded` record on the
+--                        queue's finished list (`<prefix>finished`), which bounds them by count;
+--                        set_status does it for every record it writes with a ttl.
 -- marked(prefix, jid)    whether the job's queued mark is set: `queued`, if it has no record.
 -- set_statuses(prefix, payloads, value)   set_status for each of a batch, without expiry.
 local function now_ms()
@@ -60,10 +64,19 @@ local function marked(prefix, jid)
   return string.find(jid, UUID_V7) ~= nil and redis.call('HEXISTS',
     qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36)) == 1
 end
+-- A record of a job that ended for good, and is kept for the retention: its jid goes on the
+-- queue's finished list, which store::finished trims to a count.
+local function kept_finished(prefix, jid, value)
+  local state = string.match(value, '^(%a+)')
+  if state == 'done' or state == 'cancelled' or state == 'discarded' then
+    redis.call('LPUSH', qkey(prefix, 'finished'), jid)
+  end
+end
 local function set_status(prefix, payload, value, ttl)
   local jid = jid_of(payload)
   if not jid then return end
   unmark(prefix, jid)
+  if ttl then kept_finished(prefix, jid, value) end
   if ttl then
     redis.call('SET', qkey(prefix, 'job', jid), value, 'PX', ttl)
   else

@@ -17,6 +17,7 @@
 -- @unique_lib
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 redis.call('SET', KEYS[1], 'done ' .. now_ms() .. ' ' .. ARGV[1], 'PX', tonumber(ARGV[2]))
+kept_finished(queue_prefix(KEYS[1]), string.match(KEYS[1], ':job:(.*)$'), 'done')
 if ARGV[3] ~= '' then
   redis.call('RPUSH', KEYS[2], ARGV[3])
 end
