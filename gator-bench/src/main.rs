@@ -12,7 +12,8 @@
 //! status records are bounded by the retention); `workflow` (N steps of three-step workflows
 //! against N plain jobs, dispatched and run: the overhead of a workflow step); `pages` (what a
 //! page of a dead set costs with N entries in each of 20 queues, first and 90 % deep); `retry`
-//! (how late N retries due 500 ms after their failure start).
+//! (how late N retries due 500 ms after their failure start); `scheduled` (N due jobs processed
+//! with and without `GATOR_SCHEDULED` jobs scheduled a year ahead).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -29,6 +30,7 @@ mod measure;
 mod modes;
 mod pages;
 mod retry;
+mod scheduled;
 mod soak;
 mod worked;
 mod workflow;
@@ -42,7 +44,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | retry\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | retry | scheduled\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };
@@ -101,6 +103,7 @@ async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "workflow" => workflow::workflow(n).await,
         "pages" => pages::pages(n).await,
         "retry" => retry::retry(n).await,
+        "scheduled" => scheduled::scheduled(n).await,
         other => anyhow::bail!("unknown mode {other:?}"),
     }
 }

@@ -87,7 +87,7 @@ pub async fn soak(n: usize) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn used_memory(client: &gator_core::Client) -> anyhow::Result<u64> {
+pub(crate) async fn used_memory(client: &gator_core::Client) -> anyhow::Result<u64> {
     let info: String = redis::cmd("INFO")
         .arg("memory")
         .query_async(&mut client.connection())
