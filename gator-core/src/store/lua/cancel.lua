@@ -13,7 +13,8 @@
 --          (for `mark`, the queue's list)
 -- KEYS[2]  SET     gator:{<queue>}:cancelling
 -- KEYS[3]  STRING  gator:{<queue>}:job:<jid>, its status record
--- (and the job's queued mark, which the prelude's marked() and unmark() derive from its jid)
+-- (and the job's queued mark and the queue's finished list, which the prelude's marked(),
+-- unmark() and kept_finished() derive from KEYS[3]'s prefix and the jid: same slot)
 -- ARGV[1]  `list`, `zset` (remove the payload from KEYS[1]) or `mark` (add the jid to KEYS[2])
 -- ARGV[2]  the payload exactly as stored (`list`, `zset`), or the jid (`mark`)
 -- ARGV[3]  how long (ms) the cancelled record is kept

@@ -5,6 +5,7 @@
 -- list held when it started, so no call blocks Redis for long.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:queue
+-- (and each removed job's record and queued mark, of the same queue's prefix: same slot)
 -- ARGV[1]  the most jobs to remove in this call
 -- Returns  how many were removed, or -1 if the queue is controlled (its key is the `controlled`
 --          marker, its jobs are parked: they are cancelled one by one instead)

@@ -7,6 +7,7 @@
 -- (unique_lib.lua) is released in the same step: a job that is gone holds no key.
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
+-- (and each removed job's record and queued mark, of the same queue's prefix: same slot)
 -- ARGV[1..]  the entries exactly as stored
 -- Returns  one character per entry: '1' if it was removed, '0' if it was gone already
 -- @unique_lib

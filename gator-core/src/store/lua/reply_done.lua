@@ -8,6 +8,7 @@
 --
 -- KEYS[1]  STRING  gator:{<queue>}:job:<jid>
 -- KEYS[2]  LIST    gator:{<queue>}:outbox
+-- (and gator:{<queue>}:finished, which kept_finished derives from KEYS[1]'s prefix: same slot)
 -- ARGV[1]  `<attempts> <reply JSON>`: the record becomes `done <now> ` followed by this
 -- ARGV[2]  how long (ms) the record is kept
 -- ARGV[3]  the hand-off (a chain link or a workflow report), or ''
