@@ -1,6 +1,6 @@
-//! A success settled the cheapest way Redis has, with the worker's next jobs taken in the same
-//! step: one `MULTI` of plain commands on the plain path, `ack_plain.lua` when Redis is at
-//! `maxmemory`.
+//! Successes settled the cheapest way Redis has, with the worker's next jobs taken in the same
+//! step: one `MULTI` of plain commands for every success that gathered on one in-flight list,
+//! `ack_plain.lua` when Redis is at `maxmemory`.
 
 use super::inflight::Fetched;
 use super::keys::Keys;
@@ -9,84 +9,142 @@ use super::status::Done;
 use crate::error::{Result, is_wrong_type};
 use redis::aio::ConnectionLike;
 
-/// The most jobs [`ack_and_take`] moves with an ack: one `LMOVE` each, so a few.
-pub const MAX_TAKE: usize = 8;
+/// The most jobs [`ack_and_take`] moves in one call: one `LMOVE` each, one per processor
+/// that waits for its next job.
+pub const MAX_TAKE: usize = 128;
 
-/// Settles a success that starts no chain step with plain commands, the cheapest way Redis
-/// has: `LREM` of the payload from the in-flight list and, with `take > 0`, up to `take`
-/// (at most [`MAX_TAKE`]) `LMOVE`s of the next jobs from the same queue into the same list, in
-/// one `MULTI`, so the job leaves the list before its successors enter it. Returns whether the
-/// job was still in flight, and the jobs taken, oldest first.
+/// The most successes [`ack_and_take`] settles in one call.
+pub const MAX_ACKS: usize = 128;
+
+/// One success to settle with plain commands: the job as fetched, and its status record.
+#[derive(Debug, Clone, Copy)]
+pub struct Ack<'a> {
+    /// The job, exactly as fetched.
+    pub job: &'a Fetched,
+    /// Its status record, `done <at> <attempts> <result>` ([`Done::record`]).
+    pub record: &'a str,
+    /// How long the record (and the result) is kept.
+    pub retention: std::time::Duration,
+}
+
+impl<'a> Ack<'a> {
+    /// The success of `job`, recording `record` ([`Done::record`]) for `done.retention`.
+    pub fn new(job: &'a Fetched, record: &'a str, done: &Done<'_>) -> Ack<'a> {
+        Ack {
+            job,
+            record,
+            retention: done.retention,
+        }
+    }
+}
+
+/// What one [`ack_and_take`] call did.
+#[derive(Debug, Default)]
+pub struct Acked {
+    /// For each success, in order, whether its job was still in flight.
+    pub removed: Vec<bool>,
+    /// The jobs taken, oldest first.
+    pub taken: Vec<Fetched>,
+}
+
+/// Settles successes that start no chain step with plain commands, the cheapest way Redis
+/// has (a group commit: every success that gathered while the last call ran goes in one): an
+/// `LREM` of each payload from the in-flight list and, with `take > 0`, up to `take` (at most
+/// [`MAX_TAKE`]) `LMOVE`s of the next jobs from the same queue into the same list, in one
+/// `MULTI`, so the jobs leave the list before their successors enter it. Every success must be
+/// of the same queue and process (one in-flight list, one hash tag); at most [`MAX_ACKS`].
 ///
-/// No lease is checked: the caller holds one (it fetched this job under it). If the job was no
+/// No lease is checked: the caller holds one (it fetched these jobs under it). If a job was no
 /// longer in flight, this process was presumed dead and recovered: renew its lease at once, so
 /// that the list holding the jobs just taken is indexed again.
 pub async fn ack_and_take(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    job: &Fetched,
-    done: &Done<'_>,
+    acks: &[Ack<'_>],
     take: usize,
-) -> Result<(bool, Vec<Fetched>)> {
+) -> Result<Acked> {
+    let Some(first) = acks.first() else {
+        return Ok(Acked::default());
+    };
+    debug_assert!(
+        acks.len() <= MAX_ACKS,
+        "at most MAX_ACKS successes per call"
+    );
     let take = take.min(MAX_TAKE);
-    let pipe = ack_pipeline(keys, job, done, take);
+    let pipe = ack_pipeline(keys, acks, take);
     let replies: Vec<redis::Value> = match pipe.query_async(conn).await {
         Ok(replies) => replies,
-        // At maxmemory Redis aborts the whole MULTI for its SET: settle with the script,
+        // At maxmemory Redis aborts the whole MULTI for its SETs: settle with the script,
         // which may still write.
-        Err(e) if is_out_of_memory(&e) => {
-            return ack_at_maxmemory(conn, keys, job, done, take).await;
-        }
-        // The queue became controlled (its list key is the `controlled` marker): the LREM
+        Err(e) if is_out_of_memory(&e) => return ack_at_maxmemory(conn, keys, acks, take).await,
+        // The queue became controlled (its list key is the `controlled` marker): the LREMs
         // ran in the MULTI, the LMOVEs found no list. Nothing taken; the worker learns of the
         // control at its next fetch.
-        Err(e) if is_wrong_type(&e) => return Ok((true, Vec::new())),
+        Err(e) if is_wrong_type(&e) => {
+            return Ok(Acked {
+                removed: vec![true; acks.len()],
+                taken: Vec::new(),
+            });
+        }
         Err(e) => return Err(e.into()),
     };
-    let (removed, taken) = ack_replies(replies)?;
-    let jobs = taken
+    let (removed, taken) = ack_replies(replies, acks.len())?;
+    let taken = taken
         .into_iter()
         .flatten()
-        .map(|raw| Fetched {
-            queue: job.queue.clone(),
-            process: job.process.clone(),
-            raw,
-            admitted: false,
-        })
+        .map(|raw| taken_job(first.job, raw))
         .collect();
-    Ok((removed == 1, jobs))
+    Ok(Acked { removed, taken })
 }
 
-/// The `MULTI` of [`ack_and_take`]: `LREM` of the job, its `done` record (and the `HDEL` of
-/// its queued mark), `take` `LMOVE`s.
-fn ack_pipeline(keys: &Keys, job: &Fetched, done: &Done<'_>, take: usize) -> redis::Pipeline {
-    let inflight = keys.inflight(&job.queue, &job.process);
-    let queue = keys.queue(&job.queue);
+/// A job taken into the in-flight list `beside` is in.
+fn taken_job(beside: &Fetched, raw: Vec<u8>) -> Fetched {
+    Fetched {
+        queue: beside.queue.clone(),
+        process: beside.process.clone(),
+        raw,
+        admitted: false,
+    }
+}
+
+/// The `MULTI` of [`ack_and_take`]: an `LREM` of each job, its `done` record (and the `HDEL`
+/// of its queued mark), one `LPUSH` of every jid to the finished list, `take` `LMOVE`s.
+fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
+    let first = acks[0].job;
+    let inflight = keys.inflight(&first.queue, &first.process);
     let mut pipe = redis::pipe();
-    pipe.atomic()
-        .cmd("LREM")
-        .arg(&inflight)
-        .arg(1)
-        .arg(&job.raw);
-    // The status record, `done` (a job without a jid has none). Written even if the job was
-    // no longer in flight: its recovered copy writes `running` and its own outcome after.
-    if let Some(jid) = super::status::jid_of(&job.raw) {
+    pipe.atomic();
+    for ack in acks {
+        pipe.cmd("LREM").arg(&inflight).arg(1).arg(&ack.job.raw);
+    }
+    let mut finished = redis::cmd("LPUSH");
+    finished.arg(keys.finished(&first.queue));
+    let mut any = false;
+    for ack in acks {
+        // The status record, `done` (a job without a jid has none). Written even if the job
+        // was no longer in flight: its recovered copy writes `running` and its own outcome
+        // after.
+        let Some(jid) = super::status::jid_of(&ack.job.raw) else {
+            continue;
+        };
         pipe.cmd("SET")
-            .arg(keys.job(&job.queue, &jid))
-            .arg(done.record())
+            .arg(keys.job(&first.queue, &jid))
+            .arg(ack.record)
             .arg("PX")
-            .arg(super::status::retention_ms(done.retention))
+            .arg(super::status::retention_ms(ack.retention))
             .ignore();
         // Its queued mark, if the plain dispatch wrote one, is done with (see `wire::jid`).
-        if let Some((bucket, field)) = keys.queued_mark(&job.queue, &jid) {
+        if let Some((bucket, field)) = keys.queued_mark(&first.queue, &jid) {
             pipe.cmd("HDEL").arg(bucket).arg(field).ignore();
         }
-        // And the record counts against the queue's bound (`store::finished`).
-        pipe.cmd("LPUSH")
-            .arg(keys.finished(&job.queue))
-            .arg(&jid)
-            .ignore();
+        finished.arg(&jid);
+        any = true;
     }
+    // Every record counts against the queue's bound (`store::finished`).
+    if any {
+        pipe.add_command(finished).ignore();
+    }
+    let queue = keys.queue(&first.queue);
     for _ in 0..take {
         pipe.cmd("LMOVE")
             .arg(&queue)
@@ -97,18 +155,24 @@ fn ack_pipeline(keys: &Keys, job: &Fetched, done: &Done<'_>, take: usize) -> red
     pipe
 }
 
-/// Whether the `LREM` removed the job, and each `LMOVE`'s job (`None`: nothing left, or the
+/// Each `LMOVE`'s job, if it found one.
+type Taken = Vec<Option<Vec<u8>>>;
+
+/// Whether each `LREM` removed its job, and each `LMOVE`'s job (`None`: nothing left, or the
 /// queue became controlled).
-fn ack_replies(mut replies: Vec<redis::Value>) -> Result<(i64, Vec<Option<Vec<u8>>>)> {
-    let taken = replies.split_off(1.min(replies.len()));
-    let removed = parse(replies.pop())?;
+fn ack_replies(mut replies: Vec<redis::Value>, acks: usize) -> Result<(Vec<bool>, Taken)> {
+    let taken = replies.split_off(acks.min(replies.len()));
+    let removed = replies
+        .into_iter()
+        .map(|reply| Ok(parse::<i64>(Some(reply))? == 1))
+        .collect::<Result<Vec<bool>>>()?;
     let taken = taken
         .into_iter()
         .map(|raw| match raw {
             redis::Value::ServerError(e) if e.code() == "WRONGTYPE" => Ok(None),
             raw => parse(Some(raw)),
         })
-        .collect::<Result<Vec<Option<Vec<u8>>>>>()?;
+        .collect::<Result<Taken>>()?;
     Ok((removed, taken))
 }
 
@@ -117,37 +181,34 @@ fn is_out_of_memory(error: &redis::RedisError) -> bool {
     crate::error::has_server_code(error, "OOM")
 }
 
-/// [`ack_and_take`] through `ack_plain.lua`, for a Redis at `maxmemory` (its `allow-oom` flag
-/// lets it settle where the `MULTI` was refused).
+/// [`ack_and_take`] through `ack_plain.lua`, one call per success, for a Redis at `maxmemory`
+/// (its `allow-oom` flag lets it settle where the `MULTI` was refused). The first call takes
+/// the jobs.
 async fn ack_at_maxmemory(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    job: &Fetched,
-    done: &Done<'_>,
+    acks: &[Ack<'_>],
     take: usize,
-) -> Result<(bool, Vec<Fetched>)> {
-    let reply: Vec<redis::Value> = scripts::ACK_PLAIN
-        .key(keys.inflight(&job.queue, &job.process))
-        .key(keys.queue(&job.queue))
-        .arg(&job.raw)
-        .arg(done.record())
-        .arg(super::status::retention_ms(done.retention))
-        .arg(take)
-        .invoke_async(conn)
-        .await?;
-    let mut values = reply.into_iter();
-    let removed: i64 = parse(values.next())?;
-    let jobs = values
-        .map(|raw| {
-            Ok(Fetched {
-                queue: job.queue.clone(),
-                process: job.process.clone(),
-                raw: parse(Some(raw))?,
-                admitted: false,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
-    Ok((removed == 1, jobs))
+) -> Result<Acked> {
+    let mut acked = Acked::default();
+    for (i, ack) in acks.iter().enumerate() {
+        let job = ack.job;
+        let reply: Vec<redis::Value> = scripts::ACK_PLAIN
+            .key(keys.inflight(&job.queue, &job.process))
+            .key(keys.queue(&job.queue))
+            .arg(&job.raw)
+            .arg(ack.record)
+            .arg(super::status::retention_ms(ack.retention))
+            .arg(if i == 0 { take } else { 0 })
+            .invoke_async(conn)
+            .await?;
+        let mut values = reply.into_iter();
+        acked.removed.push(parse::<i64>(values.next())? == 1);
+        for raw in values {
+            acked.taken.push(taken_job(job, parse(Some(raw))?));
+        }
+    }
+    Ok(acked)
 }
 
 fn parse<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {

@@ -129,7 +129,9 @@ pub async fn ack(
         if job.admitted {
             return super::admit::ack(conn, keys, job, done).await;
         }
-        return Ok(ack_and_take(conn, keys, job, done, 0).await?.0);
+        let record = done.record();
+        let acked = ack_and_take(conn, keys, &[Ack::new(job, &record, done)], 0).await?;
+        return Ok(acked.removed.first() == Some(&true));
     };
     let settled: i64 = scripts::ACK
         .key(keys.inflight(&job.queue, &job.process))
@@ -201,7 +203,7 @@ fn parse<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {
     Ok(parsed.map_err(redis::RedisError::from)?)
 }
 
-pub use super::ack::{MAX_TAKE, ack_and_take};
+pub use super::ack::{Ack, Acked, MAX_ACKS, MAX_TAKE, ack_and_take};
 
 /// Settles a failure that runs again `delay` from now on Redis's clock, with the updated
 /// payload (`retry.lua`). Returns the due time (ms, Redis time), or `None` if the job was no

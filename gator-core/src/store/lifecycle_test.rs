@@ -112,7 +112,7 @@ fn the_store_writes_what_its_rows_say() {
         let (file, needle) = match row.by {
             "store::queue::enqueue" => ("queue.rs", ".arg(\"queued\")"),
             "store::status::mark_running" => ("status/mod.rs", "running_record(since_ms"),
-            "store::ack::ack_and_take" => ("ack.rs", ".arg(done.record())"),
+            "store::ack::ack_and_take" => ("ack.rs", ".arg(ack.record)"),
             other => panic!("no check for {other}: add one"),
         };
         assert!(

@@ -1,68 +1,59 @@
 //! The two writes of a success that needs no script, each able to bring this processor's next
-//! job in the same round trip: with plain commands on a plain queue (`Settler::ack_and_next`),
+//! job in the same round trip: with plain commands on a plain queue, batched with the other
+//! successes of its in-flight list (`Settler::ack_and_next`, [`super::batch`]),
 //! or handed to the queue's admission on a queue under flow control (`Settler::ack_admitted`),
 //! whose next call writes it ([`admitted_written`] then lets the jobs go).
 
+use super::batch::Member;
 use super::{Next, Settler};
 use crate::fetcher::Job;
 use crate::held::Held;
-use gator_core::store::inflight::{self, Fetched};
+use gator_core::store::inflight::Fetched;
 use gator_core::store::status::Done;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 impl Settler {
-    /// Writes a success with plain commands and, in the same `MULTI`, takes this processor's
-    /// next job from the same queue, when this processor's next fetch draws that queue first
-    /// anyway: a worker draining a queue pays one cheap round trip per job, with no script.
-    /// When the draw picks another queue, the next fetch starts there. Otherwise it only
-    /// writes, and gives the slot back as soon as the `LREM` is sent. A failed call gives the
-    /// job back, its slot given back already.
+    /// Writes a success with plain commands, with the other successes of its in-flight list
+    /// that gathered meanwhile ([`super::batch`]), and, in the same `MULTI`, takes this
+    /// processor's next job from the same queue, when this processor's next fetch draws that
+    /// queue first anyway: a worker draining a queue pays one cheap round trip per batch, with
+    /// no script. When the draw picks another queue, the next fetch starts there. Otherwise it
+    /// only writes, and gives the slot back as soon as the call is sent. A failed call gives
+    /// the job back, its slot given back already.
     pub(super) async fn ack_and_next(
         &self,
         job: Job,
         done: &Done<'_>,
         stop: &CancellationToken,
-    ) -> Result<Next, (Fetched, gator_core::Error)> {
+    ) -> Result<Next, (Fetched, Arc<gator_core::Error>)> {
         let Job { fetched, slot } = job;
         // One draw decides this fetch's first queue, here or in the next `next_from`.
         let drawn = self.fetcher.order().draw_first();
         // The draw names a queue; the next job comes from the same list (shard) as this one.
         let take = !stop.is_cancelled()
             && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue));
-        let (own, spare) = match slot.into_own() {
+        let mut member = Member::new(fetched, done.record(), done.retention);
+        match slot.into_own() {
             // Only its own slot: another processor's free slot would make its next job follow
             // this draw, not its own, and tilt the weights toward the queue in hand.
-            Ok(own) if take => (Some(own), None),
-            // Not taking: the slot goes back once the LREM is on its way (see
+            Ok(own) if take => member.own = Some(own),
+            // Not taking: the slot goes back once the call is on its way (see
             // `write::sent_then`), or, shared with a sync body's thread, once that ends too.
-            unused => (None, Some(unused)),
-        };
-        let keys = self.client.keys();
-        let mut conn = self.client.connection();
-        let want = own.as_ref().map_or(0, |s| s.num_permits());
+            unused => member.spare = Some(unused),
+        }
         // It may take a job: shutdown must wait for it as for any fetch.
         let _fetching = self.fetcher.fetch_guard();
-        let call = inflight::ack_and_take(&mut conn, keys, &fetched, done, want);
-        let acked = super::write::sent_then(call, move || drop(spare)).await;
-        let (settled, jobs) = match acked {
-            Ok(acked) => acked,
-            Err(e) => return Err((fetched, e)),
+        let Some(answer) = self.commit(member).await else {
+            return Ok(Next::Fetch(drawn));
         };
-        self.fetcher.settled(&fetched);
-        if !settled {
-            warn!(queue = %fetched.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
-            // Presumed dead and recovered: index the list the jobs just taken sit in.
-            if let Err(e) = self.fetcher.leases().acquire(&fetched.queue).await {
-                warn!(queue = %fetched.queue, error = %e, "could not renew the lease after a recovery");
-            }
-        }
-        self.fetcher.hold(&jobs);
-        Ok(match own.map(|own| self.fetcher.hand_out(jobs, own)) {
-            Some(Ok(next)) => Next::Job(next),
+        match answer.written {
+            Ok(Some(next)) => Ok(Next::Job(next)),
             // Nothing taken from this queue: the next fetch starts where the draw said.
-            Some(Err(_)) | None => Next::Fetch(drawn),
-        })
+            Ok(None) => Ok(Next::Fetch(drawn)),
+            Err(e) => Err((answer.fetched, e)),
+        }
     }
 
     /// A success of a job admitted from a queue under flow control: it goes to the queue's

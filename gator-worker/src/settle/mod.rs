@@ -3,10 +3,11 @@
 //! leaves the job in flight, and recovery puts it back in its queue.
 //!
 //! [`Settler::settle`] picks the write:
-//! 1. **success, and take the next job** ([`ack`]): a success that starts no chain step, holds
-//!    no unique lock and came from a plain queue is written with plain commands, and, when this
-//!    processor's next fetch draws the same queue, its next job is taken in the same `MULTI`:
-//!    a worker draining a queue pays one round trip per job;
+//! 1. **success, and take the next job** ([`ack`], [`batch`]): a success that starts no chain
+//!    step, holds no unique lock and came from a plain queue is written with plain commands,
+//!    with every such success of its in-flight list that gathered meanwhile (a group commit),
+//!    and, when this processor's next fetch draws the same queue, its next job is taken in the
+//!    same `MULTI`: a worker draining a queue pays one round trip per batch;
 //! 2. **admitted success** ([`ack`]): such a success from a queue under flow control goes to
 //!    the queue's admission, whose next `admit.lua` call writes it (with the successes of the
 //!    other processors), and which may hand the next job over at once;
@@ -18,6 +19,7 @@
 //! ([`write::put_back`]).
 
 pub mod ack;
+mod batch;
 pub mod write;
 
 pub use write::{is_passing, put_back};
@@ -62,6 +64,8 @@ pub struct Settler {
     kept: Kept,
     /// Rung for every job this process writes due later (a retry, a reschedule).
     alarm: Arc<Alarm>,
+    /// The successes waiting for the call on its way, per in-flight list.
+    batches: batch::Batches,
 }
 
 impl Settler {
@@ -72,6 +76,7 @@ impl Settler {
             fetcher,
             kept,
             alarm: Arc::default(),
+            batches: batch::Batches::default(),
         }
     }
 
