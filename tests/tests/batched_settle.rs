@@ -1,0 +1,75 @@
+//! The plain path's group commit: a busy worker settles many successes per round trip, and
+//! each job still runs once, ends `done` with its result, and leaves nothing in flight.
+
+use gator_core::{JobStatus, job};
+use gator_tests::{RedisServer, TestWorker, client, wait_until};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Duration;
+
+static RUNS: Mutex<Option<HashMap<u64, u32>>> = Mutex::new(None);
+
+fn runs() -> HashMap<u64, u32> {
+    RUNS.lock().unwrap().clone().unwrap_or_default()
+}
+
+/// A job with no work to speak of, so that many finish at once: returns its id doubled.
+#[job(queue = "batched")]
+async fn doubled(id: u64) -> Result<u64, String> {
+    *RUNS
+        .lock()
+        .unwrap()
+        .get_or_insert_with(HashMap::new)
+        .entry(id)
+        .or_default() += 1;
+    tokio::task::yield_now().await;
+    Ok(id * 2)
+}
+
+/// How many calls of `command` Redis has answered since the last `CONFIG RESETSTAT`.
+fn calls(redis: &RedisServer, command: &str) -> u64 {
+    let stats = redis.cli(&["INFO", "commandstats"]);
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_hundred_processors_settle_many_jobs_per_round_trip_and_each_runs_once() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jobs = 6_000u64;
+    let jids = client
+        .dispatch_many((0..jobs).map(Doubled::call))
+        .await
+        .unwrap();
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    // More processors than one call carries (`MAX_ACKS`), so batches are split too.
+    let worker = TestWorker::start(&redis.url(), Some("batched"), 300);
+    wait_until("every job to run", Duration::from_secs(120), || async {
+        runs().len() as u64 == jobs
+    })
+    .await;
+    worker.stop().await;
+    let twice = runs().values().filter(|n| **n > 1).count();
+    assert_eq!(twice, 0, "jobs ran twice without any process dying");
+    assert_eq!(redis.cli(&["LLEN", "gator:{batched}:queue"]), "0");
+    assert_eq!(redis.cli(&["KEYS", "gator:*:inflight:*"]), "");
+    // One MULTI per success before the group commit; now successes share them.
+    let multis = calls(&redis, "exec");
+    assert!(
+        multis < jobs / 2,
+        "{multis} MULTIs settled {jobs} successes: successes are not batched"
+    );
+    for (id, jid) in jids.iter().enumerate().step_by(97) {
+        let status = client.status(jid).await.unwrap();
+        assert!(
+            matches!(status, JobStatus::Done { attempts: 1, .. }),
+            "job {jid} is {status:?}, not done"
+        );
+        assert_eq!(client.result::<u64>(jid).await.unwrap(), Some(id as u64 * 2));
+    }
+}
