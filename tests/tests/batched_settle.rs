@@ -38,7 +38,7 @@ fn calls(redis: &RedisServer, command: &str) -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn three_hundred_processors_settle_many_jobs_per_round_trip_and_each_runs_once() {
+async fn a_thousand_processors_settle_many_jobs_per_round_trip_and_each_runs_once() {
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
     let jobs = 6_000u64;
@@ -48,7 +48,7 @@ async fn three_hundred_processors_settle_many_jobs_per_round_trip_and_each_runs_
         .unwrap();
     redis.cli(&["CONFIG", "RESETSTAT"]);
     // More processors than one call carries (`MAX_ACKS`), so batches are split too.
-    let worker = TestWorker::start(&redis.url(), Some("batched"), 300);
+    let worker = TestWorker::start(&redis.url(), Some("batched"), 1_000);
     wait_until("every job to run", Duration::from_secs(120), || async {
         runs().len() as u64 == jobs
     })
@@ -70,6 +70,9 @@ async fn three_hundred_processors_settle_many_jobs_per_round_trip_and_each_runs_
             matches!(status, JobStatus::Done { attempts: 1, .. }),
             "job {jid} is {status:?}, not done"
         );
-        assert_eq!(client.result::<u64>(jid).await.unwrap(), Some(id as u64 * 2));
+        assert_eq!(
+            client.result::<u64>(jid).await.unwrap(),
+            Some(id as u64 * 2)
+        );
     }
 }
