@@ -11,8 +11,9 @@
 //!
 //! **An idle processor**, in [`Fetcher::next_from`]:
 //! 1. with a free slot, calls `fetch.lua` on each queue in this fetch's order (starting with
-//!    the queue its last success drew) until one has a job; having got one, wakes two more idle
-//!    processors, as the queue may hold more;
+//!    the queue its last success drew) until one has a job, in one call with the other idle
+//!    processors that reach the same queue at the same moment ([`Fetcher::fetch_one`]);
+//!    having got one, wakes two more idle processors, as the queue may hold more;
 //! 2. every queue empty: blocks (BLMOVE) on the least-watched queue, if fewer processors block
 //!    than there are queues ([`crate::watchers`]), so with enough idle processors every queue is
 //!    watched. (With fewer idle processors than queues, some queue is unwatched: each timeout
@@ -21,13 +22,14 @@
 //!    came free.
 
 use crate::admission::Admission;
+use crate::gather::{Gathers, Joined};
 use crate::held::Held;
 use crate::leases::Leases;
 use crate::queues::QueueOrder;
 use crate::watchers::{Blocked, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
-use gator_core::store::inflight::{self, Batch, Fetched};
+use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -94,6 +96,8 @@ pub struct Fetcher {
     wake: Notify,
     /// Fetches under way; shutdown waits for none before putting jobs back.
     fetching: AtomicUsize,
+    /// Idle processors' fetches gathering for one call, per queue.
+    fetches: Gathers<(), Option<Fetched>>,
 }
 
 impl Fetcher {
@@ -133,6 +137,7 @@ impl Fetcher {
             watchers,
             wake: Notify::new(),
             fetching: AtomicUsize::new(0),
+            fetches: Gathers::default(),
         }
     }
 
@@ -214,12 +219,13 @@ impl Fetcher {
         }
     }
 
-    /// Step 1: `fetch.lua` for this processor's own slot, on each queue in this fetch's order
+    /// Step 1: a job for this processor's own slot, on each queue in this fetch's order
     /// (starting with the queue its last success drew, `first`) until one has a job.
     ///
-    /// One job per fetch, for its own processor only: taking jobs for other idle processors
-    /// would make their jobs follow this processor's draw instead of their own, and tilt the
-    /// weights toward whichever queue they are on. A worker draining a queue takes its next
+    /// One job per processor, from its own draw: taking jobs for other idle processors from
+    /// this processor's queue would make their jobs follow this draw instead of their own, and
+    /// tilt the weights toward whichever queue they are on. Processors whose draws meet on one
+    /// queue share one call ([`Fetcher::fetch_one`]); a worker draining a queue takes its next
     /// job with each success anyway ([`crate::settle`]).
     async fn fetch_pass(
         &self,
@@ -239,8 +245,8 @@ impl Fetcher {
         let mut slot = slot;
         for queue in &queues {
             // A queue that fails (a key of the wrong type) must not starve the others.
-            let jobs = match self.fetch_from(queue, 1).await {
-                Ok(jobs) => jobs,
+            let jobs = match self.fetch_one(queue).await {
+                Ok(job) => job.into_iter().collect(),
                 Err(e) => {
                     warn!(queue = %queue, error = %e, "could not fetch from the queue; trying the others");
                     failed = Some(e);
@@ -274,6 +280,27 @@ impl Fetcher {
         // A fetch asks for one job: none is left over. (Were one, it would stay in flight,
         // unheld, and recovery would put it back.)
         Ok(Job::new(fetched, slot))
+    }
+
+    /// One job of `queue` for an idle processor, fetched with those of the other idle
+    /// processors whose fetch reaches `queue` at the same moment ([`crate::gather`]): a burst
+    /// that wakes many idle processors costs one `fetch.lua` call per queue, not one per
+    /// processor, and each processor's job still comes from the queue its own draw named. A
+    /// processor that gets none (the queue held fewer jobs than processors asked) goes on to
+    /// the next queue of its draw. On a queue under flow control, one admission as before.
+    async fn fetch_one(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
+        if self.order.is_controlled(queue) {
+            return Ok(self.fetch_from(queue, 1).await?.into_iter().next());
+        }
+        match self.fetches.of(queue).join((), MAX_BATCH).await {
+            Joined::Answer(job) => Ok(job),
+            Joined::Lead(members, replies) => {
+                let mut jobs = self.fetch_from(queue, members.len()).await?.into_iter();
+                Ok(replies.send(members.iter().map(|()| jobs.next())).flatten())
+            }
+            // Its leader's fetch failed (the leader reports it): nothing here this time.
+            Joined::Lost => Ok(None),
+        }
     }
 
     /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),

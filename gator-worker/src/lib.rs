@@ -147,6 +147,7 @@ pub mod clock;
 pub mod config;
 pub mod cron;
 pub mod fetcher;
+pub mod gather;
 pub mod heartbeat;
 pub mod held;
 pub mod launcher;
