@@ -21,6 +21,8 @@
 //! 3. otherwise waits until it is woken: a processor got a job (there may be more), or a slot
 //!    came free.
 
+pub use crate::slot::{Job, Slot};
+
 use crate::admission::Admission;
 use crate::gather::{Gathers, Joined};
 use crate::held::Held;
@@ -48,36 +50,6 @@ pub const FETCH_TIMEOUT: Duration = MAX_BLOCK;
 /// processors look at every queue each [`FETCH_TIMEOUT`]). Long, because with 10,000 idle
 /// processors even a rare look adds up.
 const IDLE_RECHECK: Duration = Duration::from_secs(60);
-
-/// A fetched job and the slot it holds until its outcome is written.
-#[derive(Debug)]
-pub struct Job {
-    /// The job as fetched.
-    pub fetched: Fetched,
-    /// Its slot; clone it into whatever must hold the slot longer (a sync job's thread).
-    pub slot: Slot,
-}
-
-/// One of the `--concurrency` slots, given back when the last clone is dropped.
-#[derive(Clone)]
-pub struct Slot(Arc<OwnedSemaphorePermit>);
-
-impl Job {
-    /// `fetched`, holding `slot` until its outcome is written.
-    pub(crate) fn new(fetched: Fetched, slot: OwnedSemaphorePermit) -> Job {
-        Job {
-            fetched,
-            slot: Slot(Arc::new(slot)),
-        }
-    }
-}
-
-impl Slot {
-    /// The slot itself, unless a sync body's thread still shares it.
-    pub(crate) fn into_own(self) -> Result<OwnedSemaphorePermit, Slot> {
-        Arc::try_unwrap(self.0).map_err(Slot)
-    }
-}
 
 /// The fetcher of one worker process, shared by its processors.
 pub struct Fetcher {
@@ -383,12 +355,6 @@ impl std::fmt::Debug for Fetcher {
             .field("free_slots", &self.slots.available_permits())
             .field("blockers", &self.watchers.blocked())
             .finish_non_exhaustive()
-    }
-}
-
-impl std::fmt::Debug for Slot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Slot")
     }
 }
 

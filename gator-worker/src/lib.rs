@@ -164,6 +164,7 @@ pub mod queues;
 pub mod recovery;
 pub mod run;
 pub mod settle;
+pub mod slot;
 pub mod watchers;
 
 pub use builder::{BuildError, WorkerBuilder};

@@ -1,0 +1,43 @@
+//! A job this process holds and the slot it takes: a process holds at most `--concurrency`
+//! jobs, each with its slot from the moment it is fetched until its outcome is written (see
+//! [`crate::fetcher`]).
+
+use gator_core::store::inflight::Fetched;
+use std::sync::Arc;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// A fetched job and the slot it holds until its outcome is written.
+#[derive(Debug)]
+pub struct Job {
+    /// The job as fetched.
+    pub fetched: Fetched,
+    /// Its slot; clone it into whatever must hold the slot longer (a sync job's thread).
+    pub slot: Slot,
+}
+
+/// One of the `--concurrency` slots, given back when the last clone is dropped.
+#[derive(Clone)]
+pub struct Slot(Arc<OwnedSemaphorePermit>);
+
+impl Job {
+    /// `fetched`, holding `slot` until its outcome is written.
+    pub(crate) fn new(fetched: Fetched, slot: OwnedSemaphorePermit) -> Job {
+        Job {
+            fetched,
+            slot: Slot(Arc::new(slot)),
+        }
+    }
+}
+
+impl Slot {
+    /// The slot itself, unless a sync body's thread still shares it.
+    pub(crate) fn into_own(self) -> Result<OwnedSemaphorePermit, Slot> {
+        Arc::try_unwrap(self.0).map_err(Slot)
+    }
+}
+
+impl std::fmt::Debug for Slot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Slot")
+    }
+}
