@@ -264,15 +264,21 @@ impl Fetcher {
         if self.order.is_controlled(queue) {
             return Ok(self.fetch_from(queue, 1).await?.into_iter().next());
         }
-        match self.fetches.of(queue).join((), MAX_BATCH).await {
-            Joined::Answer(job) => Ok(job),
+        let job = match self.fetches.of(queue).join((), MAX_BATCH).await {
+            Joined::Answer(job) => job,
             Joined::Lead(members, replies) => {
                 let mut jobs = self.fetch_from(queue, members.len()).await?.into_iter();
-                Ok(replies.send(members.iter().map(|()| jobs.next())).flatten())
+                return Ok(replies.send(members.iter().map(|()| jobs.next())).flatten());
             }
             // Its leader's fetch failed (the leader reports it): nothing here this time.
-            Joined::Lost => Ok(None),
+            Joined::Lost => None,
+        };
+        // The leader's call found the queue under flow control (and got one admission, for
+        // itself): each of the others asks the admission for its own, as it would have.
+        if job.is_none() && self.order.is_controlled(queue) {
+            return Ok(self.fetch_from(queue, 1).await?.into_iter().next());
         }
+        Ok(job)
     }
 
     /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
