@@ -88,6 +88,7 @@
 //! | error | `malformed payload: moved to the dead set as it was` | `queue`, `error` |
 //! | error | `cannot record a job's outcome, and trying again will not help: …` | `queue`, `error` |
 //! | error | `could not put this process's in-flight jobs back: …` | `queue`, `error` |
+//! | error | `a success's batch was lost with the processor that carried it: …` (a panic while writing a batch of successes; the job is put back when the process stops) | |
 //! | error | `panicked while handling a job; recording it as a failure` | `queue`, `panic` |
 //! | error | `panicked while recording a job's outcome: …` | `queue`, `panic` |
 //! | warn | `fetch failed` | `error`, `retry_in_ms` |
