@@ -48,7 +48,7 @@ pub struct Acked {
 }
 
 /// Settles successes that start no chain step with plain commands, the cheapest way Redis
-/// has (a group commit: every success that gathered while the last call ran goes in one): an
+/// has (a group commit: the successes of one in-flight list that finish together): an
 /// `LREM` of each payload from the in-flight list and, with `take > 0`, up to `take` (at most
 /// [`MAX_TAKE`]) `LMOVE`s of the next jobs from the same queue into the same list, in one
 /// `MULTI`, so the jobs leave the list before their successors enter it. Every success must be
