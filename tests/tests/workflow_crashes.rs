@@ -138,6 +138,10 @@ async fn a_success_recorded_by_a_process_that_died_is_carried_on_by_recovery() {
         assert_eq!(settled, 1);
     }
     assert_eq!(join_state(&client, &id).await, StepState::Waiting);
+    // Their reports sit in the outboxes, but each parent reads done with its result.
+    let status = client.workflow_status(&id).await.unwrap().unwrap();
+    let parents: Vec<_> = status.steps_of("part").map(|s| s.result.clone()).collect();
+    assert_eq!(parents, [Some("5".to_owned()), Some("5".to_owned())]);
 
     let worker = TestWorker::start(&redis.url(), Some("wx,wy,wz"), 2);
     wait_until("the fan-in to run", Duration::from_secs(15), || async {

@@ -59,10 +59,19 @@ impl Client {
             .map(|(jid, step)| (step.queue.clone(), jid.clone()))
             .collect();
         let records = store::status::read_many(&mut conn, self.keys(), &released).await?;
-        let mut records: HashMap<String, JobStatus> = released
+        // A step's result is reported to the workflow after its own record says done (the
+        // report may cross slots, through the outbox), so the record's result stands in until
+        // the report lands: a step never reads done without its result.
+        let mut records: HashMap<String, (JobStatus, Option<String>)> = released
             .into_iter()
             .zip(records)
-            .map(|((_, jid), record)| (jid, record.map_or(JobStatus::Unknown, |r| r.status)))
+            .map(|((_, jid), record)| {
+                let record = record.map_or((JobStatus::Unknown, None), |r| match r.status {
+                    JobStatus::Done { .. } => (r.status, r.result),
+                    status => (status, None),
+                });
+                (jid, record)
+            })
             .collect();
         let created_ms = fields
             .get("created")
@@ -74,18 +83,22 @@ impl Client {
             created_at: SystemTime::UNIX_EPOCH + std::time::Duration::from_millis(created_ms),
             steps: steps
                 .into_iter()
-                .map(|(jid, step)| StepStatus {
-                    state: match state_of(&jid) {
-                        Some("waiting") => StepState::Waiting,
-                        Some("cancelled") => StepState::Cancelled,
-                        _ => StepState::Job(records.remove(&jid).unwrap_or(JobStatus::Unknown)),
-                    },
-                    result: fields.get(&format!("r:{jid}")).cloned(),
-                    jid,
-                    job: step.job,
-                    queue: step.queue,
-                    parents: step.parents,
-                    on_failure: step.policy,
+                .map(|(jid, step)| {
+                    let (status, recorded) =
+                        records.remove(&jid).unwrap_or((JobStatus::Unknown, None));
+                    StepStatus {
+                        state: match state_of(&jid) {
+                            Some("waiting") => StepState::Waiting,
+                            Some("cancelled") => StepState::Cancelled,
+                            _ => StepState::Job(status),
+                        },
+                        result: fields.get(&format!("r:{jid}")).cloned().or(recorded),
+                        jid,
+                        job: step.job,
+                        queue: step.queue,
+                        parents: step.parents,
+                        on_failure: step.policy,
+                    }
                 })
                 .collect(),
         }))
