@@ -182,7 +182,7 @@ impl Client {
         if register {
             self.note_registered(payloads);
         }
-        let queues = payloads.iter().map(|p| p.queue.as_str()).collect();
+        let queues = payloads.iter().map(|p| p.queue.as_str());
         self.confirm_replicated(&mut conn, queues).await
     }
 

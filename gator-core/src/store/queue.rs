@@ -103,28 +103,37 @@ async fn push_plain(
 }
 
 /// Records `jids` as queued: a field in their bucket's hash for a jid that names one (one
-/// `HSET` per bucket, see `wire::jid`), a `queued` record for any other (one `MSET`).
+/// `HSET` per run of jids that share a bucket, see `wire::jid`), a `queued` record for any
+/// other (one `MSET`). A bucket's key is built once per run, not once per jid: a bulk
+/// dispatch's jids come 16 to a bucket.
 fn record_queued(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str, jids: &[&str]) {
-    let mut marks: Vec<(String, Vec<&str>)> = Vec::new();
     let mut records = redis::cmd("MSET");
     let mut unmarked = false;
+    let mut run: Option<(&str, redis::Cmd)> = None;
     for jid in jids {
-        match keys.queued_mark(queue, jid) {
-            Some((bucket, field)) => match marks.last_mut() {
-                Some((last, fields)) if *last == bucket => fields.push(field),
-                _ => marks.push((bucket, vec![field])),
-            },
-            None => {
-                records.arg(keys.job(queue, jid)).arg("queued");
-                unmarked = true;
+        let Some((bucket, field)) = crate::wire::jid::mark_of(jid) else {
+            records.arg(keys.job(queue, jid)).arg("queued");
+            unmarked = true;
+            continue;
+        };
+        match &mut run {
+            Some((last, hset)) if *last == bucket => {
+                hset.arg(field).arg("");
+            }
+            _ => {
+                if let Some((_, hset)) = run.take() {
+                    pipe.add_command(hset);
+                }
+                let mut hset = redis::cmd("HSET");
+                hset.arg(keys.queued_bucket(queue, bucket))
+                    .arg(field)
+                    .arg("");
+                run = Some((bucket, hset));
             }
         }
     }
-    for (bucket, fields) in marks {
-        let hset = pipe.cmd("HSET").arg(bucket);
-        for field in fields {
-            hset.arg(field).arg("");
-        }
+    if let Some((_, hset)) = run {
+        pipe.add_command(hset);
     }
     if unmarked {
         pipe.add_command(records);

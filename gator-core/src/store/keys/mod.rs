@@ -258,7 +258,12 @@ impl Keys {
     /// there, if `jid` is a UUIDv7 (see `wire::jid`): the plain path's record of a queued job.
     pub fn queued_mark<'j>(&self, queue: &str, jid: &'j str) -> Option<(String, &'j str)> {
         let (bucket, field) = crate::wire::jid::mark_of(jid)?;
-        Some((self.of_queue(queue, &QUEUED, bucket), field))
+        Some((self.queued_bucket(queue, bucket), field))
+    }
+
+    /// `<namespace>:{<queue>}:queued:<bucket>`, for a bucket named by `wire::jid::mark_of`.
+    pub fn queued_bucket(&self, queue: &str, bucket: &str) -> String {
+        self.of_queue(queue, &QUEUED, bucket)
     }
 
     /// `<namespace>:{<queue>}:<kind><suffix>`, built without `format!`: the worker builds a few
