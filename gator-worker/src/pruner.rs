@@ -1,7 +1,8 @@
 //! The pruner: keeps each served queue's finished jobs' status records to
 //! `--finished-max-jobs` (see `gator_core::store::finished`), as the dead set is kept to
-//! `--dead-max-jobs`. Records also expire after `--retention`; this bounds them by count, so
-//! Redis's memory does not grow with throughput × retention.
+//! `--dead-max-jobs`, and ends the `done` records kept in queued-mark buckets once they are
+//! older than `--retention` (a record with a key of its own expires by itself). So Redis's
+//! memory does not grow with throughput × retention.
 //!
 //! Like the poller, each process sleeps a random 0.5–1.5 × (a second × live processes), so the
 //! fleet trims each queue about once a second whatever its size; a queue under its count costs
@@ -28,6 +29,8 @@ pub struct Pruner {
     pub order: Arc<QueueOrder>,
     /// How many finished jobs' records each queue keeps.
     pub keep: usize,
+    /// How long a finished job's record is kept.
+    pub retention: Duration,
     /// The live processes of the fleet, as the heartbeat last counted them.
     pub fleet: Arc<AtomicUsize>,
 }
@@ -50,7 +53,15 @@ impl Pruner {
     pub async fn pass(&self) {
         let mut conn = self.client.connection();
         for queue in self.order.all() {
-            match finished::trim(&mut conn, self.client.keys(), &queue, self.keep).await {
+            match finished::trim(
+                &mut conn,
+                self.client.keys(),
+                &queue,
+                self.keep,
+                self.retention,
+            )
+            .await
+            {
                 Ok(0) => {}
                 Ok(removed) => debug!(queue = %queue, removed, "trimmed finished jobs' records"),
                 Err(e) => {

@@ -1,7 +1,8 @@
 //! Queued marks: a job dispatched on the plain path is recorded as queued by a field in a
 //! hash shared with up to 15 other jobs, not by a key of its own (see "Job status" in
-//! `docs/wire-format.md`). Every way a job leaves its queue takes its mark out: a success, a
-//! failure, a clear, a cancel. And every reader still answers `queued`.
+//! `docs/wire-format.md`), and its success's `done` record takes the mark's place. A failure,
+//! a clear and a cancel take the mark out. Every reader still answers `queued` and `done`, and
+//! finished records are bounded by count and by age.
 
 use gator_core::{Admin, Cancellation, Client, JobStatus, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
@@ -32,7 +33,7 @@ async fn statuses(client: &Client, jids: &[String]) -> Vec<JobStatus> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn queued_jobs_cost_no_key_each_and_their_marks_go_when_they_run() {
+async fn queued_jobs_cost_no_key_each_and_their_successes_take_their_marks_place() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jids = client
@@ -76,8 +77,21 @@ async fn queued_jobs_cost_no_key_each_and_their_marks_go_when_they_run() {
     .await;
     worker.stop().await;
     assert!(
-        keys(&redis, "gator:{qm}:queued:*").is_empty(),
-        "no mark left"
+        keys(&redis, "gator:{qm}:job:*").is_empty(),
+        "no key per finished job either"
+    );
+    let buckets = keys(&redis, "gator:{qm}:queued:*");
+    assert_eq!(buckets, marks, "the same buckets hold the done records");
+    let mut records = Vec::new();
+    for bucket in &buckets {
+        let values = redis.cli(&["HVALS", bucket]);
+        records.extend(values.lines().map(str::to_owned));
+    }
+    assert_eq!(records.len(), 300);
+    assert!(
+        records.iter().all(|r| r.starts_with("done ")),
+        "no queued mark is left: {:?}",
+        records.iter().find(|r| !r.starts_with("done "))
     );
 }
 
@@ -144,25 +158,70 @@ async fn finished_records_are_kept_to_a_count_per_queue() {
     wait_until(
         "the oldest records trimmed",
         Duration::from_secs(20),
-        || async {
-            redis.cli(&["LLEN", "gator:{qm}:queue"]) == "0"
-                && keys(&redis, "gator:{qm}:job:*").len() == 50
-        },
+        || async { redis.cli(&["LLEN", "gator:{qm}:queue"]) == "0" && bucket_fields(&redis) == 50 },
     )
     .await;
     worker.stop().await;
     assert_eq!(redis.cli(&["LLEN", "gator:{qm}:finished"]), "50");
-    let kept: Vec<String> = keys(&redis, "gator:{qm}:job:*")
-        .into_iter()
-        .map(|k| k.rsplit(':').next().unwrap().to_owned())
-        .collect();
+    assert!(keys(&redis, "gator:{qm}:job:*").is_empty());
     let after = statuses(&client, &jids).await;
-    let done = after
+    let done: Vec<usize> = (0..after.len())
+        .filter(|&i| matches!(after[i], JobStatus::Done { .. }))
+        .collect();
+    assert_eq!(
+        done.len(),
+        50,
+        "the newest 50 read done, the others unknown"
+    );
+    assert!(
+        after
+            .iter()
+            .all(|s| matches!(s, JobStatus::Done { .. } | JobStatus::Unknown)),
+        "{after:?}"
+    );
+}
+
+/// How many fields the queue's buckets hold (marks and done records).
+fn bucket_fields(redis: &RedisServer) -> usize {
+    keys(redis, "gator:{qm}:queued:*")
         .iter()
-        .filter(|s| matches!(s, JobStatus::Done { .. }))
-        .count();
-    assert_eq!(done, 50, "the newest 50 read done, the others unknown");
-    for jid in &kept {
-        assert!(jids.contains(jid));
-    }
+        .map(|k| redis.cli(&["HLEN", k]).parse::<usize>().unwrap())
+        .sum()
+}
+
+/// A `done` record in a bucket has no expiry of its own: the pruner ends it once it is older
+/// than the retention, whatever the count, and the buckets go with their last field.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn finished_records_in_buckets_end_after_the_retention() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let jids = client
+        .dispatch_many((0..40).map(Noted::call))
+        .await
+        .unwrap();
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "qm".parse().unwrap();
+    config.retention = Duration::from_secs(2);
+    let worker = TestWorker::start_with(config);
+    let wait = Duration::from_secs(10);
+    wait_until("every job done", wait, || async {
+        statuses(&client, &jids)
+            .await
+            .iter()
+            .all(|s| matches!(s, JobStatus::Done { .. }))
+    })
+    .await;
+    assert_eq!(
+        bucket_fields(&redis),
+        40,
+        "kept while younger than the retention"
+    );
+    wait_until("the records past the retention gone", wait, || async {
+        keys(&redis, "gator:{qm}:queued:*").is_empty()
+    })
+    .await;
+    worker.stop().await;
+    let after = statuses(&client, &jids).await;
+    assert!(after.iter().all(|s| *s == JobStatus::Unknown), "{after:?}");
+    assert_eq!(redis.cli(&["LLEN", "gator:{qm}:finished"]), "0");
 }

@@ -107,8 +107,9 @@ fn taken_job(beside: &Fetched, raw: Vec<u8>) -> Fetched {
     }
 }
 
-/// The `MULTI` of [`ack_and_take`]: an `LREM` of each job, its `done` record (and the `HDEL`
-/// of its queued mark), one `LPUSH` of every jid to the finished list, `take` `LMOVE`s.
+/// The `MULTI` of [`ack_and_take`]: an `LREM` of each job, its `done` record (an `HSET` in its
+/// bucket and a `DEL` of its key, or a `SET` for a jid that names no bucket), one `LPUSH` of
+/// every jid to the finished list, `take` `LMOVE`s.
 fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     let first = acks[0].job;
     let inflight = keys.inflight(&first.queue, &first.process);
@@ -127,15 +128,28 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
         let Some(jid) = super::status::jid_of(&ack.job.raw) else {
             continue;
         };
-        pipe.cmd("SET")
-            .arg(keys.job(&first.queue, &jid))
-            .arg(ack.record)
-            .arg("PX")
-            .arg(super::status::retention_ms(ack.retention))
-            .ignore();
-        // Its queued mark, if the plain dispatch wrote one, is done with (see `wire::jid`).
-        if let Some((bucket, field)) = keys.queued_mark(&first.queue, &jid) {
-            pipe.cmd("HDEL").arg(bucket).arg(field).ignore();
+        // A jid that names a bucket (`wire::jid`) has its record there, where its queued mark
+        // was: a field rewritten, where a key with an expiry cost Redis three times as much.
+        // An earlier state's key record goes, since a reader looks at the key first.
+        let record = keys.job(&first.queue, &jid);
+        match keys.queued_mark(&first.queue, &jid) {
+            Some((bucket, field)) => {
+                pipe.cmd("HSET")
+                    .arg(bucket)
+                    .arg(field)
+                    .arg(ack.record)
+                    .ignore();
+                pipe.cmd("DEL").arg(record).ignore();
+            }
+            None => {
+                let px = super::status::retention_ms(ack.retention);
+                pipe.cmd("SET")
+                    .arg(record)
+                    .arg(ack.record)
+                    .arg("PX")
+                    .arg(px)
+                    .ignore();
+            }
         }
         finished.arg(&jid);
         any = true;

@@ -1,17 +1,20 @@
 //! Finished jobs' status records, bounded by count as well as by time. A `done`, `cancelled`
-//! or `discarded` record expires after the worker's retention, and its jid also goes on the
-//! queue's finished list (newest first) in the same step; [`trim`] takes the oldest past the
-//! count off it and deletes their records. So Redis holds at most about the count's records per
-//! queue, whatever the throughput (plus what finished since the last trim: workers trim each
-//! queue they settled successes on every second).
+//! or `discarded` record's jid goes on the queue's finished list (newest first) in the step
+//! that writes it; [`trim`] takes the oldest past the count off it and deletes their records,
+//! and then those past the retention. A record with a key of its own also expires by itself; a
+//! `done` record kept in its jid's bucket (`wire::jid`, where the queued mark was) ends only by
+//! [`trim`]. So Redis holds at most about the count's records per queue, whatever the
+//! throughput (plus what finished since the last trim: the fleet trims each queue its workers
+//! serve about once a second). A queue no worker serves any more keeps what it had.
 
 use crate::error::Result;
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
 
-/// How many finished jobs' records each queue keeps by default: as many as its dead set. About
-/// 300 bytes each (the record, its expiry, its jid on the list): 3 MB a queue.
+/// How many finished jobs' records each queue keeps by default: as many as its dead set. A
+/// plain success's record, in its bucket, takes about 60 bytes with its jid on the list: under
+/// 1 MB a queue (a record with a key of its own, about 300 bytes).
 pub const DEFAULT_KEEP: usize = 10_000;
 
 /// The most records one call of the script deletes, so no call holds Redis for long (about a
@@ -22,13 +25,14 @@ const MAX_PER_CALL: usize = 1_000;
 /// since the last trim is trimmed further the next time.
 const MAX_CALLS: usize = 100;
 
-/// Deletes the records of `queue`'s oldest finished jobs past the newest `keep`; returns how
-/// many it took off the list.
+/// Deletes the records of `queue`'s oldest finished jobs past the newest `keep`, then those
+/// older than `retention` (on Redis's clock); returns how many it took off the list.
 pub async fn trim(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     keep: usize,
+    retention: std::time::Duration,
 ) -> Result<usize> {
     let mut removed = 0;
     for _ in 0..MAX_CALLS {
@@ -36,6 +40,7 @@ pub async fn trim(
             .key(keys.finished(queue))
             .arg(keep)
             .arg(MAX_PER_CALL)
+            .arg(super::status::retention_ms(retention))
             .invoke_async(conn)
             .await?;
         removed += taken;

@@ -117,6 +117,7 @@ impl Started {
             client: self.client.clone(),
             order: self.order.clone(),
             keep: self.config.finished_max_jobs,
+            retention: self.config.retention,
             fleet: self.heartbeat.fleet.clone(),
         };
         tracker.spawn(pruner.run(stop.clone()));

@@ -1,9 +1,10 @@
 #!lua flags=allow-oom
 -- ack_plain.lua: a success that starts no chain step, as the plain path's MULTI does it (LREM
--- of the job from its in-flight list, SET of its status record, LMOVEs of the next jobs), for
--- when Redis refused that MULTI at maxmemory: a MULTI holding a SET is aborted whole there,
--- while a script with allow-oom still settles the job (and its record grows memory by one
--- small string, as the dead set's entries do). The worker uses it only after such a refusal.
+-- of the job from its in-flight list, its `done` record in its bucket or its key, LMOVEs of
+-- the next jobs), for when Redis refused that MULTI at maxmemory: a MULTI holding a write that
+-- grows memory is aborted whole there, while a script with allow-oom still settles the job (and
+-- its record grows memory by a few bytes, as the dead set's entries do). The worker uses it
+-- only after such a refusal.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:queue

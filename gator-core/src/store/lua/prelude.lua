@@ -16,7 +16,15 @@
 --                        `done <at> <attempts> <result>`),
 --                        expiring after `ttl` ms if given. One SET per state change: the index
 --                        `Client::status` reads. A payload without a jid has no record. The
---                        job's queued mark, if any, goes in the same step (unmark).
+--                        job's queued mark, if any, goes in the same step (unmark). A `done`
+--                        record of a jid that names a bucket goes in the bucket instead
+--                        (set_done): a field rewritten, not a key created.
+-- set_done(prefix, jid, value)
+--                        a `done` record in field `ss` of the job's bucket
+--                        (`<prefix>queued:<bucket>`, where its queued mark was), its key
+--                        record (an earlier state's) deleted, its jid on the finished list,
+--                        which store::finished trims by count and by age: a bucket's fields
+--                        do not expire. False for a jid that names no bucket.
 -- unmark(prefix, jid)    deletes the job's queued mark: field `ss` of the hash
 --                        `<prefix>queued:<bucket>` for a jid `tttttttt-tttt-7aaa-vbbb-bbbbbbbbbbss`
 --                        (bucket `aaa-vbbb-bbbbbbbbbb`; wire::jid), which the plain dispatch
@@ -25,7 +33,10 @@
 --                        pushes the jid of a `done`, `cancelled` or `discarded` record on the
 --                        queue's finished list (`<prefix>finished`), which bounds them by count;
 --                        set_status does it for every record it writes with a ttl.
--- marked(prefix, jid)    whether the job's queued mark is set: `queued`, if it has no record.
+-- marked(prefix, jid)    whether the job's queued mark is set (its field holds ''): `queued`,
+--                        if it has no record.
+-- bucket_record(prefix, jid)   the record in the job's bucket field ('' for a queued mark),
+--                        or nil.
 -- set_statuses(prefix, payloads, value)   set_status for each of a batch, without expiry.
 local function now_ms()
   local t = redis.call('TIME')
@@ -60,9 +71,14 @@ local function unmark(prefix, jid)
     redis.call('HDEL', qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36))
   end
 end
+local function bucket_record(prefix, jid)
+  if not string.find(jid, UUID_V7) then return nil end
+  local value = redis.call('HGET', qkey(prefix, 'queued', string.sub(jid, 16, 34)),
+    string.sub(jid, 35, 36))
+  return value or nil
+end
 local function marked(prefix, jid)
-  return string.find(jid, UUID_V7) ~= nil and redis.call('HEXISTS',
-    qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36)) == 1
+  return bucket_record(prefix, jid) == ''
 end
 -- A record of a job that ended for good, and is kept for the retention: its jid goes on the
 -- queue's finished list, which store::finished trims to a count.
@@ -72,9 +88,18 @@ local function kept_finished(prefix, jid, value)
     redis.call('LPUSH', qkey(prefix, 'finished'), jid)
   end
 end
+local function set_done(prefix, jid, value)
+  if not string.find(jid, UUID_V7) then return false end
+  redis.call('HSET', qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36),
+    value)
+  redis.call('DEL', qkey(prefix, 'job', jid))
+  kept_finished(prefix, jid, value)
+  return true
+end
 local function set_status(prefix, payload, value, ttl)
   local jid = jid_of(payload)
   if not jid then return end
+  if ttl and string.sub(value, 1, 5) == 'done ' and set_done(prefix, jid, value) then return end
   unmark(prefix, jid)
   if ttl then kept_finished(prefix, jid, value) end
   if ttl then

@@ -1,13 +1,14 @@
-//! Reading status records: the record, else the queued mark (see `wire::jid`), in one
-//! pipeline per call.
+//! Reading status records: the record's key, else the job's field in its bucket (see
+//! `wire::jid`): `''` while it is queued, its `done` record once it succeeded. One pipeline per
+//! call.
 
 use super::Record;
 use crate::error::Result;
 use crate::store::keys::Keys;
 use redis::aio::ConnectionLike;
 
-/// Reads the record of `jid` on `queue`, if any: its status record, else `queued` if its
-/// queued mark is set (see `wire::jid`).
+/// Reads the record of `jid` on `queue`, if any: its status record, else what its bucket's
+/// field holds (see `wire::jid`).
 pub async fn read(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -65,17 +66,18 @@ pub async fn read_many(
         .collect()
 }
 
-/// Adds the reads of `jid`'s status on `queue` to `pipe`: its record, and its queued mark if
-/// its jid names one.
+/// Adds the reads of `jid`'s status on `queue` to `pipe`: its record's key, and its bucket's
+/// field if its jid names one.
 fn ask(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str, jid: &str) {
     pipe.cmd("GET").arg(keys.job(queue, jid));
     if let Some((bucket, field)) = keys.queued_mark(queue, jid) {
-        pipe.cmd("HEXISTS").arg(bucket).arg(field);
+        pipe.cmd("HGET").arg(bucket).arg(field);
     }
 }
 
-/// The record from the replies of one [`ask`]: the status record if there is one (it is
-/// written with every state after the first), else `queued` if the mark is set.
+/// The record from the replies of one [`ask`]: the key's record if there is one (any state
+/// after the plain path's first: a recovered copy's `running` shows over an earlier `done`),
+/// else the bucket's field: `queued` if it is the empty mark, else the `done` record there.
 fn answer(
     replies: &mut impl Iterator<Item = redis::Value>,
     keys: &Keys,
@@ -84,13 +86,14 @@ fn answer(
 ) -> Result<Option<Record>> {
     let mut next = || replies.next().unwrap_or(redis::Value::Nil);
     let text: Option<String> = redis::from_redis_value(next()).map_err(redis::RedisError::from)?;
-    let marked = match keys.queued_mark(queue, jid) {
-        Some(_) => redis::from_redis_value::<bool>(next()).map_err(redis::RedisError::from)?,
-        None => false,
-    };
-    Ok(match text {
-        Some(text) => Some(Record::parse(&text)),
-        None if marked => Some(Record::parse("queued")),
+    let field: Option<String> = match keys.queued_mark(queue, jid) {
+        Some(_) => redis::from_redis_value(next()).map_err(redis::RedisError::from)?,
         None => None,
+    };
+    Ok(match (text, field) {
+        (Some(text), _) => Some(Record::parse(&text)),
+        (None, Some(field)) if field.is_empty() => Some(Record::parse("queued")),
+        (None, Some(field)) => Some(Record::parse(&field)),
+        (None, None) => None,
     })
 }
