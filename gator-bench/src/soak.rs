@@ -1,7 +1,8 @@
 //! `gator-bench soak N`: N jobs through a worker in a steady stream, with Redis's memory
 //! sampled every second, to show that the status records of finished jobs (kept for the
 //! worker's `--retention`, `GATOR_SOAK_RETENTION`, default 10s here) stay bounded however many
-//! jobs pass: at about rate × retention records, and back to the baseline once they expire.
+//! jobs pass: at about rate × retention records (or the count, `--finished-max-jobs`), and
+//! back to the baseline once they are past the retention.
 //!
 //! The producer keeps at most `MAX_BACKLOG` jobs queued, so the queue's own size does not
 //! stand in for what is measured.
@@ -57,9 +58,10 @@ pub async fn soak(n: usize) -> anyhow::Result<()> {
     }
     let end = wait_for_jobs(n, "soak").await;
     let secs = end.duration_since(t0).as_secs_f64();
-    worker.stop().await?;
-    // Every record left expires within the retention.
+    // Every record left ends within the retention: a key's by its expiry, a `done` record in
+    // a bucket by the worker's pruner, so the worker runs on meanwhile.
     tokio::time::sleep(retention + Duration::from_secs(2)).await;
+    worker.stop().await?;
     sampler.abort();
     let final_memory = used_memory(client).await?;
     let final_keys = dbsize(client).await?;
