@@ -70,6 +70,8 @@ pub struct Fetcher {
     fetching: AtomicUsize,
     /// Idle processors' fetches gathering for one call, per queue.
     fetches: Gathers<(), Option<Fetched>>,
+    /// `--concurrency`.
+    concurrency: usize,
 }
 
 impl Fetcher {
@@ -109,8 +111,14 @@ impl Fetcher {
             watchers,
             wake: Notify::new(),
             fetching: AtomicUsize::new(0),
-            fetches: Gathers::default(),
+            fetches: Gathers::for_processors(concurrency),
+            concurrency,
         }
+    }
+
+    /// How many jobs this process holds at most: its processors.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     /// This fetcher, telling `observer` when a rate limiter holds a job back.

@@ -72,11 +72,11 @@ impl Settler {
     /// The settler of the process whose jobs `fetcher` fetches.
     pub fn new(client: Client, fetcher: Arc<Fetcher>, kept: Kept) -> Settler {
         Settler {
+            batches: batch::Batches::for_processors(fetcher.concurrency()),
             client,
             fetcher,
             kept,
             alarm: Arc::default(),
-            batches: batch::Batches::default(),
         }
     }
 
