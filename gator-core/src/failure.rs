@@ -10,13 +10,18 @@ use std::fmt;
 pub struct JobError {
     message: String,
     retryable: bool,
+    /// Not a failure: the job stopped before it was done and asks to run again
+    /// ([`JobError::interrupted`]).
+    interrupted: bool,
     /// The typed error it was made from ([`JobError::caused_by`]), for a retry strategy.
     source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
 }
 
 impl PartialEq for JobError {
     fn eq(&self, other: &JobError) -> bool {
-        self.message == other.message && self.retryable == other.retryable
+        self.message == other.message
+            && self.retryable == other.retryable
+            && self.interrupted == other.interrupted
     }
 }
 
@@ -30,6 +35,22 @@ impl JobError {
         JobError {
             message: bounded(message.into()),
             retryable: true,
+            interrupted: false,
+            source: None,
+        }
+    }
+
+    /// Not a failure: the job stopped before it was done (it saw [`crate::Context::cancelled`]
+    /// at shutdown, or a resource it needs is going away) and asks to run again from the start,
+    /// its attempt not counted. While its worker shuts down it goes back to the head of its
+    /// queue; otherwise it is due again a second later (so a job that always says so does not
+    /// spin). A job whose context was cancelled by the worker's shutdown is treated so
+    /// whatever error it returns.
+    pub fn interrupted(message: impl Into<String>) -> JobError {
+        JobError {
+            message: bounded(message.into()),
+            retryable: true,
+            interrupted: true,
             source: None,
         }
     }
@@ -39,6 +60,7 @@ impl JobError {
         JobError {
             message: bounded(message.into()),
             retryable: false,
+            interrupted: false,
             source: None,
         }
     }
@@ -49,6 +71,7 @@ impl JobError {
         JobError {
             message: bounded(error.to_string()),
             retryable: true,
+            interrupted: false,
             source: Some(std::sync::Arc::new(error)),
         }
     }
@@ -66,6 +89,11 @@ impl JobError {
     /// Whether another attempt may succeed.
     pub fn is_retryable(&self) -> bool {
         self.retryable
+    }
+
+    /// Whether the job said it was interrupted ([`JobError::interrupted`]), not failed.
+    pub fn is_interrupted(&self) -> bool {
+        self.interrupted
     }
 }
 

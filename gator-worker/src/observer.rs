@@ -111,8 +111,11 @@ impl Observer {
         let failed = match outcome {
             Outcome::Done { .. } | Outcome::AwaitReply { .. } => false,
             Outcome::Retry { .. } | Outcome::Dead { .. } | Outcome::Discard { .. } => true,
-            // Not an attempt that ended: moved to its window, or stopped by a cancel.
-            Outcome::Reschedule { .. } | Outcome::Cancelled { .. } => return,
+            // Not an attempt that ended: moved to its window, stopped by a cancel, or
+            // interrupted by a shutdown.
+            Outcome::Reschedule { .. } | Outcome::Cancelled { .. } | Outcome::Interrupted => {
+                return;
+            }
         };
         let pending = self.pending_of(queue);
         pending.processed.fetch_add(1, Ordering::Relaxed);

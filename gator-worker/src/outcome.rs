@@ -44,6 +44,11 @@ pub enum Outcome {
         /// How long until its next window opens.
         delay: Duration,
     },
+    /// It stopped because its worker is shutting down (its context was cancelled by the
+    /// shutdown, or it said [`JobError::interrupted`] while the worker stops): not a failure.
+    /// It stays in flight, and the stopping worker puts it back at the head of its queue
+    /// unchanged, its attempt not counted (or, should the process die first, recovery does).
+    Interrupted,
     /// It returned having asked to wait for a reply: it leaves its queue waiting for it.
     AwaitReply {
         /// Its wait record (`store::reply::WaitRecord`, JSON).

@@ -5,7 +5,10 @@
 //! `State(db): State<Db>` is dispatched with its other parameters only, and the worker supplies
 //! these at run time.
 
+mod cancel;
 mod state;
+
+pub use cancel::CancelReason;
 
 pub use state::{State, StateMap, StateNeed};
 
@@ -274,44 +277,6 @@ impl Context {
     /// (a `State<T>` parameter is the usual way to take it).
     pub fn state<T: Clone + Send + Sync + 'static>(&self) -> Option<T> {
         self.inner.states.get::<T>()
-    }
-
-    /// Whether this attempt should stop: its timeout passed, the job was cancelled
-    /// (`Client::cancel`), or the worker's shutdown deadline
-    /// came. A sync job checks it between units of work.
-    pub fn is_cancelled(&self) -> bool {
-        self.inner.attempt.is_cancelled() || self.inner.deadline.is_cancelled()
-    }
-
-    /// Resolves when this attempt should stop (see [`Context::is_cancelled`]). An async job
-    /// awaits it beside its work (`tokio::select!`) to stop cleanly.
-    pub async fn cancelled(&self) {
-        tokio::select! {
-            _ = self.inner.attempt.cancelled() => {}
-            _ = self.inner.deadline.cancelled() => {}
-        }
-    }
-
-    /// Cancels this attempt: [`Context::cancelled`] resolves and [`Context::is_cancelled`] is
-    /// true. The worker calls it when the attempt's timeout passes.
-    pub fn cancel(&self) {
-        self.inner.attempt.cancel();
-    }
-
-    /// Cancels the job itself, as `Client::cancel` asked: [`Context::cancelled`]
-    /// resolves, and whatever the job returns, its worker records it cancelled and never
-    /// retries it. The worker calls it within a second of the request.
-    pub fn request_cancel(&self) {
-        self.inner
-            .cancel_requested
-            .store(true, std::sync::atomic::Ordering::Release);
-        self.inner.attempt.cancel();
-    }
-
-    /// Whether the job's cancellation was asked for ([`Context::request_cancel`]), as opposed
-    /// to its attempt timing out or the worker shutting down.
-    pub fn is_cancel_requested(&self) -> bool {
-        self.inner.is_cancel_requested()
     }
 }
 

@@ -6,8 +6,13 @@ use crate::fetcher::Job;
 use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
 use gator_core::payload::PayloadDocument;
 use gator_core::unique::UniqueUntil;
-use gator_core::{Context, JobError, JobResult};
+use gator_core::{CancelReason, Context, JobError, JobResult};
+use std::time::Duration;
 use tracing::info;
+
+/// How soon a job that said it was interrupted ([`JobError::interrupted`]) runs again when its
+/// worker is not stopping: soon, but not at once, so one that always says so does not spin.
+const INTERRUPTED_AGAIN_IN: Duration = Duration::from_secs(1);
 
 impl Processor {
     /// Step 7, classify: cancelled, waiting for a reply, done, or a failure to retry or bury.
@@ -25,7 +30,10 @@ impl Processor {
             info!(duration_ms, outcome = "cancelled", "job cancelled");
             return Ok(self.cancelled(doc));
         }
-        let result = result.map_err(|error| Early::Failed(Failure::Run(error), policy))?;
+        let result = match result {
+            Err(error) => return Err(self.failed_or_interrupted(error, ctx, attempt, policy)),
+            Ok(result) => result,
+        };
         // It returned `Ok` having asked to wait for a reply: its attempt ends waiting.
         if let Some(request) = ctx.take_await_reply() {
             return self
@@ -35,6 +43,33 @@ impl Processor {
         let duration_ms = outcome::elapsed_ms(attempt.started);
         info!(duration_ms, outcome = "done", "job finished");
         Ok(self.done(doc, result))
+    }
+
+    /// What an attempt that did not succeed comes to: interrupted, if the worker's shutdown
+    /// deadline cancelled its context (whatever it returned), or it said so after that deadline
+    /// (back to the head of its queue, its attempt not counted); put back a second later if it
+    /// said it was interrupted otherwise; else a failure.
+    fn failed_or_interrupted(
+        &self,
+        error: JobError,
+        ctx: &Context,
+        attempt: Attempt,
+        policy: Policy,
+    ) -> Early {
+        let shutdown = ctx.cancel_reason() == Some(CancelReason::Shutdown)
+            || (error.is_interrupted() && self.deadline.is_cancelled());
+        let duration_ms = outcome::elapsed_ms(attempt.started);
+        if shutdown {
+            info!(duration_ms, outcome = "interrupted", error = %error, "job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted");
+            return Early::Outcome(Outcome::Interrupted);
+        }
+        if error.is_interrupted() {
+            info!(duration_ms, outcome = "interrupted", error = %error, "job interrupted: it runs again in a second, its attempt not counted");
+            return Early::Outcome(Outcome::Reschedule {
+                delay: INTERRUPTED_AGAIN_IN,
+            });
+        }
+        Early::Failed(Failure::Run(error), policy)
     }
 
     /// The outcome of a success: what it returned, and its chain's or workflow's hand-off.

@@ -94,6 +94,12 @@ impl Settler {
     /// next. Returns once the outcome is written, or once it is clear it never will be (the
     /// job then stays in flight, for recovery).
     pub async fn settle(&self, job: Job, outcome: Outcome, stop: &CancellationToken) -> Next {
+        if let Outcome::Interrupted = outcome {
+            // Nothing to write: it stays in flight, and shutdown puts it back at the head of
+            // its queue as it is (`launcher::stop`). The slot goes back with `job`.
+            self.fetcher.settled(&job.fetched);
+            return Next::Fetch(None);
+        }
         let Some(done) = plain_success(&outcome, self.kept.retention) else {
             return self.write(job.fetched, &outcome, Some(job.slot)).await;
         };

@@ -125,6 +125,8 @@ async fn try_write(
             .await
         }
         Outcome::Dead { entry } => kill(client, job, entry, kept).await,
+        // Settled without a write (`Settler::settle`): it stays in flight for shutdown.
+        Outcome::Interrupted => Ok(true),
     }
 }
 
