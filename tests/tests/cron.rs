@@ -582,3 +582,34 @@ async fn re_adding_an_entry_for_another_queue_moves_it() {
             .unwrap()
     );
 }
+
+/// `cron list` prints a table under a header, like every other listing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cron_list_is_a_table_with_headers() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let admin = gator_core::Admin::new(client.clone());
+    admin
+        .add_periodic("yearly", "0 0 1 1 *", None, CronTick::call("new".into()))
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    gator_worker::cli::AdminCommand::Cron {
+        action: gator_worker::cli::cron::CronAction::List { json: false },
+    }
+    .run(&admin, &mut out)
+    .await
+    .unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "name", "cron", "tz", "job", "queue", "state", "last", "next"
+        ]
+    );
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(row[0], "yearly", "{text}");
+    assert!(row.contains(&"active"), "{text}");
+}

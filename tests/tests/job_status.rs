@@ -305,16 +305,21 @@ async fn job_show_prints_status_attempts_and_result() {
     assert_eq!(shown["queue"], "st-done");
     assert_eq!(shown["result"]["order"], 77);
 
+    // An unknown jid is shown as such, and is an error (`gator-worker` exits 1 on one), as
+    // the HTTP API answers 404.
     let mut out = Vec::new();
-    gator_worker::cli::AdminCommand::Job {
+    let shown = gator_worker::cli::AdminCommand::Job {
         action: gator_worker::cli::job::JobAction::Show {
             jid: "never-dispatched".into(),
             json: false,
         },
     }
     .run(&gator_core::Admin::new(client.clone()), &mut out)
-    .await
-    .unwrap();
+    .await;
+    assert!(
+        matches!(&shown, Err(gator_worker::cli::AdminError::UnknownJob { jid }) if jid == "never-dispatched"),
+        "{shown:?}"
+    );
     assert!(
         String::from_utf8(out)
             .unwrap()

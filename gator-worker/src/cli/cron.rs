@@ -1,7 +1,7 @@
 //! `gator-worker cron list|pause|resume|run|remove`: the periodic jobs stored in Redis (see
 //! [`gator_core::cron`]), for every worker at once.
 
-use crate::cli::AdminError;
+use crate::cli::{AdminError, table};
 use clap::Subcommand;
 use gator_core::Admin;
 use gator_core::admin::Periodic;
@@ -84,22 +84,27 @@ async fn list(admin: &Admin, as_json: bool, out: &mut impl Write) -> Result<(), 
     }
     if entries.is_empty() {
         writeln!(out, "no periodic jobs")?;
+        return Ok(());
     }
+    // A table under a header, like every other listing.
+    let mut rows = table::new(&[
+        "name", "cron", "tz", "job", "queue", "state", "last", "next",
+    ]);
     for p in &entries {
         let e = &p.entry;
         let state = if p.paused { "paused" } else { "active" };
-        writeln!(
-            out,
-            "{}  {:?} {}  job {} on {}  {state}  last {}  next {}",
-            e.name,
-            e.cron,
-            e.tz,
-            e.job,
-            e.queue,
+        rows.add_row([
+            e.name.clone(),
+            e.cron.clone(),
+            e.tz.clone(),
+            e.job.clone(),
+            e.queue.clone(),
+            state.to_owned(),
             p.last_fired.map_or("-".to_owned(), time),
             p.next.filter(|_| !p.paused).map_or("-".to_owned(), time),
-        )?;
+        ]);
     }
+    table::print(out, &rows)?;
     Ok(())
 }
 

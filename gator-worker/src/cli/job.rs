@@ -14,7 +14,8 @@ pub enum JobAction {
     /// attempts, its last error and the result it returned.
     ///
     /// Every known queue is searched. A finished job is shown for as long as the worker's
-    /// `--retention` (24 h by default); a dead one as long as the dead set keeps it.
+    /// `--retention` (24 h by default); a dead one as long as the dead set keeps it. An unknown
+    /// jid is shown as `unknown` and exits 1.
     Show {
         /// The job's jid, as `dispatch` returned it.
         jid: String,
@@ -72,6 +73,13 @@ async fn show(
             };
             writeln!(out, "{name:<9} {text}")?;
         }
+    }
+    // Shown, and an error all the same (the process exits 1), as the HTTP API answers 404: a
+    // script that checks the exit code learns the jid is wrong.
+    if status == JobStatus::Unknown {
+        return Err(AdminError::UnknownJob {
+            jid: jid.to_owned(),
+        });
     }
     Ok(())
 }
