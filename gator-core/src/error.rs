@@ -20,7 +20,7 @@ pub enum Error {
     },
     /// Redis could not be reached, or refused the connection (a TLS certificate it does not
     /// accept, or one that does not verify, a wrong password).
-    #[error("could not connect to Redis at {url}: {source}{hint}", hint = connect_hint(source))]
+    #[error("could not connect to Redis at {url}: {}", connect_reason(source))]
     Connect {
         /// The URL, its password redacted.
         url: String,
@@ -325,11 +325,19 @@ fn redis_text(error: &redis::RedisError) -> String {
 }
 
 /// A pointer to the likely fix when a TLS handshake failed on the server's certificate.
-fn connect_hint(error: &redis::RedisError) -> &'static str {
+fn connect_reason(error: &redis::RedisError) -> String {
     let text = error.to_string();
     if text.contains("certificate") || text.contains("UnknownIssuer") {
-        " (the server's certificate did not verify: give the CA that signed it with --redis-ca-cert or GATOR_REDIS_CA_CERT, or check the host name in the URL)"
+        format!(
+            "{text} (the server's certificate did not verify: give the CA that signed it with --redis-ca-cert or GATOR_REDIS_CA_CERT, or check the host name in the URL)"
+        )
+    } else if error.kind() == redis::ErrorKind::Parse || text.contains("Parse error") {
+        // A reply Redis would never send (an HTTP server's `HTTP/1.1 400`, a TLS handshake):
+        // the parser's `Unexpected '84'` would say nothing to whoever reads it.
+        "the server there did not answer as Redis: is another service on that port, or is it a \
+         TLS port (write rediss://)?"
+            .to_owned()
     } else {
-        ""
+        text
     }
 }

@@ -97,3 +97,46 @@ async fn a_burst_of_concurrent_dispatches_all_land_once() {
     assert_eq!(jids.len(), 200);
     assert_eq!(queue_len(&server.url()).await, 200);
 }
+
+/// A URL without a scheme, or with one that is not Redis's, is refused with what was wrong and
+/// what to write instead; the password never shows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_without_a_redis_scheme_says_to_write_redis() {
+    for url in ["127.0.0.1:1", "http://:hunter2@127.0.0.1:1", "localhost"] {
+        let error = Client::connect(url).await.expect_err(url).to_string();
+        assert!(error.contains("redis://"), "{url}: {error}");
+        assert!(!error.contains("hunter2"), "{url}: {error}");
+        assert!(
+            error.contains("127.0.0.1:1") || error.contains("localhost"),
+            "{error}"
+        );
+    }
+}
+
+/// A port where something other than Redis answers is named as such, not as a parse error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_answer_as_redis_is_named_so() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                let mut buf = [0u8; 1024];
+                let _ = socket.read(&mut buf).await;
+                let _ = socket
+                    .write_all(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let error = Client::connect(&url)
+        .await
+        .expect_err("not Redis")
+        .to_string();
+    assert!(error.contains("did not answer as Redis"), "{error}");
+}

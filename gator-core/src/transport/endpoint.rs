@@ -197,6 +197,7 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(redis::Client, Connecti
 /// them, so that a plain-text connection is never made by mistake, and readies rustls for one
 /// that does.
 fn node_info(url: &str, tls: &TlsFiles) -> Result<ConnectionInfo> {
+    check_scheme(url)?;
     let info = url
         .into_connection_info()
         .map_err(|e| Error::InvalidUrl {
@@ -217,6 +218,33 @@ fn node_info(url: &str, tls: &TlsFiles) -> Result<ConnectionInfo> {
         install_crypto_provider();
     }
     Ok(info)
+}
+
+/// The schemes a Redis URL may have (redis-rs's).
+const SCHEMES: [&str; 6] = ["redis", "rediss", "redis+unix", "unix", "valkey", "valkeys"];
+
+/// Refuses a URL without a scheme (`127.0.0.1:6379`) or with one that is not Redis's
+/// (`http://…`), saying what to write instead; the URL shown redacted.
+fn check_scheme(url: &str) -> Result<()> {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        let shown = redact(&format!("redis://{url}"));
+        return Err(Error::InvalidUrl {
+            url: shown.trim_start_matches("redis://").to_owned(),
+            reason: format!(
+                "it has no scheme: write {shown} (rediss:// for TLS, redis+sentinel:// for Sentinel)"
+            ),
+        });
+    };
+    if SCHEMES.contains(&scheme.to_ascii_lowercase().as_str()) {
+        return Ok(());
+    }
+    let shown = redact(&format!("redis://{rest}"));
+    Err(Error::InvalidUrl {
+        url: redact(url),
+        reason: format!(
+            "{scheme}:// is not a Redis URL scheme: write {shown} (rediss:// for TLS, redis+sentinel:// for Sentinel)"
+        ),
+    })
 }
 
 /// The certificates `tls` names, read.
