@@ -312,6 +312,15 @@ impl WorkerBuilder {
         self
     }
 
+    /// Logs to stderr as the `gator-worker` binary does (`RUST_LOG`, else `info`), for an
+    /// application that installs no `tracing` subscriber of its own: without one, a worker's
+    /// logs (failed jobs among them) go nowhere, and it says so once on stderr when it starts.
+    /// An application's own subscriber, installed before the worker runs, wins.
+    pub fn log_to_stderr(mut self) -> WorkerBuilder {
+        self.config.log_to_stderr = true;
+        self
+    }
+
     /// Checks the settings and the jobs, and returns the worker, which connects when run.
     /// Fails on an invalid queue spec, a concurrency of 0, an unknown job name in `.jobs(..)`,
     /// two jobs with one wire name, or a `State<T>` a job takes that was not given.

@@ -55,6 +55,9 @@ pub struct WorkerConfig {
     /// set unrun (`None`: `GATOR_MAX_PAYLOAD`, else 512 KiB; see
     /// `gator_core::payload::limit`).
     pub max_payload: Option<usize>,
+    /// Whether the worker installs a `tracing` subscriber writing to stderr when it starts
+    /// and the application installed none ([`crate::WorkerBuilder::log_to_stderr`]).
+    pub log_to_stderr: bool,
 }
 
 impl fmt::Debug for WorkerConfig {
@@ -77,6 +80,7 @@ impl fmt::Debug for WorkerConfig {
             .field("wait", &self.wait)
             .field("metrics", &self.metrics)
             .field("max_payload", &self.max_payload)
+            .field("log_to_stderr", &self.log_to_stderr)
             .finish()
     }
 }
@@ -102,6 +106,7 @@ impl WorkerConfig {
             wait: None,
             metrics: false,
             max_payload: None,
+            log_to_stderr: false,
         }
     }
 }
@@ -321,6 +326,8 @@ impl Cli {
             }),
             metrics: self.metrics_bind.is_some(),
             max_payload: Some(self.max_payload),
+            // `main` installs its own subscriber.
+            log_to_stderr: false,
         }
     }
 }

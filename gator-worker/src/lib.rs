@@ -142,6 +142,7 @@
 
 pub mod admission;
 pub mod alarm;
+pub mod audible;
 pub mod builder;
 pub mod cancellation;
 #[cfg(feature = "cli")]
@@ -214,13 +215,7 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
             return ExitCode::FAILURE;
         }
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    audible::log_to_stderr();
     let Some(runtime) = start_runtime(tokio::runtime::Builder::new_multi_thread()) else {
         return ExitCode::FAILURE;
     };

@@ -91,6 +91,10 @@ impl Worker {
     /// Retries while Redis is unreachable; fails if it can never work (an invalid URL or TLS
     /// file, a refused password).
     pub async fn run_until(self, stop: CancellationToken) -> gator_core::Result<()> {
+        if self.config.log_to_stderr {
+            crate::audible::log_to_stderr();
+        }
+        crate::audible::warn_if_unheard();
         let Some(started) = self.start(&stop).await? else {
             return Ok(()); // stopped before Redis was reachable: nothing was fetched
         };
