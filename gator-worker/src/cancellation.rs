@@ -25,14 +25,20 @@ pub struct Cancels {
     any: AtomicBool,
     marked: Mutex<HashSet<String>>,
     running: Mutex<HashMap<String, Context>>,
+    outage: Arc<crate::outage::Outage>,
 }
 
 impl Cancels {
     /// Cancellation for the queues `leases` holds.
-    pub fn new(client: Client, leases: Arc<Leases>) -> Arc<Cancels> {
+    pub fn new(
+        client: Client,
+        leases: Arc<Leases>,
+        outage: Arc<crate::outage::Outage>,
+    ) -> Arc<Cancels> {
         Arc::new(Cancels {
             client,
             leases,
+            outage,
             any: AtomicBool::new(false),
             marked: Mutex::new(HashSet::new()),
             running: Mutex::new(HashMap::new()),
@@ -65,7 +71,10 @@ impl Cancels {
                 () = tokio::time::sleep(CANCEL_POLL) => {}
             }
             if let Err(e) = self.tick().await {
-                warn!(error = %e, "could not read which jobs were cancelled; trying again");
+                self.outage.unless_outage(
+                    &e,
+                    || warn!(error = %e, "could not read which jobs were cancelled; trying again"),
+                );
             }
         }
     }

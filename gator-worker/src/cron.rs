@@ -35,6 +35,8 @@ pub struct Cron {
     pub declared: Vec<CronEntry>,
     /// The longest sleep between passes: how soon an entry added or changed elsewhere is seen.
     pub refresh: Duration,
+    /// How this process logs a Redis outage ([`crate::outage`]).
+    pub outage: std::sync::Arc<crate::outage::Outage>,
 }
 
 /// What one pass did.
@@ -57,7 +59,9 @@ impl Cron {
                     .next_in
                     .map_or(self.refresh, |next| next.min(self.refresh)),
                 Err(e) => {
-                    warn!(error = %e, "could not fire periodic jobs; trying again next pass");
+                    self.outage.unless_outage(&e, || {
+                        warn!(error = %e, "could not fire periodic jobs; trying again next pass");
+                    });
                     self.refresh
                 }
             };

@@ -21,12 +21,14 @@
 //! 3. otherwise waits until it is woken: a processor got a job (there may be more), or a slot
 //!    came free.
 
+use crate::slot::FetchGuard;
 pub use crate::slot::{Job, Slot};
 
 use crate::admission::Admission;
 use crate::gather::{Gathers, Joined};
 use crate::held::Held;
 use crate::leases::Leases;
+use crate::outage::Outage;
 use crate::queues::QueueOrder;
 use crate::watchers::{Blocked, Watchers};
 use gator_core::Client;
@@ -72,6 +74,8 @@ pub struct Fetcher {
     fetches: Gathers<(), Option<Fetched>>,
     /// `--concurrency`.
     concurrency: usize,
+    /// Whether Redis is reachable, as this process's calls find it (logged as one event).
+    outage: Arc<Outage>,
 }
 
 impl Fetcher {
@@ -113,7 +117,13 @@ impl Fetcher {
             fetching: AtomicUsize::new(0),
             fetches: Gathers::for_processors(concurrency),
             concurrency,
+            outage: Arc::default(),
         }
+    }
+
+    /// How this process logs a Redis outage (see [`crate::outage`]).
+    pub fn outage(&self) -> &Arc<Outage> {
+        &self.outage
     }
 
     /// How many jobs this process holds at most: its processors.
@@ -226,9 +236,15 @@ impl Fetcher {
         for queue in &queues {
             // A queue that fails (a key of the wrong type) must not starve the others.
             let jobs = match self.fetch_one(queue).await {
-                Ok(job) => job.into_iter().collect(),
+                Ok(job) => {
+                    self.outage.reached();
+                    job.into_iter().collect()
+                }
                 Err(e) => {
-                    warn!(queue = %queue, error = %e, "could not fetch from the queue; trying the others");
+                    // An outage is logged as one event; another error is this queue's.
+                    if !self.outage.failed(&e) {
+                        warn!(queue = %queue, error = %e, "could not fetch from the queue; trying the others");
+                    }
                     failed = Some(e);
                     failures += 1;
                     continue;
@@ -376,13 +392,4 @@ impl std::fmt::Debug for Fetcher {
 enum Found {
     Job(Job),
     Nothing(OwnedSemaphorePermit),
-}
-
-/// Counts one fetch in flight until dropped ([`Fetcher::fetch_guard`]).
-pub(crate) struct FetchGuard<'a>(&'a AtomicUsize);
-
-impl Drop for FetchGuard<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
-    }
 }

@@ -94,6 +94,9 @@
 //! | error | `panicked while handling a job; recording it as a failure` | `queue`, `panic` |
 //! | error | `panicked while recording a job's outcome: …` | `queue`, `panic` |
 //! | warn | `fetch failed` | `error`, `retry_in_ms` |
+//! | warn | `Redis is unreachable: fetches and writes are retried with backoff; one summary every 10 s until it is back` | `error` (once per outage; its failures are not logged one by one, see `outage`) |
+//! | warn | `Redis is still unreachable` | `error`, `down_s`, `failures` (every 10 s of an outage) |
+//! | info | `Redis is reachable again` | `down_ms`, `failures` |
 //! | warn | `cannot record a job's outcome; trying again` | `queue`, `error`, `retry_in_ms` |
 //! | warn | `could not fetch from the queue; trying the others` | `queue`, `error` |
 //! | warn | `could not renew the lease after a recovery` | `queue`, `error` |
@@ -159,6 +162,7 @@ pub mod leases;
 pub mod memory;
 pub mod middleware;
 pub mod observer;
+pub mod outage;
 pub mod outcome;
 pub mod poller;
 pub mod processor;

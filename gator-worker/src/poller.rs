@@ -32,6 +32,8 @@ pub struct Poller {
     pub fleet: Arc<AtomicUsize>,
     /// Rung by this process's settler for a job it wrote due sooner than the next pass.
     pub alarm: Arc<Alarm>,
+    /// How this process logs a Redis outage ([`crate::outage`]).
+    pub outage: Arc<crate::outage::Outage>,
 }
 
 /// What one pass found.
@@ -54,7 +56,10 @@ impl Poller {
             let pause = match self.tick().await {
                 Ok(pass) => self.pause_after(pass),
                 Err(e) => {
-                    warn!(error = %e, "could not promote due jobs; trying again next pass");
+                    self.outage.unless_outage(
+                        &e,
+                        || warn!(error = %e, "could not promote due jobs; trying again next pass"),
+                    );
                     self.interval
                 }
             };
@@ -79,7 +84,7 @@ impl Poller {
             let promoted = match store::schedule::promote_due(&mut conn, keys, &queue).await {
                 Ok(promoted) => promoted,
                 Err(e) => {
-                    warn!(queue = %queue, error = %e, "could not promote the queue's due jobs; trying again next pass");
+                    self.outage.unless_outage(&e, || warn!(queue = %queue, error = %e, "could not promote the queue's due jobs; trying again next pass"));
                     continue;
                 }
             };

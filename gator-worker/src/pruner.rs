@@ -33,6 +33,8 @@ pub struct Pruner {
     pub retention: Duration,
     /// The live processes of the fleet, as the heartbeat last counted them.
     pub fleet: Arc<AtomicUsize>,
+    /// How this process logs a Redis outage ([`crate::outage`]).
+    pub outage: Arc<crate::outage::Outage>,
 }
 
 impl Pruner {
@@ -64,9 +66,9 @@ impl Pruner {
             {
                 Ok(0) => {}
                 Ok(removed) => debug!(queue = %queue, removed, "trimmed finished jobs' records"),
-                Err(e) => {
-                    warn!(queue = %queue, error = %e, "could not trim the queue's finished jobs' records; trying again next pass")
-                }
+                Err(e) => self.outage.unless_outage(&e, || {
+                    warn!(queue = %queue, error = %e, "could not trim the queue's finished jobs' records; trying again next pass");
+                }),
             }
         }
     }

@@ -94,13 +94,17 @@ impl Recovery {
             Ok(0) => {}
             Ok(ended) => warn!(waits = ended, "waits for replies timed out"),
             Err(e) => {
-                warn!(error = %e, "could not end the waits for replies that timed out; trying again next pass")
+                self.fetcher.outage().unless_outage(&e, || {
+                    warn!(error = %e, "could not end the waits for replies that timed out; trying again next pass");
+                })
             }
         }
         if let Err(e) =
             gator_core::store::reply::drain(conn, keys, self.client.replica_wait()).await
         {
-            warn!(error = %e, "could not carry replies to their jobs; trying again next pass");
+            self.fetcher.outage().unless_outage(&e, || {
+                warn!(error = %e, "could not carry replies to their jobs; trying again next pass");
+            });
         }
     }
 
@@ -117,7 +121,9 @@ impl Recovery {
         let mut queues = match known.await {
             Ok(queues) => queues,
             Err(e) => {
-                warn!(error = %e, "could not read the known queues; recovering the served ones only");
+                self.fetcher.outage().unless_outage(&e, || {
+                    warn!(error = %e, "could not read the known queues; recovering the served ones only");
+                });
                 Vec::new()
             }
         };
@@ -151,7 +157,9 @@ impl Recovery {
         {
             Ok(recovered) => recovered,
             Err(e) => {
-                warn!(queue = %queue, error = %e, "could not recover the queue's in-flight jobs of dead processes; trying again next pass");
+                self.fetcher.outage().unless_outage(&e, || {
+                    warn!(queue = %queue, error = %e, "could not recover the queue's in-flight jobs of dead processes; trying again next pass");
+                });
                 return;
             }
         };
@@ -164,14 +172,18 @@ impl Recovery {
             Ok(0) => {}
             Ok(handoffs) => debug!(queue = %queue, handoffs, "drained the outbox"),
             Err(e) => {
-                warn!(queue = %queue, error = %e, "could not drain the queue's outbox of chain hand-offs; trying again next pass");
+                self.fetcher.outage().unless_outage(&e, || {
+                    warn!(queue = %queue, error = %e, "could not drain the queue's outbox of chain hand-offs; trying again next pass");
+                });
             }
         }
         // Workflow steps released (or dispatched) by a process that died before it pushed
         // them to their queues.
         let wait = self.client.replica_wait();
         if let Err(e) = workflow::drain_pushing(conn, keys, queue, wait).await {
-            warn!(queue = %queue, error = %e, "could not push the released steps of the queue's workflows; trying again next pass");
+            self.fetcher.outage().unless_outage(&e, || {
+                warn!(queue = %queue, error = %e, "could not push the released steps of the queue's workflows; trying again next pass");
+            });
         }
         if let Some(expiry) = recovered.next_expiry_ms {
             let wait = Duration::from_millis(expiry.saturating_sub(recovered.now_ms));
@@ -194,7 +206,9 @@ impl Recovery {
             let listed = match inflight::list(&mut conn, keys, &queue, process).await {
                 Ok(listed) => listed,
                 Err(e) => {
-                    warn!(queue = %queue, error = %e, "could not look for stranded in-flight jobs");
+                    self.fetcher.outage().unless_outage(&e, || {
+                        warn!(queue = %queue, error = %e, "could not look for stranded in-flight jobs");
+                    });
                     continue;
                 }
             };

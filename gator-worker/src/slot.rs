@@ -1,4 +1,5 @@
-//! A job this process holds and the slot it takes: a process holds at most `--concurrency`
+//! A job this process holds and the slot it takes (and the count of fetches under way, which
+//! shutdown waits on): a process holds at most `--concurrency`
 //! jobs, each with its slot from the moment it is fetched until its outcome is written (see
 //! [`crate::fetcher`]).
 
@@ -39,5 +40,14 @@ impl Slot {
 impl std::fmt::Debug for Slot {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("Slot")
+    }
+}
+
+/// Counts one fetch in flight until dropped ([`crate::fetcher::Fetcher::fetch_guard`]).
+pub(crate) struct FetchGuard<'a>(pub(crate) &'a std::sync::atomic::AtomicUsize);
+
+impl Drop for FetchGuard<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
     }
 }

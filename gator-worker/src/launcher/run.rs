@@ -65,7 +65,8 @@ impl Started {
     /// after the processors, so the last outcomes are counted too.
     fn spawn_background(&self, until: &CancellationToken) -> (Arc<Cancels>, Vec<JoinHandle<()>>) {
         let heartbeat = tokio::spawn(self.heartbeat.clone().run(until.clone()));
-        let cancels = Cancels::new(self.client.clone(), self.leases.clone());
+        let outage = self.fetcher.outage().clone();
+        let cancels = Cancels::new(self.client.clone(), self.leases.clone(), outage);
         let cancels_task = tokio::spawn(cancels.clone().run(until.clone()));
         let served = self.order.clone();
         let observer = tokio::spawn(self.observer.clone().run(
@@ -111,6 +112,7 @@ impl Started {
             interval: self.config.poll_interval,
             fleet: self.heartbeat.fleet.clone(),
             alarm: self.settler.alarm(),
+            outage: self.fetcher.outage().clone(),
         };
         tracker.spawn(poller.run(stop.clone()));
         let pruner = Pruner {
@@ -119,6 +121,7 @@ impl Started {
             keep: self.config.finished_max_jobs,
             retention: self.config.retention,
             fleet: self.heartbeat.fleet.clone(),
+            outage: self.fetcher.outage().clone(),
         };
         tracker.spawn(pruner.run(stop.clone()));
         // The entries declared in code for the jobs this worker runs (checked by the builder).
@@ -131,6 +134,7 @@ impl Started {
             client: self.client.clone(),
             declared,
             refresh: self.config.poll_interval * REFRESH_POLLS,
+            outage: self.fetcher.outage().clone(),
         };
         tracker.spawn(cron.run(stop.clone()));
     }

@@ -91,7 +91,8 @@ impl Processor {
                     Ok(None) => break,
                     Err(e) => {
                         failures += 1;
-                        pause_after_fetch_error(failures, &stop, &e).await;
+                        let outage = self.fetcher.outage().failed(&e);
+                        pause_after_fetch_error(failures, &stop, &e, outage).await;
                         continue;
                     }
                 },
@@ -213,9 +214,12 @@ async fn pause_after_fetch_error(
     failures: u32,
     stop: &CancellationToken,
     error: &gator_core::Error,
+    outage: bool,
 ) {
     let delay = Duration::from_millis(100 * 2u64.pow(failures.min(6))).min(Duration::from_secs(5));
-    warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "fetch failed");
+    if !outage {
+        warn!(error = %error, retry_in_ms = delay.as_millis() as u64, "fetch failed");
+    }
     tokio::select! {
         _ = tokio::time::sleep(delay) => {}
         _ = stop.cancelled() => {}

@@ -110,7 +110,9 @@ impl Settler {
             Ok(next) => next,
             // It may or may not have run: the usual write finds out. The slot is back already.
             Err((fetched, e)) => {
-                warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
+                if !self.fetcher.outage().failed(&e) {
+                    warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
+                }
                 self.write(fetched, &outcome, None).await
             }
         }
@@ -119,7 +121,8 @@ impl Settler {
     /// Writes `outcome` with its script ([`write::write`]); `slot` is given back once the
     /// first try is sent. The next fetch starts afresh.
     async fn write(&self, fetched: Fetched, outcome: &Outcome, slot: Option<Slot>) -> Next {
-        write::write(&self.client, &fetched, outcome, self.kept, slot).await;
+        let outage = self.fetcher.outage();
+        write::write(&self.client, &fetched, outcome, self.kept, slot, outage).await;
         if let Outcome::Retry { delay, .. } | Outcome::Reschedule { delay } = outcome {
             self.alarm.ring_in(*delay);
         }

@@ -25,6 +25,7 @@ pub async fn write(
     outcome: &Outcome,
     kept: Kept,
     mut slot: Option<Slot>,
+    outage: &crate::outage::Outage,
 ) {
     let mut delay = Duration::from_millis(100);
     loop {
@@ -33,6 +34,9 @@ pub async fn write(
             Some(slot) => sent_then(attempt, move || drop(slot)).await,
             None => attempt.await,
         };
+        if settled.is_ok() {
+            outage.reached();
+        }
         match settled {
             Ok(true) => return,
             Ok(false) => {
@@ -47,7 +51,9 @@ pub async fn write(
                 return;
             }
             Err(e) => {
-                warn!(queue = %job.queue, error = %e, retry_in_ms = delay.as_millis() as u64, "cannot record a job's outcome; trying again");
+                if !outage.failed(&e) {
+                    warn!(queue = %job.queue, error = %e, retry_in_ms = delay.as_millis() as u64, "cannot record a job's outcome; trying again");
+                }
                 tokio::time::sleep(delay).await;
                 delay = (delay * 2).min(Duration::from_secs(5));
             }
