@@ -920,3 +920,50 @@ async fn every_read_answers_json_and_cancel_and_reply_act() {
     );
     worker.stop().await;
 }
+
+/// A filtered set page says how many entries match, not how many the set holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filtered_set_page_counts_its_matches() {
+    let redis = RedisServer::start();
+    let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
+    redis.cli(&["SADD", "gator:queues", "web"]);
+    for (n, error) in [
+        "smtp said no",
+        "disk full",
+        "smtp said no",
+        "disk full",
+        "timeout",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let payload = json!({
+            "jid": format!("d{n}"), "job": "flaky", "args": [n], "queue": "web",
+            "created_at": 1, "enqueued_at": 1, "attempt": 3, "error": error, "failed_at": 1
+        });
+        redis.cli(&[
+            "ZADD",
+            "gator:{web}:dead",
+            &n.to_string(),
+            &payload.to_string(),
+        ]);
+    }
+    let all = get(&app, "/api/sets/dead").await;
+    assert_eq!(
+        (all["total"].as_u64(), all["set_size"].as_u64()),
+        (Some(5), Some(5))
+    );
+    let smtp = get(&app, "/api/sets/dead?error=smtp&per_page=1").await;
+    assert_eq!(smtp["total"], 2, "{smtp}");
+    assert_eq!(smtp["total_exact"], true, "{smtp}");
+    assert_eq!(smtp["set_size"], 5, "{smtp}");
+    assert_eq!(
+        smtp["entries"].as_array().unwrap().len(),
+        1,
+        "a page of one"
+    );
+    let by_job = get(&app, "/api/sets/dead?job=flaky&queue=web").await;
+    assert_eq!(by_job["total"], 5, "{by_job}");
+    let none = get(&app, "/api/sets/dead?job=doomed").await;
+    assert_eq!(none["total"], 0, "{none}");
+}

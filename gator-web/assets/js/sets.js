@@ -123,7 +123,8 @@ const GatorSets = (() => {
       state.cursor = page.next_cursor;
       state.scanned += page.scanned || 0;
       render();
-      summary.textContent = `${G.plural(state.shown.length, "matching job")} shown of ${num(page.total)}; ${num(state.scanned)} entries examined` + (state.cursor ? " (more to examine)" : "") + ". Live updates pause while filtering.";
+      const matches = page.total_exact ? num(page.total) : `at least ${num(page.total)}`;
+      summary.textContent = `${state.shown.length} of ${matches} matching ${page.total === 1 ? "job" : "jobs"} shown (of ${num(page.set_size)} in the set); ${num(state.scanned)} entries examined` + (state.cursor ? " (more to examine)" : "") + ". Live updates pause while filtering.";
       fill(pager, state.cursor ? el("button", { type: "button", text: "More", id: "more", onclick: () => loadOnce(false) }) : null);
     }
 

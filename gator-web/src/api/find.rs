@@ -45,8 +45,14 @@ pub(crate) struct SetParams {
 pub(crate) struct SetPage {
     set: &'static str,
     /// Entries in the set (of the queue, if filtered by queue); with a job or error filter,
-    /// the matches are not counted ahead: follow `next_cursor`.
+    /// the entries that match (counted over at most `count_budget` entries: exact when
+    /// `total_exact`, else how many matched among the first ones).
     total: usize,
+    /// Whether `total` is exact: always without a filter; with one, when the set was
+    /// counted whole within `count_budget` entries.
+    total_exact: bool,
+    /// Entries in the set (of the queue, if filtered by queue), whatever the filter.
+    set_size: usize,
     /// The page number asked for (1 when paging by cursor).
     page: u64,
     per_page: usize,
@@ -70,7 +76,13 @@ pub(crate) struct Bounds {
     read_per_queue: usize,
     /// Entries one filtered request examines at most.
     filter_budget: usize,
+    /// Entries a filtered request counts its matches over at most.
+    count_budget: usize,
 }
+
+/// The most entries a filtered request counts its matches over: a second bounded read,
+/// beside the page's, so that `total` says how many match.
+const COUNT_BUDGET: usize = 10_000;
 
 pub(crate) async fn set(
     State(app): State<App>,
@@ -87,6 +99,8 @@ pub(crate) async fn set(
     let mut answer = SetPage {
         set: kind.as_str(),
         total,
+        total_exact: true,
+        set_size: total,
         page,
         per_page,
         entries: Vec::new(),
@@ -97,6 +111,7 @@ pub(crate) async fn set(
             max_merged_depth: gator_core::admin::MAX_MERGED_DEPTH,
             read_per_queue: per_page,
             filter_budget: DEFAULT_BUDGET,
+            count_budget: COUNT_BUDGET,
         },
     };
     if job.is_none() && error.is_none() {
@@ -134,24 +149,30 @@ async fn filtered(
         (None, Some(job)) => (job.clone(), SearchField::Job),
         (None, None) => return Err(ApiError::bad_request("a filter needs job or error")),
     };
-    let found = app
-        .admin
-        .search(&SearchQuery {
-            text,
-            field,
-            places: vec![place_of(kind)],
-            queue: queue.map(str::to_owned),
-            cursor,
-            limit: answer.per_page,
-            budget: DEFAULT_BUDGET,
-        })
+    let query = |cursor, limit, budget| SearchQuery {
+        text: text.clone(),
+        field,
+        places: vec![place_of(kind)],
+        queue: queue.map(str::to_owned),
+        cursor,
+        limit,
+        budget,
+    };
+    let matches = |hit: &&SearchHit| job.as_ref().is_none_or(|job| &hit.job == job);
+    let found = (app.admin)
+        .search(&query(cursor, answer.per_page, DEFAULT_BUDGET))
         .await?;
     answer.entries = found
         .hits
         .iter()
-        .filter(|hit| job.as_ref().is_none_or(|job| &hit.job == job))
+        .filter(matches)
         .map(|hit| entry_of_hit(kind, hit))
         .collect();
+    let counted = (app.admin)
+        .search(&query(None, COUNT_BUDGET, COUNT_BUDGET))
+        .await?;
+    answer.total = counted.hits.iter().filter(matches).count();
+    answer.total_exact = counted.next_cursor.is_none();
     answer.next_cursor = found.next_cursor;
     answer.scanned = Some(found.scanned);
     Ok(Json(answer))
