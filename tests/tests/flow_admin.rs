@@ -303,3 +303,40 @@ async fn controls_hold_on_a_single_server_or_a_cluster() {
     assert_eq!(done, expected, "every job ran once");
     worker.stop().await;
 }
+
+#[gator_core::job(queue = "parkq")]
+async fn parked_job(_n: u64) {}
+
+/// `queues` and `queue show` give one figure for the jobs parked on a controlled queue.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn queues_and_queue_show_agree_on_parked() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    ok(&redis, &["queue", "pause", "parkq"]);
+    for (n, key) in ["a", "a", "b"].iter().enumerate() {
+        ParkedJob::call(n as u64)
+            .limit_key(*key)
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+    }
+    let queues: Value = serde_json::from_str(&ok(&redis, &["queues", "--json"])).unwrap();
+    let listed = queues
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| q["name"] == "parkq")
+        .expect("the queue is listed")
+        .clone();
+    let shown = show(&redis, "parkq");
+    let by_key: u64 = shown["parked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["jobs"].as_u64().unwrap())
+        .sum();
+    assert_eq!(listed["parked"], 3, "{listed}");
+    assert_eq!(by_key, 3, "{shown}");
+    let text = ok(&redis, &["queue", "show", "parkq"]);
+    assert!(text.contains("parked: 3 jobs"), "{text}");
+}

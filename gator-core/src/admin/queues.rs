@@ -28,7 +28,9 @@ pub struct QueueInfo {
     pub paused: bool,
     /// Whether it is under flow control ([`crate::flow`]).
     pub controlled: bool,
-    /// Waiting jobs held back by a limit, a rate, a share or a no-overlap lock (not ready).
+    /// Jobs parked on a controlled queue, whatever their key's state (ready to start, or held
+    /// back by a limit, a rate, a share or a no-overlap lock): the figure `queue show` totals
+    /// (`store::flow::FlowStatus::parked_jobs`).
     pub parked: u64,
     /// Its concurrency limit in units, if any.
     pub limit: Option<u32>,
@@ -138,15 +140,8 @@ impl Admin {
             info.paused = flow.paused;
             info.limit = flow.limit;
             info.units_in_use = flow.units_in_use;
-            info.parked = flow
-                .parked
-                .iter()
-                .filter(|p| p.state != "ready")
-                .map(|p| p.jobs)
-                .sum();
-            info.size = flow.parked.iter().map(|p| p.jobs).sum::<u64>()
-                + flow.critical_waiting
-                + flow.backlog;
+            info.parked = flow.parked_jobs();
+            info.size = flow.parked_jobs() + flow.critical_waiting + flow.backlog;
             fleet::oldest_parked(conn, keys, queue).await?
         } else {
             let (len, head) = fleet::list_head(conn, keys, queue).await?;

@@ -47,6 +47,23 @@ pub struct FlowStatus {
     pub windows: Option<String>,
 }
 
+impl FlowStatus {
+    /// Every job parked, whatever its key's state: the one figure `gator-worker queues`,
+    /// `queue show`, the dashboard and the API call parked.
+    pub fn parked_jobs(&self) -> u64 {
+        self.parked.iter().map(|p| p.jobs).sum()
+    }
+
+    /// The parked jobs whose key may start one now (state `ready`); the rest wait for a
+    /// limit, a rate, a share or a no-overlap lock.
+    pub fn parked_ready(&self) -> u64 {
+        (self.parked.iter())
+            .filter(|p| p.state == "ready")
+            .map(|p| p.jobs)
+            .sum()
+    }
+}
+
 /// Parked jobs of one parking key.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Parked {

@@ -88,6 +88,15 @@ fn units(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
 
 /// The jobs waiting their turn: parked by key, critical ones, and the backlog not parked yet.
 fn parked(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
+    // The total `queues` shows in its `parked` column, then by key.
+    if !status.parked.is_empty() {
+        let (all, ready) = (status.parked_jobs(), status.parked_ready());
+        writeln!(
+            out,
+            "  parked: {all} jobs ({ready} in keys ready to start, {} held back by their key)",
+            all - ready
+        )?;
+    }
     for parked in &status.parked {
         let rate = parked
             .rate
@@ -101,7 +110,7 @@ fn parked(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
             .unwrap_or_default();
         writeln!(
             out,
-            "  parked: key {:?}{rate}{overlap}: {} jobs ({})",
+            "    key {:?}{rate}{overlap}: {} jobs ({})",
             parked.key, parked.jobs, parked.state
         )?;
     }
