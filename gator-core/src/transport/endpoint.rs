@@ -146,7 +146,7 @@ fn open_cluster(url: &str, _tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> 
     Err(Error::InvalidUrl {
         url: redact(url),
         reason: "this names a Redis Cluster, and this build of Gator has no cluster support: \
-                 enable the `cluster` feature of gator-worker (or gator-core)"
+                 enable the `cluster` feature of gator-worker, gator-web or gator-core"
             .to_owned(),
     })
 }
