@@ -240,10 +240,16 @@ impl Context {
     /// The result of this step's parent of job `job` (wire name, e.g. `FetchOrder::NAME`),
     /// decoded as a `T`: `Ok(None)` if there is no such parent or it returned nothing, an
     /// error if the value is not a `T`. With several parents of that job, the first.
+    ///
+    /// Workflow steps only: a [`crate::chain::Chain`]'s steps do not pass results (a chain is
+    /// the cheaper format that keeps none), and a job that is not a workflow step gets an
+    /// error that says so (not a silent `None`), which sends it to the dead set unretried. A
+    /// linear workflow, `Workflow::new().then(a).then(b)`, passes them.
     pub fn parent_result<T: serde::de::DeserializeOwned>(
         &self,
         job: &str,
     ) -> std::result::Result<Option<T>, crate::failure::JobError> {
+        self.in_workflow()?;
         let Some(parent) = self.parents().iter().find(|p| p.job == job) else {
             return Ok(None);
         };
@@ -271,6 +277,7 @@ impl Context {
         &self,
         wanted: impl Fn(&Parent) -> bool,
     ) -> std::result::Result<Vec<T>, crate::failure::JobError> {
+        self.in_workflow()?;
         let mut out = Vec::new();
         for parent in self.parents().iter().filter(|p| wanted(p)) {
             if let Some(value) = decode_result(parent)? {
@@ -278,6 +285,24 @@ impl Context {
             }
         }
         Ok(out)
+    }
+}
+
+impl Context {
+    /// An error unless this job is a workflow step: only those have parents' results.
+    fn in_workflow(&self) -> std::result::Result<(), crate::failure::JobError> {
+        if self.workflow_id().is_some() {
+            return Ok(());
+        }
+        let what = match self.chain_id() {
+            Some(chain) => format!("a step of chain {chain}, and chains pass no results"),
+            None => "not a workflow step".to_owned(),
+        };
+        Err(crate::failure::JobError::discard(format!(
+            "{} asked for its parents' results, but it is {what}: build the steps as a \
+             workflow (Workflow::new().then(a).then(b)) to read them",
+            self.job_name()
+        )))
     }
 }
 

@@ -290,3 +290,40 @@ async fn a_dead_step_trimmed_or_deleted_from_the_dead_set_takes_its_chains_waiti
     );
     assert_eq!(chain_keys(&redis), "", "no chain list is left behind");
 }
+
+#[job(queue = "c1")]
+async fn produce(n: u64) -> Result<u64, String> {
+    Ok(n * 2)
+}
+
+/// Asks for its parent's result, which chains do not pass.
+#[job(queue = "c1")]
+async fn consume(ctx: gator_core::Context) -> Result<(), gator_core::JobError> {
+    let _: Option<u64> = ctx.parent_result(<Produce as gator_core::Job>::NAME)?;
+    Ok(())
+}
+
+/// A chain step that asks for its parent's result is told, loudly, that chains pass none
+/// (and how to get one): it goes to the dead set unretried with that reason, not on with a
+/// silent `None`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_step_that_asks_for_its_parents_result_is_told_chains_pass_none() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let worker = TestWorker::start(&redis.url(), Some("c1"), 2);
+    Chain::new()
+        .then(Produce::call(21))
+        .then(Consume::call())
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    wait_until("the step to die", Duration::from_secs(10), || async {
+        redis.cli(&["ZCARD", "gator:{c1}:dead"]) == "1"
+    })
+    .await;
+    worker.stop().await;
+    let entry = redis.cli(&["ZRANGE", "gator:{c1}:dead", "0", "0"]);
+    assert!(entry.contains("chains pass no results"), "{entry}");
+    assert!(entry.contains("Workflow::new().then(a).then(b)"), "{entry}");
+    assert!(entry.contains("\"attempt\":1"), "not retried: {entry}");
+}
