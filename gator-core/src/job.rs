@@ -17,6 +17,14 @@ use std::time::{Duration, SystemTime};
 pub trait Job: Sized + Send + Sync + 'static {
     /// The arguments as one value: a tuple of the job fn's parameters, stored as a JSON array.
     type Args: Serialize + DeserializeOwned + Send + 'static;
+    /// The arguments as a caller writes them where it gives several jobs' (`dispatch_many`)
+    /// or checks them (`testing::Fake::assert_dispatched`, `dispatched`): a tuple of the job
+    /// fn's parameters, the bare value for a one-parameter job, `()` for none.
+    type Item: Send + 'static;
+    /// [`Job::Item`] as [`Job::Args`].
+    fn args_of(item: Self::Item) -> Self::Args;
+    /// [`Job::Args`] as [`Job::Item`].
+    fn item_of(args: Self::Args) -> Self::Item;
     /// The wire name stored in each payload's `job` field; must never change once jobs exist.
     const NAME: &'static str;
     /// The queue a dispatch goes to unless the call names another.

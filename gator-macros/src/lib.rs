@@ -126,6 +126,9 @@ use quote::quote;
 ///
 /// impl gator_core::Job for SendEmail {
 ///     type Args = (String, u32); // `(T,)` for one parameter, `[(); 0]` for none: always a JSON array
+///     type Item = (String, u32); // as callers write them: `T` for one parameter, `()` for none
+///     fn args_of(item: Self::Item) -> Self::Args { item }
+///     fn item_of(args: Self::Args) -> Self::Item { args }
 ///     const NAME: &'static str = "send_email";
 ///     const QUEUE: &'static str = "mail";
 ///     // Only for the options given: `RETRIES`, `TIMEOUT` and `fn backoff(..)` override the

@@ -61,7 +61,7 @@ async fn a_fake_chain_records_its_first_step_and_drain_runs_the_rest_in_order() 
         .expect("a chain in fake mode needs no Redis");
     assert_eq!(
         fake.dispatched::<Part>(),
-        [(1,)],
+        [1],
         "only the first step is queued"
     );
 

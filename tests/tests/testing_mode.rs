@@ -60,7 +60,11 @@ async fn fake_records_every_kind_of_dispatch_typed() {
         fake.dispatched::<Welcome>(),
         [("a@b.c".to_owned(), true), ("d@e.f".to_owned(), false)]
     );
-    fake.assert_dispatched::<Countdown>((2,));
+    // One argument is written bare, as `dispatch_many` takes it.
+    fake.assert_dispatched::<Countdown>(2);
+    Countdown::dispatch_many(vec![5, 6]).await.unwrap();
+    let countdowns = fake.dispatched::<Countdown>();
+    assert!(countdowns.ends_with(&[5, 6]), "{countdowns:?}");
     fake.clear();
     assert!(fake.jobs().is_empty());
 }
@@ -149,7 +153,7 @@ fn tests_on_other_threads_see_only_their_own_jobs() {
         .collect();
     for (t, thread) in threads.into_iter().enumerate() {
         let t = t as u32;
-        let expected: Vec<(u32,)> = (0..=t).map(|n| (t * 10 + n,)).collect();
+        let expected: Vec<u32> = (0..=t).map(|n| t * 10 + n).collect();
         assert_eq!(thread.join().unwrap(), expected);
     }
 }

@@ -192,20 +192,22 @@ impl Fake {
             .collect()
     }
 
-    /// The arguments of every recorded dispatch of job `J`, typed, oldest first.
-    pub fn dispatched<J: Job>(&self) -> Vec<J::Args> {
+    /// The arguments of every recorded dispatch of job `J`, typed, oldest first, as
+    /// `dispatch_many` takes them ([`Job::Item`]: the bare value for a one-parameter job).
+    pub fn dispatched<J: Job>(&self) -> Vec<J::Item> {
         lock(&self.mode.recorded)
             .iter()
             .filter(|d| d.job == J::NAME)
-            .filter_map(|d| serde_json::from_value(d.args.clone()).ok())
+            .filter_map(|d| serde_json::from_value::<J::Args>(d.args.clone()).ok())
+            .map(J::item_of)
             .collect()
     }
 
     /// Panics, listing what was dispatched, unless a job `J` was dispatched with `args`.
     #[track_caller]
-    pub fn assert_dispatched<J: Job>(&self, args: J::Args)
+    pub fn assert_dispatched<J: Job>(&self, args: J::Item)
     where
-        J::Args: PartialEq + Debug,
+        J::Item: PartialEq + Debug,
     {
         let found = self.dispatched::<J>();
         assert!(

@@ -34,6 +34,7 @@ pub(super) fn job_impl(
     let type_ident = &job.type_ident;
     let fn_ident = &job.item.sig.ident;
     let args_type = args_type(job);
+    let items = item_fns(job);
     let names = Names {
         args: Ident::new("args", Span::mixed_site()),
         ctx: Ident::new("ctx", Span::mixed_site()),
@@ -59,6 +60,7 @@ pub(super) fn job_impl(
     quote! {
         impl ::gator_core::Job for #type_ident {
             type Args = #args_type;
+            #items
             const NAME: &'static str = #name;
             const QUEUE: &'static str = #queue;
             #policy
@@ -204,5 +206,28 @@ pub(super) fn args_tuple(idents: &[Ident], span: Span) -> TokenStream {
         [] => quote_spanned!(span=> []),
         [ident] => quote_spanned!(span=> (#ident,)),
         _ => quote_spanned!(span=> (#(#idents),*)),
+    }
+}
+
+/// `Job::Item` and its conversions: the arguments as `dispatch_many` and the test assertions
+/// take them (a tuple, the bare value for one parameter, `()` for none).
+fn item_fns(job: &JobFn) -> TokenStream {
+    let item = Ident::new("item", Span::mixed_site());
+    match job.params.as_slice() {
+        [] => quote! {
+            type Item = ();
+            fn args_of(#item: ()) -> Self::Args { let () = #item; [] }
+            fn item_of(_: Self::Args) -> Self::Item {}
+        },
+        [Param { ty, .. }] => quote! {
+            type Item = #ty;
+            fn args_of(#item: Self::Item) -> Self::Args { (#item,) }
+            fn item_of(args: Self::Args) -> Self::Item { args.0 }
+        },
+        _ => quote! {
+            type Item = Self::Args;
+            fn args_of(#item: Self::Item) -> Self::Args { #item }
+            fn item_of(args: Self::Args) -> Self::Item { args }
+        },
     }
 }

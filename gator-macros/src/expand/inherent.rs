@@ -87,15 +87,14 @@ fn many_fn(vis: &Visibility, params: &[Param], doc: &str) -> TokenStream {
 /// One item of `dispatch_many`: the arguments as a tuple, a bare value for one, `()` for none;
 /// and the closure that makes a `PendingJob` of it.
 fn many_item(params: &[Param]) -> (TokenStream, TokenStream) {
+    let to_pending =
+        quote!(|item| ::gator_core::PendingJob::new(<Self as ::gator_core::Job>::args_of(item)));
     match params {
-        [] => (quote!(()), quote!(|()| ::gator_core::PendingJob::new([]))),
-        [Param { ident, ty }] => (
-            quote!(#ty),
-            quote!(|#ident| ::gator_core::PendingJob::new((#ident,))),
-        ),
+        [] => (quote!(()), to_pending),
+        [Param { ty, .. }] => (quote!(#ty), to_pending),
         _ => {
             let types = params.iter().map(|p| &p.ty);
-            (quote!((#(#types),*)), quote!(::gator_core::PendingJob::new))
+            (quote!((#(#types),*)), to_pending)
         }
     }
 }
