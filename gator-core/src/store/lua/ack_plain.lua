@@ -10,7 +10,8 @@
 -- KEYS[2]  LIST  gator:{<queue>}:queue
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  its status record, `done <at> <attempts> <result>` (see set_status)
--- ARGV[3]  how long (ms) the record is kept
+-- ARGV[3]  how long (ms) a record with a key of its own is kept (a bucket's is ended by
+--          finished_trim.lua)
 -- ARGV[4]  how many of the queue's next jobs to move into the in-flight list
 -- Returns  { 1 if the job was in flight else 0, job1, job2, ... }: the jobs moved, oldest first
 -- Records  done

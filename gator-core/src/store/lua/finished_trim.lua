@@ -18,7 +18,6 @@ local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
 local keep, most, retention = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local prefix = queue_prefix(KEYS[1])
 local cutoff = now_ms() - retention
-local FINISHED = { done = true, cancelled = true, discarded = true }
 
 -- Where `jid`'s record is (`key` or `bucket`, nil if neither holds one) and the record.
 local function record_of(jid)

@@ -36,7 +36,8 @@
 -- marked(prefix, jid)    whether the job's queued mark is set (its field holds ''): `queued`,
 --                        if it has no record.
 -- bucket_record(prefix, jid)   the record in the job's bucket field ('' for a queued mark),
---                        or nil.
+--                        or nil; bucket_of(prefix, jid), that hash and field.
+-- FINISHED               the states of a job that ended for good (done, cancelled, discarded).
 -- set_statuses(prefix, payloads, value)   set_status for each of a batch, without expiry.
 local function now_ms()
   local t = redis.call('TIME')
@@ -66,32 +67,36 @@ local function jid_of(payload)
   if ok and type(doc) == 'table' and type(doc['jid']) == 'string' then return doc['jid'] end
 end
 local UUID_V7 = '^%x%x%x%x%x%x%x%x%-%x%x%x%x%-7%x%x%x%-%x%x%x%x%-%x%x%x%x%x%x%x%x%x%x%x%x$'
+-- The bucket hash and field of `jid` (wire::jid), or nil for a jid that names none.
+local function bucket_of(prefix, jid)
+  if not string.find(jid, UUID_V7) then return nil end
+  return qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36)
+end
 local function unmark(prefix, jid)
-  if string.find(jid, UUID_V7) then
-    redis.call('HDEL', qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36))
-  end
+  local bucket, field = bucket_of(prefix, jid)
+  if bucket then redis.call('HDEL', bucket, field) end
 end
 local function bucket_record(prefix, jid)
-  if not string.find(jid, UUID_V7) then return nil end
-  local value = redis.call('HGET', qkey(prefix, 'queued', string.sub(jid, 16, 34)),
-    string.sub(jid, 35, 36))
-  return value or nil
+  local bucket, field = bucket_of(prefix, jid)
+  if not bucket then return nil end
+  return redis.call('HGET', bucket, field) or nil
 end
 local function marked(prefix, jid)
   return bucket_record(prefix, jid) == ''
 end
 -- A record of a job that ended for good, and is kept for the retention: its jid goes on the
 -- queue's finished list, which store::finished trims to a count.
+-- The states of a job that ended for good: finished_trim.lua reads it too.
+local FINISHED = { done = true, cancelled = true, discarded = true }
 local function kept_finished(prefix, jid, value)
-  local state = string.match(value, '^(%a+)')
-  if state == 'done' or state == 'cancelled' or state == 'discarded' then
+  if FINISHED[string.match(value, '^(%a+)')] then
     redis.call('LPUSH', qkey(prefix, 'finished'), jid)
   end
 end
 local function set_done(prefix, jid, value)
-  if not string.find(jid, UUID_V7) then return false end
-  redis.call('HSET', qkey(prefix, 'queued', string.sub(jid, 16, 34)), string.sub(jid, 35, 36),
-    value)
+  local bucket, field = bucket_of(prefix, jid)
+  if not bucket then return false end
+  redis.call('HSET', bucket, field, value)
   redis.call('DEL', qkey(prefix, 'job', jid))
   kept_finished(prefix, jid, value)
   return true
