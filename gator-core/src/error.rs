@@ -116,6 +116,18 @@ pub enum Error {
         /// The wire names there are, comma-separated.
         known: String,
     },
+    /// A job dispatched by wire name (`Client::dispatch_by_name`, the HTTP API) that no live
+    /// or recent worker published in the job catalogue; nothing was stored.
+    #[error(
+        "no worker runs a job named {name:?}: none published it in the job catalogue lately \
+         (known: {known}); check the name, or force the dispatch to store it anyway"
+    )]
+    NotInCatalogue {
+        /// The name as given, cut to 100 characters.
+        name: String,
+        /// The names the catalogue knows, comma-separated (the first 50).
+        known: String,
+    },
     /// A job name given by wire name (`Client::enqueue_raw`) that cannot be one
     /// ([`gator_rules::job_name`]): empty, over 256 bytes, or with control, invisible or
     /// bidirectional characters.

@@ -57,6 +57,9 @@ pub trait Job: Sized + Send + Sync + 'static {
     /// unique_until = "start", debounce = "5s")]`); `None`: not unique unless a dispatch asks.
     /// See [`crate::unique`].
     const UNIQUE: Option<crate::unique::UniqueOptions> = None;
+    /// The job fn's wire parameters and the flow options it declares, as the job catalogue
+    /// publishes them (`#[job]` writes it; [`crate::catalogue::Signature::UNKNOWN`] by default).
+    const SIGNATURE: crate::catalogue::Signature = crate::catalogue::Signature::UNKNOWN;
     /// Turns decoded arguments, and this attempt's context, into the work to run.
     fn execute(args: Self::Args, ctx: Context) -> Execution;
 }

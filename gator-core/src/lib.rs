@@ -27,6 +27,7 @@
 
 pub mod admin;
 pub mod cancel;
+pub mod catalogue;
 pub mod chain;
 pub mod client;
 pub mod clock;

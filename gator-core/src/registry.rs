@@ -28,6 +28,10 @@ pub struct JobRegistration {
     pub backoff: fn(u32) -> Duration,
     /// The job's retry strategy, if it has one (`None` from it: `retries` and `backoff`).
     pub retry: fn(&crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision>,
+    /// Its parameters and the options it takes from them, for the catalogue.
+    pub signature: crate::catalogue::Signature,
+    /// Its unique options, for the catalogue.
+    pub unique: Option<crate::unique::UniqueOptions>,
 }
 
 inventory::collect!(JobRegistration);
@@ -45,6 +49,8 @@ impl JobRegistration {
             timeout: J::TIMEOUT,
             backoff: J::backoff,
             retry: J::retry,
+            signature: J::SIGNATURE,
+            unique: J::UNIQUE,
         }
     }
 }
@@ -164,6 +170,8 @@ mod tests {
         timeout: None,
         backoff: crate::retry::default_backoff,
         retry: no_strategy,
+        signature: crate::catalogue::Signature::UNKNOWN,
+        unique: None,
     };
 
     fn no_strategy(_: &crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision> {

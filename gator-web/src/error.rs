@@ -81,6 +81,9 @@ impl From<gator_core::Error> for ApiError {
             | E::Json(_)
             | E::Rejected { .. } => ApiError::bad_request(message),
             E::UnknownPeriodic { .. } | E::UnknownWorkflow { .. } => ApiError::not_found(message),
+            E::NotInCatalogue { .. } => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_job", message)
+            }
             E::BrokenQueue { .. } => ApiError::new(StatusCode::CONFLICT, "broken_queue", message),
             E::PayloadTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)

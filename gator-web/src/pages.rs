@@ -45,6 +45,7 @@ const PAGES: &[Page] = &[
     page!("/dead", "dead", "Dead", true),
     page!("/job", "job", "Job", false),
     page!("/flows", "flows", "Workflows", true),
+    page!("/jobs", "jobs", "Jobs", true),
     page!("/cron", "cron", "Cron", true),
     page!("/limits", "limits", "Limits", true),
     page!("/search", "search", "Search", true),

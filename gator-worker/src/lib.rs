@@ -148,6 +148,7 @@ pub mod alarm;
 pub mod audible;
 pub mod builder;
 pub mod cancellation;
+pub mod catalogue;
 #[cfg(feature = "cli")]
 pub mod cli;
 pub mod clock;

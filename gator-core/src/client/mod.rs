@@ -4,13 +4,13 @@
 //! replaced.
 
 mod builder;
+mod by_name;
 mod cancel;
 mod default;
 mod dispatch;
 pub(crate) mod engine;
 mod pending;
 mod place;
-mod raw;
 mod register;
 mod reply;
 mod send;
@@ -19,11 +19,11 @@ mod ticket;
 mod workflow;
 
 pub use builder::ClientBuilder;
+pub use by_name::ByName;
 pub use default::{default_client, set_default_client};
 pub use pending::dispatch_many;
 
 pub use crate::horizon::SCHEDULE_HORIZON;
-pub(crate) use crate::horizon::time_after;
 
 use crate::connection::{Connection, Dedicated, DedicatedOpener, Shared};
 use crate::error::Result;

@@ -15,6 +15,7 @@ fn every_key_kind_is_documented_in_the_wire_format() {
             Scope::Queue => format!("`gator:{{<queue>}}:{}", kind.suffix),
             Scope::Replies => format!("`gator:{{replies}}:{}", kind.suffix),
             Scope::Limiter => format!("`gator:limiter:{{<name>}}:{}", kind.suffix),
+            Scope::Catalogue => format!("`gator:{{catalogue}}:{}", kind.suffix),
         };
         // A kind that takes a name is followed by its placeholder; any other ends the key.
         let shown = if kind.is_named() {

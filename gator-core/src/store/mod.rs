@@ -4,6 +4,7 @@
 pub mod ack;
 pub mod admit;
 pub mod cancel;
+pub mod catalogue;
 pub mod chain;
 pub mod cron;
 pub mod dead;

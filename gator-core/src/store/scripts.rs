@@ -134,4 +134,10 @@ scripts! {
     CRON_PAUSE => "cron_pause.lua";
     /// `lua/heartbeat.lua`: register a live process and count the fleet, on Redis time.
     HEARTBEAT => "heartbeat.lua";
+    /// `lua/catalogue_publish.lua`: publish a worker's jobs in the catalogue, renew its leases.
+    CATALOGUE_PUBLISH => "catalogue_publish.lua";
+    /// `lua/catalogue_withdraw.lua`: a stopping worker gives up its catalogue leases.
+    CATALOGUE_WITHDRAW => "catalogue_withdraw.lua";
+    /// `lua/catalogue_read.lua`: the catalogue's known jobs and their live runners.
+    CATALOGUE_READ => "catalogue_read.lua";
 }

@@ -8,6 +8,7 @@
 mod body;
 mod inherent;
 mod policy;
+mod signature;
 
 use crate::args::JobOptions;
 use crate::validate::JobFn;
@@ -41,7 +42,9 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
         .collect();
 
     let struct_doc = struct_doc(&fn_name, type_ident, &name.value(), &queue.value());
-    let job_impl = body::job_impl(job, &name, &queue, policy::policy(options));
+    let policy = policy::policy(options);
+    let signature = signature::signature(options, job);
+    let job_impl = body::job_impl(job, &name, &queue, quote!(#policy #signature));
     let inherent_impl = inherent::inherent_impl(job, &fn_name, &queue.value());
     let cron = policy::cron_registration(options, type_ident);
     quote! {

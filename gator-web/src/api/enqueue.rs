@@ -1,6 +1,8 @@
-//! `POST /api/queues/{queue}/jobs`: enqueue by wire name, for producers not written in Rust.
-//! The body's shape is checked here (unknown fields, args not an array, a bad time are 400s);
-//! the queue and job names by gator-core.
+//! `POST /api/queues/{queue}/jobs` and `POST /api/jobs`: dispatch by wire name, for producers
+//! not written in Rust. The job catalogue gives the job its queue (for `/api/jobs`), its flow
+//! and unique options, and checks its arguments; a name no worker published is refused (422,
+//! with the known names) unless the body says `"force": true`. The body's shape is checked here
+//! (unknown fields, args not an array, a bad time are 400s); the names by gator-core.
 
 use crate::App;
 use crate::error::{ApiError, Body, Segments};
@@ -25,18 +27,46 @@ pub(crate) struct Enqueue {
     /// Or after how long: `30s`, `5m`, `1h 30m`.
     #[serde(rename = "in")]
     delay: Option<String>,
+    /// For `POST /api/jobs`: the queue, instead of the one the catalogue names.
+    queue: Option<String>,
+    /// Store it even if no worker published the name in the catalogue.
+    #[serde(default)]
+    force: bool,
 }
 
 fn no_args() -> Value {
     Value::Array(Vec::new())
 }
 
+/// `POST /api/queues/{queue}/jobs`: on that queue.
 pub(crate) async fn enqueue(
     State(app): State<App>,
     Segments(queue): Segments<String>,
     Body(body): Body<Enqueue>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     gator_core::store::keys::validate_queue(&queue)?;
+    if body.queue.as_ref().is_some_and(|q| *q != queue) {
+        return Err(ApiError::bad_request(
+            "\"queue\" names another queue than the path: give one",
+        ));
+    }
+    dispatch(&app, Some(queue), body).await
+}
+
+/// `POST /api/jobs`: on the queue the body or the catalogue names.
+pub(crate) async fn enqueue_by_name(
+    State(app): State<App>,
+    Body(body): Body<Enqueue>,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let queue = body.queue.clone();
+    dispatch(&app, queue, body).await
+}
+
+async fn dispatch(
+    app: &App,
+    queue: Option<String>,
+    body: Enqueue,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
     if body.job.trim().is_empty() {
         return Err(ApiError::bad_request("\"job\" must name a job"));
     }
@@ -45,28 +75,34 @@ pub(crate) async fn enqueue(
             "\"args\" must be an array, one element per argument of the job",
         ));
     }
-    let jid = match (body.at, body.delay) {
+    let mut by_name = app.client.dispatch_by_name(&body.job, body.args);
+    if let Some(queue) = &queue {
+        by_name = by_name.on(queue);
+    }
+    if body.force {
+        by_name = by_name.force();
+    }
+    by_name = match (body.at, body.delay) {
         (Some(_), Some(_)) => {
             return Err(ApiError::bad_request("give \"at\" or \"in\", not both"));
         }
-        (at, None) => {
-            let at = at.as_ref().map(parse_at).transpose()?;
-            app.client
-                .enqueue_raw(&queue, &body.job, body.args, at)
-                .await?
-        }
+        (Some(at), None) => by_name.at(parse_at(&at)?)?,
         (None, Some(delay)) => {
             let delay = humantime::parse_duration(&delay).map_err(|e| {
                 ApiError::bad_request(format!(
                     "invalid \"in\" {delay:?}: {e} (e.g. \"30s\", \"5m\")"
                 ))
             })?;
-            app.client
-                .enqueue_raw_in(&queue, &body.job, body.args, delay)
-                .await?
+            by_name.after(delay)?
         }
+        (None, None) => by_name,
     };
-    Ok((StatusCode::CREATED, Json(json!({ "jid": jid }))))
+    let dispatched = by_name.send().await?;
+    let duplicate = dispatched.is_duplicate();
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "jid": dispatched.into_jid(), "duplicate": duplicate })),
+    ))
 }
 
 /// `at`: ms since the epoch, or an RFC 3339 time such as `2026-12-01T09:00:00Z`.

@@ -29,6 +29,8 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/sets/{set}/delete", post(act::delete_selected))
         .route("/api/sets/{set}/jobs/{jid}/retry", post(act::retry_one))
         .route("/api/sets/{set}/jobs/{jid}/delete", post(act::delete_one))
+        .route("/api/jobs", post(enqueue::enqueue_by_name))
+        .route("/api/catalogue", get(read::catalogue))
         .route("/api/jobs/{jid}", get(find::job))
         .route("/api/jobs/{jid}/cancel", post(act::cancel_job))
         .route("/api/flows", get(read::flows))

@@ -146,3 +146,16 @@ pub(crate) async fn limits(State(app): State<App>) -> ApiResult<Limits> {
         broken,
     }))
 }
+
+/// The job catalogue: every job a live or recent worker published, with its options and the
+/// live workers that run it.
+#[derive(Debug, Serialize)]
+pub(crate) struct CatalogueList {
+    jobs: Vec<gator_core::catalogue::Known>,
+}
+
+pub(crate) async fn catalogue(State(app): State<App>) -> ApiResult<CatalogueList> {
+    Ok(Json(CatalogueList {
+        jobs: app.client.catalogue().await?,
+    }))
+}

@@ -7,6 +7,7 @@
 //! - [`queue`] and [`queue_show`]: `queue pause|limit|rate|...|show`, a queue's flow controls;
 //! - [`limiter`]: `limiter set|clear|list`, the rate limiters shared across queues;
 //! - [`job`]: `job show|cancel JID`;
+//! - [`jobs`]: `jobs` (the job catalogue) and `enqueue JOB [ARGS]` (a dispatch by name);
 //! - [`cron`]: `cron list|pause|resume|run|remove`;
 //! - [`shards`]: `shards [QUEUE [COUNT]]`;
 //! - [`fleet`]: `stats`, `queues` and `processes`;
@@ -16,6 +17,7 @@ pub mod cron;
 pub mod error;
 pub mod fleet;
 pub mod job;
+pub mod jobs;
 pub mod limiter;
 pub mod queue;
 pub mod queue_show;
@@ -136,6 +138,22 @@ pub enum AdminCommand {
         has run. `--json` for JSON."
     )]
     Processes(JsonFlag),
+    /// The job catalogue: every job the workers run, its queue, options and workers.
+    #[command(
+        long_about = "The job catalogue: every job a live worker (or one seen in the last 7 \
+        days) published, with its queue, its parameters, its options (retries, timeout, \
+        priority, cost, limit key, rate limiter, windows, no-overlap, unique) and the live \
+        workers that run it. Producers by name (the HTTP API, `enqueue`) apply these options. \
+        `--json` for JSON."
+    )]
+    Jobs(JsonFlag),
+    /// Enqueue a job by its wire name, with the catalogue's options.
+    #[command(
+        long_about = "Enqueue a job by its wire name: `enqueue send_email '[\"ada@example.com\"]' \
+        [--queue Q] [--in 5m] [--force]`. The job catalogue gives it its queue and options and \
+        checks its arguments; a name no worker published is refused unless `--force`."
+    )]
+    Enqueue(jobs::EnqueueArgs),
     /// Rate limiters shared across queues: set, clear, list.
     #[command(
         long_about = "Rate limiters shared across queues: `limiter set email 100/1s` limits \
@@ -211,6 +229,8 @@ impl AdminCommand {
             AdminCommand::Stats(args) => fleet::stats(admin, args, out).await,
             AdminCommand::Queues(args) => fleet::queues(admin, args, out).await,
             AdminCommand::Processes(args) => fleet::processes(admin, args, out).await,
+            AdminCommand::Jobs(args) => jobs::list(admin, args, out).await,
+            AdminCommand::Enqueue(args) => jobs::enqueue(admin, args, out).await,
         }
     }
 }

@@ -99,6 +99,7 @@ impl Started {
                 cancels: cancels.clone(),
                 service: self.middleware.layers.service(),
                 observer: self.observer.clone(),
+                catalogue: self.catalogue.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }
@@ -137,5 +138,6 @@ impl Started {
             outage: self.fetcher.outage().clone(),
         };
         tracker.spawn(cron.run(stop.clone()));
+        tracker.spawn(self.catalogue.clone().run(stop.clone()));
     }
 }

@@ -3,6 +3,7 @@
 
 use super::Worker;
 use crate::builder::Middleware;
+use crate::catalogue::Catalogue;
 use crate::clock::RedisClock;
 use crate::config::WorkerConfig;
 use crate::fetcher::Fetcher;
@@ -34,6 +35,7 @@ pub(super) struct Started {
     pub(super) settler: Arc<Settler>,
     pub(super) heartbeat: Arc<Heartbeat>,
     pub(super) recovery: Arc<Recovery>,
+    pub(super) catalogue: Arc<Catalogue>,
     /// What the recovery pass at start found, which times the loop's next pass.
     pub(super) first_pass: recovery::Pass,
 }
@@ -123,6 +125,13 @@ fn assemble(
         retention: config.retention,
     };
     let settler = Arc::new(Settler::new(client.clone(), fetcher.clone(), kept));
+    let catalogue = Catalogue::new(
+        client.clone(),
+        id.clone(),
+        order.clone(),
+        &registry,
+        fetcher.outage().clone(),
+    );
     let heartbeat = Heartbeat::new(client.clone(), &config, id, leases.clone(), clock.clone());
     let recovery = Recovery::new(
         client.clone(),
@@ -145,6 +154,7 @@ fn assemble(
         settler,
         heartbeat: Arc::new(heartbeat),
         recovery: Arc::new(recovery),
+        catalogue: Arc::new(catalogue),
         first_pass: recovery::Pass::default(),
     }
 }
@@ -162,6 +172,8 @@ impl Started {
         }
         let lease_ms = self.config.lease.as_millis() as u64;
         info!(process = %self.heartbeat.id, lease_ms, "registered");
+        self.catalogue.publish().await;
+        self.catalogue.say_what_it_leaves(&self.registry).await;
     }
 
     /// Step 3, before fetching: a restart under the same --worker-id puts its predecessor's

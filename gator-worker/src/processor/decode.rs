@@ -3,12 +3,16 @@
 
 use super::{Early, Processor};
 use crate::fetcher::Job;
-use crate::outcome::{Failure, Policy};
+use crate::outcome::{Failure, Outcome, Policy};
 use crate::run::panic_message;
 use gator_core::payload::PayloadDocument;
 use gator_core::unique::UniqueUntil;
 use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
 use tracing::{info, warn};
+
+/// How long a job handed back waits before it is on its queue again: long enough that this
+/// worker, fetching again at once, does not take it straight back, and it is parked, not spun.
+pub const HAND_BACK_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Processor {
     /// Step 3, resolve: which registered job the payload names, and its retry policy. A job back
@@ -28,6 +32,28 @@ impl Processor {
             return Err(Early::Failed(Failure::Run(JobError::new(error)), policy));
         }
         Ok((registration, policy))
+    }
+
+    /// Step 3, before resolving: a job this worker does not run, which a live worker elsewhere
+    /// runs from this queue (the job catalogue says), goes back for that worker: to the
+    /// scheduled set, due in [`HAND_BACK_DELAY`], unrun and with no attempt used. Only a job
+    /// no live worker runs fails (in [`Processor::resolve`]), as before.
+    pub(super) async fn hand_back(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+    ) -> Result<(), Early> {
+        if self.registry.get(doc.job()).is_some()
+            || !self
+                .catalogue
+                .run_elsewhere(doc.job(), &job.fetched.queue)
+                .await
+        {
+            return Ok(());
+        }
+        Err(Early::Outcome(Outcome::Reschedule {
+            delay: HAND_BACK_DELAY,
+        }))
     }
 
     /// Step 4, decode: the job's context (with its reply, and its workflow's parents' results) and

@@ -74,6 +74,8 @@ pub struct Processor {
     pub service: Option<crate::middleware::JobService>,
     /// Counts outcomes for the statistics in Redis and the metrics.
     pub observer: Arc<crate::observer::Observer>,
+    /// The job catalogue: whether a job this worker does not run is run elsewhere.
+    pub catalogue: Arc<crate::catalogue::Catalogue>,
 }
 
 impl Processor {
@@ -174,6 +176,7 @@ impl Processor {
         attempt: Attempt,
     ) -> Result<Outcome, Early> {
         self.gate(doc, job).await?;
+        self.hand_back(doc, job).await?;
         let (registration, policy) = self.resolve(doc)?;
         let (ctx, execution) = self.decode(doc, job, registration, policy).await?;
         self.prepare(doc, job).await;

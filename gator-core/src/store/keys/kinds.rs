@@ -16,6 +16,8 @@ pub enum Scope {
     Replies,
     /// `<namespace>:limiter:{<name>}:<suffix>`: under a shared rate limiter's own tag.
     Limiter,
+    /// `<namespace>:{catalogue}:<suffix><name>`: the job catalogue, under its one hash tag.
+    Catalogue,
 }
 
 /// A kind of key: see the module docs.
@@ -110,6 +112,9 @@ kinds! {
     CRON_INDEX = "cron_index", "cron", HASH, Global;
     LIMITER_RATE = "limiter_rate", "rate", HASH, Limiter;
     LIMITER_TAT = "limiter_tat", "tat", STRING, Limiter;
+    CATALOGUE_JOBS = "catalogue_jobs", "jobs", HASH, Catalogue;
+    CATALOGUE_WRITERS = "catalogue_writers", "writers", HASH, Catalogue;
+    CATALOGUE_RUNNERS = "catalogue_runners", "runners:", HASH, Catalogue;
 }
 
 /// What every script gets before its prelude: the per-queue kinds as a Lua table, and

@@ -59,6 +59,28 @@ impl Keys {
         format!("{}:{{replies}}:{}{name}", self.namespace, kind.suffix)
     }
 
+    /// `<namespace>:{catalogue}:<suffix><name>`: the job catalogue's keys, under one hash tag,
+    /// so one script reads or writes any of its jobs.
+    fn of_catalogue(&self, kind: &Kind, name: &str) -> String {
+        format!("{}:{{catalogue}}:{}{name}", self.namespace, kind.suffix)
+    }
+
+    /// HASH job name → its definition (JSON), in the job catalogue (`catalogue`).
+    pub fn catalogue_jobs(&self) -> String {
+        self.of_catalogue(&CATALOGUE_JOBS, "")
+    }
+
+    /// HASH job name → `<worker> <lease end, ms>`: who may write the name's definition.
+    pub fn catalogue_writers(&self) -> String {
+        self.of_catalogue(&CATALOGUE_WRITERS, "")
+    }
+
+    /// The prefix of the HASHes, one per job name, of the workers that run it: worker →
+    /// `<lease end, ms> <queues served>`.
+    pub fn catalogue_runners_prefix(&self) -> String {
+        self.of_catalogue(&CATALOGUE_RUNNERS, "")
+    }
+
     /// `<namespace>:<suffix><name>`: a key of the whole namespace.
     fn global(&self, kind: &Kind, name: &str) -> String {
         format!("{}:{}{name}", self.namespace, kind.suffix)

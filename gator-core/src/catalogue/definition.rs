@@ -1,0 +1,172 @@
+//! A job as the catalogue publishes it: [`Definition`], the JSON every by-name producer reads.
+
+use crate::registry::JobRegistration;
+use crate::unique::{UniqueOptions, UniqueUntil};
+use serde::{Deserialize, Serialize};
+
+/// How many backoff delays a definition lists (the first ones; the rest is the worker's).
+const BACKOFF_SHOWN: u32 = 10;
+
+/// One job of the catalogue, as stored (JSON) in `gator:{catalogue}:jobs`. The field names are
+/// part of the wire format (`docs/wire-format.md`, "The job catalogue").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Definition {
+    /// The wire name.
+    pub job: String,
+    /// The queue a dispatch goes to unless the producer names another.
+    pub queue: String,
+    /// The wire arguments, in order; absent when the job did not say (arity is not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Vec<Param>>,
+    /// Retries after the first attempt (applied by the worker).
+    pub retries: u32,
+    /// The delays before the first retries, in ms (applied by the worker; for reading).
+    #[serde(default)]
+    pub backoff_ms: Vec<u64>,
+    /// How long one attempt may run, in ms (applied by the worker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Flow option: priority.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<u16>,
+    /// Flow option: cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<u32>,
+    /// Flow option: runs outside the concurrency limit.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub critical: bool,
+    /// Flow option: the index in `args` of the argument whose value is the limit key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit_key_arg: Option<usize>,
+    /// Flow option: the named rate limiter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+    /// Flow option: the time windows (`HH:MM-HH:MM`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<String>,
+    /// Flow option: the windows' IANA time zone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tz: Option<String>,
+    /// Flow option: no overlap, and where its key comes from.
+    #[serde(default, skip_serializing_if = "Overlap::is_none")]
+    pub no_overlap: Overlap,
+    /// Unique and debounce options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unique: Option<UniqueDefinition>,
+    /// Where the job fn is defined (`module::fn at file:line`).
+    #[serde(default)]
+    pub defined_at: String,
+}
+
+/// One wire argument of a job: its parameter's name and Rust type, as the fn writes them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Param {
+    /// The parameter's name.
+    pub name: String,
+    /// Its Rust type (`String`, `u64`, `Option<String>`, `Vec<u8>`, ...).
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+/// Where a job's no-overlap key comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// No overlap control.
+    #[default]
+    None,
+    /// `no_overlap`: the wire name and the whole arguments (`"args"`).
+    Args,
+    /// `overlap_key = name`: the argument at this index (`{"arg": 1}`).
+    Arg(usize),
+}
+
+impl Overlap {
+    fn is_none(&self) -> bool {
+        *self == Overlap::None
+    }
+}
+
+/// A job's unique options in the catalogue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UniqueDefinition {
+    /// The lock's TTL, in ms.
+    pub for_ms: u64,
+    /// `"success"` (the default) or `"start"`: when the lock is released.
+    pub until: String,
+    /// The debounce delay, in ms, for a debounced job.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub debounce_ms: Option<u64>,
+}
+
+impl Definition {
+    /// The definition of a job registered in this binary.
+    pub fn of(reg: &JobRegistration) -> Definition {
+        let sig = &reg.signature;
+        Definition {
+            job: reg.name.to_owned(),
+            queue: reg.queue.to_owned(),
+            params: sig.params.map(|params| {
+                params
+                    .iter()
+                    .map(|(name, ty)| Param {
+                        name: (*name).to_owned(),
+                        ty: (*ty).to_owned(),
+                    })
+                    .collect()
+            }),
+            retries: reg.retries,
+            backoff_ms: (1..=reg.retries.min(BACKOFF_SHOWN))
+                .map(|n| ms((reg.backoff)(n)))
+                .collect(),
+            timeout_ms: reg.timeout.map(ms),
+            priority: sig.priority,
+            cost: sig.cost,
+            critical: sig.critical,
+            limit_key_arg: sig.limit_key_arg,
+            rate: sig.rate.map(str::to_owned),
+            windows: sig.windows.iter().map(|w| (*w).to_owned()).collect(),
+            tz: sig.tz.map(str::to_owned),
+            no_overlap: sig.overlap,
+            unique: reg.unique.as_ref().map(UniqueDefinition::of),
+            defined_at: reg.defined_at.to_owned(),
+        }
+    }
+
+    /// The definition as stored: compact JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string(self).expect("a definition always serializes")
+    }
+}
+
+impl UniqueDefinition {
+    fn of(options: &UniqueOptions) -> UniqueDefinition {
+        UniqueDefinition {
+            for_ms: ms(options.ttl),
+            until: match options.until {
+                UniqueUntil::Start => "start",
+                UniqueUntil::Success => "success",
+            }
+            .to_owned(),
+            debounce_ms: options.debounce.map(ms),
+        }
+    }
+
+    /// The options a dispatch carries.
+    pub fn options(&self) -> UniqueOptions {
+        use std::time::Duration;
+        UniqueOptions {
+            ttl: Duration::from_millis(self.for_ms),
+            until: if self.until == "start" {
+                UniqueUntil::Start
+            } else {
+                UniqueUntil::Success
+            },
+            debounce: self.debounce_ms.map(Duration::from_millis),
+        }
+    }
+}
+
+fn ms(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}

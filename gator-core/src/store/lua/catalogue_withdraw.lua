@@ -1,0 +1,21 @@
+#!lua flags=allow-oom
+-- catalogue_withdraw.lua: a worker that stops gives up its leases in the job catalogue at once,
+-- instead of letting them run out: its runner leases go, and the writer leases it holds end now
+-- (the definitions stay, known as recent). allow-oom: it only removes or shortens.
+--
+-- KEYS[1]  HASH  gator:{catalogue}:writers
+-- KEYS[2]  the runners' prefix gator:{catalogue}:runners:
+-- ARGV[1]  the worker's id
+-- ARGV[2..] the job names it published
+-- Returns  how many runner leases it gave up
+local now = now_ms()
+local me, given = ARGV[1], 0
+for i = 2, #ARGV do
+  local name = ARGV[i]
+  given = given + redis.call('HDEL', KEYS[2] .. name, me)
+  local writer = redis.call('HGET', KEYS[1], name)
+  if writer and string.match(writer, '^(%S+) ') == me then
+    redis.call('HSET', KEYS[1], name, me .. ' ' .. now)
+  end
+end
+return given

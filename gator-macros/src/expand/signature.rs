@@ -1,0 +1,61 @@
+//! `const SIGNATURE` of `impl Job`: the wire parameters (name and type, as written) and the
+//! flow options, for the job catalogue the workers publish.
+
+use crate::args::JobOptions;
+use crate::validate::JobFn;
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+use syn::ext::IdentExt;
+
+pub(super) fn signature(options: &JobOptions, job: &JobFn) -> TokenStream {
+    let params = job.params.iter().map(|p| {
+        let name = p.ident.unraw().to_string();
+        let ty = type_text(&p.ty);
+        quote!((#name, #ty))
+    });
+    let opt = |v: Option<TokenStream>| match v {
+        Some(v) => quote!(::core::option::Option::Some(#v)),
+        None => quote!(::core::option::Option::None),
+    };
+    let priority = opt(options.priority.map(|p| quote!(#p)));
+    let cost = opt(options.cost.map(|c| quote!(#c)));
+    let critical = options.critical.is_some();
+    let limit_key_arg = opt(options
+        .limit_key
+        .as_ref()
+        .and(options.limit_key_index)
+        .map(|i| quote!(#i)));
+    let rate = opt(options.rate.as_ref().map(|r| quote!(#r)));
+    let windows = options.windows.iter().flatten();
+    let tz = opt(options.tz.as_ref().map(|t| quote!(#t)));
+    let overlap = match (&options.overlap_key, options.overlap_key_index) {
+        (Some(_), Some(i)) => quote!(::gator_core::catalogue::Overlap::Arg(#i)),
+        _ if options.no_overlap.is_some() => quote!(::gator_core::catalogue::Overlap::Args),
+        _ => quote!(::gator_core::catalogue::Overlap::None),
+    };
+    quote! {
+        const SIGNATURE: ::gator_core::catalogue::Signature = ::gator_core::catalogue::Signature {
+            params: ::core::option::Option::Some(&[#(#params),*]),
+            priority: #priority,
+            cost: #cost,
+            critical: #critical,
+            limit_key_arg: #limit_key_arg,
+            rate: #rate,
+            windows: &[#(#windows),*],
+            tz: #tz,
+            overlap: #overlap,
+        };
+    }
+}
+
+/// A type as its author wrote it, without the spaces tokens print with (`Option<String>`,
+/// `HashMap<String, u32>`).
+fn type_text(ty: &syn::Type) -> String {
+    let compact: String = ty
+        .to_token_stream()
+        .to_string()
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect();
+    compact.replace(',', ", ")
+}

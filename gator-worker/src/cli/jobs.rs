@@ -1,0 +1,139 @@
+//! `gator-worker jobs [--json]`: the job catalogue (every job a live or recent worker published,
+//! its queue, its options and which live workers run it); and `gator-worker enqueue JOB [ARGS]`:
+//! a dispatch by wire name, with the catalogue's options, as the HTTP API makes one.
+
+use crate::cli::{AdminError, JsonFlag, table};
+use clap::Args;
+use gator_core::Admin;
+use gator_core::catalogue::{Definition, Known, Overlap};
+use std::io::Write;
+use std::time::Duration;
+
+/// `gator-worker enqueue`.
+#[derive(Debug, Args)]
+pub struct EnqueueArgs {
+    /// The job's wire name.
+    pub job: String,
+    /// Its arguments, a JSON array (one element per parameter of the job fn).
+    #[arg(default_value = "[]")]
+    pub args: String,
+    /// The queue, instead of the one the catalogue names.
+    #[arg(long)]
+    pub queue: Option<String>,
+    /// Run it after this long (`30s`, `5m`) instead of now.
+    #[arg(long = "in", value_parser = humantime::parse_duration)]
+    pub delay: Option<Duration>,
+    /// Store it even if no worker published the name in the catalogue.
+    #[arg(long)]
+    pub force: bool,
+}
+
+/// Lists the catalogue.
+pub async fn list(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Result<(), AdminError> {
+    let jobs = admin.client().catalogue().await?;
+    if args.json {
+        table::print_json(out, &jobs)?;
+        return Ok(());
+    }
+    if jobs.is_empty() {
+        writeln!(
+            out,
+            "no job in the catalogue: no worker has published its jobs lately"
+        )?;
+        return Ok(());
+    }
+    let mut rows = table::new(&["JOB", "QUEUE", "ARGS", "OPTIONS", "WORKERS"]);
+    for job in &jobs {
+        let def = &job.definition;
+        rows.add_row(vec![
+            def.job.clone(),
+            def.queue.clone(),
+            params(def),
+            options(def),
+            workers(job),
+        ]);
+    }
+    table::print(out, &rows)?;
+    Ok(())
+}
+
+/// Enqueues one job by name.
+pub async fn enqueue(
+    admin: &Admin,
+    args: EnqueueArgs,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let values: serde_json::Value =
+        serde_json::from_str(&args.args).map_err(|e| gator_core::Error::InvalidArgs {
+            reason: format!("ARGS must be a JSON array: {e}"),
+        })?;
+    let mut by_name = admin.client().dispatch_by_name(&args.job, values);
+    if let Some(queue) = &args.queue {
+        by_name = by_name.on(queue);
+    }
+    if args.force {
+        by_name = by_name.force();
+    }
+    if let Some(delay) = args.delay {
+        by_name = by_name.after(delay)?;
+    }
+    let dispatched = by_name.send().await?;
+    let what = if dispatched.is_duplicate() {
+        "duplicate of"
+    } else {
+        "enqueued"
+    };
+    writeln!(out, "{}: {what} {}", args.job, dispatched.into_jid())?;
+    Ok(())
+}
+
+fn params(def: &Definition) -> String {
+    match &def.params {
+        Some(params) => params
+            .iter()
+            .map(|p| format!("{}: {}", p.name, p.ty))
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => "?".into(),
+    }
+}
+
+/// The options set, as `#[job(...)]` writes them.
+fn options(def: &Definition) -> String {
+    let mut shown = vec![format!("retries={}", def.retries)];
+    let mut add = |text: Option<String>| shown.extend(text);
+    add(def
+        .timeout_ms
+        .map(|ms| format!("timeout={}", table::age(ms))));
+    add(def.priority.map(|p| format!("priority={p}")));
+    add(def.cost.map(|c| format!("cost={c}")));
+    add(def.critical.then(|| "critical".to_owned()));
+    add(def.limit_key_arg.map(|i| format!("limit_key=arg{}", i + 1)));
+    add(def.rate.as_ref().map(|r| format!("rate={r}")));
+    add((!def.windows.is_empty()).then(|| format!("windows={}", def.windows.join(","))));
+    add(def.tz.as_ref().map(|tz| format!("tz={tz}")));
+    add(match def.no_overlap {
+        Overlap::None => None,
+        Overlap::Args => Some("no_overlap".to_owned()),
+        Overlap::Arg(i) => Some(format!("overlap_key=arg{}", i + 1)),
+    });
+    add(def.unique.as_ref().map(|u| {
+        let mut text = format!("unique_for={} until={}", table::age(u.for_ms), u.until);
+        if let Some(ms) = u.debounce_ms {
+            text.push_str(&format!(" debounce={}", table::age(ms)));
+        }
+        text
+    }));
+    shown.join(" ")
+}
+
+fn workers(job: &Known) -> String {
+    if job.runners.is_empty() {
+        return "none live".into();
+    }
+    job.runners
+        .iter()
+        .map(|r| r.worker.clone())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
