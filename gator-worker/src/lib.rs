@@ -45,6 +45,8 @@
 //! - [`heartbeat`]: renews the leases, registers the process, checks eviction ([`memory`]) and
 //!   learns Redis's clock ([`clock`]);
 //! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown;
+//! - [`catalogue`]: the jobs this worker publishes in the job catalogue, and whether a job it
+//!   does not run is run elsewhere (then it hands it back);
 //! - `cli` (the `cli` feature, on by default): the admin subcommands (`dead list`, `queue
 //!   pause`, `stats` ...). An application that embeds a worker and needs no subcommands can
 //!   leave them out, and comfy-table with them:
@@ -140,6 +142,13 @@
 //! | warn | `ignoring an invalid queue name in the known-queues set` | `queue`, `set` |
 //! | warn | `could not record the queue's statistics; trying again in a second` | `queue`, `error` |
 //! | warn | `could not sample the queue for its metrics` (metrics on only) | `queue`, `error` |
+//! | info | `this worker runs only some of the jobs on this queue: jobs it does not run are handed back, unrun and with no attempt used, for the workers that run them (give them a queue of their own to save the detour)` (at start, from the job catalogue) | `queue`, `jobs` |
+//! | info | `this worker does not run this job: handing it back, with no attempt used, for the workers that run it` (once per job name) | `job`, `queue` |
+//! | warn | `this worker's definition of the job differs from the catalogue's, which another live worker wrote: …` | `job`, `writer` |
+//! | warn | `the job catalogue is full: this job is not in it, and producers by name refuse it unless forced` | `job`, `max` |
+//! | warn | `could not publish this worker's jobs in the job catalogue; retrying at the next renewal` | `error` |
+//! | warn | `could not read the job catalogue` | `error`, `job` (when one was asked for) |
+//! | warn | `could not give up this worker's leases in the job catalogue; they end within 60 s` | `error` |
 //!
 //! `RUST_LOG` filters them (default `info`).
 

@@ -1,0 +1,275 @@
+//! The job catalogue: workers publish what they run, and every producer by name (the Rust
+//! `dispatch_by_name`, which the HTTP API, the dashboard and the CLI call) gets the job its
+//! Rust code declares: its queue, its limiter, its uniqueness; a misspelt name or arguments
+//! that do not fit are refused; and a worker hands back the jobs of a shared queue it does
+//! not run, with no attempt used, for the worker that runs them.
+
+use gator_core::catalogue::Overlap;
+use gator_core::{Admin, Client, Context, JobStatus, job};
+use gator_tests::{RedisServer, wait_until};
+use gator_worker::{CancellationToken, Worker};
+use serde_json::json;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+#[job(queue = "mail", limit_key = region, rate = "email", priority = 20, unique_for = "1m")]
+async fn send_mail(region: String, to: String, count: u32) {
+    let _ = (region, to, count);
+}
+
+#[job(queue = "reports", no_overlap, retries = 3, timeout = "30s")]
+async fn build_report(account: u64) {
+    let _ = account;
+}
+
+/// (job, argument, attempt) of every run of the two jobs on the shared queue.
+static RUNS: Mutex<Vec<(&str, u64, u32)>> = Mutex::new(Vec::new());
+
+#[job(queue = "shared")]
+async fn left_job(n: u64, ctx: Context) {
+    RUNS.lock().unwrap().push(("left_job", n, ctx.attempt()));
+}
+
+#[job(queue = "shared")]
+async fn right_job(n: u64, ctx: Context) {
+    RUNS.lock().unwrap().push(("right_job", n, ctx.attempt()));
+}
+
+/// A worker of `jobs` serving `queues`, running until the token is cancelled.
+fn worker(
+    client: &Client,
+    queues: &str,
+    jobs: &[&str],
+) -> (CancellationToken, JoinHandle<gator_core::Result<()>>) {
+    let worker = Worker::builder()
+        .client(client.clone())
+        .queues(queues)
+        .concurrency(4)
+        .poll_interval(Duration::from_millis(100))
+        .jobs(jobs.iter().copied())
+        .build()
+        .expect("a valid worker");
+    let stop = CancellationToken::new();
+    let running = tokio::spawn(worker.run_until(stop.clone()));
+    (stop, running)
+}
+
+async fn published(client: &Client, name: &str) {
+    wait_until("the job in the catalogue", Duration::from_secs(10), || async {
+        client.catalogue_entry(name).await.unwrap().is_some()
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_publishes_each_job_with_its_queue_arguments_options_and_itself() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let (stop, running) = worker(&client, "idle", &["send_mail", "build_report"]);
+    published(&client, "build_report").await;
+
+    let all = client.catalogue().await.unwrap();
+    let names: Vec<&str> = all.iter().map(|k| k.definition.job.as_str()).collect();
+    assert_eq!(names, ["build_report", "send_mail"]);
+    let mail = &all[1];
+    let def = &mail.definition;
+    assert_eq!(def.queue, "mail");
+    let params: Vec<(&str, &str)> = def
+        .params
+        .iter()
+        .flatten()
+        .map(|p| (p.name.as_str(), p.ty.as_str()))
+        .collect();
+    assert_eq!(params, [("region", "String"), ("to", "String"), ("count", "u32")]);
+    assert_eq!((def.priority, def.limit_key_arg), (Some(20), Some(0)));
+    assert_eq!(def.rate.as_deref(), Some("email"));
+    assert_eq!(def.unique.as_ref().map(|u| u.for_ms), Some(60_000));
+    assert_eq!(mail.runners.len(), 1);
+    assert_eq!(mail.runners[0].queues, ["idle"]);
+    let report = &all[0].definition;
+    assert_eq!((report.retries, report.timeout_ms), (3, Some(30_000)));
+    assert_eq!(report.no_overlap, Overlap::Args);
+    assert_eq!(report.backoff_ms.len(), 3);
+
+    // A worker that stops gives its leases up at once: no live worker runs the job, and it
+    // stays known (recent) for producers.
+    stop.cancel();
+    running.await.unwrap().unwrap();
+    let mail = client.catalogue_entry("send_mail").await.unwrap().unwrap();
+    assert!(mail.runners.is_empty() && !mail.writer_live, "{mail:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dispatch_by_name_gets_the_queue_limiter_and_uniqueness_its_rust_code_declares() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let (stop, running) = worker(&client, "idle", &["send_mail"]);
+    published(&client, "send_mail").await;
+
+    let args = json!(["eu", "ada@example.com", 2]);
+    let first = client
+        .dispatch_by_name("send_mail", args.clone())
+        .send()
+        .await
+        .unwrap();
+    assert!(!first.is_duplicate());
+    let second = client
+        .dispatch_by_name("send_mail", args)
+        .send()
+        .await
+        .unwrap();
+    assert!(second.is_duplicate(), "unique_for applies by name too");
+    assert_eq!(second.jid(), first.jid());
+
+    let flow = Admin::new(client.clone()).flow_status("mail").await.unwrap();
+    let parked: Vec<(&str, Option<&str>, u64)> = flow
+        .parked
+        .iter()
+        .map(|p| (p.key.as_str(), p.rate.as_deref(), p.jobs))
+        .collect();
+    assert_eq!(parked, [("eu", Some("email"), 1)], "parked under its limit key and limiter");
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unknown_name_or_arguments_that_do_not_fit_are_refused_and_nothing_is_stored() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let (stop, running) = worker(&client, "idle", &["send_mail", "build_report"]);
+    published(&client, "build_report").await;
+
+    let refused = client
+        .dispatch_by_name("send_mial", json!(["eu", "a", 1]))
+        .send()
+        .await
+        .expect_err("a misspelt name is refused");
+    let message = refused.to_string();
+    assert!(
+        message.contains("\"send_mial\"") && message.contains("build_report, send_mail"),
+        "{message}"
+    );
+    let short = client
+        .dispatch_by_name("send_mail", json!(["eu"]))
+        .send()
+        .await
+        .expect_err("too few arguments");
+    assert!(
+        short
+            .to_string()
+            .contains("takes 3 arguments (region: String, to: String, count: u32), got 1"),
+        "{short}"
+    );
+    let wrong = client
+        .dispatch_by_name("build_report", json!(["forty-two"]))
+        .send()
+        .await
+        .expect_err("a string for a u64");
+    assert!(wrong.to_string().contains("`account: u64`"), "{wrong}");
+    let admin = Admin::new(client.clone());
+    assert_eq!(admin.flow_status("mail").await.unwrap().parked_jobs(), 0);
+
+    // Forced, an unknown name is stored on the queue given.
+    let forced = client
+        .dispatch_by_name("send_mial", json!([]))
+        .on("idle")
+        .force()
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        client.status(forced.jid()).await.unwrap(),
+        JobStatus::Queued
+    );
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_hands_back_the_jobs_it_does_not_run_without_using_an_attempt() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    // Two workers share a queue, each running one of its two jobs (the README's embedded
+    // worker beside a worker binary).
+    let (stop_left, left) = worker(&client, "shared", &["left_job"]);
+    let (stop_right, right) = worker(&client, "shared", &["right_job"]);
+    published(&client, "left_job").await;
+    published(&client, "right_job").await;
+    let mut jids = Vec::new();
+    for n in 0..20u64 {
+        jids.push(LeftJob::call(n).dispatch_with(&client).await.unwrap());
+        jids.push(RightJob::call(n).dispatch_with(&client).await.unwrap());
+    }
+    wait_until("every job to run", Duration::from_secs(30), || async {
+        RUNS.lock().unwrap().len() >= 40
+    })
+    .await;
+    let runs = RUNS.lock().unwrap().clone();
+    assert_eq!(runs.len(), 40, "each ran once: {runs:?}");
+    assert!(
+        runs.iter().all(|(_, _, attempt)| *attempt == 1),
+        "a job handed back used no attempt: {runs:?}"
+    );
+    for jid in &jids {
+        let status = client.status(jid).await.unwrap();
+        assert!(matches!(status, JobStatus::Done { attempts: 1, .. }), "{status:?}");
+    }
+    stop_left.cancel();
+    stop_right.cancel();
+    left.await.unwrap().unwrap();
+    right.await.unwrap().unwrap();
+}
+
+/// What the worker logs, as text.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+// On the current thread, so the subscriber set for it hears the worker's tasks.
+#[tokio::test]
+async fn a_worker_that_runs_only_some_jobs_of_a_queue_says_so_at_start() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let (stop_right, right) = worker(&client, "shared", &["right_job"]);
+    published(&client, "right_job").await;
+
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _heard = tracing::subscriber::set_default(subscriber);
+    let (stop_left, left) = worker(&client, "shared", &["left_job"]);
+    published(&client, "left_job").await;
+    wait_until("the start message", Duration::from_secs(10), || async {
+        captured.text().contains("runs only some of the jobs on this queue")
+    })
+    .await;
+    let text = captured.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("runs only some of the jobs"))
+        .unwrap();
+    assert!(line.contains("queue=shared") && line.contains("right_job"), "{line}");
+    stop_left.cancel();
+    stop_right.cancel();
+    left.await.unwrap().unwrap();
+    right.await.unwrap().unwrap();
+}
