@@ -10,7 +10,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use base64::Engine;
 use gator_core::job;
-use gator_tests::{Notes, RedisServer, TestWorker, client, wait_until};
+use gator_tests::{Notes, RedisServer, TestWorker, catalogued, client, wait_until};
 use gator_web::{WebConfig, router};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -122,6 +122,7 @@ async fn a_job_enqueued_by_wire_name_runs_and_its_jid_is_returned() {
     let redis = RedisServer::start();
     let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
     let worker = TestWorker::start(&redis.url(), Some("web"), 2);
+    catalogued(&client(&redis.url()).await, "send_email").await;
 
     let (status, answer) = post(
         &app,
@@ -306,7 +307,7 @@ async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     client
-        .enqueue_raw("web", "send_email", json!(["x"]), None)
+        .dispatch(SendEmail::call("x".into()))
         .await
         .unwrap();
     let app = router(
@@ -404,7 +405,7 @@ async fn read_only_mode_refuses_every_post_and_the_pages_hide_the_buttons() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = client
-        .enqueue_raw("web", "send_email", json!(["x"]), None)
+        .dispatch(SendEmail::call("x".into()))
         .await
         .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN).read_only(true));
@@ -440,6 +441,7 @@ async fn retry_from_the_dead_set_moves_the_job_back_and_it_runs() {
     let redis = RedisServer::start();
     let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
     let worker = TestWorker::start(&redis.url(), Some("web"), 2);
+    catalogued(&client(&redis.url()).await, "send_email").await;
     let (_, answer) = post(
         &app,
         "/api/queues/web/jobs",
@@ -487,6 +489,7 @@ async fn delete_takes_one_job_the_selected_ones_or_all_and_search_finds_by_args(
     let redis = RedisServer::start();
     let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
     let worker = TestWorker::start(&redis.url(), Some("web"), 2);
+    catalogued(&client(&redis.url()).await, "send_email").await;
     let mut jids = Vec::new();
     for tag in ["a", "b", "c", "d", "needle-7"] {
         let (_, answer) = post(
@@ -563,7 +566,7 @@ async fn pause_and_resume_show_on_the_queue_and_clear_empties_it() {
     let client = client(&redis.url()).await;
     for n in 0..3 {
         client
-            .enqueue_raw("web", "send_email", json!([n.to_string()]), None)
+            .dispatch(SendEmail::call(n.to_string()))
             .await
             .unwrap();
     }
@@ -859,16 +862,15 @@ async fn every_read_answers_json_and_cancel_and_reply_act() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let later = client
-        .enqueue_raw_in(
-            "web",
-            "send_email",
-            json!(["later"]),
+        .dispatch_in(
+            SendEmail::call("later".into()),
             Duration::from_secs(3600),
         )
         .await
         .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN));
     let worker = TestWorker::start(&redis.url(), Some("web"), 1);
+    catalogued(&gator_tests::client(&redis.url()).await, "send_email").await;
     wait_until("the worker to show in processes", WAIT, || async {
         get(&app, "/api/processes").await.as_array().unwrap().len() == 1
     })
@@ -966,4 +968,49 @@ async fn a_filtered_set_page_counts_its_matches() {
     assert_eq!(by_job["total"], 5, "{by_job}");
     let none = get(&app, "/api/sets/dead?job=doomed").await;
     assert_eq!(none["total"], 0, "{none}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enqueue_by_name_follows_the_job_catalogue_and_refuses_a_name_no_worker_runs() {
+    let redis = RedisServer::start();
+    let app = web(&redis, WebConfig::new().auth_token(TOKEN)).await;
+    let worker = TestWorker::start(&redis.url(), Some("elsewhere"), 1);
+    catalogued(&client(&redis.url()).await, "send_email").await;
+
+    let catalogue = get(&app, "/api/catalogue").await;
+    let mail = catalogue["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["definition"]["job"] == "send_email")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(mail["definition"]["queue"], "web", "{catalogue}");
+    assert_eq!(mail["definition"]["params"][0]["type"], "String");
+    assert_eq!(mail["runners"].as_array().map(Vec::len), Some(1));
+
+    // A misspelt name is refused with the names there are; nothing is stored.
+    let (status, refused) = post(&app, "/api/jobs", json!({"job": "send_emial", "args": ["a"]})).await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
+    assert_eq!(refused["code"], "unknown_job");
+    assert!(refused["error"].as_str().unwrap().contains("send_email"), "{refused}");
+    // Arguments that do not fit are refused too.
+    let (status, wrong) = post(&app, "/api/jobs", json!({"job": "send_email", "args": [1, 2]})).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{wrong}");
+    assert!(wrong["error"].as_str().unwrap().contains("takes 1 argument"), "{wrong}");
+    let (status, _, _) = call(&app, "GET", "/api/queues/web", &[BEARER], None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was sent to the queue");
+
+    // Without a queue, the catalogue's; forced, an unknown name is stored.
+    let (status, sent) = post(&app, "/api/jobs", json!({"job": "send_email", "args": ["a"]})).await;
+    assert_eq!(status, StatusCode::CREATED, "{sent}");
+    let (status, forced) = post(
+        &app,
+        "/api/jobs",
+        json!({"job": "send_emial", "args": [], "queue": "web", "force": true}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{forced}");
+    assert_eq!(get(&app, "/api/queues/web").await["info"]["size"], 2);
+    worker.stop().await;
 }

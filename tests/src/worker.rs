@@ -318,3 +318,21 @@ pub fn run_cli(binary: &str, redis_url: &str, args: &[&str]) -> std::process::Ou
     );
     output
 }
+
+/// Waits (up to 10 s) until a worker has published job `name` in the job catalogue, so that a
+/// dispatch by name (the HTTP API, `dispatch_by_name`) finds it.
+pub async fn catalogued(client: &Client, name: &str) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while client
+        .catalogue_entry(name)
+        .await
+        .expect("read the catalogue")
+        .is_none()
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no worker published {name:?} in the job catalogue within 10 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
