@@ -306,10 +306,7 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
 async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client
-        .dispatch(SendEmail::call("x".into()))
-        .await
-        .unwrap();
+    client.dispatch(SendEmail::call("x".into())).await.unwrap();
     let app = router(
         client,
         WebConfig::new()
@@ -404,10 +401,7 @@ async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
 async fn read_only_mode_refuses_every_post_and_the_pages_hide_the_buttons() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = client
-        .dispatch(SendEmail::call("x".into()))
-        .await
-        .unwrap();
+    let jid = client.dispatch(SendEmail::call("x".into())).await.unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN).read_only(true));
     for path in [
         "/api/queues/web/pause",
@@ -862,10 +856,7 @@ async fn every_read_answers_json_and_cancel_and_reply_act() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let later = client
-        .dispatch_in(
-            SendEmail::call("later".into()),
-            Duration::from_secs(3600),
-        )
+        .dispatch_in(SendEmail::call("later".into()), Duration::from_secs(3600))
         .await
         .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN));
@@ -990,19 +981,47 @@ async fn enqueue_by_name_follows_the_job_catalogue_and_refuses_a_name_no_worker_
     assert_eq!(mail["runners"].as_array().map(Vec::len), Some(1));
 
     // A misspelt name is refused with the names there are; nothing is stored.
-    let (status, refused) = post(&app, "/api/jobs", json!({"job": "send_emial", "args": ["a"]})).await;
+    let (status, refused) = post(
+        &app,
+        "/api/jobs",
+        json!({"job": "send_emial", "args": ["a"]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{refused}");
     assert_eq!(refused["code"], "unknown_job");
-    assert!(refused["error"].as_str().unwrap().contains("send_email"), "{refused}");
+    assert!(
+        refused["error"].as_str().unwrap().contains("send_email"),
+        "{refused}"
+    );
     // Arguments that do not fit are refused too.
-    let (status, wrong) = post(&app, "/api/jobs", json!({"job": "send_email", "args": [1, 2]})).await;
+    let (status, wrong) = post(
+        &app,
+        "/api/jobs",
+        json!({"job": "send_email", "args": [1, 2]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::BAD_REQUEST, "{wrong}");
-    assert!(wrong["error"].as_str().unwrap().contains("takes 1 argument"), "{wrong}");
+    assert!(
+        wrong["error"]
+            .as_str()
+            .unwrap()
+            .contains("takes 1 argument"),
+        "{wrong}"
+    );
     let (status, _, _) = call(&app, "GET", "/api/queues/web", &[BEARER], None).await;
-    assert_eq!(status, StatusCode::NOT_FOUND, "nothing was sent to the queue");
+    assert_eq!(
+        status,
+        StatusCode::NOT_FOUND,
+        "nothing was sent to the queue"
+    );
 
     // Without a queue, the catalogue's; forced, an unknown name is stored.
-    let (status, sent) = post(&app, "/api/jobs", json!({"job": "send_email", "args": ["a"]})).await;
+    let (status, sent) = post(
+        &app,
+        "/api/jobs",
+        json!({"job": "send_email", "args": ["a"]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::CREATED, "{sent}");
     let (status, forced) = post(
         &app,

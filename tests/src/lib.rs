@@ -31,9 +31,9 @@ pub use proxy::SilentProxy;
 pub use sentinel::{RedisSentinel, SENTINEL_SERVICE};
 pub use tls::{TLS_PASSWORD, TestCerts, TlsRedis};
 pub use worker::{
-    catalogued,
-    TestWorker, WorkerCommand, WorkerProcess, client, libfaketime, pid_namespaces_available,
-    run_cli, set_flow, spawn_worker_process, spawn_worker_process_with, terminate,
+    TestWorker, WorkerCommand, WorkerProcess, catalogued, client, libfaketime,
+    pid_namespaces_available, run_cli, set_flow, spawn_worker_process, spawn_worker_process_with,
+    terminate,
 };
 
 use std::future::Future;

@@ -56,9 +56,11 @@ fn worker(
 }
 
 async fn published(client: &Client, name: &str) {
-    wait_until("the job in the catalogue", Duration::from_secs(10), || async {
-        client.catalogue_entry(name).await.unwrap().is_some()
-    })
+    wait_until(
+        "the job in the catalogue",
+        Duration::from_secs(10),
+        || async { client.catalogue_entry(name).await.unwrap().is_some() },
+    )
     .await;
 }
 
@@ -81,7 +83,10 @@ async fn a_worker_publishes_each_job_with_its_queue_arguments_options_and_itself
         .flatten()
         .map(|p| (p.name.as_str(), p.ty.as_str()))
         .collect();
-    assert_eq!(params, [("region", "String"), ("to", "String"), ("count", "u32")]);
+    assert_eq!(
+        params,
+        [("region", "String"), ("to", "String"), ("count", "u32")]
+    );
     assert_eq!((def.priority, def.limit_key_arg), (Some(20), Some(0)));
     assert_eq!(def.rate.as_deref(), Some("email"));
     assert_eq!(def.unique.as_ref().map(|u| u.for_ms), Some(60_000));
@@ -122,13 +127,20 @@ async fn a_dispatch_by_name_gets_the_queue_limiter_and_uniqueness_its_rust_code_
     assert!(second.is_duplicate(), "unique_for applies by name too");
     assert_eq!(second.jid(), first.jid());
 
-    let flow = Admin::new(client.clone()).flow_status("mail").await.unwrap();
+    let flow = Admin::new(client.clone())
+        .flow_status("mail")
+        .await
+        .unwrap();
     let parked: Vec<(&str, Option<&str>, u64)> = flow
         .parked
         .iter()
         .map(|p| (p.key.as_str(), p.rate.as_deref(), p.jobs))
         .collect();
-    assert_eq!(parked, [("eu", Some("email"), 1)], "parked under its limit key and limiter");
+    assert_eq!(
+        parked,
+        [("eu", Some("email"), 1)],
+        "parked under its limit key and limiter"
+    );
     stop.cancel();
     running.await.unwrap().unwrap();
 }
@@ -213,7 +225,10 @@ async fn a_worker_hands_back_the_jobs_it_does_not_run_without_using_an_attempt()
     );
     for jid in &jids {
         let status = client.status(jid).await.unwrap();
-        assert!(matches!(status, JobStatus::Done { attempts: 1, .. }), "{status:?}");
+        assert!(
+            matches!(status, JobStatus::Done { attempts: 1, .. }),
+            "{status:?}"
+        );
     }
     stop_left.cancel();
     stop_right.cancel();
@@ -259,7 +274,9 @@ async fn a_worker_that_runs_only_some_jobs_of_a_queue_says_so_at_start() {
     let (stop_left, left) = worker(&client, "shared", &["left_job"]);
     published(&client, "left_job").await;
     wait_until("the start message", Duration::from_secs(10), || async {
-        captured.text().contains("runs only some of the jobs on this queue")
+        captured
+            .text()
+            .contains("runs only some of the jobs on this queue")
     })
     .await;
     let text = captured.text();
@@ -267,9 +284,60 @@ async fn a_worker_that_runs_only_some_jobs_of_a_queue_says_so_at_start() {
         .lines()
         .find(|l| l.contains("runs only some of the jobs"))
         .unwrap();
-    assert!(line.contains("queue=shared") && line.contains("right_job"), "{line}");
+    assert!(
+        line.contains("queue=shared") && line.contains("right_job"),
+        "{line}"
+    );
     stop_left.cancel();
     stop_right.cancel();
     left.await.unwrap().unwrap();
     right.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_lists_the_catalogue_and_enqueues_by_name_through_it() {
+    const CLI: &str = env!("CARGO_BIN_EXE_gator-test-worker");
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let (stop, running) = worker(&client, "idle", &["send_mail", "build_report"]);
+    published(&client, "send_mail").await;
+    let url = redis.url();
+
+    let listed = gator_tests::run_cli(CLI, &url, &["jobs"]);
+    let text = String::from_utf8_lossy(&listed.stdout);
+    let header = text.lines().next().unwrap_or_default();
+    assert!(
+        header.starts_with("JOB") && header.contains("WORKERS"),
+        "{text}"
+    );
+    let mail = text
+        .lines()
+        .find(|l| l.starts_with("send_mail"))
+        .unwrap_or_default();
+    assert!(
+        mail.contains("mail") && mail.contains("count: u32") && mail.contains("rate=email"),
+        "{text}"
+    );
+    let json = gator_tests::run_cli(CLI, &url, &["jobs", "--json"]);
+    let jobs: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    assert_eq!(jobs.as_array().map(Vec::len), Some(2), "{jobs}");
+
+    let sent = gator_tests::run_cli(CLI, &url, &["enqueue", "build_report", "[7]"]);
+    assert!(sent.status.success(), "{sent:?}");
+    assert!(String::from_utf8_lossy(&sent.stdout).starts_with("build_report: enqueued "));
+    let refused = gator_tests::run_cli(CLI, &url, &["enqueue", "build_reprot", "[7]"]);
+    assert!(!refused.status.success());
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(why.contains("build_report, send_mail"), "{why}");
+    let status = Admin::new(client.clone())
+        .flow_status("reports")
+        .await
+        .unwrap();
+    assert_eq!(
+        status.parked_jobs(),
+        1,
+        "the one enqueued, parked by its no_overlap key"
+    );
+    stop.cancel();
+    running.await.unwrap().unwrap();
 }

@@ -445,6 +445,7 @@ async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let _worker = WorkerCommand::new(WORKER, &redis.url(), "default").spawn();
+    gator_tests::catalogued(&client, "count_run").await;
     let jid = client
         .enqueue_raw("default", "count_run", json!([42]), None)
         .await
@@ -467,12 +468,21 @@ async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
         client.status(&later).await.unwrap(),
         JobStatus::Scheduled { .. }
     ));
-    // A name no worker knows is accepted (another language's worker may run it); it ends
-    // dead or retrying with the reason, its payload kept.
+    // A name no worker published is refused; forced (another language's worker may run it),
+    // it is stored and ends dead or retrying with the reason, its payload kept.
+    assert!(matches!(
+        client
+            .enqueue_raw("default", "no_such_job", json!([]), None)
+            .await,
+        Err(Error::NotInCatalogue { .. })
+    ));
     let unknown = client
-        .enqueue_raw("default", "no_such_job", json!([]), None)
+        .dispatch_by_name("no_such_job", json!([]))
+        .force()
+        .send()
         .await
-        .unwrap();
+        .unwrap()
+        .into_jid();
     wait_until(
         "the unknown job to fail",
         Duration::from_secs(15),

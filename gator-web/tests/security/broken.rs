@@ -12,7 +12,7 @@ fn two_queues() -> Web {
             &web,
             &format!("/api/queues/{queue}/jobs"),
             &bearer(),
-            r#"{"job": "send_email", "args": ["a"], "in": "1h"}"#,
+            r#"{"force": true, "job": "send_email", "args": ["a"], "in": "1h"}"#,
         );
         assert_eq!(status(&answer), 201, "{answer}");
     }
@@ -80,7 +80,7 @@ fn enqueueing_to_a_broken_queue_says_so_without_script_details_and_stores_nothin
         &web,
         "/api/queues/high/jobs",
         &bearer(),
-        r#"{"job": "send_email", "args": ["b"]}"#,
+        r#"{"force": true, "job": "send_email", "args": ["b"]}"#,
     );
     assert_eq!(status(&answer), 409, "{answer}");
     let body = json(&answer);
@@ -105,7 +105,7 @@ fn enqueueing_to_a_broken_queue_says_so_without_script_details_and_stores_nothin
         &web,
         "/api/queues/low/jobs",
         &bearer(),
-        r#"{"job": "send_email", "args": ["c"]}"#,
+        r#"{"force": true, "job": "send_email", "args": ["c"]}"#,
     );
     assert_eq!(status(&ok), 201, "{ok}");
 }

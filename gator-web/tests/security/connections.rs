@@ -139,7 +139,7 @@ fn a_claimed_one_gigabyte_body_is_answered_413_at_once_without_waiting_for_it() 
 fn a_chunked_body_past_the_limit_is_cut_off_with_413() {
     let web = Web::start(&["--auth-token", TOKEN, "--max-body-bytes", "1000"]);
     let chunk = format!(
-        r#"{{"job": "send_email", "args": ["{}"]}}"#,
+        r#"{{"force": true, "job": "send_email", "args": ["{}"]}}"#,
         "x".repeat(4000)
     );
     let request = format!(

@@ -13,9 +13,9 @@ use std::time::Duration;
 fn a_delay_or_a_time_past_five_years_is_refused_over_http_as_at_always_was() {
     let web = Web::start(&["--auth-token", TOKEN]);
     for body in [
-        r#"{"job": "send_email", "args": ["a"], "in": "10 years"}"#,
-        r#"{"job": "send_email", "args": ["a"], "in": "1000000000 years"}"#,
-        r#"{"job": "send_email", "args": ["a"], "at": "2099-01-01T00:00:00Z"}"#,
+        r#"{"force": true, "job": "send_email", "args": ["a"], "in": "10 years"}"#,
+        r#"{"force": true, "job": "send_email", "args": ["a"], "in": "1000000000 years"}"#,
+        r#"{"force": true, "job": "send_email", "args": ["a"], "at": "2099-01-01T00:00:00Z"}"#,
     ] {
         let answer = post(&web, "/api/queues/web/jobs", &bearer(), body);
         assert_eq!(status(&answer), 400, "{body}: {answer}");
@@ -29,7 +29,7 @@ fn a_delay_or_a_time_past_five_years_is_refused_over_http_as_at_always_was() {
         &web,
         "/api/queues/web/jobs",
         &bearer(),
-        r#"{"job": "send_email", "args": ["a"], "in": "4 years"}"#,
+        r#"{"force": true, "job": "send_email", "args": ["a"], "in": "4 years"}"#,
     );
     assert_eq!(status(&ok), 201, "{ok}");
 }
@@ -67,7 +67,7 @@ fn the_queue_names_dot_and_dotdot_are_refused() {
             &web,
             &format!("/api/queues/{queue}/jobs"),
             &bearer(),
-            r#"{"job": "send_email", "args": ["a"]}"#,
+            r#"{"force": true, "job": "send_email", "args": ["a"]}"#,
         );
         assert_eq!(status(&answer), 400, "{queue}: {answer}");
         assert!(

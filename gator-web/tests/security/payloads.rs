@@ -40,7 +40,7 @@ fn worker_with_limit(redis: &RedisServer, max_payload: Option<usize>) -> TestWor
 fn a_payload_over_the_limit_is_refused_413_over_http_and_nothing_is_stored() {
     let web = Web::start(&["--auth-token", TOKEN]);
     let big = "x".repeat(600 * 1024);
-    let body = format!(r#"{{"job": "send_email", "args": ["{big}"]}}"#);
+    let body = format!(r#"{{"force": true, "job": "send_email", "args": ["{big}"]}}"#);
     let answer = post(
         &web,
         "/api/queues/web/jobs",

@@ -18,7 +18,7 @@ fn without_auth_a_request_addressed_to_another_host_is_refused_421_before_any_ha
     let page = web.get("/", "");
     assert_eq!(status(&page), 200, "{page}");
     let csrf = csrf_of(&page);
-    let body = r#"{"job": "send_email", "args": ["x"]}"#;
+    let body = r#"{"force": true, "job": "send_email", "args": ["x"]}"#;
     let enqueued = web.send(&format!(
         "POST /api/queues/web/jobs HTTP/1.1\r\nHost: {}\r\nX-Gator-Csrf: {csrf}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         web.address,
