@@ -341,3 +341,78 @@ async fn the_command_line_lists_the_catalogue_and_enqueues_by_name_through_it() 
     stop.cancel();
     running.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounded() {
+    use gator_core::store::catalogue::{publish, withdraw};
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let (keys, mut conn) = (client.keys().clone(), client.connection());
+    let queues = vec!["q".to_owned()];
+    let old = vec![(
+        "job_a".to_owned(),
+        r#"{"job":"job_a","queue":"q","retries":1}"#.to_owned(),
+    )];
+    let new = vec![(
+        "job_a".to_owned(),
+        r#"{"job":"job_a","queue":"q","retries":2}"#.to_owned(),
+    )];
+
+    // The old version holds the writer lease: the new one is told, and does not overwrite it.
+    let first = publish(&mut conn, &keys, "old-worker", 60_000, &queues, 10, &old)
+        .await
+        .unwrap();
+    assert!(first.differs.is_empty());
+    let second = publish(&mut conn, &keys, "new-worker", 60_000, &queues, 10, &new)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.differs,
+        [("job_a".to_owned(), "old-worker".to_owned())]
+    );
+    let known = client.catalogue_entry("job_a").await.unwrap().unwrap();
+    assert_eq!(known.definition.retries, 1);
+    assert_eq!(known.runners.len(), 2, "both run it");
+
+    // Once the old one stops, the new one writes at its next renewal.
+    withdraw(&mut conn, &keys, "old-worker", &["job_a".to_owned()])
+        .await
+        .unwrap();
+    let third = publish(&mut conn, &keys, "new-worker", 60_000, &queues, 10, &new)
+        .await
+        .unwrap();
+    assert!(third.differs.is_empty());
+    let known = client.catalogue_entry("job_a").await.unwrap().unwrap();
+    assert_eq!(
+        (known.definition.retries, known.writer.as_str()),
+        (2, "new-worker")
+    );
+    assert_eq!(known.runners.len(), 1);
+
+    // A lease that ended (a worker that died) frees the name too, on Redis's clock.
+    let short = vec![(
+        "job_b".to_owned(),
+        r#"{"job":"job_b","queue":"q","retries":1}"#.to_owned(),
+    )];
+    publish(&mut conn, &keys, "dying", 200, &queues, 10, &short)
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let known = client.catalogue_entry("job_b").await.unwrap().unwrap();
+    assert!(known.runners.is_empty() && !known.writer_live, "{known:?}");
+
+    // Bounded: past the most names, a new one is refused and said so.
+    let many: Vec<(String, String)> = (0..3)
+        .map(|i| {
+            (
+                format!("extra_{i}"),
+                format!(r#"{{"job":"extra_{i}","queue":"q","retries":0}}"#),
+            )
+        })
+        .collect();
+    let full = publish(&mut conn, &keys, "w", 60_000, &queues, 4, &many)
+        .await
+        .unwrap();
+    assert_eq!(full.full, ["extra_2"]);
+    assert_eq!(client.catalogue().await.unwrap().len(), 4);
+}

@@ -125,13 +125,7 @@ fn assemble(
         retention: config.retention,
     };
     let settler = Arc::new(Settler::new(client.clone(), fetcher.clone(), kept));
-    let catalogue = Catalogue::new(
-        client.clone(),
-        id.clone(),
-        order.clone(),
-        &registry,
-        fetcher.outage().clone(),
-    );
+    let catalogue = catalogue_of(&client, &id, &order, &registry, &fetcher);
     let heartbeat = Heartbeat::new(client.clone(), &config, id, leases.clone(), clock.clone());
     let recovery = Recovery::new(
         client.clone(),
@@ -154,9 +148,28 @@ fn assemble(
         settler,
         heartbeat: Arc::new(heartbeat),
         recovery: Arc::new(recovery),
-        catalogue: Arc::new(catalogue),
+        catalogue,
         first_pass: recovery::Pass::default(),
     }
+}
+
+/// This worker's part in the job catalogue.
+fn catalogue_of(
+    client: &Client,
+    id: &str,
+    order: &Arc<QueueOrder>,
+    registry: &Registry,
+    fetcher: &Fetcher,
+) -> Arc<Catalogue> {
+    let outage = fetcher.outage().clone();
+    let catalogue = Catalogue::new(
+        client.clone(),
+        id.to_owned(),
+        order.clone(),
+        registry,
+        outage,
+    );
+    Arc::new(catalogue)
 }
 
 impl Started {
