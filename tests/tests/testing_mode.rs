@@ -1,5 +1,6 @@
 //! The testing mode (`gator_core::testing`) without Redis: fake and inline, typed assertions,
 //! drain with context and state, failures, and isolation between tests on other threads.
+//! (The fake clock and windows: `testing_clock.rs`.)
 
 use gator_core::{Context, JobError, State, testing};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,10 +53,12 @@ async fn fake_records_every_kind_of_dispatch_typed() {
     assert_eq!(fake.jobs()[0].jid, jid);
     assert_eq!(fake.jobs_on("mail").len(), 2);
     assert_eq!(fake.jobs_on("work").len(), 2);
-    assert!(
-        fake.jobs()[1].due.is_some(),
-        "dispatch_in records its due time"
+    assert_eq!(
+        fake.jobs()[1].due,
+        Some(fake.now() + Duration::from_secs(60)),
+        "dispatch_in records its due time, on the fake clock"
     );
+    assert_eq!(fake.jobs()[0].due, None);
     assert_eq!(
         fake.dispatched::<Welcome>(),
         [("a@b.c".to_owned(), true), ("d@e.f".to_owned(), false)]

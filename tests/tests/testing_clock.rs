@@ -1,0 +1,168 @@
+//! The fake clock of the testing mode (`gator_core::testing`), without Redis: `drain` runs
+//! only what is due on it and `advance` moves it, so scheduled jobs and jobs with time windows
+//! come due when a test says so.
+
+use gator_core::flow::Windows;
+use gator_core::{Context, JobError, State, testing};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+const SECOND: Duration = Duration::from_secs(1);
+const MINUTE: Duration = Duration::from_secs(60);
+const HOUR: Duration = Duration::from_secs(3600);
+const DAY: Duration = Duration::from_secs(86_400);
+
+#[derive(Clone, Default)]
+struct Log(Arc<Mutex<Vec<String>>>);
+
+impl Log {
+    fn push(&self, line: String) {
+        self.0.lock().unwrap().push(line);
+    }
+
+    fn lines(&self) -> Vec<String> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// A fake with a fresh log as its jobs' state.
+fn fake_with_log() -> (testing::Fake, Log) {
+    let fake = testing::fake();
+    let log = Log::default();
+    fake.state(log.clone());
+    (fake, log)
+}
+
+/// Logs its run.
+#[gator_core::job(queue = "clock")]
+async fn remind(ctx: Context, State(log): State<Log>, n: u32) {
+    log.push(format!("remind {n} attempt {}", ctx.attempt()));
+}
+
+/// Starts only between 05:00 and 06:00 in Berlin.
+#[gator_core::job(queue = "clock", windows = ["05:00-06:00"], tz = "Europe/Berlin")]
+async fn nightly(State(log): State<Log>) {
+    log.push("nightly".into());
+}
+
+/// Dispatches itself again, forever.
+#[gator_core::job(queue = "clock")]
+async fn forever() -> Result<(), JobError> {
+    Forever::call()
+        .dispatch()
+        .await
+        .map_err(|e| JobError::new(e.to_string()))?;
+    Ok(())
+}
+
+#[tokio::test]
+async fn the_fake_clock_starts_at_the_real_time_and_moves_only_when_advanced() {
+    let before = SystemTime::now();
+    let fake = testing::fake();
+    let start = fake.now();
+    // To the millisecond.
+    assert!(before - Duration::from_millis(1) < start && start <= SystemTime::now());
+    assert_eq!(
+        start.duration_since(UNIX_EPOCH).unwrap().subsec_nanos() % 1_000_000,
+        0
+    );
+    tokio::task::yield_now().await;
+    assert_eq!(fake.now(), start, "it stands still");
+    fake.advance(5 * SECOND);
+    assert_eq!(fake.now(), start + 5 * SECOND);
+}
+
+#[tokio::test]
+async fn drain_leaves_a_job_due_in_an_hour_until_the_clock_gets_there() {
+    let (fake, log) = fake_with_log();
+    Remind::call(1).dispatch_in(HOUR).await.unwrap();
+    let drained = fake.drain().await;
+    assert_eq!(drained.ran, 0, "not due yet");
+    let waiting = fake.jobs();
+    assert_eq!(waiting.len(), 1, "still recorded");
+    assert_eq!(waiting[0].due, Some(fake.now() + HOUR));
+
+    assert_eq!(fake.advance(59 * MINUTE).drain().await.ran, 0);
+    assert_eq!(fake.advance(MINUTE).drain().await.ran, 1);
+    assert!(fake.jobs().is_empty());
+    assert_eq!(log.lines(), ["remind 1 attempt 1"]);
+}
+
+#[tokio::test]
+async fn a_delay_counts_from_the_fake_clock_not_the_real_one() {
+    let (fake, log) = fake_with_log();
+    fake.advance(DAY);
+    Remind::call(2).dispatch_in(HOUR).await.unwrap();
+    assert_eq!(fake.jobs()[0].due, Some(fake.now() + HOUR));
+    assert_eq!(
+        fake.drain().await.ran,
+        0,
+        "due an hour after the fake's now"
+    );
+    assert_eq!(fake.advance(HOUR).drain().await.ran, 1);
+    assert_eq!(log.lines(), ["remind 2 attempt 1"]);
+}
+
+#[tokio::test]
+async fn dispatch_at_is_due_at_its_time_and_a_past_time_at_once() {
+    let (fake, log) = fake_with_log();
+    let later = fake.now() + 2 * HOUR;
+    Remind::call(3).dispatch_at(later).await.unwrap();
+    Remind::call(4)
+        .dispatch_at(fake.now() - HOUR)
+        .await
+        .unwrap();
+    assert_eq!(fake.jobs()[0].due, Some(later));
+    assert_eq!(fake.drain().await.ran, 1);
+    assert_eq!(log.lines(), ["remind 4 attempt 1"]);
+    assert_eq!(fake.advance(2 * HOUR).drain().await.ran, 1);
+    assert_eq!(log.lines()[1], "remind 3 attempt 1");
+}
+
+/// The window of `windows` that contains `at`, or else the next one.
+fn window(windows: &Windows, at: SystemTime) -> (SystemTime, SystemTime) {
+    let ms = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
+    let (open, close) = windows.current_or_next(ms).unwrap();
+    let time = |ms: i64| UNIX_EPOCH + Duration::from_millis(ms as u64);
+    (time(open), time(close))
+}
+
+#[tokio::test]
+async fn a_job_with_a_time_window_runs_only_inside_it_on_the_fake_clock() {
+    let (fake, log) = fake_with_log();
+    let windows = Windows::parse(&["05:00-06:00"], Some("Europe/Berlin")).unwrap();
+    // Start where a window closes (06:00 in Berlin): the real time may be inside one.
+    let (_, close) = window(&windows, fake.now());
+    fake.advance(close.duration_since(fake.now()).unwrap());
+    let (open, close) = window(&windows, fake.now());
+    Nightly::call().dispatch().await.unwrap();
+    assert_eq!(fake.drain().await.ran, 0, "outside its window");
+
+    fake.advance(open.duration_since(fake.now()).unwrap() - SECOND);
+    assert_eq!(fake.drain().await.ran, 0, "a second before it opens");
+    assert_eq!(fake.advance(SECOND).drain().await.ran, 1, "05:00 in Berlin");
+    assert_eq!(log.lines(), ["nightly"]);
+
+    // At 06:00 the window has closed: a new one waits for the next day's.
+    fake.advance(close.duration_since(fake.now()).unwrap());
+    Nightly::call().dispatch().await.unwrap();
+    assert_eq!(fake.drain().await.ran, 0);
+    let (next, _) = window(&windows, fake.now());
+    assert!(next > close);
+    assert_eq!(
+        fake.advance(next.duration_since(fake.now()).unwrap())
+            .drain()
+            .await
+            .ran,
+        1
+    );
+}
+
+#[tokio::test]
+async fn drain_stops_after_ten_thousand_runs() {
+    let fake = testing::fake();
+    Forever::call().dispatch().await.unwrap();
+    let drained = fake.drain().await;
+    assert_eq!(drained.ran, 10_000);
+    assert_eq!(fake.jobs().len(), 1, "the next one is left recorded");
+}
