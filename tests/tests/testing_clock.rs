@@ -1,8 +1,9 @@
 //! The fake clock of the testing mode (`gator_core::testing`), without Redis: `drain` runs
-//! only what is due on it and `advance` moves it, so scheduled jobs and jobs with time windows
-//! come due when a test says so.
+//! only what is due on it and `advance` moves it, so scheduled jobs, retries after their
+//! backoff and jobs with time windows come due when a test says so.
 
 use gator_core::flow::Windows;
+use gator_core::retry::{RetryContext, RetryDecision};
 use gator_core::{Context, JobError, State, testing};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -37,6 +38,37 @@ fn fake_with_log() -> (testing::Fake, Log) {
 #[gator_core::job(queue = "clock")]
 async fn remind(ctx: Context, State(log): State<Log>, n: u32) {
     log.push(format!("remind {n} attempt {}", ctx.attempt()));
+}
+
+/// Fails its first `fails` attempts; two retries, 15 s after the first failure and a minute
+/// after the second.
+#[gator_core::job(queue = "clock", retries = 2, backoff = ["15s", "1m"])]
+async fn flaky(ctx: Context, State(log): State<Log>, fails: u32) -> Result<(), String> {
+    log.push(format!("flaky attempt {}", ctx.attempt()));
+    if ctx.attempt() <= fails {
+        return Err(format!("attempt {} failed", ctx.attempt()));
+    }
+    Ok(())
+}
+
+/// Refuses its input for good, with the default 25 retries left.
+#[gator_core::job(queue = "clock")]
+async fn refuses() -> Result<(), JobError> {
+    Err(JobError::discard("bad input"))
+}
+
+/// A retry strategy that waits five minutes, whatever the backoff says.
+fn in_five_minutes(_: &RetryContext<'_>) -> RetryDecision {
+    RetryDecision::RetryIn(5 * MINUTE)
+}
+
+/// Fails its first attempt; its retry strategy decides when it runs again.
+#[gator_core::job(queue = "clock", retry = in_five_minutes)]
+async fn rate_limited(ctx: Context) -> Result<(), String> {
+    match ctx.attempt() {
+        1 => Err("429 Too Many Requests".into()),
+        _ => Ok(()),
+    }
 }
 
 /// Starts only between 05:00 and 06:00 in Berlin.
@@ -117,6 +149,73 @@ async fn dispatch_at_is_due_at_its_time_and_a_past_time_at_once() {
     assert_eq!(log.lines(), ["remind 4 attempt 1"]);
     assert_eq!(fake.advance(2 * HOUR).drain().await.ran, 1);
     assert_eq!(log.lines()[1], "remind 3 attempt 1");
+}
+
+#[tokio::test]
+async fn a_failed_job_is_retried_after_its_backoff_as_its_next_attempt() {
+    let (fake, log) = fake_with_log();
+    Flaky::call(1).dispatch().await.unwrap();
+    let drained = fake.drain().await;
+    assert_eq!(drained.ran, 0);
+    assert!(drained.failed.is_empty(), "{:?}", drained.failed);
+    assert_eq!(drained.retried.len(), 1);
+    assert_eq!(drained.retried[0].0.attempt, 1);
+    assert_eq!(drained.retried[0].1, "attempt 1 failed");
+    let jobs = fake.jobs();
+    let retry = &jobs[0];
+    assert_eq!(retry.attempt, 2);
+    assert_eq!(
+        retry.due,
+        Some(fake.now() + 15 * SECOND),
+        "its backoff: 15 s"
+    );
+
+    assert_eq!(fake.advance(14 * SECOND).drain().await.ran, 0, "not yet");
+    assert_eq!(fake.advance(SECOND).drain().await.ran, 1);
+    assert_eq!(log.lines(), ["flaky attempt 1", "flaky attempt 2"]);
+    assert!(fake.jobs().is_empty());
+}
+
+#[tokio::test]
+async fn a_job_out_of_retries_ends_failed_after_its_last_backoff() {
+    let (fake, log) = fake_with_log();
+    Flaky::call(5).dispatch().await.unwrap();
+    assert_eq!(fake.drain().await.retried.len(), 1);
+    let second = fake.advance(15 * SECOND).drain().await;
+    assert_eq!(second.retried.len(), 1);
+    assert_eq!(
+        fake.jobs()[0].due,
+        Some(fake.now() + MINUTE),
+        "backoff's second delay"
+    );
+
+    let last = fake.advance(MINUTE).drain().await;
+    assert!(last.retried.is_empty());
+    assert_eq!(last.failed.len(), 1, "two retries, both spent");
+    assert_eq!(last.failed[0].0.attempt, 3);
+    assert_eq!(last.failed[0].1, "attempt 3 failed");
+    assert!(fake.jobs().is_empty());
+    assert_eq!(log.lines().len(), 3);
+}
+
+#[tokio::test]
+async fn a_discarded_failure_ends_failed_without_a_retry() {
+    let fake = testing::fake();
+    Refuses::call().dispatch().await.unwrap();
+    let drained = fake.drain().await;
+    assert!(drained.retried.is_empty());
+    assert_eq!(drained.failed.len(), 1);
+    assert_eq!(drained.failed[0].1, "bad input");
+    assert!(fake.jobs().is_empty());
+}
+
+#[tokio::test]
+async fn a_retry_strategy_decides_when_the_retry_is_due() {
+    let fake = testing::fake();
+    RateLimited::call().dispatch().await.unwrap();
+    assert_eq!(fake.drain().await.retried.len(), 1);
+    assert_eq!(fake.jobs()[0].due, Some(fake.now() + 5 * MINUTE));
+    assert_eq!(fake.advance(5 * MINUTE).drain().await.ran, 1);
 }
 
 /// The window of `windows` that contains `at`, or else the next one.

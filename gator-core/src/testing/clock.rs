@@ -6,8 +6,8 @@ use std::time::{Duration, SystemTime};
 impl Fake {
     /// The fake clock's time: the real time when [`super::fake`] was called (to the
     /// millisecond, the unit of every time Gator stores), plus every
-    /// [`Fake::advance`] since. It stands still otherwise. Due times and time windows are
-    /// read on it.
+    /// [`Fake::advance`] since. It stands still otherwise. Due times, retries and time
+    /// windows are read on it.
     pub fn now(&self) -> SystemTime {
         self.mode.now()
     }

@@ -32,7 +32,7 @@
 //!   and run them in the test with [`Fake::drain`] (jobs they dispatch run too).
 //! - **Inline** ([`inline`]): each job runs at its dispatch, before `dispatch` returns; a job
 //!   that fails makes its dispatch fail with [`crate::error::Error::InlineJobFailed`]. Inline
-//!   mode has no clock: due times and windows are the fake's.
+//!   mode has no clock: due times, retries and windows are the fake's.
 //!
 //! **The fake clock.** A fake keeps its own time, [`Fake::now`]: the real time when
 //! [`fake`] was called, moved only by [`Fake::advance`] (it does not run on its own, so a test
@@ -46,6 +46,13 @@
 //!   no part here); the rest stays recorded. `advance` runs nothing itself: a drain runs what
 //!   is due when it is called, so advancing past the whole of a window leaves a windowed job
 //!   waiting for the next one.
+//! - **Retries.** In a drain, a job that fails with retries left (its `retries`, `backoff` and
+//!   `retry` strategy, as a worker decides) is recorded again with its next attempt number,
+//!   due after its backoff on the fake clock, and listed in [`Drained::retried`]; advance to it
+//!   and drain again to run it. A job out of retries, failed with `JobError::discard`, given
+//!   up by its strategy, or not runnable (not registered, arguments that do not fit) ends in
+//!   [`Drained::failed`]. A job that says it was interrupted is due again a second later, its
+//!   attempt not counted, as a worker does.
 //!
 //! **Scope.** The mode holds on the thread that created it, until its guard drops: a
 //! `#[tokio::test]` (a current-thread runtime, the default) and everything it awaits or spawns
@@ -56,9 +63,10 @@
 //! **Chains and workflows** ([`crate::chain::Chain`], [`crate::workflow::Workflow`]) are caught too: in fake
 //! mode their first steps are recorded, and [`Fake::drain`] records each next step when the
 //! steps before it succeeded, with their results for `ctx.parent_result`, and with the
-//! workflow's failure policies (a failed step halts, continues or fails the workflow; there are
-//! no retries in a drain). In inline mode they run step by step at their dispatch. Steps added
-//! at run time (`Client::add_to_workflow`) still go to Redis.
+//! workflow's failure policies. A step with retries left is retried as any job is; it counts
+//! as failed for its chain or workflow (which halts, continues or fails) only once it ends
+//! failed. In inline mode they run step by step at their dispatch. Steps added at run time
+//! (`Client::add_to_workflow`) still go to Redis.
 
 mod clock;
 mod drain;
@@ -90,24 +98,32 @@ pub struct Dispatched {
     pub queue: String,
     /// Its arguments, as the payload would hold them (a JSON array).
     pub args: serde_json::Value,
-    /// When it is to run, on the fake clock, for `dispatch_at` and `dispatch_in`; `None` for
-    /// now.
+    /// When it is to run, on the fake clock: for `dispatch_at` and `dispatch_in`, and for a
+    /// retry; `None` for now.
     pub due: Option<SystemTime>,
+    /// The attempt it is, as `ctx.attempt()` will say: 1, then 2 for its first retry.
+    pub attempt: u32,
 }
 
-/// What [`Fake::drain`] did.
+/// What [`Fake::drain`] did. Each run counts once: in `ran`, `retried` or `failed`.
 #[derive(Debug, Default)]
 pub struct Drained {
-    /// Jobs run (including those dispatched by the jobs run).
+    /// Runs that succeeded (including those of jobs dispatched by the jobs run).
     pub ran: usize,
-    /// Jobs that failed, with why (a job not registered in this binary fails too).
+    /// Runs that failed with another attempt to come, each job as it ran (its `attempt` the
+    /// one that failed), with why. The next attempt is recorded (listed by [`Fake::jobs`]),
+    /// due after the job's backoff on the fake clock: [`Fake::advance`] to it and drain again.
+    pub retried: Vec<(Dispatched, String)>,
+    /// Jobs that ended failed, with why: out of retries, failed with `JobError::discard`,
+    /// given up by their retry strategy, or not runnable (a job not registered in this binary,
+    /// arguments that do not fit).
     pub failed: Vec<(Dispatched, String)>,
 }
 
 impl Drained {
     /// Every run, whatever its end.
     fn runs(&self) -> usize {
-        self.ran + self.failed.len()
+        self.ran + self.retried.len() + self.failed.len()
     }
 }
 

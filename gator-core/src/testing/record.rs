@@ -38,11 +38,19 @@ impl Recorded {
                 queue: payload.queue.clone(),
                 args: payload.args.clone(),
                 due,
+                attempt: 1,
             },
             created_at_ms,
             windows,
             window: None,
         }
+    }
+
+    /// The next attempt of this job after a failure: due at `due`, numbered `attempt`.
+    pub(crate) fn again(mut self, due: SystemTime, attempt: u32) -> Recorded {
+        self.job.due = Some(due);
+        self.job.attempt = attempt;
+        self
     }
 
     /// Whether a drain at `now` may run it: its due time has come, and `now` is inside one of
