@@ -1,6 +1,6 @@
 //! The fake clock of the testing mode (`gator_core::testing`), without Redis: `drain` runs
 //! only what is due on it and `advance` moves it, so scheduled jobs, retries after their
-//! backoff and jobs with time windows come due when a test says so.
+//! backoff, jobs with time windows and cron ticks come due when a test says so.
 
 use gator_core::flow::Windows;
 use gator_core::retry::{RetryContext, RetryDecision};
@@ -76,6 +76,17 @@ async fn rate_limited(ctx: Context) -> Result<(), String> {
 async fn nightly(State(log): State<Log>) {
     log.push("nightly".into());
 }
+
+/// Every day at 05:00 UTC; logs the time of day it was created at, in seconds.
+#[gator_core::job(queue = "reports", cron = "0 5 * * *")]
+async fn morning_report(ctx: Context, State(log): State<Log>) {
+    let created = ctx.created_at().duration_since(UNIX_EPOCH).unwrap();
+    log.push(format!("report created at {}", created.as_secs() % 86_400));
+}
+
+/// Every second.
+#[gator_core::job(queue = "ticks", cron = "* * * * * *")]
+async fn every_second() {}
 
 /// Dispatches itself again, forever.
 #[gator_core::job(queue = "clock")]
@@ -254,6 +265,67 @@ async fn a_job_with_a_time_window_runs_only_inside_it_on_the_fake_clock() {
             .await
             .ran,
         1
+    );
+}
+
+#[tokio::test]
+async fn cron_jobs_tick_only_in_a_test_that_turns_them_on() {
+    let fake = testing::fake();
+    fake.advance(3 * DAY);
+    assert!(fake.jobs().is_empty(), "{:?}", fake.jobs());
+}
+
+#[tokio::test]
+async fn a_cron_job_is_recorded_once_per_tick_the_clock_crosses() {
+    let (fake, log) = fake_with_log();
+    fake.cron_of::<MorningReport>();
+    assert!(fake.jobs().is_empty(), "nothing before the clock moves");
+    fake.advance(3 * DAY);
+    let ticks = fake.jobs_on("reports");
+    assert_eq!(ticks.len(), 3, "{ticks:?}");
+    assert!(
+        ticks
+            .iter()
+            .all(|t| t.job == "morning_report" && t.due.is_none())
+    );
+    assert_eq!(fake.drain().await.ran, 3);
+    assert_eq!(
+        log.lines(),
+        ["report created at 18000"; 3],
+        "at its tick, 05:00 UTC"
+    );
+
+    fake.advance(DAY);
+    assert_eq!(fake.dispatched::<MorningReport>().len(), 1);
+}
+
+#[tokio::test]
+async fn only_ticks_after_the_clock_s_start_count() {
+    let fake = testing::fake();
+    fake.cron_of::<EverySecond>();
+    fake.advance(SECOND);
+    assert_eq!(
+        fake.jobs_on("ticks").len(),
+        1,
+        "one whole second in (start, start + 1 s]"
+    );
+}
+
+#[tokio::test]
+async fn an_advance_records_at_most_ten_thousand_ticks_of_an_entry() {
+    let fake = testing::fake();
+    // Every entry of this binary, turned on twice: each ticks once per tick.
+    fake.cron().cron();
+    fake.advance(DAY);
+    assert_eq!(fake.dispatched::<EverySecond>().len(), 10_000, "of 86,400");
+    assert_eq!(fake.dispatched::<MorningReport>().len(), 1);
+
+    fake.clear();
+    fake.advance(365 * DAY);
+    assert_eq!(
+        fake.dispatched::<EverySecond>().len(),
+        10_000,
+        "a year ends too"
     );
 }
 

@@ -1,6 +1,6 @@
 //! The testing mode (`gator_core::testing`) without Redis: fake and inline, typed assertions,
 //! drain with context and state, failures, and isolation between tests on other threads.
-//! (The fake clock, retries and windows: `testing_clock.rs`.)
+//! (The fake clock, retries, windows and cron: `testing_clock.rs`.)
 
 use gator_core::{Context, JobError, State, testing};
 use std::sync::atomic::{AtomicU64, Ordering};

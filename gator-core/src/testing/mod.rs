@@ -32,7 +32,7 @@
 //!   and run them in the test with [`Fake::drain`] (jobs they dispatch run too).
 //! - **Inline** ([`inline`]): each job runs at its dispatch, before `dispatch` returns; a job
 //!   that fails makes its dispatch fail with [`crate::error::Error::InlineJobFailed`]. Inline
-//!   mode has no clock: due times, retries and windows are the fake's.
+//!   mode has no clock: due times, retries, windows and cron are the fake's.
 //!
 //! **The fake clock.** A fake keeps its own time, [`Fake::now`]: the real time when
 //! [`fake`] was called, moved only by [`Fake::advance`] (it does not run on its own, so a test
@@ -53,6 +53,11 @@
 //!   up by its strategy, or not runnable (not registered, arguments that do not fit) ends in
 //!   [`Drained::failed`]. A job that says it was interrupted is due again a second later, its
 //!   attempt not counted, as a worker does.
+//! - **Cron.** Periodic jobs declared in code (`#[job(cron = ..)]`) tick only in a test that
+//!   asks: [`Fake::cron`] (every entry) or [`Fake::cron_of`] (one job's). From then on, each
+//!   tick an `advance` crosses records one dispatch of the job on its queue, as a worker
+//!   would enqueue it (ticks after the clock's time when it was turned on; at most 10,000 of
+//!   an entry per advance: the earliest). A test that never turns them on never sees them.
 //!
 //! **Scope.** The mode holds on the thread that created it, until its guard drops: a
 //! `#[tokio::test]` (a current-thread runtime, the default) and everything it awaits or spawns
@@ -73,6 +78,7 @@ mod drain;
 mod journeys;
 mod record;
 
+use clock::Ticking;
 use journeys::Link;
 pub(crate) use journeys::{dispatch_chain, dispatch_workflow};
 use record::Recorded;
@@ -137,6 +143,8 @@ pub(crate) struct Mode {
     /// The mode's time: the real time when it began (to the ms), moved only by
     /// [`Fake::advance`].
     clock: Mutex<SystemTime>,
+    /// The cron entries the test turned on ([`Fake::cron`]).
+    cron: Mutex<Vec<Ticking>>,
 }
 
 impl Mode {
@@ -169,6 +177,7 @@ fn install(inline: bool) -> Arc<Mode> {
         // To the ms, the unit of every time Gator stores: `dispatch_at(fake.now() + d)` is
         // then recorded due at exactly that time.
         clock: Mutex::new(UNIX_EPOCH + Duration::from_millis(crate::clock::now_ms())),
+        cron: Mutex::new(Vec::new()),
     });
     ACTIVE.with(|active| *active.borrow_mut() = Some(mode.clone()));
     mode
