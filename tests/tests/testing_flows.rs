@@ -1,10 +1,12 @@
 //! The testing mode (`gator_core::testing`) for chains and workflows, without Redis: fake mode
 //! records a chain's or workflow's first steps and releases the next ones as their parents end
-//! in `drain`, with results and failure policies; inline mode runs them at their dispatch.
+//! in `drain`, with results, failure policies and retries; inline mode runs them at their
+//! dispatch.
 
 use gator_core::workflow::{OnFailure, Step, Workflow};
 use gator_core::{Chain, Context, JobError, State, testing};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 #[derive(Clone, Default)]
 struct Log(Arc<Mutex<Vec<String>>>);
@@ -26,11 +28,25 @@ async fn part(ctx: Context, State(log): State<Log>, n: u32) -> Result<u32, JobEr
     Ok(n * 10)
 }
 
-/// Fails, logging that it ran.
-#[gator_core::job(queue = "steps")]
+/// Fails, logging that it ran. No retries: it ends failed at its first failure, so a drain
+/// applies its chain's or workflow's failure policy at once.
+#[gator_core::job(queue = "steps", retries = 0)]
 async fn broken(State(log): State<Log>, n: u32) -> Result<(), String> {
     log.0.lock().unwrap().push(format!("broken {n}"));
     Err(format!("step {n} broke"))
+}
+
+/// Fails its first `fails` attempts, logging each, with one retry 15 s after a failure.
+#[gator_core::job(queue = "steps", retries = 1, backoff = ["15s"])]
+async fn flaky(ctx: Context, State(log): State<Log>, fails: u32) -> Result<u32, String> {
+    log.0
+        .lock()
+        .unwrap()
+        .push(format!("flaky attempt {}", ctx.attempt()));
+    if ctx.attempt() <= fails {
+        return Err(format!("attempt {} failed", ctx.attempt()));
+    }
+    Ok(5)
 }
 
 /// The fan-in: logs the results of its parents.
@@ -208,5 +224,72 @@ async fn inline_runs_a_chain_and_a_workflow_at_their_dispatch() {
     assert!(
         !log.lines()
             .contains(&"part 8 chain=true workflow=false".to_owned())
+    );
+}
+
+#[tokio::test]
+async fn a_chain_step_with_retries_left_is_retried_before_the_chain_goes_on() {
+    let fake = testing::fake();
+    let log = Log::default();
+    fake.state(log.clone());
+    Chain::new()
+        .then(Part::call(1))
+        .then(Flaky::call(1))
+        .then(Part::call(3))
+        .dispatch()
+        .await
+        .unwrap();
+    let drained = fake.drain().await;
+    assert_eq!((drained.ran, drained.retried.len()), (1, 1));
+    assert!(
+        drained.failed.is_empty(),
+        "a step with retries left has not failed its chain"
+    );
+    assert_eq!(
+        log.lines(),
+        ["part 1 chain=true workflow=false", "flaky attempt 1"]
+    );
+    assert_eq!(fake.jobs().len(), 1, "its retry waits");
+
+    let drained = fake.advance(Duration::from_secs(15)).drain().await;
+    assert_eq!(drained.ran, 2, "the retry, then the step after it");
+    assert_eq!(
+        log.lines()[2..],
+        ["flaky attempt 2", "part 3 chain=true workflow=false"]
+    );
+}
+
+#[tokio::test]
+async fn a_failure_policy_applies_only_once_the_step_is_out_of_retries() {
+    let fake = testing::fake();
+    let log = Log::default();
+    fake.state(log.clone());
+    Workflow::new()
+        .then_all([
+            Step::new(Part::call(1)),
+            Step::new(Flaky::call(2)).on_failure(OnFailure::Continue),
+        ])
+        .then(Total::call())
+        .dispatch()
+        .await
+        .unwrap();
+    let drained = fake.drain().await;
+    assert_eq!((drained.ran, drained.retried.len()), (1, 1));
+    assert!(
+        !log.lines().iter().any(|line| line.starts_with("total")),
+        "the fan-in waits for the step's retry: {:?}",
+        log.lines()
+    );
+
+    let drained = fake.advance(Duration::from_secs(15)).drain().await;
+    assert_eq!(drained.failed.len(), 1, "its one retry failed too");
+    assert_eq!(drained.failed[0].1, "attempt 2 failed");
+    assert_eq!(
+        log.lines()[1..],
+        [
+            "flaky attempt 1",
+            "flaky attempt 2",
+            "total of [10] from 2 parents"
+        ]
     );
 }

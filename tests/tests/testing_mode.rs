@@ -1,5 +1,6 @@
 //! The testing mode (`gator_core::testing`) without Redis: fake and inline, typed assertions,
 //! drain with context and state, failures, and isolation between tests on other threads.
+//! (The fake clock, retries, windows and cron: `testing_clock.rs`.)
 
 use gator_core::{Context, JobError, State, testing};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,7 @@ async fn countdown(ctx: Context, State(seen): State<Seen>, n: u32) -> Result<(),
     Ok(())
 }
 
+/// Fails every attempt; the default retry policy (25 retries on Sidekiq's curve).
 #[gator_core::job(queue = "work")]
 async fn always_fails(why: String) -> Result<(), String> {
     Err(why)
@@ -52,10 +54,13 @@ async fn fake_records_every_kind_of_dispatch_typed() {
     assert_eq!(fake.jobs()[0].jid, jid);
     assert_eq!(fake.jobs_on("mail").len(), 2);
     assert_eq!(fake.jobs_on("work").len(), 2);
-    assert!(
-        fake.jobs()[1].due.is_some(),
-        "dispatch_in records its due time"
+    assert_eq!(
+        fake.jobs()[1].due,
+        Some(fake.now() + Duration::from_secs(60)),
+        "dispatch_in records its due time, on the fake clock"
     );
+    assert_eq!(fake.jobs()[0].due, None);
+    assert!(fake.jobs().iter().all(|job| job.attempt == 1));
     assert_eq!(
         fake.dispatched::<Welcome>(),
         [("a@b.c".to_owned(), true), ("d@e.f".to_owned(), false)]
@@ -92,9 +97,21 @@ async fn drain_runs_jobs_with_their_context_and_state_and_what_they_dispatch() {
         .unwrap();
     let drained = fake.drain().await;
     assert_eq!(drained.ran, 3, "2, then the 1 and 0 it dispatched");
-    assert_eq!(drained.failed.len(), 1);
-    assert_eq!(drained.failed[0].0.job, "always_fails");
-    assert_eq!(drained.failed[0].1, "on purpose");
+    // A failure with retries left is not the end: it waits for its retry, as on a worker.
+    assert!(drained.failed.is_empty(), "{:?}", drained.failed);
+    assert_eq!(drained.retried.len(), 1);
+    assert_eq!(drained.retried[0].0.job, "always_fails");
+    assert_eq!(drained.retried[0].0.attempt, 1);
+    assert_eq!(drained.retried[0].1, "on purpose");
+    let waiting = fake.jobs();
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    assert_eq!(
+        (waiting[0].job.as_str(), waiting[0].attempt),
+        ("always_fails", 2)
+    );
+    // The default backoff's first delay: 15 s and up to 9 s of jitter.
+    let wait = waiting[0].due.unwrap().duration_since(fake.now()).unwrap();
+    assert!((15..=24).contains(&wait.as_secs()), "{wait:?}");
     assert_eq!(
         *seen.0.lock().unwrap(),
         [

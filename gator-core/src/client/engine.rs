@@ -6,7 +6,7 @@
 
 use super::Client;
 use crate::chain::Chain;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::{DueTime, Encoded};
 use crate::testing::{self, Mode};
 use crate::unique::Dispatched;
@@ -38,12 +38,18 @@ impl Due {
         Ok(Due::In(crate::horizon::check_delay(delay)?))
     }
 
-    /// The due time as a test records it, on this host's clock.
-    fn on_local_clock(self) -> Result<Option<SystemTime>> {
+    /// The due time as a test records it: a delay counts from `now`, the testing mode's
+    /// clock (a fake's, which the test moves), not this host's.
+    fn on_clock(self, now: SystemTime) -> Result<Option<SystemTime>> {
         Ok(match self {
             Due::Now => None,
             Due::At(ms) => Some(UNIX_EPOCH + Duration::from_millis(ms)),
-            Due::In(delay) => Some(crate::horizon::time_after(delay)?),
+            Due::In(delay) => {
+                let due = now.checked_add(delay).ok_or_else(|| Error::InvalidTime {
+                    reason: format!("a delay of {delay:?} is past the end of time"),
+                });
+                Some(due?)
+            }
         })
     }
 }
@@ -81,7 +87,7 @@ impl Engine<'_> {
         match self {
             Engine::Redis(client) => client.send(job?, due).await,
             Engine::Testing(mode) => {
-                let at = due.on_local_clock()?;
+                let at = due.on_clock(mode.now())?;
                 Ok(Dispatched::New(testing::dispatch(mode, job, at).await?))
             }
         }
@@ -109,7 +115,8 @@ impl Engine<'_> {
         match self {
             Engine::Redis(client) => client.send_chain(chain, due).await,
             Engine::Testing(mode) => {
-                testing::dispatch_chain(mode, chain, due.on_local_clock()?).await
+                let at = due.on_clock(mode.now())?;
+                testing::dispatch_chain(mode, chain, at).await
             }
         }
     }

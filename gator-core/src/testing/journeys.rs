@@ -2,8 +2,11 @@
 //! next step when the ones before it ended as the real thing would release it; in inline mode
 //! they run step by step at their dispatch.
 
-use super::{Dispatched, Mode, lock, run};
+use super::drain::run;
+use super::record::Recorded;
+use super::{Dispatched, Mode, lock};
 use crate::chain::Chain;
+use crate::clock::to_ms;
 use crate::error::{Error, Result};
 use crate::payload::new_jid;
 use crate::registry::Registry;
@@ -18,7 +21,7 @@ pub(crate) enum Link {
     /// succeeded.
     Chain {
         id: String,
-        rest: VecDeque<Dispatched>,
+        rest: VecDeque<Recorded>,
     },
     /// A step of a workflow, with its parents' results and its failure policy.
     Workflow {
@@ -47,7 +50,7 @@ impl Link {
 }
 
 /// One stage of a workflow: its steps, each with its failure policy.
-type Stage = Vec<(Dispatched, OnFailure)>;
+type Stage = Vec<(Recorded, OnFailure)>;
 
 /// A workflow being drained: the stages still to come, and the one running.
 pub(crate) struct FakeWorkflow {
@@ -94,12 +97,13 @@ impl FakeWorkflow {
     }
 }
 
-/// The steps to record after `job` (a step `link` says) ended with `outcome`, with theirs.
+/// The steps to record after `job` (a step `link` says) ended with `outcome` (a failure: once
+/// it has no retries left), with theirs.
 pub(super) fn after(
     link: Link,
     job: &Dispatched,
     outcome: &std::result::Result<Option<String>, String>,
-) -> Vec<(Dispatched, Link)> {
+) -> Vec<(Recorded, Link)> {
     match link {
         // A failed step halts its chain, as a dead step does.
         Link::Chain { .. } if outcome.is_err() => Vec::new(),
@@ -134,10 +138,11 @@ pub(crate) async fn dispatch_chain(
     due: Option<SystemTime>,
 ) -> Result<String> {
     let id = new_jid();
-    let mut steps: VecDeque<Dispatched> = chain
+    let now = to_ms(mode.now());
+    let mut steps: VecDeque<Recorded> = chain
         .into_steps()?
         .into_iter()
-        .map(|step| Dispatched::of(&step.payload, None))
+        .map(|step| Recorded::of(&step.payload, None, now))
         .collect();
     if mode.inline {
         let registry = Registry::from_inventory()?;
@@ -148,39 +153,40 @@ pub(crate) async fn dispatch_chain(
             };
             Box::pin(run(&registry, &mode, &step, Some(&link)))
                 .await
-                .map_err(|reason| Error::InlineJobFailed {
-                    job: step.job.clone(),
-                    reason,
+                .map_err(|failure| Error::InlineJobFailed {
+                    job: step.job.job.clone(),
+                    reason: failure.to_string(),
                 })?;
         }
         return Ok(id);
     }
     if let Some(mut first) = steps.pop_front() {
-        first.due = due;
+        first.job.due = due;
         let link = Link::Chain {
             id: id.clone(),
             rest: steps,
         };
-        lock(&mode.links).insert(first.jid.clone(), link);
-        lock(&mode.recorded).push_back(first);
+        lock(&mode.links).insert(first.job.jid.clone(), link);
+        mode.record(first);
     }
     Ok(id)
 }
 
 /// A workflow dispatched in testing `mode`; returns its id (`<uuid>@<home queue>`).
 pub(crate) async fn dispatch_workflow(mode: Arc<Mode>, workflow: Workflow) -> Result<String> {
+    let now = to_ms(mode.now());
     let mut stages: VecDeque<Stage> = workflow
         .into_stages()?
         .into_iter()
         .map(|stage| {
             stage
                 .into_iter()
-                .map(|(step, policy)| (Dispatched::of(&step.payload, None), policy))
+                .map(|(step, policy)| (Recorded::of(&step.payload, None, now), policy))
                 .collect()
         })
         .collect();
     let home = match stages.front().and_then(|stage| stage.first()) {
-        Some((first, _)) => first.queue.clone(),
+        Some((first, _)) => first.job.queue.clone(),
         None => return Err(Error::EmptyWorkflow),
     };
     let id = format!("{}@{home}", new_jid());
@@ -196,16 +202,14 @@ pub(crate) async fn dispatch_workflow(mode: Arc<Mode>, workflow: Workflow) -> Re
         run_inline(&mode, &flow, first).await?;
         return Ok(id);
     }
-    let mut links = lock(&mode.links);
-    let mut recorded = lock(&mode.recorded);
     for (step, policy) in first {
         let link = Link::Workflow {
             flow: flow.clone(),
             parents: Vec::new(),
             policy,
         };
-        links.insert(step.jid.clone(), link);
-        recorded.push_back(step);
+        lock(&mode.links).insert(step.job.jid.clone(), link);
+        mode.record(step);
     }
     Ok(id)
 }
@@ -224,16 +228,18 @@ async fn run_inline(mode: &Arc<Mode>, flow: &Arc<Mutex<FakeWorkflow>>, first: St
                 parents: parents.clone(),
                 policy,
             };
-            let outcome = Box::pin(run(&registry, mode, &step, Some(&link))).await;
+            let outcome = Box::pin(run(&registry, mode, &step, Some(&link)))
+                .await
+                .map_err(|failure| failure.to_string());
             if let Err(reason) = &outcome
                 && policy != OnFailure::Continue
             {
                 return Err(Error::InlineJobFailed {
-                    job: step.job.clone(),
+                    job: step.job.job.clone(),
                     reason: reason.clone(),
                 });
             }
-            if let Some(released) = lock(flow).ended(&step, &outcome, policy) {
+            if let Some(released) = lock(flow).ended(&step.job, &outcome, policy) {
                 next = Some(released);
             }
         }

@@ -3,6 +3,7 @@
 //!
 //! ```standalone_crate
 //! use gator_core::{job, testing};
+//! use std::time::Duration;
 //!
 //! #[job(queue = "mail")]
 //! async fn send_email(to: String, subject: String) {}
@@ -15,6 +16,14 @@
 //! assert_eq!(fake.jobs_on("mail").len(), 1);
 //! let drained = fake.drain().await;    // runs them here, with their context and state
 //! assert_eq!(drained.ran, 1);
+//!
+//! // Time is the fake's: a job due in an hour waits until the test moves the clock.
+//! let hour = Duration::from_secs(3600);
+//! SendEmail::call("ada@example.com".into(), "Reminder".into()).dispatch_in(hour).await.unwrap();
+//! assert_eq!(fake.drain().await.ran, 0);
+//! assert_eq!(fake.jobs()[0].due, Some(fake.now() + hour));
+//! fake.advance(hour);
+//! assert_eq!(fake.drain().await.ran, 1);
 //! # }
 //! ```
 //!
@@ -22,7 +31,33 @@
 //!   [`Fake::jobs_on`], [`Fake::dispatched`]), assert on them ([`Fake::assert_dispatched`]),
 //!   and run them in the test with [`Fake::drain`] (jobs they dispatch run too).
 //! - **Inline** ([`inline`]): each job runs at its dispatch, before `dispatch` returns; a job
-//!   that fails makes its dispatch fail with [`crate::error::Error::InlineJobFailed`].
+//!   that fails makes its dispatch fail with [`crate::error::Error::InlineJobFailed`]. Inline
+//!   mode has no clock: due times, retries, windows and cron are the fake's.
+//!
+//! **The fake clock.** A fake keeps its own time, [`Fake::now`]: the real time when
+//! [`fake`] was called, moved only by [`Fake::advance`] (it does not run on its own, so a test
+//! sees the same time throughout). It decides what is due; Redis's clock plays no part, as
+//! there is no Redis. (It is not the clock of the code under test: `SystemTime::now()` there is
+//! still the real one.)
+//!
+//! - `dispatch_in(d)` is due at the fake's now + `d`, `dispatch_at(t)` at `t`.
+//! - [`Fake::drain`] runs only what is due at the fake's now, and only inside its job's time
+//!   windows (`#[job(windows = ..)]`), if it has any (a queue's windows live in Redis and play
+//!   no part here); the rest stays recorded. `advance` runs nothing itself: a drain runs what
+//!   is due when it is called, so advancing past the whole of a window leaves a windowed job
+//!   waiting for the next one.
+//! - **Retries.** In a drain, a job that fails with retries left (its `retries`, `backoff` and
+//!   `retry` strategy, as a worker decides) is recorded again with its next attempt number,
+//!   due after its backoff on the fake clock, and listed in [`Drained::retried`]; advance to it
+//!   and drain again to run it. A job out of retries, failed with `JobError::discard`, given
+//!   up by its strategy, or not runnable (not registered, arguments that do not fit) ends in
+//!   [`Drained::failed`]. A job that says it was interrupted is due again a second later, its
+//!   attempt not counted, as a worker does.
+//! - **Cron.** Periodic jobs declared in code (`#[job(cron = ..)]`) tick only in a test that
+//!   asks: [`Fake::cron`] (every entry) or [`Fake::cron_of`] (one job's). From then on, each
+//!   tick an `advance` crosses records one dispatch of the job on its queue, as a worker
+//!   would enqueue it (ticks after the clock's time when it was turned on; at most 10,000 of
+//!   an entry per advance: the earliest). A test that never turns them on never sees them.
 //!
 //! **Scope.** The mode holds on the thread that created it, until its guard drops: a
 //! `#[tokio::test]` (a current-thread runtime, the default) and everything it awaits or spawns
@@ -33,24 +68,30 @@
 //! **Chains and workflows** ([`crate::chain::Chain`], [`crate::workflow::Workflow`]) are caught too: in fake
 //! mode their first steps are recorded, and [`Fake::drain`] records each next step when the
 //! steps before it succeeded, with their results for `ctx.parent_result`, and with the
-//! workflow's failure policies (a failed step halts, continues or fails the workflow; there are
-//! no retries in a drain). In inline mode they run step by step at their dispatch. Steps added
-//! at run time (`Client::add_to_workflow`) still go to Redis.
+//! workflow's failure policies. A step with retries left is retried as any job is; it counts
+//! as failed for its chain or workflow (which halts, continues or fails) only once it ends
+//! failed. In inline mode they run step by step at their dispatch. Steps added at run time
+//! (`Client::add_to_workflow`) still go to Redis.
 
+mod clock;
+mod drain;
 mod journeys;
+mod record;
 
+use clock::Ticking;
 use journeys::Link;
 pub(crate) use journeys::{dispatch_chain, dispatch_workflow};
+use record::Recorded;
 
-use crate::context::{Context, JobInfo, StateMap};
+use crate::context::StateMap;
 use crate::error::{Error, Result};
-use crate::job::{Encoded, Execution, Job};
+use crate::job::{Encoded, Job};
 use crate::registry::Registry;
 use std::cell::RefCell;
 use std::collections::{HashMap, VecDeque};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One recorded dispatch.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,39 +104,59 @@ pub struct Dispatched {
     pub queue: String,
     /// Its arguments, as the payload would hold them (a JSON array).
     pub args: serde_json::Value,
-    /// When it was to run, for `dispatch_at` and `dispatch_in`; `None` for now.
+    /// When it is to run, on the fake clock: for `dispatch_at` and `dispatch_in`, and for a
+    /// retry; `None` for now.
     pub due: Option<SystemTime>,
+    /// The attempt it is, as `ctx.attempt()` will say: 1, then 2 for its first retry.
+    pub attempt: u32,
 }
 
-impl Dispatched {
-    /// The record of `payload`'s dispatch, due at `due`.
-    pub(crate) fn of(payload: &crate::payload::Payload, due: Option<SystemTime>) -> Dispatched {
-        Dispatched {
-            jid: payload.jid.clone(),
-            job: payload.job.clone(),
-            queue: payload.queue.clone(),
-            args: payload.args.clone(),
-            due,
-        }
-    }
-}
-
-/// What [`Fake::drain`] did.
+/// What [`Fake::drain`] did. Each run counts once: in `ran`, `retried` or `failed`.
 #[derive(Debug, Default)]
 pub struct Drained {
-    /// Jobs run (including those dispatched by the jobs run).
+    /// Runs that succeeded (including those of jobs dispatched by the jobs run).
     pub ran: usize,
-    /// Jobs that failed, with why (a job not registered in this binary fails too).
+    /// Runs that failed with another attempt to come, each job as it ran (its `attempt` the
+    /// one that failed), with why. The next attempt is recorded (listed by [`Fake::jobs`]),
+    /// due after the job's backoff on the fake clock: [`Fake::advance`] to it and drain again.
+    pub retried: Vec<(Dispatched, String)>,
+    /// Jobs that ended failed, with why: out of retries, failed with `JobError::discard`,
+    /// given up by their retry strategy, or not runnable (a job not registered in this binary,
+    /// arguments that do not fit).
     pub failed: Vec<(Dispatched, String)>,
+}
+
+impl Drained {
+    /// Every run, whatever its end.
+    fn runs(&self) -> usize {
+        self.ran + self.retried.len() + self.failed.len()
+    }
 }
 
 /// The mode in force on a thread.
 pub(crate) struct Mode {
     inline: bool,
-    recorded: Mutex<VecDeque<Dispatched>>,
+    recorded: Mutex<VecDeque<Recorded>>,
     states: Mutex<StateMap>,
     /// For recorded steps of chains and workflows: what they belong to, and what comes next.
     links: Mutex<HashMap<String, Link>>,
+    /// The mode's time: the real time when it began (to the ms), moved only by
+    /// [`Fake::advance`].
+    clock: Mutex<SystemTime>,
+    /// The cron entries the test turned on ([`Fake::cron`]).
+    cron: Mutex<Vec<Ticking>>,
+}
+
+impl Mode {
+    /// The mode's time, which a dispatch's delay counts from ([`Fake::now`]).
+    pub(crate) fn now(&self) -> SystemTime {
+        *lock(&self.clock)
+    }
+
+    /// Records `job`, to run in a drain.
+    fn record(&self, job: Recorded) {
+        lock(&self.recorded).push_back(job);
+    }
 }
 
 thread_local! {
@@ -113,6 +174,10 @@ fn install(inline: bool) -> Arc<Mode> {
         recorded: Mutex::new(VecDeque::new()),
         states: Mutex::new(StateMap::default()),
         links: Mutex::new(HashMap::new()),
+        // To the ms, the unit of every time Gator stores: `dispatch_at(fake.now() + d)` is
+        // then recorded due at exactly that time.
+        clock: Mutex::new(UNIX_EPOCH + Duration::from_millis(crate::clock::now_ms())),
+        cron: Mutex::new(Vec::new()),
     });
     ACTIVE.with(|active| *active.borrow_mut() = Some(mode.clone()));
     mode
@@ -127,7 +192,8 @@ fn uninstall(mode: &Arc<Mode>) {
     });
 }
 
-/// Records this thread's dispatches from now until the returned guard drops.
+/// Records this thread's dispatches from now until the returned guard drops; its clock
+/// ([`Fake::now`]) starts at the real time, to the millisecond.
 pub fn fake() -> Fake {
     Fake {
         mode: install(false),
@@ -178,17 +244,20 @@ impl Fake {
         self
     }
 
-    /// Every dispatch recorded and not yet drained, oldest first.
+    /// Every dispatch recorded and not yet drained, oldest first, due or not.
     pub fn jobs(&self) -> Vec<Dispatched> {
-        lock(&self.mode.recorded).iter().cloned().collect()
+        lock(&self.mode.recorded)
+            .iter()
+            .map(|r| r.job.clone())
+            .collect()
     }
 
     /// The recorded dispatches to `queue`.
     pub fn jobs_on(&self, queue: &str) -> Vec<Dispatched> {
         lock(&self.mode.recorded)
             .iter()
-            .filter(|d| d.queue == queue)
-            .cloned()
+            .filter(|r| r.job.queue == queue)
+            .map(|r| r.job.clone())
             .collect()
     }
 
@@ -197,8 +266,8 @@ impl Fake {
     pub fn dispatched<J: Job>(&self) -> Vec<J::Item> {
         lock(&self.mode.recorded)
             .iter()
-            .filter(|d| d.job == J::NAME)
-            .filter_map(|d| serde_json::from_value::<J::Args>(d.args.clone()).ok())
+            .filter(|r| r.job.job == J::NAME)
+            .filter_map(|r| serde_json::from_value::<J::Args>(r.job.args.clone()).ok())
             .map(J::item_of)
             .collect()
     }
@@ -223,96 +292,29 @@ impl Fake {
         lock(&self.mode.recorded).clear();
         lock(&self.mode.links).clear();
     }
-
-    /// Runs the recorded jobs here, oldest first, each with its context and the state given
-    /// with [`Fake::state`], until none is left (jobs they dispatch are recorded and run too);
-    /// at most 10,000, so a job that dispatches itself forever ends. Due times are ignored.
-    pub async fn drain(&self) -> Drained {
-        let registry = Registry::from_inventory();
-        let mut drained = Drained::default();
-        while drained.ran + drained.failed.len() < 10_000 {
-            let Some(job) = lock(&self.mode.recorded).pop_front() else {
-                break;
-            };
-            let link = lock(&self.mode.links).remove(&job.jid);
-            let outcome = match &registry {
-                Ok(registry) => run(registry, &self.mode, &job, link.as_ref()).await,
-                Err(e) => Err(e.to_string()),
-            };
-            if let Some(link) = link {
-                let next = journeys::after(link, &job, &outcome);
-                let mut links = lock(&self.mode.links);
-                let mut recorded = lock(&self.mode.recorded);
-                for (step, link) in next {
-                    links.insert(step.jid.clone(), link);
-                    recorded.push_back(step);
-                }
-            }
-            match outcome {
-                Ok(_) => drained.ran += 1,
-                Err(why) => drained.failed.push((job, why)),
-            }
-        }
-        drained
-    }
 }
 
-/// Runs `job` (a step of the chain or workflow `link` says) with its registration in
-/// `registry`; its result (JSON), or `Err` with why it failed.
-async fn run(
-    registry: &Registry,
-    mode: &Mode,
-    job: &Dispatched,
-    link: Option<&Link>,
-) -> std::result::Result<Option<String>, String> {
-    let Some(registration) = registry.get(&job.job) else {
-        return Err(format!("no job named {:?} is registered", job.job));
-    };
-    let now = crate::payload::now_ms();
-    let info = JobInfo {
-        jid: job.jid.clone(),
-        job_name: job.job.clone(),
-        queue: job.queue.clone(),
-        attempt: 1,
-        created_at_ms: now,
-        enqueued_at_ms: now,
-        chain_id: link.and_then(Link::chain_id),
-    };
-    let states = lock(&mode.states).clone();
-    let ctx = Context::new(info, states, tokio_util::sync::CancellationToken::new());
-    let ctx = match link.and_then(Link::workflow) {
-        Some((id, parents)) => ctx.with_workflow(id, parents),
-        None => ctx,
-    };
-    let execution = (registration.run)(&job.args.to_string(), ctx)
-        .map_err(|e| format!("its arguments do not fit: {e}"))?;
-    let result = match execution {
-        Execution::Blocking(body) => body(),
-        Execution::Async(body) => body.await,
-    };
-    result.map_err(|e| e.to_string())
-}
-
-/// Takes the dispatch of `job` (due at `due`) in `mode` ([`active`]): records it, or runs it
-/// inline; returns its jid.
+/// Takes the dispatch of `job` (due at `due`, on the mode's clock) in `mode` ([`active`]):
+/// records it, or runs it inline; returns its jid.
 pub(crate) async fn dispatch(
     mode: Arc<Mode>,
     job: Result<Encoded>,
     due: Option<SystemTime>,
 ) -> Result<String> {
     let payload = job?.payload;
-    let dispatched = Dispatched::of(&payload, due);
+    let now = crate::clock::to_ms(mode.now());
+    let recorded = Recorded::of(&payload, due, now);
     if !mode.inline {
-        lock(&mode.recorded).push_back(dispatched);
+        mode.record(recorded);
         return Ok(payload.jid);
     }
     let registry = Registry::from_inventory()?;
     // Boxed: a job run inline may itself dispatch inline.
-    Box::pin(run(&registry, &mode, &dispatched, None))
+    Box::pin(drain::run(&registry, &mode, &recorded, None))
         .await
-        .map_err(|reason| Error::InlineJobFailed {
-            job: dispatched.job.clone(),
-            reason,
+        .map_err(|failure| Error::InlineJobFailed {
+            job: recorded.job.job.clone(),
+            reason: failure.to_string(),
         })?;
     Ok(payload.jid)
 }

@@ -1,0 +1,192 @@
+//! [`Fake::drain`]: runs what is due on the fake clock, and settles each run as a worker
+//! would: done, retried after its backoff, or ended failed.
+
+use super::journeys::{self, Link};
+use super::record::Recorded;
+use super::{Drained, Fake, Mode, lock};
+use crate::context::{Context, JobInfo};
+use crate::failure::JobError;
+use crate::horizon::SCHEDULE_HORIZON;
+use crate::job::Execution;
+use crate::registry::{JobRegistration, Registry};
+use crate::retry::{RetryContext, RetryDecision};
+use std::fmt;
+use std::time::{Duration, SystemTime};
+
+/// The most runs one drain makes, so a job that dispatches itself forever (or fails and is
+/// retried at once forever) ends.
+const MAX_RUNS: usize = 10_000;
+
+/// How soon a job that said it was interrupted runs again: as a worker that is not stopping
+/// puts it back, soon but not at once, so one that always says so does not spin.
+const INTERRUPTED_AGAIN_IN: Duration = Duration::from_secs(1);
+
+/// Why a run did not succeed.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The job ran and failed.
+    Run(JobError),
+    /// It could not run, and never will in this binary: not registered, or its arguments do
+    /// not fit; it ends failed at once, as a worker sends it to the dead set.
+    Unrunnable(String),
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Run(error) => error.fmt(f),
+            Failure::Unrunnable(why) => f.write_str(why),
+        }
+    }
+}
+
+/// What a run returned: its result (JSON), or why it did not succeed.
+pub(crate) type Outcome = std::result::Result<Option<String>, Failure>;
+
+impl Fake {
+    /// Runs the recorded jobs that are due on the fake clock ([`Fake::now`]) here, oldest
+    /// first, each with its context and the state given with [`Fake::state`], until none due
+    /// is left; jobs they dispatch are recorded and run too, if due. Jobs not due yet (a later
+    /// due time, a retry's backoff, outside their time windows) stay recorded. A failure with
+    /// retries left is recorded again, due after its backoff ([`Drained::retried`]); see the
+    /// [module docs](super). At most 10,000 runs, so a job that dispatches itself forever ends.
+    pub async fn drain(&self) -> Drained {
+        let registry = Registry::from_inventory();
+        let mut drained = Drained::default();
+        while drained.runs() < MAX_RUNS {
+            let Some(job) = next_due(&self.mode) else {
+                break;
+            };
+            let link = lock(&self.mode.links).remove(&job.job.jid);
+            let (registration, outcome) = match &registry {
+                Ok(registry) => (
+                    registry.get(&job.job.job),
+                    run(registry, &self.mode, &job, link.as_ref()).await,
+                ),
+                Err(e) => (None, Err(Failure::Unrunnable(e.to_string()))),
+            };
+            settle(&self.mode, job, link, registration, outcome, &mut drained);
+        }
+        drained
+    }
+}
+
+/// Takes the oldest recorded job that is due now on the mode's clock.
+fn next_due(mode: &Mode) -> Option<Recorded> {
+    let now = mode.now();
+    let mut recorded = lock(&mode.recorded);
+    let index = recorded.iter_mut().position(|job| job.is_due(now))?;
+    recorded.remove(index)
+}
+
+/// Settles a run of `job` (a step `link` says) that ended with `outcome`: done, another
+/// attempt recorded after its backoff, or ended failed; a chain or workflow goes on only when
+/// its step has ended.
+fn settle(
+    mode: &Mode,
+    job: Recorded,
+    link: Option<Link>,
+    registration: Option<&JobRegistration>,
+    outcome: Outcome,
+    drained: &mut Drained,
+) {
+    let ended = match outcome {
+        Ok(result) => {
+            drained.ran += 1;
+            Ok(result)
+        }
+        Err(failure) => match next_attempt(registration, &failure, &job, mode.now()) {
+            Some((due, attempt)) => {
+                drained.retried.push((job.job.clone(), failure.to_string()));
+                if let Some(link) = link {
+                    lock(&mode.links).insert(job.job.jid.clone(), link);
+                }
+                mode.record(job.again(due, attempt));
+                return;
+            }
+            None => {
+                drained.failed.push((job.job.clone(), failure.to_string()));
+                Err(failure.to_string())
+            }
+        },
+    };
+    if let Some(link) = link {
+        for (step, link) in journeys::after(link, &job.job, &ended) {
+            lock(&mode.links).insert(step.job.jid.clone(), link);
+            mode.record(step);
+        }
+    }
+}
+
+/// When the job runs again after `failure`, and as which attempt; `None` if it ends failed.
+/// The decision a worker takes (`gator-worker`'s `outcome::classify`): its retry strategy
+/// first, then its `retries` and `backoff`; times on the fake clock `now`.
+fn next_attempt(
+    registration: Option<&JobRegistration>,
+    failure: &Failure,
+    job: &Recorded,
+    now: SystemTime,
+) -> Option<(SystemTime, u32)> {
+    let (Failure::Run(error), Some(registration)) = (failure, registration) else {
+        return None;
+    };
+    let attempt = job.job.attempt;
+    if error.is_interrupted() {
+        // Not a failure: the same attempt again.
+        return Some((now.checked_add(INTERRUPTED_AGAIN_IN)?, attempt));
+    }
+    let decided = (registration.retry)(&RetryContext {
+        error,
+        failures: attempt,
+        jid: &job.job.jid,
+        job: &job.job.job,
+    });
+    let delay = match decided {
+        Some(RetryDecision::RetryIn(delay)) => delay,
+        Some(RetryDecision::RetryAt(at)) => at.duration_since(now).unwrap_or(Duration::ZERO),
+        Some(RetryDecision::Dead | RetryDecision::Discard) => return None,
+        None if error.is_retryable() && attempt <= registration.retries => {
+            (registration.backoff)(attempt)
+        }
+        None => return None,
+    };
+    // As a worker caps it: a custom backoff of `Duration::MAX` waits the horizon, not forever.
+    let due = now.checked_add(delay.min(SCHEDULE_HORIZON))?;
+    Some((due, attempt.saturating_add(1)))
+}
+
+/// Runs `job` (a step of the chain or workflow `link` says) with its registration in
+/// `registry`, with its context on the mode's clock.
+pub(crate) async fn run(
+    registry: &Registry,
+    mode: &Mode,
+    job: &Recorded,
+    link: Option<&Link>,
+) -> Outcome {
+    let Some(registration) = registry.get(&job.job.job) else {
+        let why = format!("no job named {:?} is registered", job.job.job);
+        return Err(Failure::Unrunnable(why));
+    };
+    let info = JobInfo {
+        jid: job.job.jid.clone(),
+        job_name: job.job.job.clone(),
+        queue: job.job.queue.clone(),
+        attempt: job.job.attempt,
+        created_at_ms: job.created_at_ms,
+        enqueued_at_ms: crate::clock::to_ms(mode.now()),
+        chain_id: link.and_then(Link::chain_id),
+    };
+    let states = lock(&mode.states).clone();
+    let ctx = Context::new(info, states, tokio_util::sync::CancellationToken::new());
+    let ctx = match link.and_then(Link::workflow) {
+        Some((id, parents)) => ctx.with_workflow(id, parents),
+        None => ctx,
+    };
+    let execution = (registration.run)(&job.job.args.to_string(), ctx)
+        .map_err(|e| Failure::Unrunnable(format!("its arguments do not fit: {e}")))?;
+    let result = match execution {
+        Execution::Blocking(body) => body(),
+        Execution::Async(body) => body.await,
+    };
+    result.map_err(Failure::Run)
+}

@@ -1,0 +1,72 @@
+//! One recorded dispatch as the fake keeps it: what a test sees ([`Dispatched`]), and what
+//! decides when a drain may run it (its due time, its job's time windows).
+
+use super::Dispatched;
+use crate::clock::to_ms;
+use crate::flow::Windows;
+use crate::payload::Payload;
+use std::time::SystemTime;
+
+/// A recorded dispatch, with what decides when [`super::Fake::drain`] may run it.
+#[derive(Debug, Clone)]
+pub(crate) struct Recorded {
+    /// What a test sees of it.
+    pub(crate) job: Dispatched,
+    /// When it was dispatched (a cron tick: the tick), on the mode's clock, for its context.
+    pub(crate) created_at_ms: u64,
+    /// The job's time windows (`#[job(windows = ..)]`, `PendingJob::windows`), from its flow
+    /// options: it runs only inside one.
+    windows: Option<Windows>,
+    /// The window `windows` last gave, `(open, close)` in Unix ms: a drain asks again before
+    /// each run, and the clock only moves forward, so it holds until `close`.
+    window: Option<(i64, i64)>,
+}
+
+impl Recorded {
+    /// The record of `payload`'s dispatch at `created_at_ms`, due at `due` (`None`: now).
+    pub(crate) fn of(payload: &Payload, due: Option<SystemTime>, created_at_ms: u64) -> Recorded {
+        // Checked when the job was encoded, so an error here cannot happen; a job whose
+        // windows did not parse would have had no dispatch to record.
+        let windows = payload
+            .flow
+            .as_ref()
+            .and_then(|flow| flow.parsed_windows().ok().flatten());
+        Recorded {
+            job: Dispatched {
+                jid: payload.jid.clone(),
+                job: payload.job.clone(),
+                queue: payload.queue.clone(),
+                args: payload.args.clone(),
+                due,
+                attempt: 1,
+            },
+            created_at_ms,
+            windows,
+            window: None,
+        }
+    }
+
+    /// The next attempt of this job after a failure: due at `due`, numbered `attempt`.
+    pub(crate) fn again(mut self, due: SystemTime, attempt: u32) -> Recorded {
+        self.job.due = Some(due);
+        self.job.attempt = attempt;
+        self
+    }
+
+    /// Whether a drain at `now` may run it: its due time has come, and `now` is inside one of
+    /// its job's windows, if it has any.
+    pub(crate) fn is_due(&mut self, now: SystemTime) -> bool {
+        self.job.due.is_none_or(|due| due <= now) && self.in_window(now)
+    }
+
+    fn in_window(&mut self, now: SystemTime) -> bool {
+        let Some(windows) = &self.windows else {
+            return true;
+        };
+        let now = i64::try_from(to_ms(now)).unwrap_or(i64::MAX);
+        if self.window.is_none_or(|(_, close)| close <= now) {
+            self.window = windows.current_or_next(now);
+        }
+        self.window.is_some_and(|(open, _)| open <= now)
+    }
+}
