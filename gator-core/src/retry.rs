@@ -54,6 +54,35 @@ pub fn from_list(delays_ms: &[u64], failures: u32) -> Duration {
     Duration::from_millis(ms)
 }
 
+/// A job's retry strategy, as its registration holds it (`#[job(retry = ..)]`).
+pub type Strategy = fn(&RetryContext<'_>) -> Option<RetryDecision>;
+
+/// What follows a failed attempt, decided the one way the worker and the testing mode share:
+/// the job's retry `strategy` first (`None` skips it: what no worker could run), then, for a
+/// retryable error with `failure.failures <= retries`, a retry after `backoff(failures)`; else
+/// the dead set. A strategy's time (`RetryAt`) becomes the wait from `now`. Also says whether
+/// the strategy decided.
+pub fn decide(
+    strategy: Option<Strategy>,
+    retries: u32,
+    backoff: fn(u32) -> Duration,
+    failure: &RetryContext<'_>,
+    now: SystemTime,
+) -> (RetryDecision, bool) {
+    let decided = strategy.and_then(|strategy| strategy(failure));
+    let decision = match decided {
+        Some(RetryDecision::RetryAt(at)) => {
+            RetryDecision::RetryIn(at.duration_since(now).unwrap_or(Duration::ZERO))
+        }
+        Some(decision) => decision,
+        None if failure.error.is_retryable() && failure.failures <= retries => {
+            RetryDecision::RetryIn(backoff(failure.failures))
+        }
+        None => RetryDecision::Dead,
+    };
+    (decision, decided.is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,5 +111,50 @@ mod tests {
             .sum();
         let days = total as f64 / 86_400.0;
         assert!((19.0..22.0).contains(&days), "{days} days");
+    }
+
+    fn ten_seconds(_: u32) -> Duration {
+        Duration::from_secs(10)
+    }
+
+    fn at_noon(_: &RetryContext<'_>) -> Option<RetryDecision> {
+        Some(RetryDecision::RetryAt(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(12 * 3600),
+        ))
+    }
+
+    #[test]
+    fn a_failure_retries_on_its_backoff_until_its_retries_are_spent_and_a_strategy_goes_first() {
+        let error = crate::failure::JobError::new("smtp down");
+        let failure = |failures| RetryContext {
+            error: &error,
+            failures,
+            jid: "j",
+            job: "mail",
+        };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(11 * 3600);
+        let after = |failures, strategy: Option<Strategy>| {
+            decide(strategy, 2, ten_seconds, &failure(failures), now)
+        };
+        let ten = RetryDecision::RetryIn(Duration::from_secs(10));
+        assert_eq!(after(2, None), (ten, false));
+        assert_eq!(after(3, None), (RetryDecision::Dead, false));
+        let hour = RetryDecision::RetryIn(Duration::from_secs(3600));
+        assert_eq!(
+            after(9, Some(at_noon)),
+            (hour, true),
+            "a time becomes the wait from now"
+        );
+        let discarded = crate::failure::JobError::discard("bad input");
+        let failure = RetryContext {
+            error: &discarded,
+            failures: 1,
+            jid: "j",
+            job: "mail",
+        };
+        assert_eq!(
+            decide(None, 2, ten_seconds, &failure, now),
+            (RetryDecision::Dead, false)
+        );
     }
 }

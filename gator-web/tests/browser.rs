@@ -144,12 +144,7 @@ impl Scene {
         }
         for n in 0..4 {
             client
-                .enqueue_raw(
-                    "newsletters",
-                    "send_email",
-                    json!([format!("reader{n}@example.com")]),
-                    None,
-                )
+                .dispatch(SendEmail::call(format!("reader{n}@example.com")).queue("newsletters"))
                 .await
                 .unwrap();
         }
@@ -479,6 +474,31 @@ async fn every_page_shows_what_redis_holds() {
     })
     .await;
     screenshot(b, "cron").await;
+
+    // Jobs: the catalogue the worker published, and an enqueue by name through it.
+    b.goto(&page("jobs")).await.unwrap();
+    let report = wait_text(b, "tr[data-job=build_report]", |t| t.contains("reports")).await;
+    assert!(report.contains("name: String"), "{report}");
+    b.find(Locator::Css("select[name=job]"))
+        .await
+        .unwrap()
+        .select_by_value("send_email")
+        .await
+        .unwrap();
+    b.find(Locator::Css("input[name=args]"))
+        .await
+        .unwrap()
+        .send_keys(r#"["ada@example.com"]"#)
+        .await
+        .unwrap();
+    b.find(Locator::Css("#enqueue button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(b, "#flash", |t| t.contains("Enqueued send_email")).await;
+    screenshot(b, "jobs").await;
 
     // Limits: the units in use of the limited queue, its limiter, its parked job.
     b.goto(&page("limits")).await.unwrap();

@@ -113,8 +113,7 @@ pub struct Policy {
     pub strategy: Strategy,
 }
 
-/// A job's retry strategy, as its registration holds it.
-pub type Strategy = fn(&RetryContext<'_>) -> Option<RetryDecision>;
+pub use gator_core::retry::Strategy;
 
 /// No strategy: `retries` and `backoff` decide.
 fn no_strategy(_: &RetryContext<'_>) -> Option<RetryDecision> {
@@ -201,32 +200,25 @@ pub fn classify(
     }
     let took = elapsed_ms(attempt.started);
     // The job's retry strategy decides first (what no worker could run always goes dead).
-    let decided = match unrunnable {
-        true => None,
-        false => (policy.strategy)(&RetryContext {
-            error: &error,
-            failures,
-            jid: doc.jid(),
-            job: doc.job(),
-        }),
+    // A strategy's time is its own; this host's clock only turns it into a wait.
+    let failure = RetryContext {
+        error: &error,
+        failures,
+        jid: doc.jid(),
+        job: doc.job(),
     };
-    let retry_in = match decided {
-        Some(RetryDecision::RetryIn(delay)) => Some(delay),
-        // The time is the strategy's; this host's clock only turns it into a wait.
-        Some(RetryDecision::RetryAt(at)) => Some(
-            at.duration_since(std::time::SystemTime::now())
-                .unwrap_or(Duration::ZERO),
-        ),
-        Some(RetryDecision::Dead) => None,
-        Some(RetryDecision::Discard) => return discard(doc, &error, failures, took),
-        None if error.is_retryable() && failures <= policy.retries => {
-            Some((policy.backoff)(failures))
-        }
-        None => None,
-    };
-    match retry_in {
-        Some(delay) => retry(doc, changes, delay, now, &error, took),
-        None => dead(doc, &changes, &error, decided.is_some(), took),
+    let strategy = (!unrunnable).then_some(policy.strategy);
+    let (decision, by_strategy) = gator_core::retry::decide(
+        strategy,
+        policy.retries,
+        policy.backoff,
+        &failure,
+        std::time::SystemTime::now(),
+    );
+    match decision {
+        RetryDecision::RetryIn(delay) => retry(doc, changes, delay, now, &error, took),
+        RetryDecision::Discard => discard(doc, &error, failures, took),
+        _ => dead(doc, &changes, &error, by_strategy, took),
     }
 }
 

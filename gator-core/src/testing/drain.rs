@@ -135,20 +135,18 @@ fn next_attempt(
         // Not a failure: the same attempt again.
         return Some((now.checked_add(INTERRUPTED_AGAIN_IN)?, attempt));
     }
-    let decided = (registration.retry)(&RetryContext {
+    let failure = RetryContext {
         error,
         failures: attempt,
         jid: &job.job.jid,
         job: &job.job.job,
-    });
-    let delay = match decided {
-        Some(RetryDecision::RetryIn(delay)) => delay,
-        Some(RetryDecision::RetryAt(at)) => at.duration_since(now).unwrap_or(Duration::ZERO),
-        Some(RetryDecision::Dead | RetryDecision::Discard) => return None,
-        None if error.is_retryable() && attempt <= registration.retries => {
-            (registration.backoff)(attempt)
-        }
-        None => return None,
+    };
+    let strategy = Some(registration.retry);
+    let (retries, backoff) = (registration.retries, registration.backoff);
+    let RetryDecision::RetryIn(delay) =
+        crate::retry::decide(strategy, retries, backoff, &failure, now).0
+    else {
+        return None;
     };
     // As a worker caps it: a custom backoff of `Duration::MAX` waits the horizon, not forever.
     let due = now.checked_add(delay.min(SCHEDULE_HORIZON))?;
