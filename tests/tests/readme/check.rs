@@ -31,9 +31,11 @@ pub fn rust_blocks(markdown: &str) -> Vec<Block> {
     let mut heading = String::from("(top)");
     let mut fence: Option<Option<Block>> = None; // inside a fence; Some(block) if it is rust
     for line in markdown.lines() {
+        // A fence may be indented (in a list item); its lines are squeezed when compared.
+        let trimmed = line.trim();
         match &mut fence {
-            None if line.starts_with("```") => {
-                let rust = line == "```rust" || line.starts_with("```rust,");
+            None if trimmed.starts_with("```") => {
+                let rust = trimmed == "```rust" || trimmed.starts_with("```rust,");
                 let nth = 1 + blocks.iter().filter(|b| b.heading == heading).count();
                 let block = Block {
                     heading: heading.clone(),
@@ -42,9 +44,9 @@ pub fn rust_blocks(markdown: &str) -> Vec<Block> {
                 };
                 fence = Some(rust.then_some(block));
             }
-            None if line.starts_with('#') => heading = line.trim_end().to_owned(),
+            None if line.starts_with('#') => heading = trimmed.to_owned(),
             None => {}
-            Some(open) if line.trim_end() == "```" => {
+            Some(open) if trimmed == "```" => {
                 blocks.extend(open.take());
                 fence = None;
             }
