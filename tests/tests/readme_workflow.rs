@@ -1,6 +1,10 @@
 //! The README's workflow example compiles as shown: its code is here, around the jobs it names,
 //! and a test checks that every line of the README's block is in this file, in order, so the
-//! two cannot drift apart. (It once needed a `use gator_core::Job` it did not show.)
+//! two cannot drift apart. (It once needed a `use gator_core::Job` it did not show.) The check
+//! is `readme/check.rs`, shared by every `readme_*.rs` test.
+
+#[path = "readme/check.rs"]
+mod readme_check;
 
 use gator_core::{Context, Job, JobError, OnFailure, Step, Workflow, job}; // Job: for NAME
 
@@ -44,27 +48,6 @@ async fn ship(ctx: Context, order: u64) -> Result<(), JobError> {
 
 #[test]
 fn the_readme_shows_this_code() {
-    let readme = include_str!("../../README.md");
-    let section = readme
-        .split("### Workflows: fan-out and fan-in")
-        .nth(1)
-        .expect("the README's workflow section");
-    let block = section
-        .split("```rust,ignore\n")
-        .nth(1)
-        .and_then(|rest| rest.split("\n```").next())
-        .expect("its code block");
-    // Compared with runs of spaces made one: rustfmt aligns comments its own way.
-    let squeeze = |l: &str| l.split_whitespace().collect::<Vec<_>>().join(" ");
-    let here: Vec<String> = include_str!("readme_workflow.rs")
-        .lines()
-        .map(squeeze)
-        .collect();
-    let mut at = 0;
-    for line in block.lines().map(squeeze).filter(|l| !l.is_empty()) {
-        match here[at..].iter().position(|l| *l == line) {
-            Some(found) => at += found + 1,
-            None => panic!("the README shows a line this file does not compile: {line:?}"),
-        }
-    }
+    let here = include_str!("readme_workflow.rs");
+    readme_check::assert_shows("### Workflows: fan-out and fan-in", 1, here);
 }
