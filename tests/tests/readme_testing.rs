@@ -1,8 +1,7 @@
 //! The README's "Testing your app's jobs" example compiles as shown: an app's own tests, in
 //! fake and inline mode, around the app code they call (`sign_up`, its welcome mail job and the
-//! `db` it takes as state). The README's two tests are ignored here: this file checks that the
-//! README's code compiles, and the readme tests run no jobs (`tests/tests/testing_mode.rs`
-//! tests the modes themselves).
+//! `db` it takes as state). The README's two tests run here as written: testing mode needs no
+//! Redis (`tests/tests/testing_mode.rs` tests the modes themselves).
 
 #[path = "readme/check.rs"]
 mod readme_check;
@@ -28,9 +27,22 @@ async fn sign_up(user: u64, email: &str) -> gator_core::Result<()> {
     Ok(())
 }
 
-use gator_core::testing;
+/// A reminder, due later.
+#[job]
+async fn send_reminder(_user: u64) {}
 
-#[ignore = "the README's test: compiled here, not run (readme tests run no jobs)"]
+/// Fails its first attempt, as the README's comment says; succeeds on the second.
+#[job(retries = 2, backoff = ["15s", "1m"])]
+async fn charge_card(_order: u64, ctx: gator_core::Context) -> Result<(), String> {
+    if ctx.attempt() == 1 {
+        return Err("card declined".into());
+    }
+    Ok(())
+}
+
+use gator_core::testing;
+use std::time::Duration;
+
 #[tokio::test]
 async fn signing_up_sends_a_welcome_mail() {
     let fake = testing::fake(); // this test's dispatches are recorded
@@ -39,14 +51,31 @@ async fn signing_up_sends_a_welcome_mail() {
     fake.assert_dispatched::<SendWelcomeEmail>((7, "ada@example.com".to_owned()));
     assert_eq!(fake.jobs_on("default").len(), 1);
     let drained = fake.state(db.clone()).drain().await; // run them here, as a worker would
-    assert!(drained.failed.is_empty());
+    assert!(drained.failed.is_empty() && drained.retried.is_empty());
 }
 
-#[ignore = "the README's test: compiled here, not run (readme tests run no jobs)"]
 #[tokio::test]
 async fn inline() {
-    let _inline = testing::inline(); // each job runs at its dispatch
+    let inline = testing::inline(); // each job runs at its dispatch
+    inline.state(db.clone()); // with the state a worker would give it
     sign_up(9, "grace@example.com").await.unwrap();
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn a_reminder_waits_an_hour_and_a_retry_15_s() {
+    let fake = testing::fake();
+    SendReminder::call(7).dispatch_in(Duration::from_secs(3600)).await.unwrap();
+    assert_eq!(fake.drain().await.ran, 0);       // due in an hour on the fake clock
+    fake.advance(Duration::from_secs(3600));
+    assert_eq!(fake.drain().await.ran, 1);
+
+    // #[job(retries = 2, backoff = ["15s", "1m"])], failing its first attempt:
+    ChargeCard::call(7).dispatch().await.unwrap();
+    assert_eq!(fake.drain().await.retried.len(), 1);
+    assert_eq!(fake.jobs()[0].due, Some(fake.now() + Duration::from_secs(15)));
+    fake.advance(Duration::from_secs(15));
+    assert_eq!(fake.drain().await.ran, 1);       // attempt 2: ctx.attempt() == 2
 }
 
 #[test]
