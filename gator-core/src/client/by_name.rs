@@ -33,6 +33,7 @@ impl Client {
     /// per parameter of the job fn). [`ByName::send`] refuses a name that no live or recent
     /// worker published in the job catalogue, and arguments that do not fit its parameters;
     /// a known job goes to its queue with its options, as `Job::call(..).dispatch()` would.
+    /// It always goes to Redis, where the catalogue is, even in testing mode.
     pub fn dispatch_by_name(&self, job: &str, args: serde_json::Value) -> ByName<'_> {
         ByName {
             client: self,
