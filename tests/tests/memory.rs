@@ -106,6 +106,43 @@ async fn at_maxmemory_a_stopping_worker_puts_its_running_job_back_and_gives_up_i
     assert_eq!(redis.cli(&["ZCARD", "gator:{mem}:leases"]), "0");
 }
 
+/// At maxmemory an operator must be able to free memory: clearing a queue and deleting dead
+/// jobs only remove data, so Redis must not refuse them (`clear_queue.lua`, `delete.lua`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_maxmemory_an_operator_can_clear_a_queue_and_delete_dead_jobs() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let admin = gator_core::Admin::new(client.clone());
+    client
+        .dispatch_many((0..50).map(|id| Remember::call(id).queue("stuck")))
+        .await
+        .unwrap();
+    client
+        .dispatch_many((0..10).map(FailsTwice::call))
+        .await
+        .unwrap();
+    let worker = TestWorker::start(&redis.url(), Some("mem"), 4);
+    wait_until(
+        "the failing jobs to die",
+        Duration::from_secs(30),
+        || async { redis.cli(&["ZCARD", "gator:{mem}:dead"]) == "10" },
+    )
+    .await;
+    worker.stop().await;
+    fill_to_maxmemory(&redis);
+
+    let dead = gator_core::SetKind::Dead;
+    let one = admin.list_set(dead, Some("mem"), 0, 1).await.unwrap();
+    assert!(
+        admin.delete_entry(&one[0]).await.unwrap(),
+        "one dead job deleted"
+    );
+    assert_eq!(admin.clear_set(dead, Some("mem")).await.unwrap(), 9);
+    assert_eq!(admin.clear_queue("stuck").await.unwrap(), 50);
+    assert_eq!(redis.cli(&["ZCARD", "gator:{mem}:dead"]), "0");
+    assert_eq!(redis.cli(&["LLEN", "gator:{stuck}:queue"]), "0");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_logs_an_error_when_redis_may_evict_jobs() {
     let risky = RedisServer::start();

@@ -267,20 +267,36 @@ pub fn is_passing(error: &gator_core::Error) -> bool {
         return false;
     };
     match e.kind() {
-        ErrorKind::Server(kind) => matches!(
-            kind,
-            ServerErrorKind::BusyLoading
-                | ServerErrorKind::TryAgain
-                | ServerErrorKind::ClusterDown
-                | ServerErrorKind::MasterDown
-                | ServerErrorKind::ReadOnly
-                | ServerErrorKind::NoScript
-                | ServerErrorKind::Moved
-                | ServerErrorKind::Ask
-        ),
+        // A MULTI Redis refused whole (EXECABORT): passing if every command's refusal is, as a
+        // Redis still loading its data after a restart refuses each with LOADING. Before, such
+        // an outcome was given up on, and the job ran again after recovery.
+        ErrorKind::Server(ServerErrorKind::ExecAbort) => e
+            .clone()
+            .into_server_errors()
+            .is_some_and(|errors| !errors.is_empty() && errors.iter().all(|(_, e)| passing(e))),
+        ErrorKind::Server(kind) => passing_kind(kind),
         // Codes redis-rs has no kind for: BUSY (a long script), OOM (scripts that only move
         // jobs carry allow-oom, but a write may still meet it).
         ErrorKind::Extension => matches!(e.code(), Some("BUSY" | "OOM")),
         _ => false,
     }
+}
+
+/// Whether one command's refusal is for a passing reason.
+fn passing(error: &redis::ServerError) -> bool {
+    error.kind().is_some_and(passing_kind) || matches!(error.code(), "BUSY" | "OOM")
+}
+
+fn passing_kind(kind: ServerErrorKind) -> bool {
+    matches!(
+        kind,
+        ServerErrorKind::BusyLoading
+            | ServerErrorKind::TryAgain
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ReadOnly
+            | ServerErrorKind::NoScript
+            | ServerErrorKind::Moved
+            | ServerErrorKind::Ask
+    )
 }

@@ -1,8 +1,9 @@
-#!lua
+#!lua flags=allow-oom
 -- clear_queue.lua: delete up to ARGV[1] jobs from the head of a queue's list, with their status
 -- records and the unique locks they hold (unique_lib.lua), in one step: a cleared job is
 -- `unknown` from then on and holds no key. The caller repeats it until it has removed what the
 -- list held when it started, so no call blocks Redis for long.
+-- allow-oom: it only removes, and at maxmemory freeing memory is what an operator needs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:queue
 -- (and each removed job's record and queued mark, of the same queue's prefix: same slot)

@@ -1,10 +1,11 @@
-#!lua
+#!lua flags=allow-oom
 -- delete.lua: delete entries from a scheduled, retry or dead set for good, with the status
 -- records of the jobs it removed (set_status's keys), in one step: a job deleted by an admin is
 -- `unknown` from then on, never a `retrying` or `scheduled` record left behind. Entries gone
 -- already (a worker promoted them, another admin moved them) are left alone, and so are their
 -- records, which describe where those jobs are now. A deleted unique job's lock
 -- (unique_lib.lua) is released in the same step: a job that is gone holds no key.
+-- allow-oom: it only removes, and at maxmemory freeing memory is what an operator needs.
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
 -- (and each removed job's record and queued mark, of the same queue's prefix: same slot)
