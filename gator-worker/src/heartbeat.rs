@@ -143,26 +143,4 @@ impl Heartbeat {
     }
 }
 
-/// A new process id: `<worker id>:<nonce>` with a `--worker-id`, else `<host>:<pid>:<nonce>`.
-/// The nonce makes each run unique: two containers may share a host name and a pid.
-pub fn process_id(worker_id: Option<&str>) -> String {
-    let nonce = rand::random::<u32>() & 0xff_ffff;
-    match worker_id {
-        Some(name) => format!("{name}:{nonce:06x}"),
-        None => format!("{}:{}:{nonce:06x}", hostname(), std::process::id()),
-    }
-}
-
-/// This machine's name, for process ids an operator can read (never for deciding anything:
-/// containers share host names).
-pub fn hostname() -> String {
-    let name = gethostname::gethostname()
-        .to_string_lossy()
-        .trim()
-        .to_owned();
-    if name.is_empty() {
-        "localhost".to_owned()
-    } else {
-        name
-    }
-}
+pub use crate::identity::{hostname, process_id};

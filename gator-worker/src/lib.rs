@@ -167,6 +167,7 @@ pub mod fetcher;
 pub mod gather;
 pub mod heartbeat;
 pub mod held;
+pub mod identity;
 pub mod launcher;
 pub mod leases;
 pub mod memory;

@@ -33,8 +33,9 @@ pub struct Recovery {
     pub fetcher: Arc<Fetcher>,
     /// This process's leases (what it must put back at shutdown).
     pub leases: Arc<Leases>,
-    /// `--worker-id`: at start, earlier processes of this id are recovered at once.
-    pub worker_id: Option<String>,
+    /// The prefix of the ids of the processes recovered at start whatever their leases: the
+    /// `--worker-id`, or this process's host, pid and lineage (see [`crate::identity`]).
+    pub predecessors: Option<String>,
     /// Own in-flight jobs no processor held at the last pass, by queue and payload.
     pub unheld: Mutex<HashSet<(String, Vec<u8>)>>,
     /// The longest time between passes.
@@ -56,14 +57,14 @@ impl Recovery {
         client: Client,
         fetcher: Arc<Fetcher>,
         leases: Arc<Leases>,
-        worker_id: Option<String>,
+        predecessors: Option<String>,
         interval: Duration,
     ) -> Recovery {
         Recovery {
             client,
             fetcher,
             leases,
-            worker_id,
+            predecessors,
             unheld: Mutex::new(HashSet::new()),
             interval,
         }
@@ -108,8 +109,8 @@ impl Recovery {
         }
     }
 
-    /// One pass over every known and served queue. With `take_over`, also recovers the earlier
-    /// processes of this `--worker-id` (done once, at start). A queue that fails (a key of the
+    /// One pass over every known and served queue. With `take_over`, also recovers the
+    /// predecessors this process proves dead (done once, at start; see [`crate::identity`]). A queue that fails (a key of the
     /// wrong type, Redis away) is logged and skipped; the others are still recovered.
     pub async fn tick(&self, take_over: bool) -> Pass {
         let mut pass = Pass {
@@ -132,7 +133,7 @@ impl Recovery {
                 queues.push(queue);
             }
         }
-        let take_over = self.worker_id.as_deref().filter(|_| take_over);
+        let take_over = self.predecessors.as_deref().filter(|_| take_over);
         // Replies: waits whose time ran out, and completions a crash left (one slot for all).
         self.replies(&mut conn).await;
         for queue in &queues {

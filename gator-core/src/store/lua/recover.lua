@@ -9,9 +9,10 @@
 -- a paused process fills after its lease ran out (a blocking fetch that lands late) is still
 -- found by a later pass; then, its list being empty, it is forgotten.
 --
--- With ARGV[4], the other processes of that worker id (ids `<worker id>:<nonce>`) are
--- recovered whatever their lease: a worker restarted under the id an operator gave it knows
--- its predecessor is gone.
+-- With ARGV[4], the other processes of that prefix (ids `<prefix>:<nonce>`) are recovered
+-- whatever their lease: a worker restarted under the id an operator gave it knows its
+-- predecessor is gone, and so does one whose host, pid, boot and PID namespace an earlier
+-- process had (the pid is its own now: gator_worker::identity).
 --
 -- The in-flight keys are the prefix ARGV[1] followed by a process id from the lease set: the
 -- same hash tag as KEYS, so the same slot.
@@ -22,7 +23,8 @@
 -- ARGV[1]  the in-flight key prefix, gator:{<queue>}:inflight:
 -- ARGV[2]  how long (ms) an expired entry is kept before it is forgotten
 -- ARGV[3]  the calling process's id, never recovered
--- ARGV[4]  a worker id whose other processes to take over, or '' for none
+-- ARGV[4]  a prefix (a worker id, or host:pid:lineage) whose other processes to take over,
+--          or '' for none
 -- Returns  { next, now, id1, n1, id2, n2, ... }: next is when the earliest live lease of another
 --          process expires (ms, -1 if none), now is Redis time (ms), then each process whose
 --          jobs were put back with how many
