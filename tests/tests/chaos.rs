@@ -22,7 +22,11 @@
 //!    order, every workflow's fan-in ran after all its parents and with their results, and every duplicate run is of a job that was in flight in a killed worker or when
 //!    Redis went away (at least once, not "at most once"). The latter are jobs whose own write
 //!    of their run was applied but timed out: the job failed, as far as Gator knows, and its
-//!    retry recorded the run again. No worker's lease may expire while it is alive.
+//!    retry recorded the run again, under its next attempt. So each run is also counted by
+//!    attempt (`chaos:runs_by_attempt`): an attempt run twice is Gator's duplicate, and outside
+//!    killed workers there must be none (the outages are shorter than the lease, and an outcome
+//!    written during one is kept until Redis answers). No outcome may be given up on, and no
+//!    worker's lease may expire while it is alive.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
@@ -179,6 +183,9 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     );
 
     let (in_killed, other) = duplicates(&runs, &chaos.in_flight_ids);
+    let by_attempt: HashMap<String, u64> =
+        query(&redis, redis::cmd("HGETALL").arg("chaos:runs_by_attempt")).await;
+    let repeated = repeated_attempts(&by_attempt, &chaos.in_flight_ids);
     let (last_event, backlog) = chaos.timeline.last().copied().expect("nine events");
     assert!(
         backlog > 0,
@@ -190,6 +197,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         &recoveries_ms,
         seed,
         (in_killed, other, chain_duplicates),
+        repeated,
         took,
     );
     eprintln!(
@@ -200,6 +208,13 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
             .take(5)
             .map(|e| format!("\n  {e}"))
             .collect::<String>()
+    );
+    // Gator runs an attempt again only if the process running it died (or was cut off from
+    // Redis past its lease, which no event here lasts): an outcome written during an outage
+    // is kept and written once Redis answers.
+    assert_eq!(
+        repeated.1, 0,
+        "attempts run twice outside killed workers (runs by attempt: chaos:runs_by_attempt)"
     );
     // An outcome is given up on only when trying again cannot help (a key of the wrong type);
     // the chaos makes none such. A Redis loading its data after a restart refuses a `MULTI`
@@ -907,6 +922,21 @@ async fn assert_workflows_fanned_in(redis: &RedisServer, ids: &[Option<String>])
     duplicates
 }
 
+/// Attempts Gator ran more than once (`<id>:<attempt>` counted twice), split as
+/// [`duplicates`] splits runs. A job that failed after its own record was applied, and so
+/// recorded again on its retry, is not among them: that retry has the next attempt.
+fn repeated_attempts(by_attempt: &HashMap<String, u64>, in_flight: &HashSet<u64>) -> (u64, u64) {
+    let runs: HashMap<u64, u64> = by_attempt
+        .iter()
+        .filter(|(_, n)| **n > 1)
+        .filter_map(|(key, n)| Some((key.split(':').next()?.parse().ok()?, *n)))
+        .fold(HashMap::new(), |mut runs, (id, n)| {
+            *runs.entry(id).or_insert(1) += n - 1;
+            runs
+        });
+    duplicates(&runs, in_flight)
+}
+
 /// Extra runs, split into jobs that were in flight in a killed worker and the rest.
 fn duplicates(runs: &HashMap<u64, u64>, in_flight: &HashSet<u64>) -> (u64, u64) {
     let (mut in_killed, mut other) = (0, 0);
@@ -927,6 +957,7 @@ fn report(
     recoveries_ms: &[u128],
     seed: u64,
     (in_killed, other, chain_duplicates): (u64, u64, u64),
+    (repeated_killed, repeated_other): (u64, u64),
     took: Duration,
 ) {
     let duplicates = in_killed + other;
@@ -956,6 +987,8 @@ fn report(
         "duplicates": duplicates,
         "duplicates_in_killed_workers": in_killed,
         "duplicates_outside_killed_workers": other,
+        "attempts_run_twice_in_killed_workers": repeated_killed,
+        "attempts_run_twice_elsewhere": repeated_other,
         "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
     });
     println!("RESULT chaos {result}");

@@ -222,11 +222,23 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         "workers did not stop cleanly: {statuses:?}"
     );
     let duplicates: u64 = runs.values().map(|n| n - 1).sum();
+    // Attempts Gator ran twice (`<id>:<attempt>` counted twice): a job that failed after its
+    // own record was applied records its retry under the next attempt, not here.
+    let by_attempt: HashMap<String, u64> = query(
+        &client,
+        redis::cmd("HGETALL").arg(format!("{RUNS}_by_attempt")),
+    )
+    .await;
+    let repeated: u64 = by_attempt.values().map(|n| n - 1).sum();
     eprintln!(
         "cluster chaos: all {total} jobs ran in {:.1} s, 0 dead; {duplicates} duplicate runs \
-         ({chain_duplicates} of chain and workflow steps), from jobs in flight in killed workers or on the \
-         failed master",
+         ({chain_duplicates} of chain and workflow steps; {repeated} attempts run twice), from \
+         jobs in flight in killed workers or on the failed master",
         started.elapsed().as_secs_f64()
+    );
+    println!(
+        "RESULT cluster_chaos {}",
+        serde_json::json!({"duplicates": duplicates, "attempts_run_twice": repeated})
     );
 }
 

@@ -126,14 +126,14 @@ async fn poison_unlucky(_n: Unlucky) {}
 /// Chaos suite: counts a run of job `id` in the hash `chaos:runs`, between two short random
 /// sleeps, so that a killed worker dies holding jobs both before and after they recorded.
 #[job(queue = "chaos-default", backoff = ["200ms"])]
-async fn chaos_plain(id: u64) -> Result<(), String> {
-    napped_run(id, chaos_record(id)).await
+async fn chaos_plain(ctx: gator_core::Context, id: u64) -> Result<(), String> {
+    napped_run(id, chaos_record(id, ctx.attempt())).await
 }
 
 /// Chaos suite: fails its first attempt on purpose (counted in `chaos:attempts`), then on
 /// later attempts counts its run like [`chaos_plain`].
 #[job(queue = "chaos-default", backoff = ["200ms"])]
-async fn chaos_flaky(id: u64) -> Result<(), String> {
+async fn chaos_flaky(ctx: gator_core::Context, id: u64) -> Result<(), String> {
     let attempts: u64 = redis::cmd("HINCRBY")
         .arg("chaos:attempts")
         .arg(id)
@@ -144,16 +144,22 @@ async fn chaos_flaky(id: u64) -> Result<(), String> {
     if attempts == 1 {
         return Err("the first attempt of a flaky job fails on purpose".to_owned());
     }
-    chaos_plain(id).await
+    chaos_plain(ctx, id).await
 }
 
 /// Chaos suite: step `step` of chain `chain`: appends `step` to the list `chaos:chain:<chain>`
 /// and counts its run under `id`, in one transaction so the list and the count agree.
 #[job(queue = "chaos-default", backoff = ["200ms"])]
-async fn chaos_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
+async fn chaos_step(
+    ctx: gator_core::Context,
+    chain: u64,
+    step: u32,
+    id: u64,
+) -> Result<(), String> {
+    let chain = format!("chaos:chain:{chain}");
     napped_run(
         id,
-        record_step(&format!("chaos:chain:{chain}"), CHAOS_RUNS, step, id),
+        record_step(&chain, CHAOS_RUNS, step, (id, ctx.attempt())),
     )
     .await
 }
@@ -190,7 +196,7 @@ async fn chaos_ask(ctx: gator_core::Context, id: u64) -> Result<(), String> {
 #[job(queue = "chaos-wf-1", backoff = ["200ms"])]
 async fn chaos_answer(ctx: gator_core::Context, id: u64) -> Result<(), String> {
     match ctx.reply::<u64>().map_err(|e| e.to_string())? {
-        Some(reply) if reply == id => napped_run(id, chaos_record(id)).await,
+        Some(reply) if reply == id => napped_run(id, chaos_record(id, ctx.attempt())).await,
         other => Err(format!("chaos_answer {id} got the reply {other:?}")),
     }
 }
@@ -225,17 +231,18 @@ async fn wf_step_run(
         }
     }
     let list = format!("{prefix}wf:{wf}");
-    napped_run(id, record_step(&list, &format!("{prefix}runs"), step, id)).await?;
+    let runs = format!("{prefix}runs");
+    napped_run(id, record_step(&list, &runs, step, (id, ctx.attempt()))).await?;
     Ok(id)
 }
 
 /// Chaos suite: an IO-bound job for the worker with 10,000 processors: waits 2–8 s (as a call
 /// to a slow service would), then counts its run like [`chaos_plain`].
 #[job(queue = "chaos-wide", backoff = ["200ms"])]
-async fn chaos_wide(id: u64) -> Result<(), String> {
+async fn chaos_wide(ctx: gator_core::Context, id: u64) -> Result<(), String> {
     let mix = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
     tokio::time::sleep(Duration::from_millis(2000 + mix % 6000)).await;
-    chaos_record(id).await
+    chaos_record(id, ctx.attempt()).await
 }
 
 /// The worker's own Redis connection (the worker makes its client the default).
@@ -246,32 +253,44 @@ async fn chaos_connection() -> Result<gator_core::Connection, String> {
     Ok(client.connection())
 }
 
-/// `HINCRBY chaos:runs <id> 1`.
-async fn chaos_record(id: u64) -> Result<(), String> {
-    record_in(CHAOS_RUNS, id).await
+/// `HINCRBY chaos:runs <id> 1`, and the attempt's run (see [`record_in`]).
+async fn chaos_record(id: u64, attempt: u32) -> Result<(), String> {
+    record_in(CHAOS_RUNS, id, attempt).await
 }
 
 const CHAOS_RUNS: &str = "chaos:runs";
 
-/// `HINCRBY <runs> <id> 1`.
-async fn record_in(runs: &str, id: u64) -> Result<(), String> {
-    redis::cmd("HINCRBY")
-        .arg(runs)
-        .arg(id)
-        .arg(1)
+/// `HINCRBY <runs> <id> 1`, and `HINCRBY <runs>_by_attempt <id>:<attempt> 1` in the same
+/// transaction: a run Gator repeats has the same attempt twice, while a job that failed after
+/// its record was applied (the reply lost in an outage) records its retry under the next
+/// attempt, which is the job's own doing, not a duplicate.
+async fn record_in(runs: &str, id: u64, attempt: u32) -> Result<(), String> {
+    redis::pipe()
+        .atomic()
+        .hincr(runs, id, 1)
+        .ignore()
+        .hincr(format!("{runs}_by_attempt"), format!("{id}:{attempt}"), 1)
+        .ignore()
         .query_async::<()>(&mut chaos_connection().await?)
         .await
         .map_err(|e| e.to_string())
 }
 
-/// Appends `step` to the list `chain` and counts a run of `id` in the hash `runs`, in one
-/// transaction so the list and the count agree.
-async fn record_step(chain: &str, runs: &str, step: u32, id: u64) -> Result<(), String> {
+/// Appends `step` to the list `chain` and counts a run of `id` (at `attempt`) in the hash
+/// `runs` as [`record_in`] does, in one transaction so the list and the counts agree.
+async fn record_step(
+    chain: &str,
+    runs: &str,
+    step: u32,
+    (id, attempt): (u64, u32),
+) -> Result<(), String> {
     redis::pipe()
         .atomic()
         .rpush(chain, step)
         .ignore()
         .hincr(runs, id, 1)
+        .ignore()
+        .hincr(format!("{runs}_by_attempt"), format!("{id}:{attempt}"), 1)
         .ignore()
         .query_async::<()>(&mut chaos_connection().await?)
         .await
@@ -307,16 +326,17 @@ async fn chaos_nap(id: u64) {
 
 /// Cluster chaos: counts a run of job `id` in the hash `{cchaos}:runs`, between two naps.
 #[job(queue = "cc-0", backoff = ["200ms"])]
-async fn cc_plain(id: u64) -> Result<(), String> {
-    napped_run(id, record_in("{cchaos}:runs", id)).await
+async fn cc_plain(ctx: gator_core::Context, id: u64) -> Result<(), String> {
+    napped_run(id, record_in("{cchaos}:runs", id, ctx.attempt())).await
 }
 
 /// Cluster chaos: step `step` of chain `chain`: appends `step` to `{cchaos}:chain:<chain>` and
 /// counts its run under `id`, in one transaction.
 #[job(queue = "cc-0", backoff = ["200ms"])]
-async fn cc_step(chain: u64, step: u32, id: u64) -> Result<(), String> {
+async fn cc_step(ctx: gator_core::Context, chain: u64, step: u32, id: u64) -> Result<(), String> {
     let list = format!("{{cchaos}}:chain:{chain}");
-    napped_run(id, record_step(&list, "{cchaos}:runs", step, id)).await
+    let run = (id, ctx.attempt());
+    napped_run(id, record_step(&list, "{cchaos}:runs", step, run)).await
 }
 
 fn main() -> std::process::ExitCode {
