@@ -18,7 +18,7 @@ async fn send_mail(region: String, to: String, count: u32) {
     let _ = (region, to, count);
 }
 
-#[job(queue = "reports", no_overlap, retries = 3, timeout = "30s")]
+#[job(queue = "reports", no_overlap, retries = 3, timeout = "30s", backoff = ["1s", "30s"])]
 async fn build_report(account: u64) {
     let _ = account;
 }
@@ -87,15 +87,19 @@ async fn a_worker_publishes_each_job_with_its_queue_arguments_options_and_itself
         params,
         [("region", "String"), ("to", "String"), ("count", "u32")]
     );
-    assert_eq!((def.priority, def.limit_key_arg), (Some(20), Some(0)));
-    assert_eq!(def.rate.as_deref(), Some("email"));
+    assert_eq!((def.flow.priority, def.limit_key_arg), (Some(20), Some(0)));
+    assert_eq!(def.flow.rate.as_deref(), Some("email"));
     assert_eq!(def.unique.as_ref().map(|u| u.for_ms), Some(60_000));
     assert_eq!(mail.runners.len(), 1);
     assert_eq!(mail.runners[0].queues, ["idle"]);
     let report = &all[0].definition;
     assert_eq!((report.retries, report.timeout_ms), (3, Some(30_000)));
     assert_eq!(report.no_overlap, Overlap::Args);
-    assert_eq!(report.backoff_ms.len(), 3);
+    assert_eq!(
+        (report.backoff.as_str(), &report.backoff_ms[..]),
+        ("list", &[1000, 30_000][..])
+    );
+    assert_eq!(def.backoff, "default");
 
     // A worker that stops gives its leases up at once: no live worker runs the job, and it
     // stays known (recent) for producers.
@@ -415,4 +419,15 @@ async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounde
         .unwrap();
     assert_eq!(full.full, ["extra_2"]);
     assert_eq!(client.catalogue().await.unwrap().len(), 4);
+}
+
+#[test]
+fn every_worker_of_one_build_publishes_the_same_definition() {
+    use gator_core::JobRegistration;
+    use gator_core::catalogue::Definition;
+    // The default backoff has a random part: were its delays published, two workers of one
+    // build would disagree, and each would say so at every start.
+    let definition = || Definition::of(&JobRegistration::of::<SendMail>("here"));
+    assert_eq!(definition(), definition());
+    assert_eq!(definition().backoff, "default");
 }

@@ -21,15 +21,7 @@ impl Definition {
     /// dispatch of this job with these arguments would carry.
     pub fn apply(&self, args: &Value) -> Result<Applied> {
         let list = self.check_args(args)?;
-        let mut flow = FlowOptions {
-            priority: self.priority,
-            cost: self.cost,
-            critical: self.critical,
-            rate: self.rate.clone(),
-            windows: self.windows.clone(),
-            tz: self.tz.clone(),
-            ..FlowOptions::default()
-        };
+        let mut flow = self.flow.clone();
         if let Some(index) = self.limit_key_arg {
             flow.key = Some(self.key_text(list, index, "limit key")?);
         }

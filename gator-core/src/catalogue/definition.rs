@@ -1,11 +1,14 @@
 //! A job as the catalogue publishes it: [`Definition`], the JSON every by-name producer reads.
 
+use super::Backoff;
+use crate::flow::FlowOptions;
 use crate::registry::JobRegistration;
 use crate::unique::{UniqueOptions, UniqueUntil};
 use serde::{Deserialize, Serialize};
 
-/// How many backoff delays a definition lists (the first ones; the rest is the worker's).
-const BACKOFF_SHOWN: u32 = 10;
+fn default_backoff() -> String {
+    "default".to_owned()
+}
 
 /// One job of the catalogue, as stored (JSON) in `gator:{catalogue}:jobs`. The field names are
 /// part of the wire format (`docs/wire-format.md`, "The job catalogue").
@@ -20,33 +23,24 @@ pub struct Definition {
     pub params: Option<Vec<Param>>,
     /// Retries after the first attempt (applied by the worker).
     pub retries: u32,
-    /// The delays before the first retries, in ms (applied by the worker; for reading).
-    #[serde(default)]
+    /// Where the delays between retries come from (applied by the worker; for reading):
+    /// `"default"` (Gator's curve, with jitter), `"list"` (`backoff_ms`), `"custom"` (a fn).
+    #[serde(default = "default_backoff")]
+    pub backoff: String,
+    /// With `backoff: "list"`, the delays in ms, the last repeating.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backoff_ms: Vec<u64>,
     /// How long one attempt may run, in ms (applied by the worker).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
-    /// Flow option: priority.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub priority: Option<u16>,
-    /// Flow option: cost.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cost: Option<u32>,
-    /// Flow option: runs outside the concurrency limit.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub critical: bool,
+    /// The flow options every dispatch of it carries, with the payload's `flow` field names
+    /// (`priority`, `cost`, `critical`, `rate`, `windows`, `tz`); its `key` and `overlap` come
+    /// from its arguments (`limit_key_arg`, `no_overlap`) when it is dispatched.
+    #[serde(flatten)]
+    pub flow: FlowOptions,
     /// Flow option: the index in `args` of the argument whose value is the limit key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_key_arg: Option<usize>,
-    /// Flow option: the named rate limiter.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rate: Option<String>,
-    /// Flow option: the time windows (`HH:MM-HH:MM`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub windows: Vec<String>,
-    /// Flow option: the windows' IANA time zone.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tz: Option<String>,
     /// Flow option: no overlap, and where its key comes from.
     #[serde(default, skip_serializing_if = "Overlap::is_none")]
     pub no_overlap: Overlap,
@@ -116,17 +110,27 @@ impl Definition {
                     .collect()
             }),
             retries: reg.retries,
-            backoff_ms: (1..=reg.retries.min(BACKOFF_SHOWN))
-                .map(|n| ms((reg.backoff)(n)))
-                .collect(),
+            backoff: match sig.backoff {
+                Backoff::Default => "default",
+                Backoff::List(_) => "list",
+                Backoff::Custom => "custom",
+            }
+            .to_owned(),
+            backoff_ms: match sig.backoff {
+                Backoff::List(delays) => delays.to_vec(),
+                _ => Vec::new(),
+            },
             timeout_ms: reg.timeout.map(ms),
-            priority: sig.priority,
-            cost: sig.cost,
-            critical: sig.critical,
+            flow: FlowOptions {
+                priority: sig.priority,
+                cost: sig.cost,
+                critical: sig.critical,
+                rate: sig.rate.map(str::to_owned),
+                windows: sig.windows.iter().map(|w| (*w).to_owned()).collect(),
+                tz: sig.tz.map(str::to_owned),
+                ..FlowOptions::default()
+            },
             limit_key_arg: sig.limit_key_arg,
-            rate: sig.rate.map(str::to_owned),
-            windows: sig.windows.iter().map(|w| (*w).to_owned()).collect(),
-            tz: sig.tz.map(str::to_owned),
             no_overlap: sig.overlap,
             unique: reg.unique.as_ref().map(UniqueDefinition::of),
             defined_at: reg.defined_at.to_owned(),

@@ -7,7 +7,7 @@
 //!   the default queue, the parameters (name and type, as the job fn writes them), the
 //!   dispatch-side options (priority, cost, critical, the limit key's argument, rate limiter,
 //!   windows, no-overlap, unique and debounce), and the worker-side ones for reading (retries,
-//!   the first backoff delays, timeout).
+//!   backoff, timeout).
 //! - **Who writes.** One writer per job name at a time: the worker holding the name's writer
 //!   lease (renewed every 20 s, ending 60 s after its last renewal, on Redis time). A worker
 //!   whose definition differs from the published one logs it and waits for the lease; the
@@ -64,6 +64,20 @@ pub struct Signature {
     pub tz: Option<&'static str>,
     /// `no_overlap` (whole arguments) or `overlap_key = name` (one argument).
     pub overlap: Overlap,
+    /// Where the delays between retries come from.
+    pub backoff: Backoff,
+}
+
+/// Where a job's delays between retries come from, as the catalogue shows them. The default
+/// curve has a random part, so its delays are not published: two workers would disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backoff {
+    /// Gator's default curve (Sidekiq's, with jitter), or a job that did not say.
+    Default,
+    /// `backoff = ["1s", "30s"]`: these delays in ms, the last repeating.
+    List(&'static [u64]),
+    /// `backoff = my_fn`: the job's own function.
+    Custom,
 }
 
 impl Signature {
@@ -78,6 +92,7 @@ impl Signature {
         windows: &[],
         tz: None,
         overlap: Overlap::None,
+        backoff: Backoff::Default,
     };
 }
 

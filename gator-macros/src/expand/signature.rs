@@ -33,6 +33,13 @@ pub(super) fn signature(options: &JobOptions, job: &JobFn) -> TokenStream {
         _ if options.no_overlap.is_some() => quote!(::gator_core::catalogue::Overlap::Args),
         _ => quote!(::gator_core::catalogue::Overlap::None),
     };
+    let backoff = match &options.backoff {
+        Some(crate::args::Backoff::List(delays)) => {
+            quote!(::gator_core::catalogue::Backoff::List(&[#(#delays),*]))
+        }
+        Some(crate::args::Backoff::Path(_)) => quote!(::gator_core::catalogue::Backoff::Custom),
+        None => quote!(::gator_core::catalogue::Backoff::Default),
+    };
     quote! {
         const SIGNATURE: ::gator_core::catalogue::Signature = ::gator_core::catalogue::Signature {
             params: ::core::option::Option::Some(&[#(#params),*]),
@@ -44,6 +51,7 @@ pub(super) fn signature(options: &JobOptions, job: &JobFn) -> TokenStream {
             windows: &[#(#windows),*],
             tz: #tz,
             overlap: #overlap,
+            backoff: #backoff,
         };
     }
 }

@@ -12,6 +12,8 @@
 
   function options(def) {
     const shown = [`retries=${def.retries}`];
+    if (def.backoff === "list") shown.push(`backoff=[${def.backoff_ms.map(duration).join(",")}]`);
+    else if (def.backoff === "custom") shown.push("backoff=custom");
     if (def.timeout_ms) shown.push(`timeout=${duration(def.timeout_ms)}`);
     if (def.priority != null) shown.push(`priority=${def.priority}`);
     if (def.cost != null) shown.push(`cost=${def.cost}`);

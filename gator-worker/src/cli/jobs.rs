@@ -102,16 +102,28 @@ fn params(def: &Definition) -> String {
 fn options(def: &Definition) -> String {
     let mut shown = vec![format!("retries={}", def.retries)];
     let mut add = |text: Option<String>| shown.extend(text);
+    add(match def.backoff.as_str() {
+        "list" => Some(format!(
+            "backoff=[{}]",
+            def.backoff_ms
+                .iter()
+                .map(|ms| table::age(*ms))
+                .collect::<Vec<_>>()
+                .join(",")
+        )),
+        "custom" => Some("backoff=custom".to_owned()),
+        _ => None,
+    });
     add(def
         .timeout_ms
         .map(|ms| format!("timeout={}", table::age(ms))));
-    add(def.priority.map(|p| format!("priority={p}")));
-    add(def.cost.map(|c| format!("cost={c}")));
-    add(def.critical.then(|| "critical".to_owned()));
+    add(def.flow.priority.map(|p| format!("priority={p}")));
+    add(def.flow.cost.map(|c| format!("cost={c}")));
+    add(def.flow.critical.then(|| "critical".to_owned()));
     add(def.limit_key_arg.map(|i| format!("limit_key=arg{}", i + 1)));
-    add(def.rate.as_ref().map(|r| format!("rate={r}")));
-    add((!def.windows.is_empty()).then(|| format!("windows={}", def.windows.join(","))));
-    add(def.tz.as_ref().map(|tz| format!("tz={tz}")));
+    add(def.flow.rate.as_ref().map(|r| format!("rate={r}")));
+    add((!def.flow.windows.is_empty()).then(|| format!("windows={}", def.flow.windows.join(","))));
+    add(def.flow.tz.as_ref().map(|tz| format!("tz={tz}")));
     add(match def.no_overlap {
         Overlap::None => None,
         Overlap::Args => Some("no_overlap".to_owned()),
