@@ -186,10 +186,11 @@ async fn an_unknown_name_or_arguments_that_do_not_fit_are_refused_and_nothing_is
     let admin = Admin::new(client.clone());
     assert_eq!(admin.flow_status("mail").await.unwrap().parked_jobs(), 0);
 
-    // Forced, an unknown name is stored on the queue given.
+    // Forced, an unknown name is stored on the queue given (one no worker serves, so it
+    // stays there to be seen).
     let forced = client
         .dispatch_by_name("send_mial", json!([]))
-        .on("idle")
+        .on("unserved")
         .force()
         .send()
         .await
