@@ -83,24 +83,30 @@ impl Catalogue {
         }
     }
 
-    /// Says, once, which jobs on the queues this worker serves it does not run: it hands
-    /// those back for the workers that do.
+    /// Says, once, which jobs on the queues this worker serves it does not run, and hands back
+    /// for the workers that do: those linked into this binary but left out (`.jobs([...])`),
+    /// and those other workers published in the catalogue for these queues.
     pub async fn say_what_it_leaves(&self, registry: &Registry) {
-        let known = match self.client.catalogue().await {
-            Ok(known) => known,
-            Err(e) => {
-                warn!(error = %e, "could not read the job catalogue");
-                return;
-            }
-        };
         let served: BTreeSet<String> = self.order.all().into_iter().collect();
-        let mut left: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for job in known {
-            let def = &job.definition;
-            if registry.get(&def.job).is_none() && served.contains(&def.queue) {
-                left.entry(def.queue.clone())
-                    .or_default()
-                    .push(def.job.clone());
+        let mut others: Vec<(String, String)> = Registry::from_inventory()
+            .map(|linked| {
+                let regs = linked.registrations().into_iter();
+                regs.map(|r| (r.name.to_owned(), r.queue.to_owned()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        match self.client.catalogue().await {
+            Ok(known) => others.extend(
+                known
+                    .into_iter()
+                    .map(|k| (k.definition.job, k.definition.queue)),
+            ),
+            Err(e) => warn!(error = %e, "could not read the job catalogue"),
+        }
+        let mut left: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for (job, queue) in others {
+            if registry.get(&job).is_none() && served.contains(&queue) {
+                left.entry(queue).or_default().insert(job);
             }
         }
         for (queue, jobs) in left {

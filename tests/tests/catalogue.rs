@@ -432,3 +432,38 @@ fn every_worker_of_one_build_publishes_the_same_definition() {
     assert_eq!(definition(), definition());
     assert_eq!(definition().backoff, "default");
 }
+
+// A worker that runs some of the jobs linked into its binary says so at start even when it is
+// the first worker up (nothing in the catalogue yet): the README's embedded worker.
+#[tokio::test]
+async fn a_first_worker_that_leaves_out_linked_jobs_of_its_queue_says_so_at_start() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _heard = tracing::subscriber::set_default(subscriber);
+    let (stop, running) = worker(&client, "shared", &["left_job"]);
+    published(&client, "left_job").await;
+    wait_until("the start message", Duration::from_secs(10), || async {
+        captured
+            .text()
+            .contains("runs only some of the jobs on this queue")
+    })
+    .await;
+    let text = captured.text();
+    let line = text
+        .lines()
+        .find(|l| l.contains("runs only some of the jobs"))
+        .unwrap();
+    assert!(
+        line.contains("queue=shared") && line.contains("right_job"),
+        "{line}"
+    );
+    assert!(!line.contains("left_job"), "{line}");
+    stop.cancel();
+    running.await.unwrap().unwrap();
+}
