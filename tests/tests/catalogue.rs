@@ -241,64 +241,6 @@ async fn a_worker_hands_back_the_jobs_it_does_not_run_without_using_an_attempt()
     right.await.unwrap().unwrap();
 }
 
-/// What the worker logs, as text.
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Captured {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
-// On the current thread, so the subscriber set for it hears the worker's tasks.
-#[tokio::test]
-async fn a_worker_that_runs_only_some_jobs_of_a_queue_says_so_at_start() {
-    let redis = RedisServer::start();
-    let client = gator_tests::client(&redis.url()).await;
-    let (stop_right, right) = worker(&client, "shared", &["right_job"]);
-    published(&client, "right_job").await;
-
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _heard = tracing::subscriber::set_default(subscriber);
-    let (stop_left, left) = worker(&client, "shared", &["left_job"]);
-    published(&client, "left_job").await;
-    wait_until("the start message", Duration::from_secs(10), || async {
-        captured
-            .text()
-            .contains("runs only some of the jobs on this queue")
-    })
-    .await;
-    let text = captured.text();
-    let line = text
-        .lines()
-        .find(|l| l.contains("runs only some of the jobs"))
-        .unwrap();
-    assert!(
-        line.contains("queue=shared") && line.contains("right_job"),
-        "{line}"
-    );
-    stop_left.cancel();
-    stop_right.cancel();
-    left.await.unwrap().unwrap();
-    right.await.unwrap().unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_line_lists_the_catalogue_and_enqueues_by_name_through_it() {
     const CLI: &str = env!("CARGO_BIN_EXE_gator-test-worker");
@@ -431,39 +373,4 @@ fn every_worker_of_one_build_publishes_the_same_definition() {
     let definition = || Definition::of(&JobRegistration::of::<SendMail>("here"));
     assert_eq!(definition(), definition());
     assert_eq!(definition().backoff, "default");
-}
-
-// A worker that runs some of the jobs linked into its binary says so at start even when it is
-// the first worker up (nothing in the catalogue yet): the README's embedded worker.
-#[tokio::test]
-async fn a_first_worker_that_leaves_out_linked_jobs_of_its_queue_says_so_at_start() {
-    let redis = RedisServer::start();
-    let client = gator_tests::client(&redis.url()).await;
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .finish();
-    let _heard = tracing::subscriber::set_default(subscriber);
-    let (stop, running) = worker(&client, "shared", &["left_job"]);
-    published(&client, "left_job").await;
-    wait_until("the start message", Duration::from_secs(10), || async {
-        captured
-            .text()
-            .contains("runs only some of the jobs on this queue")
-    })
-    .await;
-    let text = captured.text();
-    let line = text
-        .lines()
-        .find(|l| l.contains("runs only some of the jobs"))
-        .unwrap();
-    assert!(
-        line.contains("queue=shared") && line.contains("right_job"),
-        "{line}"
-    );
-    assert!(!line.contains("left_job"), "{line}");
-    stop.cancel();
-    running.await.unwrap().unwrap();
 }
