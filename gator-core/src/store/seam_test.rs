@@ -17,7 +17,8 @@ const SPELLS: [&str; 7] = [
 ];
 
 /// Where they may be written, relative to the workspace: the store, and the connections'
-/// plumbing (which forwards commands, building none).
+/// plumbing, which forwards commands and builds one: `WAIT`, routed to the node of the key a
+/// write went to (`Connection::wait_for_replicas`), which only the connection can route.
 const ALLOWED: [&str; 3] = [
     "gator-core/src/store/",
     "gator-core/src/transport/connection.rs",
