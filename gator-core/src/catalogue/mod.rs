@@ -17,7 +17,8 @@
 //! - **Known names.** A name is known while a worker renewed its writer lease in the last
 //!   [`RECENT`] (7 days): a name no live or recent worker registered is refused by every
 //!   by-name producer unless it says `force`.
-//! - **Bounded.** At most [`MAX_JOBS`] names, each definition at most [`MAX_DEFINITION`] bytes.
+//! - **Bounded.** At most [`MAX_JOBS`] names; a definition is made from a job's code (its
+//!   name, signature and options), never from a request.
 //!
 //! Typed dispatches (`Job::call(..).dispatch()`) do not read the catalogue: the options are
 //! compiled into them.
@@ -38,8 +39,6 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const RENEW_EVERY: Duration = Duration::from_secs(20);
 /// The most job names the catalogue holds.
 pub const MAX_JOBS: usize = 10_000;
-/// The largest definition, in bytes of JSON.
-pub const MAX_DEFINITION: usize = 16 * 1024;
 
 /// What `#[job]` knows of a job fn's signature and of the flow options it takes from its
 /// arguments: the static half of a [`Definition`].
