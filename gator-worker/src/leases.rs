@@ -44,6 +44,8 @@ pub struct Leases {
     held: Mutex<HashMap<String, Instant>>,
     /// Whether the last renewal pass failed, so that the log says when it works again.
     failing: AtomicBool,
+    /// Each queue whose lease a renewal found lost, with when (this host's monotonic clock).
+    lapsed: Mutex<HashMap<String, Instant>>,
 }
 
 impl Leases {
@@ -56,6 +58,7 @@ impl Leases {
             clock,
             held: Mutex::new(HashMap::new()),
             failing: AtomicBool::new(false),
+            lapsed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -82,14 +85,9 @@ impl Leases {
         )
         .await?;
         self.clock.observe(now);
-        let had = self
-            .lock()
-            .insert(queue.to_owned(), sent + self.ttl)
-            .is_some();
-        let lost = state == LeaseState::Expired || (had && state == LeaseState::New);
-        if lost {
-            warn!(queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
-        }
+        let before = self.lock().insert(queue.to_owned(), sent + self.ttl);
+        let lost = state == LeaseState::Expired || (before.is_some() && state == LeaseState::New);
+        self.renewed(queue, before, sent, lost);
         Ok(lost)
     }
 
@@ -122,14 +120,37 @@ impl Leases {
         if now > 0 {
             self.clock.observe(now);
         }
-        let mut held = self.lock();
         for (queue, state) in queues.into_iter().zip(states) {
-            if state != LeaseState::Live {
-                warn!(queue = %queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
-            }
-            held.insert(queue, sent + self.ttl);
+            let before = self.lock().insert(queue.clone(), sent + self.ttl);
+            self.renewed(&queue, before, sent, state != LeaseState::Live);
         }
         true
+    }
+
+    /// After a renewal of the lease on `queue` sent at `sent`, whose deadline was `before`:
+    /// notes that the lease may have run out if Redis said so (`lost`, logged), or if the
+    /// renewal left after the deadline. Redis's answer alone misses a lapse when an earlier
+    /// renewal, sent before a partition and timed out here, reached Redis once it healed: that
+    /// one found the lease expired, its answer was lost, and it made the lease live again.
+    fn renewed(&self, queue: &str, before: Option<Instant>, sent: Instant, lost: bool) {
+        if lost {
+            warn!(queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
+        }
+        if lost || before.is_some_and(|until| sent >= until) {
+            let mut lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
+            lapsed.insert(queue.to_owned(), Instant::now());
+        }
+    }
+
+    /// Whether the lease on `queue` may have run out lately: it does not surely hold now, or a
+    /// renewal within the last lease length found it lost. A job of the queue found no longer
+    /// in flight then was most likely put back by recovery, and runs again.
+    pub fn ran_out_lately(&self, queue: &str) -> bool {
+        if !self.valid_for(queue, Duration::ZERO) {
+            return true;
+        }
+        let lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
+        lapsed.get(queue).is_some_and(|at| at.elapsed() < self.ttl)
     }
 
     /// Whether the lease on `queue` surely holds for at least `margin` more.

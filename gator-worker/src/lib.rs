@@ -131,7 +131,8 @@
 //! | warn | `could not end the waits for replies that timed out; …`, `could not carry replies to their jobs; …` | `error` |
 //! | warn | `could not register a job's wait for its reply yet; …` | `queue`, `error` |
 //! | warn | `this process's lease had expired (…` | `queue`, `process` |
-//! | warn | `job was no longer in flight: …` | `queue` |
+//! | warn | `job was no longer in flight: …` | `queue`, `jobs` |
+//! | warn | `outcomes dropped: this process's lease on the queue ran out …` | `queue`, `jobs` |
 //! | warn | `recovered the in-flight jobs of a dead worker process` | `queue`, `process`, `jobs` |
 //! | warn | `put back in-flight jobs whose fetch reply was lost or whose outcome could not be written` | `jobs` |
 //! | warn | `put unfinished jobs back at the head of their queues` | `jobs` |

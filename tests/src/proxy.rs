@@ -23,6 +23,8 @@ struct Shared {
     accepted: AtomicU64,
     /// Connections numbered below this are silent.
     silent_below: AtomicU64,
+    /// While set, every connection, open or new, is silent: a network partition.
+    cut: AtomicBool,
     stopping: AtomicBool,
     /// Every socket, so drop can close them all.
     sockets: Mutex<Vec<TcpStream>>,
@@ -54,6 +56,18 @@ impl SilentProxy {
     pub fn silence(&self) {
         let accepted = self.shared.accepted.load(Ordering::SeqCst);
         self.shared.silent_below.store(accepted, Ordering::SeqCst);
+    }
+
+    /// Cuts the proxied side off, as a network partition does: until [`SilentProxy::heal`],
+    /// every connection, open or opened meanwhile, forwards nothing and stays open.
+    pub fn cut(&self) {
+        self.shared.cut.store(true, Ordering::SeqCst);
+    }
+
+    /// Ends a [`SilentProxy::cut`]: the connections forward again what waited in them, as
+    /// TCP connections do once a partition heals (those [`SilentProxy::silence`]d stay silent).
+    pub fn heal(&self) {
+        self.shared.cut.store(false, Ordering::SeqCst);
     }
 
     /// How many connections the proxy has accepted.
@@ -112,7 +126,8 @@ fn forward(mut from: TcpStream, mut to: TcpStream, number: u64, shared: &Shared)
         if shared.stopping.load(Ordering::SeqCst) {
             return;
         }
-        if number < shared.silent_below.load(Ordering::SeqCst) {
+        if number < shared.silent_below.load(Ordering::SeqCst) || shared.cut.load(Ordering::SeqCst)
+        {
             // Silent: read nothing, write nothing, close nothing. The kernel's buffers fill
             // and the peer sees neither data nor a reset.
             std::thread::sleep(Duration::from_millis(50));

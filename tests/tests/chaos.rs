@@ -14,19 +14,22 @@
 //!    the chaos (their handlers count the runs), and about 10 % on `chaos-flow`, a queue under
 //!    flow control (limited, with shares and costs, rate limited, windowed). Every job counts its runs in `chaos:runs`.
 //!    Two poison payloads besides: bytes that are not UTF-8, and arguments whose decoder panics.
-//! 4. Nine events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
+//! 4. Ten events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
 //!    respawned at once; Redis frozen with SIGSTOP for 10 s; Redis SIGKILLed and restarted;
-//!    the proxied worker's connections silenced; Redis at its memory limit for 3 s.
+//!    the proxied worker's connections silenced; Redis at its memory limit for 3 s; the
+//!    proxied worker cut off from Redis (a partition: every connection, open or new) for 26 s,
+//!    past its 20 s lease, healed after the last event if not before.
 //! 5. Waits until every queue, scheduled set, retry set, in-flight list and chain list is
 //!    empty, then checks: every job ran, only the two poison payloads died, chains ran in
 //!    order, every workflow's fan-in ran after all its parents and with their results, and every duplicate run is of a job that was in flight in a killed worker or when
 //!    Redis went away (at least once, not "at most once"). The latter are jobs whose own write
 //!    of their run was applied but timed out: the job failed, as far as Gator knows, and its
 //!    retry recorded the run again, under its next attempt. So each run is also counted by
-//!    attempt (`chaos:runs_by_attempt`): an attempt run twice is Gator's duplicate, and outside
-//!    killed workers there must be none (the outages are shorter than the lease, and an outcome
-//!    written during one is kept until Redis answers). No outcome may be given up on, and no
-//!    worker's lease may expire while it is alive.
+//!    attempt (`chaos:runs_by_attempt`): an attempt run twice is Gator's duplicate, counted by
+//!    cause: in flight in a killed worker, in flight in the worker cut off past its lease (its
+//!    log must say it dropped their outcomes), or anything else, of which there must be none
+//!    (the other outages are shorter than the lease, and an outcome written during one is kept
+//!    until Redis answers). No outcome may be given up on.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
@@ -77,6 +80,11 @@ const REDIS_PAUSE: Duration = Duration::from_secs(10);
 /// Long enough that workers meet refused connections and back off, not just one failed call.
 const REDIS_DOWN: Duration = Duration::from_secs(2);
 const FULL_MEMORY: Duration = Duration::from_secs(3);
+/// The proxied worker's lease (the default, 20 s), and time for recovery to put its jobs back
+/// and for another worker to run them, before the partition heals.
+const CUT_OFF: Duration = Duration::from_secs(26);
+/// The slot of the worker that reaches Redis through the proxy.
+const PROXIED: usize = 2;
 const DRAIN_DEADLINE: Duration = Duration::from_secs(240);
 
 // The worker binary runs these jobs; here they only give typed calls with the same wire
@@ -182,11 +190,17 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         "workers stopped cleanly must deregister (killed ones expire by themselves): {stopped_but_registered:?} in {registered}"
     );
 
-    let (in_killed, other) = duplicates(&runs, &chaos.in_flight_ids);
     let by_attempt: HashMap<String, u64> =
         query(&redis, redis::cmd("HGETALL").arg("chaos:runs_by_attempt")).await;
-    let repeated = repeated_attempts(&by_attempt, &chaos.in_flight_ids);
-    let (last_event, backlog) = chaos.timeline.last().copied().expect("nine events");
+    let by_pid: HashMap<String, u64> =
+        query(&redis, redis::cmd("HGETALL").arg("chaos:runs_by_pid")).await;
+    let causes = Causes::new(&chaos, &by_pid, &fleet);
+    let extra = causes.split(runs.iter().map(|(id, n)| (*id, None, *n)));
+    let repeated = causes.split(by_attempt.iter().filter_map(|(key, n)| {
+        let (id, attempt) = key.split_once(':')?;
+        Some((id.parse().ok()?, Some(attempt.parse().ok()?), *n))
+    }));
+    let (last_event, backlog) = chaos.timeline.last().copied().expect("ten events");
     assert!(
         backlog > 0,
         "every job had run before the last event ({last_event:?}): the chaos hit an idle system"
@@ -196,8 +210,8 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         &chaos,
         &recoveries_ms,
         seed,
-        (in_killed, other, chain_duplicates),
-        repeated,
+        (&extra, chain_duplicates),
+        &repeated,
         took,
     );
     eprintln!(
@@ -209,12 +223,22 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
             .map(|e| format!("\n  {e}"))
             .collect::<String>()
     );
-    // Gator runs an attempt again only if the process running it died (or was cut off from
-    // Redis past its lease, which no event here lasts): an outcome written during an outage
-    // is kept and written once Redis answers.
+    // Gator runs an attempt again only if the process running it died or was cut off from
+    // Redis past its lease: an outcome written during a shorter outage is kept and written
+    // once Redis answers.
     assert_eq!(
-        repeated.1, 0,
-        "attempts run twice outside killed workers (runs by attempt: chaos:runs_by_attempt)"
+        repeated.other, 0,
+        "attempts run twice outside killed workers and the one cut off past its lease \
+         (runs by attempt and process: chaos:runs_by_attempt, chaos:runs_by_pid)"
+    );
+    // A worker cut off past its lease drops its outcomes of jobs that ran again elsewhere, and
+    // says so: it finished them while cut off, and wrote them once it reached Redis again.
+    let dropped = fleet.log_lines("outcomes dropped");
+    assert!(
+        repeated.unreachable == 0 || !dropped.is_empty(),
+        "{} attempts of workers cut off past their lease ran again elsewhere, and no log says \
+         that their outcomes were dropped",
+        repeated.unreachable
     );
     // An outcome is given up on only when trying again cannot help (a key of the wrong type);
     // the chaos makes none such. A Redis loading its data after a restart refuses a `MULTI`
@@ -235,7 +259,11 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     let unexplained: Vec<u64> = runs
         .iter()
         .filter(|(id, n)| {
-            **n > 1 && !chaos.in_flight_ids.contains(id) && !chaos.exposed_ids.contains(id)
+            **n > 1
+                && !chaos.in_flight_ids.contains(id)
+                && !chaos.exposed_ids.contains(id)
+                && !chaos.cut_off_ids.contains(id)
+                && !causes.ran_in_a_lapsed_process(**id, None)
         })
         .map(|(id, _)| *id)
         .collect();
@@ -246,14 +274,19 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         unexplained.len(),
         &unexplained[..unexplained.len().min(20)]
     );
+    let exposed = chaos.in_flight_total
+        + chaos.exposed_total
+        + chaos.cut_off_ids.len() as u64
+        + causes.lapsed_jobs;
     assert!(
-        in_killed + other <= chaos.in_flight_total + chaos.exposed_total,
-        "{} duplicate runs; the kills ({} jobs in flight) and outages ({} in flight) explain \
-         at most {}",
-        in_killed + other,
+        extra.total() <= exposed,
+        "{} duplicate runs; the kills ({} jobs in flight), outages ({} in flight), the cut \
+         ({} in flight) and the lapsed leases ({} jobs recovered) explain at most {exposed}",
+        extra.total(),
         chaos.in_flight_total,
         chaos.exposed_total,
-        chaos.in_flight_total + chaos.exposed_total
+        chaos.cut_off_ids.len(),
+        causes.lapsed_jobs,
     );
 }
 
@@ -488,6 +521,9 @@ enum Event {
     SilenceConnections,
     /// Redis at its memory limit (`noeviction`) for [`FULL_MEMORY`].
     FillMemory,
+    /// The proxied worker cut off from Redis, every connection open or new, for [`CUT_OFF`]:
+    /// past its lease, so recovery puts its jobs back and they run again elsewhere.
+    CutOff,
 }
 
 /// What the chaos did, for the checks and the report.
@@ -506,9 +542,16 @@ struct ChaosLog {
     exposed_ids: HashSet<u64>,
     /// The same, counted once per event.
     exposed_total: u64,
+    /// Each killed process's id, with its pid.
+    killed: HashMap<String, u32>,
+    /// Ids in the proxied worker's in-flight lists when it was cut off past its lease.
+    cut_off_ids: HashSet<u64>,
+    /// When the cut heals (the proxied worker is not killed from the cut on, so that its
+    /// outcomes reach Redis once it heals and the log says they were dropped).
+    heal_at: Option<Instant>,
 }
 
-/// Runs the nine events in a random order, a random 0.3–1.5 s apart.
+/// Runs the ten events in a random order, a random 0.3–1.5 s apart.
 async fn unleash(
     redis: &mut RedisServer,
     fleet: &mut Fleet,
@@ -521,6 +564,7 @@ async fn unleash(
         Event::KillRedis,
         Event::SilenceConnections,
         Event::FillMemory,
+        Event::CutOff,
     ]);
     for i in (1..events.len()).rev() {
         events.swap(i, rng.below(i as u64 + 1) as usize);
@@ -531,7 +575,7 @@ async fn unleash(
         let ran: u64 = query(redis, redis::cmd("HLEN").arg("chaos:runs")).await;
         log.timeline
             .push((event, (JOBS + WIDE_JOBS).saturating_sub(ran)));
-        let outage = !matches!(event, Event::KillWorker);
+        let outage = !matches!(event, Event::KillWorker | Event::CutOff);
         if outage {
             // Read what is in flight with the workers frozen, so nothing can be fetched between
             // the reading and the outage: these are the jobs the outage can catch mid-run.
@@ -543,9 +587,16 @@ async fn unleash(
         }
         match event {
             Event::KillWorker => {
-                let slot = rng.below(WORKERS as u64) as usize;
+                // From the cut on, the proxied worker is spared (see `ChaosLog::heal_at`).
+                let slots = if log.heal_at.is_some() {
+                    PROXIED
+                } else {
+                    WORKERS
+                };
+                let slot = rng.below(slots as u64) as usize;
                 kill_worker(redis, fleet, slot, &mut log).await;
             }
+            Event::CutOff => cut_off(redis, fleet, proxy, &mut log).await,
             Event::PauseRedis => {
                 redis.pause();
                 fleet.thaw_all();
@@ -570,7 +621,24 @@ async fn unleash(
             }
         }
     }
+    if let Some(heal_at) = log.heal_at {
+        tokio::time::sleep_until(heal_at.into()).await;
+        proxy.heal();
+    }
     log
+}
+
+/// Cuts the proxied worker off from Redis for [`CUT_OFF`] (healed at the end of
+/// [`unleash`]), noting the jobs it holds: frozen first, so its in-flight lists are read as
+/// they are when the partition starts.
+async fn cut_off(redis: &RedisServer, fleet: &mut Fleet, proxy: &SilentProxy, log: &mut ChaosLog) {
+    let pid = fleet.freeze(PROXIED);
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let process = process_id(redis, PROXIED, pid);
+    log.cut_off_ids = in_flight_of(redis, &process).await.into_iter().collect();
+    proxy.cut();
+    log.heal_at = Some(Instant::now() + CUT_OFF);
+    fleet.thaw_all();
 }
 
 /// SIGKILLs the worker in `slot`, notes the jobs it died holding, respawns it, and waits until
@@ -583,6 +651,7 @@ async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &
     tokio::time::sleep(Duration::from_millis(50)).await;
     let process = process_id(redis, slot, pid);
     let orphans = in_flight_of(redis, &process).await;
+    log.killed.insert(process.clone(), pid);
     fleet.kill(slot);
     log.in_flight_total += orphans.len() as u64;
     log.in_flight_ids.extend(orphans);
@@ -922,33 +991,105 @@ async fn assert_workflows_fanned_in(redis: &RedisServer, ids: &[Option<String>])
     duplicates
 }
 
-/// Attempts Gator ran more than once (`<id>:<attempt>` counted twice), split as
-/// [`duplicates`] splits runs. A job that failed after its own record was applied, and so
-/// recorded again on its retry, is not among them: that retry has the next attempt.
-fn repeated_attempts(by_attempt: &HashMap<String, u64>, in_flight: &HashSet<u64>) -> (u64, u64) {
-    let runs: HashMap<u64, u64> = by_attempt
-        .iter()
-        .filter(|(_, n)| **n > 1)
-        .filter_map(|(key, n)| Some((key.split(':').next()?.parse().ok()?, *n)))
-        .fold(HashMap::new(), |mut runs, (id, n)| {
-            *runs.entry(id).or_insert(1) += n - 1;
-            runs
-        });
-    duplicates(&runs, in_flight)
+/// Extra runs (or attempts), by cause.
+#[derive(Debug, Default)]
+struct Extra {
+    /// Of jobs in flight in a killed worker.
+    killed: u64,
+    /// Of jobs run by a worker whose lease ran out while it lived: it was cut off from Redis
+    /// (or Redis from the fleet) past its lease, and recovery put its jobs back.
+    unreachable: u64,
+    /// Of every other job.
+    other: u64,
 }
 
-/// Extra runs, split into jobs that were in flight in a killed worker and the rest.
-fn duplicates(runs: &HashMap<u64, u64>, in_flight: &HashSet<u64>) -> (u64, u64) {
-    let (mut in_killed, mut other) = (0, 0);
-    for (id, n) in runs {
-        let extra = n.saturating_sub(1);
-        if in_flight.contains(id) {
-            in_killed += extra;
-        } else {
-            other += extra;
+impl Extra {
+    fn total(&self) -> u64 {
+        self.killed + self.unreachable + self.other
+    }
+}
+
+/// What the chaos did to which jobs and processes, to tell why a job ran twice.
+struct Causes<'a> {
+    /// Ids in a killed worker's in-flight lists when it died.
+    killed: &'a HashSet<u64>,
+    /// The pids of processes whose lease ran out while they lived: another worker's recovery
+    /// put back their in-flight jobs (the log says which process), and they were not killed.
+    lapsed: HashSet<u32>,
+    /// How many jobs those recoveries put back.
+    lapsed_jobs: u64,
+    /// Which processes ran each job's attempts (id → attempt → pids), from `chaos:runs_by_pid`.
+    ran_by: HashMap<u64, HashMap<u32, HashSet<u32>>>,
+}
+
+impl<'a> Causes<'a> {
+    fn new(chaos: &'a ChaosLog, by_pid: &HashMap<String, u64>, fleet: &Fleet) -> Causes<'a> {
+        let mut ran_by: HashMap<u64, HashMap<u32, HashSet<u32>>> = HashMap::new();
+        for key in by_pid.keys() {
+            let mut parts = key.split(':').map(str::parse::<u64>);
+            if let (Some(Ok(id)), Some(Ok(attempt)), Some(Ok(pid))) =
+                (parts.next(), parts.next(), parts.next())
+            {
+                ran_by
+                    .entry(id)
+                    .or_default()
+                    .entry(attempt as u32)
+                    .or_default()
+                    .insert(pid as u32);
+            }
+        }
+        let (mut lapsed, mut lapsed_jobs) = (HashSet::new(), 0);
+        for line in fleet.log_lines("recovered the in-flight jobs of a dead worker process") {
+            let field = |name: &str| {
+                let at = line.find(&format!(" {name}="))? + name.len() + 2;
+                line[at..].split_whitespace().next().map(str::to_owned)
+            };
+            let Some(process) = field("process") else {
+                continue;
+            };
+            if chaos.killed.contains_key(&process) {
+                continue;
+            }
+            // `<host>:<pid>:…`; slot 0's `chaos-0:<nonce>` names no pid, and only its own
+            // successors, after a kill, recover it.
+            if let Some(pid) = process.split(':').nth(1).and_then(|p| p.parse().ok()) {
+                lapsed.insert(pid);
+                lapsed_jobs += field("jobs").and_then(|n| n.parse().ok()).unwrap_or(0);
+            }
+        }
+        Causes {
+            killed: &chaos.in_flight_ids,
+            lapsed,
+            lapsed_jobs,
+            ran_by,
         }
     }
-    (in_killed, other)
+
+    /// Whether `id` (at `attempt`, or any attempt) ran in a process whose lease ran out.
+    fn ran_in_a_lapsed_process(&self, id: u64, attempt: Option<u32>) -> bool {
+        self.ran_by.get(&id).is_some_and(|attempts| {
+            attempts
+                .iter()
+                .filter(|(a, _)| attempt.is_none_or(|attempt| **a == attempt))
+                .any(|(_, pids)| pids.iter().any(|pid| self.lapsed.contains(pid)))
+        })
+    }
+
+    /// Extra runs of `(id, attempt, runs)` (attempt `None`: all of the job's runs), by cause.
+    fn split(&self, runs: impl Iterator<Item = (u64, Option<u32>, u64)>) -> Extra {
+        let mut split = Extra::default();
+        for (id, attempt, n) in runs.filter(|(_, _, n)| *n > 1) {
+            let extra = n - 1;
+            if self.killed.contains(&id) {
+                split.killed += extra;
+            } else if self.ran_in_a_lapsed_process(id, attempt) {
+                split.unreachable += extra;
+            } else {
+                split.other += extra;
+            }
+        }
+        split
+    }
 }
 
 fn report(
@@ -956,18 +1097,17 @@ fn report(
     chaos: &ChaosLog,
     recoveries_ms: &[u128],
     seed: u64,
-    (in_killed, other, chain_duplicates): (u64, u64, u64),
-    (repeated_killed, repeated_other): (u64, u64),
+    (extra, chain_duplicates): (&Extra, u64),
+    repeated: &Extra,
     took: Duration,
 ) {
-    let duplicates = in_killed + other;
     eprintln!(
         "chaos: {JOBS} jobs ({} plain, {} under flow control, {} flaky, {} scheduled, {CHAINS} chains of {STEPS}) and \
          {WIDE_JOBS} IO-bound ones at concurrency {WIDE_CONCURRENCY}, \
          {WORKER_KILLS} worker kills ({} jobs in flight), redis paused {}s, restarted, full for \
-         a while, a worker's connections silenced ({} jobs in flight at the outages); \
-         duplicates: {duplicates} ({in_killed} in killed workers, {other} others, \
-         {chain_duplicates} of them chain steps); took {:.1} s",
+         a while, a worker's connections silenced ({} jobs in flight at the outages), a worker \
+         cut off for {}s ({} jobs in flight); duplicate runs: {} ({extra:?}, {chain_duplicates} \
+         of them chain steps); attempts run twice: {repeated:?}; took {:.1} s",
         plan.plain,
         plan.controlled,
         plan.flaky.len(),
@@ -975,6 +1115,9 @@ fn report(
         chaos.in_flight_total,
         REDIS_PAUSE.as_secs(),
         chaos.exposed_total,
+        CUT_OFF.as_secs(),
+        chaos.cut_off_ids.len(),
+        extra.total(),
         took.as_secs_f64()
     );
     let result = serde_json::json!({
@@ -983,12 +1126,15 @@ fn report(
         "worker_kills": WORKER_KILLS,
         "in_flight_at_kills": chaos.in_flight_total,
         "in_flight_at_outages": chaos.exposed_total,
+        "in_flight_at_cut_off": chaos.cut_off_ids.len(),
         "max_recovery_ms": recoveries_ms.iter().max(),
-        "duplicates": duplicates,
-        "duplicates_in_killed_workers": in_killed,
-        "duplicates_outside_killed_workers": other,
-        "attempts_run_twice_in_killed_workers": repeated_killed,
-        "attempts_run_twice_elsewhere": repeated_other,
+        "duplicates": extra.total(),
+        "duplicates_in_killed_workers": extra.killed,
+        "duplicates_in_workers_cut_off_past_their_lease": extra.unreachable,
+        "duplicates_elsewhere": extra.other,
+        "attempts_run_twice_in_killed_workers": repeated.killed,
+        "attempts_run_twice_in_workers_cut_off_past_their_lease": repeated.unreachable,
+        "attempts_run_twice_elsewhere": repeated.other,
         "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
     });
     println!("RESULT chaos {result}");

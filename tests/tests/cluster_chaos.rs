@@ -19,14 +19,17 @@
 //! 5. Waits until every job ran, then checks: every dead set is empty, every chain ran in
 //!    order, every workflow's fan-in ran after its parents with their results and the workflow
 //!    is done, and the workers stop cleanly.
+//! 6. Counts the attempts run twice (each run records `<id>:<attempt>` and the pid that ran
+//!    it), by cause: run in a killed worker; in flight on the failed master's queues when it
+//!    was killed (read with every worker frozen); anything else, of which there must be none.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events.
 
 use gator_core::workflow::WorkflowState;
 use gator_core::{Chain, Client, Workflow, job};
 use gator_tests::chaos::{Rng, chain_order, fan_in_order};
-use gator_tests::{RedisCluster, WorkerCommand, WorkerProcess, terminate};
-use std::collections::HashMap;
+use gator_tests::{RedisCluster, WorkerCommand, WorkerProcess, signal, terminate};
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 const PLAIN: u64 = 16_000;
@@ -110,6 +113,8 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         events.swap(i, rng.below(i as u64 + 1) as usize);
     }
     let mut timeline = Vec::new();
+    let mut killed_pids = HashSet::new();
+    let mut failover_ids = HashSet::new();
     for event in events {
         tokio::time::sleep(rng.millis(300, 1200)).await;
         let left = total.saturating_sub(ran(&client).await);
@@ -117,13 +122,30 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         match event {
             Event::KillWorker => {
                 let slot = rng.below(WORKERS as u64) as usize;
+                killed_pids.insert(fleet[slot].0.id());
                 let _ = fleet[slot].0.kill();
                 let _ = fleet[slot].0.wait();
                 fleet[slot] = worker(&cluster, &spec).spawn();
             }
             Event::FailOverMaster => {
                 let victim = cluster.master_of(&format!("gator:{{{victim_queue}}}:queue"));
-                tokio::task::block_in_place(|| fail_over(&mut cluster, victim));
+                // Frozen, so the in-flight lists are read as they are when the master dies.
+                let pids: Vec<u32> = fleet.iter().map(|w| w.0.id()).collect();
+                for pid in &pids {
+                    signal("-STOP", *pid);
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let on_victim: Vec<String> = all_queues(&queues, &wf_queues)
+                    .filter(|q| cluster.master_of(&format!("gator:{{{q}}}:queue")) == victim)
+                    .collect();
+                failover_ids = in_flight(&client, &on_victim).await;
+                tokio::task::block_in_place(|| {
+                    cluster.kill(victim);
+                    for pid in &pids {
+                        signal("-CONT", *pid);
+                    }
+                    fail_over(&mut cluster, victim)
+                });
             }
         }
     }
@@ -161,12 +183,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         &missing[..missing.len().min(20)]
     );
     let mut dead = Vec::new();
-    for queue in queues
-        .iter()
-        .chain(&wf_queues)
-        .cloned()
-        .chain((0..HOT_SHARDS).map(|i| format!("{HOT}#{i}")))
-    {
+    for queue in all_queues(&queues, &wf_queues) {
         let n: u64 = query(
             &client,
             redis::cmd("ZCARD").arg(format!("gator:{{{queue}}}:dead")),
@@ -229,17 +246,117 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         redis::cmd("HGETALL").arg(format!("{RUNS}_by_attempt")),
     )
     .await;
-    let repeated: u64 = by_attempt.values().map(|n| n - 1).sum();
+    let by_pid: HashMap<String, u64> =
+        query(&client, redis::cmd("HGETALL").arg(format!("{RUNS}_by_pid"))).await;
+    let repeated = Repeated::count(&by_attempt, &by_pid, &killed_pids, &failover_ids);
     eprintln!(
         "cluster chaos: all {total} jobs ran in {:.1} s, 0 dead; {duplicates} duplicate runs \
-         ({chain_duplicates} of chain and workflow steps; {repeated} attempts run twice), from \
-         jobs in flight in killed workers or on the failed master",
-        started.elapsed().as_secs_f64()
+         ({chain_duplicates} of chain and workflow steps); attempts run twice: {repeated:?} \
+         ({} jobs in flight on the failed master)",
+        started.elapsed().as_secs_f64(),
+        failover_ids.len()
     );
     println!(
         "RESULT cluster_chaos {}",
-        serde_json::json!({"duplicates": duplicates, "attempts_run_twice": repeated})
+        serde_json::json!({
+            "duplicates": duplicates,
+            "attempts_run_twice": repeated.killed + repeated.failover + repeated.other,
+            "attempts_run_twice_in_killed_workers": repeated.killed,
+            "attempts_run_twice_on_the_failed_master": repeated.failover,
+            "attempts_run_twice_elsewhere": repeated.other,
+            "in_flight_on_the_failed_master": failover_ids.len(),
+        })
     );
+    assert_eq!(
+        repeated.other, 0,
+        "attempts run twice neither in a killed worker nor in flight on the failed master \
+         (runs by attempt and pid: {RUNS}_by_attempt, {RUNS}_by_pid)"
+    );
+}
+
+/// Attempts run more than once, by cause.
+#[derive(Debug, Default)]
+struct Repeated {
+    /// One of its runs was in a worker that was then killed.
+    killed: u64,
+    /// In flight on the failed master's queues when it was killed.
+    failover: u64,
+    /// Anything else.
+    other: u64,
+}
+
+impl Repeated {
+    /// From the runs by attempt (`<id>:<attempt>` → runs) and by pid
+    /// (`<id>:<attempt>:<pid>` → runs).
+    fn count(
+        by_attempt: &HashMap<String, u64>,
+        by_pid: &HashMap<String, u64>,
+        killed_pids: &HashSet<u32>,
+        failover_ids: &HashSet<u64>,
+    ) -> Repeated {
+        let in_killed: HashSet<&str> = by_pid
+            .keys()
+            .filter_map(|key| {
+                let (attempt, pid) = key.rsplit_once(':')?;
+                killed_pids.contains(&pid.parse().ok()?).then_some(attempt)
+            })
+            .collect();
+        let mut repeated = Repeated::default();
+        for (key, n) in by_attempt.iter().filter(|(_, n)| **n > 1) {
+            let id: Option<u64> = key.split(':').next().and_then(|id| id.parse().ok());
+            if in_killed.contains(key.as_str()) {
+                repeated.killed += n - 1;
+            } else if id.is_some_and(|id| failover_ids.contains(&id)) {
+                repeated.failover += n - 1;
+            } else {
+                repeated.other += n - 1;
+            }
+        }
+        repeated
+    }
+}
+
+/// Every queue of the suite: the three plain ones, the workflows' three, the hot one's shards.
+fn all_queues<'a>(
+    queues: &'a [String],
+    wf_queues: &'a [String],
+) -> impl Iterator<Item = String> + 'a {
+    queues
+        .iter()
+        .chain(wf_queues)
+        .cloned()
+        .chain((0..HOT_SHARDS).map(|i| format!("{HOT}#{i}")))
+}
+
+/// The test's ids of the jobs in every in-flight list of `queues` (found through each queue's
+/// lease set): the last argument of each payload.
+async fn in_flight(client: &Client, queues: &[String]) -> HashSet<u64> {
+    let mut ids = HashSet::new();
+    for queue in queues {
+        let processes: Vec<String> = query(
+            client,
+            redis::cmd("ZRANGE")
+                .arg(format!("gator:{{{queue}}}:leases"))
+                .arg(0)
+                .arg(-1),
+        )
+        .await;
+        for process in processes {
+            let jobs: Vec<Vec<u8>> = query(
+                client,
+                redis::cmd("LRANGE")
+                    .arg(format!("gator:{{{queue}}}:inflight:{process}"))
+                    .arg(0)
+                    .arg(-1),
+            )
+            .await;
+            ids.extend(jobs.iter().filter_map(|job| {
+                let job: serde_json::Value = serde_json::from_slice(job).ok()?;
+                job["args"].as_array()?.last()?.as_u64()
+            }));
+        }
+    }
+    ids
 }
 
 /// Three queue names `<prefix>-<n>` whose keys live on three different masters.
@@ -339,12 +456,11 @@ async fn dispatch_workflows(client: Client, queues: Vec<String>) -> Vec<Option<S
     ids
 }
 
-/// Kills the master on `victim`, waits until its replica has taken over and the cluster is
-/// healthy, then restarts it (it rejoins as a replica) and waits until every master has a
+/// Once the master on `victim` was killed: waits until its replica has taken over and the
+/// cluster is healthy, then restarts it (it rejoins as a replica) and waits until every master has a
 /// replica in sync again.
 fn fail_over(cluster: &mut RedisCluster, victim: u16) {
     let at = Instant::now();
-    cluster.kill(victim);
     let deadline = Instant::now() + Duration::from_secs(30);
     while cluster.masters().contains(&victim) || cluster.masters().len() < 3 {
         assert!(

@@ -43,7 +43,7 @@ impl Admission {
             .collect();
         let want = waiters.len();
         let (acked, result) = self.admit_all(queue, &ack_refs, want, spare).await;
-        crate::settle::ack::admitted_written(queue, &acks, &acked, &self.held);
+        crate::settle::ack::admitted_written(queue, &acks, &acked, (&self.held, &self.leases));
         let buffered = self.hand_out(group, acks, &acked, result, waiters, spare)?;
         if !buffered.is_empty() {
             crate::settle::put_back(&self.client, &self.held, queue, buffered).await;

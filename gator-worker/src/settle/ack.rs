@@ -8,11 +8,11 @@ use super::batch::Member;
 use super::{Next, Settler};
 use crate::fetcher::Job;
 use crate::held::Held;
+use crate::leases::Leases;
 use gator_core::store::inflight::Fetched;
 use gator_core::store::status::Done;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
 
 impl Settler {
     /// Writes a success with plain commands, with the other successes of its in-flight list
@@ -94,11 +94,17 @@ impl Settler {
 /// After an admission's call carried `acks` (successes of this process on `queue`): each one
 /// it wrote (`acked`, in order), or found gone, is no longer this process's to hold. Those past
 /// the end of `acked` were not written, and wait for the next call.
-pub fn admitted_written(queue: &str, acks: &[(Fetched, String)], acked: &[bool], held: &Held) {
-    for ((job, _), acked) in acks.iter().zip(acked.iter()) {
-        if !acked {
-            warn!(queue = %queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
-        }
+pub fn admitted_written(
+    queue: &str,
+    acks: &[(Fetched, String)],
+    acked: &[bool],
+    (held, leases): (&Held, &Leases),
+) {
+    let gone = acked.iter().filter(|acked| !**acked).count();
+    if gone > 0 {
+        super::not_in_flight(leases, queue, gone);
+    }
+    for (job, _) in acks.iter().take(acked.len()) {
         held.settled(job);
     }
 }

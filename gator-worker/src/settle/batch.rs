@@ -107,9 +107,10 @@ impl Settler {
     /// Hands the jobs a call took to the processors that wanted one, in order, and forgets
     /// every job it wrote.
     async fn written(&self, batch: Vec<Member>, acked: Acked) -> Vec<Answer> {
-        if acked.removed.iter().any(|removed| !removed) {
+        let gone = acked.removed.iter().filter(|removed| !**removed).count();
+        if gone > 0 {
             let queue = &batch[0].fetched.queue;
-            warn!(queue = %queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+            super::not_in_flight(self.fetcher.leases(), queue, gone);
             // Presumed dead and recovered: index the list the jobs just taken sit in.
             if let Err(e) = self.fetcher.leases().acquire(queue).await {
                 warn!(queue = %queue, error = %e, "could not renew the lease after a recovery");

@@ -26,6 +26,7 @@ pub use write::{is_passing, put_back};
 
 use crate::alarm::Alarm;
 use crate::fetcher::{Fetcher, Job, Slot};
+use crate::leases::Leases;
 use crate::outcome::Outcome;
 use gator_core::Client;
 use gator_core::store::dead::DeadCap;
@@ -121,8 +122,16 @@ impl Settler {
     /// Writes `outcome` with its script ([`write::write`]); `slot` is given back once the
     /// first try is sent. The next fetch starts afresh.
     async fn write(&self, fetched: Fetched, outcome: &Outcome, slot: Option<Slot>) -> Next {
-        let outage = self.fetcher.outage();
-        write::write(&self.client, &fetched, outcome, self.kept, slot, outage).await;
+        let (outage, leases) = (self.fetcher.outage(), self.fetcher.leases());
+        write::write(
+            &self.client,
+            &fetched,
+            outcome,
+            self.kept,
+            slot,
+            (outage, leases),
+        )
+        .await;
         if let Outcome::Retry { delay, .. } | Outcome::Reschedule { delay } = outcome {
             self.alarm.ring_in(*delay);
         }
@@ -148,5 +157,18 @@ fn plain_success(outcome: &Outcome, retention: Duration) -> Option<Done<'_>> {
             ..
         } => outcome.done(retention),
         _ => None,
+    }
+}
+
+/// Logs `jobs` outcomes of `queue` that found their job no longer in flight, so not written.
+/// If this process's lease on the queue ran out lately (it was paused or cut off from Redis
+/// past it), recovery put the jobs back and they run again: the outcomes kept here until
+/// Redis answered are dropped, and the log says so. Otherwise an earlier write whose reply was
+/// lost recorded them.
+pub(crate) fn not_in_flight(leases: &Leases, queue: &str, jobs: usize) {
+    if leases.ran_out_lately(queue) {
+        warn!(queue = %queue, jobs, "outcomes dropped: this process's lease on the queue ran out while they waited for redis, so recovery put their jobs back and they run again");
+    } else {
+        warn!(queue = %queue, jobs, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
     }
 }

@@ -25,7 +25,7 @@ pub async fn write(
     outcome: &Outcome,
     kept: Kept,
     mut slot: Option<Slot>,
-    outage: &crate::outage::Outage,
+    (outage, leases): (&crate::outage::Outage, &crate::leases::Leases),
 ) {
     let mut delay = Duration::from_millis(100);
     loop {
@@ -43,7 +43,7 @@ pub async fn write(
                 // Either an earlier attempt whose reply was lost did record the outcome, or
                 // the job was recovered meanwhile (this process's lease had expired) and its
                 // queued copy will settle it. At least once, never lost, either way.
-                warn!(queue = %job.queue, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
+                super::not_in_flight(leases, &job.queue, 1);
                 return;
             }
             Err(e) if !is_passing(&e) => {

@@ -260,16 +260,21 @@ async fn chaos_record(id: u64, attempt: u32) -> Result<(), String> {
 
 const CHAOS_RUNS: &str = "chaos:runs";
 
-/// `HINCRBY <runs> <id> 1`, and `HINCRBY <runs>_by_attempt <id>:<attempt> 1` in the same
-/// transaction: a run Gator repeats has the same attempt twice, while a job that failed after
-/// its record was applied (the reply lost in an outage) records its retry under the next
-/// attempt, which is the job's own doing, not a duplicate.
+/// `HINCRBY <runs> <id> 1`, `HINCRBY <runs>_by_attempt <id>:<attempt> 1` and
+/// `HINCRBY <runs>_by_pid <id>:<attempt>:<pid> 1` in the same transaction: a run Gator repeats
+/// has the same attempt twice, while a job that failed after its record was applied (the reply
+/// lost in an outage) records its retry under the next attempt, which is the job's own doing,
+/// not a duplicate. The pid says which process ran it, so a suite can tell an attempt run again
+/// because its process was killed, or cut off past its lease, from any other.
 async fn record_in(runs: &str, id: u64, attempt: u32) -> Result<(), String> {
+    let pid = std::process::id();
     redis::pipe()
         .atomic()
         .hincr(runs, id, 1)
         .ignore()
         .hincr(format!("{runs}_by_attempt"), format!("{id}:{attempt}"), 1)
+        .ignore()
+        .hincr(format!("{runs}_by_pid"), format!("{id}:{attempt}:{pid}"), 1)
         .ignore()
         .query_async::<()>(&mut chaos_connection().await?)
         .await
@@ -291,6 +296,12 @@ async fn record_step(
         .hincr(runs, id, 1)
         .ignore()
         .hincr(format!("{runs}_by_attempt"), format!("{id}:{attempt}"), 1)
+        .ignore()
+        .hincr(
+            format!("{runs}_by_pid"),
+            format!("{id}:{attempt}:{}", std::process::id()),
+            1,
+        )
         .ignore()
         .query_async::<()>(&mut chaos_connection().await?)
         .await
