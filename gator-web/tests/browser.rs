@@ -367,7 +367,8 @@ async fn every_page_shows_what_redis_holds() {
         .unwrap();
     assert!(processed >= SEEDED_PROCESSED, "processed {processed}");
     wait_text(b, "#redis", |t| {
-        t.contains("Version") && t.contains("standalone") || t.contains("cluster")
+        (t.contains("Redis 7") || t.contains("Valkey "))
+            && (t.contains("standalone") || t.contains("cluster"))
     })
     .await;
     b.find(Locator::Css("#chart svg polyline.processed"))

@@ -78,7 +78,9 @@
 //!
 //! | level | message | fields |
 //! |---|---|---|
-//! | info | `worker started` | `redis_url` (password redacted), `queues`, `concurrency`, `namespace`, `jobs` |
+//! | info | `worker started` | `redis_url` (password redacted), `server` (`redis 7.0.15`, `valkey 9.1.2`), `queues`, `concurrency`, `namespace`, `jobs` |
+//! | error | `Gator needs Redis 7.0 or newer; …`, `Gator needs Valkey 7.2 or newer; …` | |
+//! | warn | `could not tell which server answers` | `error` |
 //! | info | `registered` | `process` (the id in `gator:processes` and the lease sets), `lease_ms` |
 //! | info | `signal received: shutting down` | |
 //! | info | `stopping: waiting for running jobs to finish` | `timeout` |

@@ -78,7 +78,7 @@ fn free_ports(count: usize) -> Vec<u16> {
 fn spawn_node(dir: &std::path::Path, port: u16, tls: Option<(u16, &TestCerts)>) -> Child {
     let node_dir = dir.join(port.to_string());
     std::fs::create_dir_all(&node_dir).expect("a node dir");
-    let mut command = Command::new("redis-server");
+    let mut command = Command::new(crate::server_binary());
     if let Some((tls_port, certs)) = tls {
         command
             .args(["--tls-port", &tls_port.to_string()])

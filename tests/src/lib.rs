@@ -18,6 +18,11 @@
 //! (`scripts/test-cluster`). A test that stops, pauses or restarts Redis, or talks to it without
 //! Gator's client, uses [`RedisServer::start_single`] (or `start_with`): one server in both
 //! modes. Calling a single-server method on a cluster panics and says so.
+//!
+//! **Any server.** `GATOR_TEST_SERVER` names the server binary every server, cluster node and
+//! sentinel is started from (default `redis-server` on PATH): `scripts/test-valkey` runs the
+//! same suites with Valkey 9's `valkey-server` (installed by `scripts/ensure-valkey`).
+//! `redis-cli` talks to either.
 
 pub mod chaos;
 mod cluster;
@@ -45,9 +50,26 @@ use std::time::{Duration, Instant};
 
 use tempfile::TempDir;
 
-const NOT_FOUND: &str = "redis-server was not found on PATH. Install it with \
-    `sudo apt-get install -y redis-server` (Debian/Ubuntu) or `brew install redis` \
-    (macOS), or run `scripts/test`, which installs it for you.";
+const NOT_FOUND: &str = "redis-server was not found on PATH (or the binary GATOR_TEST_SERVER \
+    names does not exist). Install it with `sudo apt-get install -y redis-server` \
+    (Debian/Ubuntu) or `brew install redis` (macOS), or run `scripts/test`, which installs it \
+    for you (`scripts/ensure-valkey` installs Valkey).";
+
+/// The server binary the harness starts: `GATOR_TEST_SERVER`, else `redis-server` on PATH.
+pub fn server_binary() -> String {
+    std::env::var("GATOR_TEST_SERVER")
+        .ok()
+        .filter(|path| !path.trim().is_empty())
+        .unwrap_or_else(|| "redis-server".to_owned())
+}
+
+/// Whether the server binary is Valkey (its `--version` says `Valkey server`).
+pub fn server_is_valkey() -> bool {
+    Command::new(server_binary())
+        .arg("--version")
+        .output()
+        .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).starts_with("Valkey"))
+}
 const START_DEADLINE: Duration = Duration::from_secs(10);
 const LOG_TAIL_LINES: usize = 60;
 
@@ -457,7 +479,7 @@ pub fn signal(sig: &str, pid: u32) -> bool {
 fn launch(dir: &Path, port: u16, opts: &ServerOptions) -> Launch {
     // The log is appended to across restarts; only this launch's part counts.
     let log_start = std::fs::metadata(log_path(dir)).map_or(0, |m| m.len() as usize);
-    let mut cmd = Command::new("redis-server");
+    let mut cmd = Command::new(server_binary());
     cmd.arg("--port").arg(port.to_string());
     cmd.args([
         "--bind",

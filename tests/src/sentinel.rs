@@ -113,7 +113,7 @@ impl RedisSentinel {
             ),
         )
         .expect("writing sentinel.conf");
-        let sentinel = Command::new("redis-server")
+        let sentinel = Command::new(crate::server_binary())
             .arg(&conf)
             .arg("--sentinel")
             .stdin(Stdio::null())

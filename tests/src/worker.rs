@@ -148,6 +148,7 @@ pub struct WorkerCommand {
     clock_offset: Option<String>,
     own_pid_namespace: bool,
     log: Option<std::path::PathBuf>,
+    log_level: String,
 }
 
 impl WorkerCommand {
@@ -161,7 +162,14 @@ impl WorkerCommand {
             clock_offset: None,
             own_pid_namespace: false,
             log: None,
+            log_level: "warn".to_owned(),
         }
+    }
+
+    /// Its log level (`RUST_LOG`): `warn` unless set.
+    pub fn log_level(mut self, level: &str) -> WorkerCommand {
+        self.log_level = level.to_owned();
+        self
     }
 
     /// More command-line arguments (`--concurrency`, `--lease`, `--worker-id`, ...).
@@ -240,7 +248,7 @@ impl WorkerCommand {
                 .env("FAKETIME_DONT_RESET", "1");
         }
         command
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", &self.log_level)
             .stdin(Stdio::null())
             .stdout(Stdio::null());
         match &self.log {

@@ -37,7 +37,10 @@ pub struct Overview {
 /// What `INFO` says of the Redis server.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct RedisInfo {
-    /// `redis_version`.
+    /// `redis` or `valkey` (`server_name`).
+    pub server: String,
+    /// The server's own version: `valkey_version` for Valkey (whose `redis_version` says
+    /// 7.2.4 whatever its version), else `redis_version`.
     pub version: String,
     /// `standalone` or `cluster`.
     pub mode: String,
@@ -93,6 +96,11 @@ impl Admin {
             .to_owned(),
             ..RedisInfo::default()
         };
+        let server = texts
+            .first()
+            .map(|text| crate::store::server::Server::from_info(text))
+            .unwrap_or_default();
+        (info.server, info.version) = (server.name, server.version);
         for text in &texts {
             for line in text.lines() {
                 let Some((name, value)) = line.trim().split_once(':') else {
@@ -100,7 +108,6 @@ impl Admin {
                 };
                 let number = || value.parse::<u64>().unwrap_or(0);
                 match name {
-                    "redis_version" if info.version.is_empty() => info.version = value.to_owned(),
                     "used_memory" => info.used_memory += number(),
                     "used_memory_human" => info.used_memory_human = value.to_owned(),
                     "maxmemory" => info.maxmemory += number(),

@@ -15,7 +15,7 @@
     fill(
       byId("redis"),
       [
-        ["Version", r.version],
+        ["Server", `${r.server === "valkey" ? "Valkey" : "Redis"} ${r.version}`],
         ["Mode", r.mode],
         ["Memory", `${r.used_memory_human} (${bytes(r.used_memory)})` + (r.maxmemory ? ` of ${bytes(r.maxmemory)}` : "")],
         ["Clients", num(r.connected_clients)],

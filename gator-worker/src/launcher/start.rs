@@ -86,11 +86,29 @@ async fn serve(client: &Client, config: &WorkerConfig, registry: &Registry) -> A
     {
         warn!(error = %e, "could not record the served queues as known");
     }
+    let server = server(client).await;
     info!(
-        redis_url = %client.redacted_url(), queues = %config.queues, concurrency = config.concurrency, namespace = %config.namespace,
+        redis_url = %client.redacted_url(), %server, queues = %config.queues, concurrency = config.concurrency, namespace = %config.namespace,
         jobs = ?registry.names(), "worker started"
     );
     order
+}
+
+/// Which server answers (`redis 7.0.15`, `valkey 9.1.2`), for the start's log line; says so if
+/// Gator's scripts cannot run on it.
+async fn server(client: &Client) -> String {
+    match store::server::identify(&mut client.connection()).await {
+        Ok(server) => {
+            if let Err(e) = server.supported() {
+                error!("{e}: its scripts declare Redis 7 flags, and every one would be refused");
+            }
+            server.to_string()
+        }
+        Err(e) => {
+            warn!(error = %e, "could not tell which server answers");
+            "unknown".to_owned()
+        }
+    }
 }
 
 /// The pieces of one worker process, wired together; nothing runs yet.
