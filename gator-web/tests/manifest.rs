@@ -37,7 +37,8 @@ fn gator_web_takes_no_default_feature_of_gator_core() {
     );
     let manifest = include_str!("../Cargo.toml");
     assert!(
-        manifest.contains("default = [\"cluster\"]") && manifest.contains("cluster = [\"gator-core/cluster\"]"),
+        manifest.contains("default = [\"cluster\"]")
+            && manifest.contains("cluster = [\"gator-core/cluster\"]"),
         "gator-web turns cluster support on by its own default, and forwards it"
     );
 }

@@ -79,7 +79,7 @@
 //! | level | message | fields |
 //! |---|---|---|
 //! | info | `worker started` | `redis_url` (password redacted), `server` (`redis 7.0.15`, `valkey 9.1.2`), `queues`, `concurrency`, `namespace`, `jobs` |
-//! | error | `Gator needs Redis 7.0 or newer; …`, `Gator needs Valkey 7.2 or newer; …` | |
+//! | error | `this server cannot run Gator's scripts: …` | `reason` (`Gator needs Redis 7.0 or newer; this server is redis 6.2.14`) |
 //! | warn | `could not tell which server answers` | `error` |
 //! | info | `registered` | `process` (the id in `gator:processes` and the lease sets), `lease_ms` |
 //! | info | `signal received: shutting down` | |

@@ -16,12 +16,17 @@ async fn refused(_n: u64) -> Result<(), String> {
     Err("not today".into())
 }
 
+/// The keys that match `pattern`, sorted (`SCAN`'s order is the hash table's, which differs
+/// between servers and changes as the table grows).
 fn keys(redis: &RedisServer, pattern: &str) -> Vec<String> {
     let out = redis.cli(&["--scan", "--pattern", pattern]);
-    out.lines()
+    let mut keys: Vec<String> = out
+        .lines()
         .filter(|l| !l.is_empty())
         .map(str::to_owned)
-        .collect()
+        .collect();
+    keys.sort();
+    keys
 }
 
 async fn statuses(client: &Client, jids: &[String]) -> Vec<JobStatus> {

@@ -287,7 +287,11 @@ async fn a_workflow_stored_by_a_dispatcher_that_died_is_started_by_recovery() {
         )
     })
     .await;
-    let workflow = client.workflow_status(id).await.unwrap().unwrap();
-    assert_eq!(workflow.state, gator_core::workflow::WorkflowState::Done);
+    // The step's report reaches its workflow through the outbox, just after its own record.
+    wait_until("the workflow done", Duration::from_secs(10), || async {
+        let workflow = client.workflow_status(id).await.unwrap().unwrap();
+        workflow.state == gator_core::workflow::WorkflowState::Done
+    })
+    .await;
     worker.stop().await;
 }

@@ -100,7 +100,7 @@ async fn server(client: &Client) -> String {
     match store::server::identify(&mut client.connection()).await {
         Ok(server) => {
             if let Err(e) = server.supported() {
-                error!("{e}: its scripts declare Redis 7 flags, and every one would be refused");
+                error!(reason = %e, "this server cannot run Gator's scripts: they declare Redis 7 flags, and every one would be refused");
             }
             server.to_string()
         }
