@@ -1,6 +1,7 @@
 //! `impl Job` for the job type: its `execute`, which takes the arguments and states apart and
 //! calls the user's fn, and the `inventory` registration.
 
+use super::root_at;
 use crate::validate::{Input, JobFn, Param};
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -99,6 +100,7 @@ fn inputs<'a>(job: &'a JobFn, names: &Names, root: &TokenStream) -> Inputs<'a> {
                 let local = format_ident!("state{}", i, span = Span::mixed_site());
                 let name = fn_ident.unraw().to_string();
                 // Spanned at the type, so "`T: Clone` is not satisfied" points at the parameter.
+                let root = root_at(root, ty.span());
                 inputs.take_states.push(quote_spanned! {ty.span()=>
                     let #local = match #root::Context::state::<#ty>(&#ctx) {
                         ::core::option::Option::Some(value) => #root::State(value),
@@ -132,6 +134,7 @@ fn execution(job: &JobFn, inputs: &Inputs, root: &TokenStream) -> TokenStream {
     };
     let result = job_result(&job.item.sig.output, call, root);
     let result = quote!({ #(#take_states)* #result });
+    let root = root_at(root, fn_span);
     match job.item.sig.asyncness {
         Some(_) => quote_spanned! {fn_span=>
             #root::Execution::Async(::std::boxed::Box::pin(async move { #result }))
@@ -167,6 +170,7 @@ fn job_result(output: &ReturnType, call: TokenStream, root: &TokenStream) -> Tok
             // `output` is spanned at the return type, so "`X: IntoJobResult` is not satisfied"
             // (say an `E` without `Display`, or a `T` without `Serialize`) points there.
             let output = Ident::new("output", ty.span());
+            let root = root_at(root, ty.span());
             quote_spanned! {ty.span()=> {
                 let #output = #call;
                 #root::IntoJobResult::into_job_result(#output)

@@ -69,6 +69,19 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn, root: &TokenStream) -> Toke
     }
 }
 
+/// `root` with every token spanned at `span`: inside `quote_spanned!`, so that a runtime path
+/// points at the user's token as a literal `::gator_core` would, and a trait error is reported
+/// on the user's type rather than on the attribute as well.
+pub(super) fn root_at(root: &TokenStream, span: Span) -> TokenStream {
+    root.clone()
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
+}
+
 /// The doc comment of the job type.
 fn struct_doc(fn_name: &str, type_ident: &Ident, name: &str, queue: &str) -> String {
     format!(

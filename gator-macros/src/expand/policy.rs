@@ -1,6 +1,7 @@
 //! The options of `#[job(...)]` as items of `impl Job`: retries, timeout, backoff, the retry
 //! hook, flow control, uniqueness; and the cron registration.
 
+use super::root_at;
 use crate::args::{Backoff, JobOptions};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -50,6 +51,7 @@ pub(super) fn policy(options: &JobOptions, root: &TokenStream) -> TokenStream {
         },
     });
     let retry = options.retry.as_ref().map(|path| {
+        let root = root_at(root, path.span());
         quote_spanned! {path.span()=>
             fn retry(
                 failure: &#root::retry::RetryContext<'_>,
