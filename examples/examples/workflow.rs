@@ -6,9 +6,9 @@
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 cargo run -p gator-examples --example workflow`
 //! (`scripts/demo` runs it against a private Redis). It stops once the workflow is done.
 
-use gator_core::workflow::{StepState, WorkflowState, WorkflowStatus};
-use gator_core::{Client, Context, Job, JobError, OnFailure, Step, Workflow, job};
-use gator_worker::{CancellationToken, Worker};
+use gator::workflow::{StepState, WorkflowState, WorkflowStatus};
+use gator::{Client, Context, Job, JobError, OnFailure, Step, Workflow, job};
+use gator::{CancellationToken, Worker};
 use std::time::Duration;
 
 #[job(queue = "orders")]
