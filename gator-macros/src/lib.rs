@@ -6,6 +6,9 @@
 //! rules the runtime checks too (names, time windows, durations, priority and cost) come from
 //! gator-rules, so both sides refuse the same values.
 
+// A published crate: every public item is documented (the workspace only warns).
+#![deny(missing_docs)]
+
 mod args;
 mod expand;
 mod validate;
