@@ -6,8 +6,7 @@
 //! (`scripts/demo` runs it against a private Redis). It stops once every job has run.
 
 use gator::flow::FlowSetting;
-use gator::{Client, Context, job};
-use gator::{CancellationToken, Worker};
+use gator::{CancellationToken, Client, Context, Worker, job};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 

@@ -6,9 +6,8 @@
 //! (`scripts/demo` runs it against a private Redis). It stops once every job has run.
 
 use gator::middleware::JobRun;
-use gator::{Client, Context, Payload, job};
 use gator::worker::middleware::{Next, from_fn};
-use gator::{CancellationToken, Worker};
+use gator::{CancellationToken, Client, Context, Payload, Worker, job};
 use std::time::{Duration, Instant};
 
 tokio::task_local! {

@@ -7,8 +7,9 @@
 //! (`scripts/demo` runs it against a private Redis). It stops once the workflow is done.
 
 use gator::workflow::{StepState, WorkflowState, WorkflowStatus};
-use gator::{Client, Context, Job, JobError, OnFailure, Step, Workflow, job};
-use gator::{CancellationToken, Worker};
+use gator::{
+    CancellationToken, Client, Context, Job, JobError, OnFailure, Step, Worker, Workflow, job,
+};
 use std::time::Duration;
 
 #[job(queue = "orders")]

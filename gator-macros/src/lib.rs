@@ -198,8 +198,9 @@ pub fn job_in_gator(args: TokenStream, item: TokenStream) -> TokenStream {
     job_impl(args.into(), item.into(), &quote!(::gator::__private::core)).into()
 }
 
-/// 1. parse the options, 2. check the fn, 3. generate; reporting every problem at once. The
-/// generated code names the runtime crate as `root`.
+/// 1. parse the options, 2. check the fn, 3. generate; reporting every problem at once.
+///
+/// The generated code names the runtime crate as `root`.
 fn job_impl(
     args: proc_macro2::TokenStream,
     item: proc_macro2::TokenStream,
