@@ -14,8 +14,7 @@
 use axum::extract::{Query, State as AxumState};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use gator_core::{Client, Context, State, job};
-use gator_worker::{CancellationToken, Worker};
+use gator::{CancellationToken, Client, Context, State, Worker, job};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -1,5 +1,5 @@
-//! The dashboard mounted in your own axum app: `gator_web::router` under `/gator`, next to the
-//! app's own routes, served by `gator_web::serve` (header timeout, connection cap, the peer
+//! The dashboard mounted in your own axum app: `gator::web::router` under `/gator`, next to the
+//! app's own routes, served by `gator::web::serve` (header timeout, connection cap, the peer
 //! addresses the login throttle counts by).
 //!
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 GATOR_WEB_TOKEN=$(head -c 24 /dev/urandom | base64) cargo run -p gator-examples --example dashboard`,
@@ -14,8 +14,8 @@
 
 use axum::Router;
 use axum::routing::get;
-use gator_core::Client;
-use gator_web::{ServeLimits, WebConfig, try_router};
+use gator::Client;
+use gator::web::{ServeLimits, WebConfig, try_router};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -36,6 +36,6 @@ async fn main() -> anyhow::Result<()> {
     let stop = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    gator_web::serve(listener, app, ServeLimits::default(), stop).await?;
+    gator::web::serve(listener, app, ServeLimits::default(), stop).await?;
     Ok(())
 }

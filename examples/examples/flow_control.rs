@@ -5,9 +5,8 @@
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 cargo run -p gator-examples --example flow_control`
 //! (`scripts/demo` runs it against a private Redis). It stops once every job has run.
 
-use gator_core::flow::FlowSetting;
-use gator_core::{Client, Context, job};
-use gator_worker::{CancellationToken, Worker};
+use gator::flow::FlowSetting;
+use gator::{CancellationToken, Client, Context, Worker, job};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -56,7 +55,7 @@ async fn main() -> anyhow::Result<()> {
             rate: Some("10/1s".parse()?),
         },
     ];
-    gator_core::store::flow::set(&mut conn, client.keys(), "partner", &terms).await?;
+    gator::store::flow::set(&mut conn, client.keys(), "partner", &terms).await?;
     println!("==> partner: at most 3 at once (east 2 of them), 10 a second");
 
     for i in 0..6 {
@@ -82,7 +81,7 @@ async fn main() -> anyhow::Result<()> {
         .await?;
 
     // An evenly spaced queue: 4 a second, one every 250 ms over the whole fleet.
-    gator_core::store::flow::set(
+    gator::store::flow::set(
         &mut conn,
         client.keys(),
         "interval",

@@ -5,10 +5,9 @@
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 cargo run -p gator-examples --example middleware`
 //! (`scripts/demo` runs it against a private Redis). It stops once every job has run.
 
-use gator_core::middleware::JobRun;
-use gator_core::{Client, Context, Payload, job};
-use gator_worker::middleware::{Next, from_fn};
-use gator_worker::{CancellationToken, Worker};
+use gator::middleware::JobRun;
+use gator::worker::middleware::{Next, from_fn};
+use gator::{CancellationToken, Client, Context, Payload, Worker, job};
 use std::time::{Duration, Instant};
 
 tokio::task_local! {

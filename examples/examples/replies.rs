@@ -7,9 +7,9 @@
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 cargo run -p gator-examples --example replies`
 //! (`scripts/demo` runs it against a private Redis). It stops once both are settled.
 
-use gator_core::reply::Delivery;
-use gator_core::{Cancellation, Client, Context, JobError, JobStatus, job};
-use gator_worker::{CancellationToken, Worker};
+use gator::reply::Delivery;
+use gator::{Cancellation, Client, Context, JobError, JobStatus, job};
+use gator::{CancellationToken, Worker};
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 

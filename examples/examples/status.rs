@@ -5,8 +5,7 @@
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 cargo run -p gator-examples --example status`
 //! (`scripts/demo` runs it against a private Redis). It stops once every job has finished.
 
-use gator_core::{Client, JobStatus, job};
-use gator_worker::{CancellationToken, Worker};
+use gator::{CancellationToken, Client, JobStatus, Worker, job};
 use serde::{Deserialize, Serialize};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;

@@ -6,5 +6,5 @@
 use gator_examples as _; // links the #[job]s so the worker knows them
 
 fn main() -> std::process::ExitCode {
-    gator_worker::main()
+    gator::main()
 }

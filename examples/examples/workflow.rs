@@ -6,9 +6,10 @@
 //! Run: `GATOR_REDIS_URL=redis://127.0.0.1:6380 cargo run -p gator-examples --example workflow`
 //! (`scripts/demo` runs it against a private Redis). It stops once the workflow is done.
 
-use gator_core::workflow::{StepState, WorkflowState, WorkflowStatus};
-use gator_core::{Client, Context, Job, JobError, OnFailure, Step, Workflow, job};
-use gator_worker::{CancellationToken, Worker};
+use gator::workflow::{StepState, WorkflowState, WorkflowStatus};
+use gator::{
+    CancellationToken, Client, Context, Job, JobError, OnFailure, Step, Worker, Workflow, job,
+};
 use std::time::Duration;
 
 #[job(queue = "orders")]

@@ -1,7 +1,7 @@
 //! A small shop on Gator: the jobs it runs in the background. `examples/enqueue.rs` dispatches
 //! them and `examples/worker.rs` is the shop's worker binary; the README walks through both.
 
-use gator_core::job;
+use gator::job;
 use std::time::Duration;
 
 /// Something went wrong talking to the (pretend) mail provider.
@@ -46,7 +46,7 @@ pub fn resize_image(path: String, width: u32) {
 /// The shop's sign-up, as its web handler would call it: the account is made, and the welcome
 /// mail goes out in the background. `tests/app_tests.rs` tests it with Gator's testing mode,
 /// without Redis.
-pub async fn sign_up(user_id: u64, email: &str) -> gator_core::Result<String> {
+pub async fn sign_up(user_id: u64, email: &str) -> gator::Result<String> {
     SendWelcomeEmail::call(user_id, email.to_owned())
         .dispatch()
         .await

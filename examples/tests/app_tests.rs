@@ -1,7 +1,7 @@
 //! How an application tests its own code that dispatches jobs, with Gator's testing mode: no
 //! Redis, and the app code unchanged (`sign_up` calls `dispatch` as in production).
 
-use gator_core::testing;
+use gator::testing;
 use gator_examples::{SendWelcomeEmail, sign_up};
 
 #[tokio::test]

@@ -25,6 +25,9 @@
 //! script (`store`); `gator-worker` runs the jobs. The wire format is documented in
 //! `docs/wire-format.md` so that other languages can enqueue and inspect.
 
+// A published crate: every public item is documented (the workspace only warns).
+#![deny(missing_docs)]
+
 pub mod admin;
 pub mod cancel;
 pub mod catalogue;

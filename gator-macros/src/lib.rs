@@ -6,6 +6,9 @@
 //! rules the runtime checks too (names, time windows, durations, priority and cost) come from
 //! gator-rules, so both sides refuse the same values.
 
+// A published crate: every public item is documented (the workspace only warns).
+#![deny(missing_docs)]
+
 mod args;
 mod expand;
 mod validate;
@@ -162,7 +165,8 @@ use quote::quote;
 ///
 /// Every generated item is documented, so crates with `#![deny(missing_docs)]` can use
 /// `#[job]`. The generated code names the runtime as `::gator_core`, so the crate must depend
-/// on `gator-core` under that name. A `#[cfg(..)]` on the fn applies to its job type too.
+/// on `gator-core` under that name; the `gator` crate's `gator::job` names it through `gator`
+/// instead, so an app that depends on `gator` needs nothing else. A `#[cfg(..)]` on the fn applies to its job type too.
 ///
 /// # Compile errors
 ///
@@ -182,13 +186,25 @@ use quote::quote;
 /// `Result<(), E: Display>` on the return type.
 #[proc_macro_attribute]
 pub fn job(args: TokenStream, item: TokenStream) -> TokenStream {
-    job_impl(args.into(), item.into()).into()
+    job_impl(args.into(), item.into(), &quote!(::gator_core)).into()
+}
+
+/// `#[job]` as the `gator` facade re-exports it: the same attribute, but the generated code
+/// names the runtime through the facade (`::gator::__private::core`), so an app that depends
+/// only on `gator` compiles without `gator-core` under its own name.
+#[doc(hidden)]
+#[proc_macro_attribute]
+pub fn job_in_gator(args: TokenStream, item: TokenStream) -> TokenStream {
+    job_impl(args.into(), item.into(), &quote!(::gator::__private::core)).into()
 }
 
 /// 1. parse the options, 2. check the fn, 3. generate; reporting every problem at once.
+///
+/// The generated code names the runtime crate as `root`.
 fn job_impl(
     args: proc_macro2::TokenStream,
     item: proc_macro2::TokenStream,
+    root: &proc_macro2::TokenStream,
 ) -> proc_macro2::TokenStream {
     let mut errors = Errors::default();
     let mut options = args::JobOptions::parse(args, &mut errors);
@@ -219,7 +235,7 @@ fn job_impl(
         // A bad option falls back to its default, so the job type still exists and code that
         // uses it does not add errors of its own.
         Some(job_fn) => {
-            let generated = expand::job(&options, &job_fn);
+            let generated = expand::job(&options, &job_fn, root);
             quote!(#generated #errors)
         }
         // The fn cannot be a job: emit it unchanged, as tokio-macros does, so the only errors

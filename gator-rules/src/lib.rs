@@ -30,6 +30,9 @@
 //!
 //! No dependencies: a proc-macro crate links it too.
 
+// A published crate: every public item is documented (the workspace only warns).
+#![deny(missing_docs)]
+
 mod cron;
 mod durations;
 mod flow;

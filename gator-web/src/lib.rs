@@ -54,6 +54,9 @@
 //! Errors are JSON `{"error": "...", "code": "..."}` ([`ApiError`]); Redis being away is a
 //! 503, never a crash.
 
+// A published crate: every public item is documented (the workspace only warns).
+#![deny(missing_docs)]
+
 mod api;
 pub mod auth;
 mod config;

@@ -12,7 +12,7 @@
 //! **An idle processor**, in [`Fetcher::next_from`]:
 //! 1. with a free slot, calls `fetch.lua` on each queue in this fetch's order (starting with
 //!    the queue its last success drew) until one has a job, in one call with the other idle
-//!    processors that reach the same queue at the same moment ([`Fetcher::fetch_one`]);
+//!    processors that reach the same queue at the same moment (`Fetcher::fetch_one`);
 //!    having got one, wakes two more idle processors, as the queue may hold more;
 //! 2. every queue empty: blocks (BLMOVE) on the least-watched queue, if fewer processors block
 //!    than there are queues ([`crate::watchers`]), so with enough idle processors every queue is

@@ -155,6 +155,9 @@
 //!
 //! `RUST_LOG` filters them (default `info`).
 
+// A published crate: every public item is documented (the workspace only warns).
+#![deny(missing_docs)]
+
 pub mod admission;
 pub mod alarm;
 pub mod audible;

@@ -5,7 +5,7 @@
 #[path = "readme/check.rs"]
 mod readme_check;
 
-use gator_core::{Client, Context, job};
+use gator::{Client, Context, job};
 
 /// The job the README's run-time entry sends, with its region as fixed argument.
 #[job(queue = "reports")]
@@ -25,8 +25,8 @@ mod declared {
 
 #[allow(dead_code)] // needs Redis: compiled, never called
 #[rustfmt::skip] // the README shows the call on one line
-async fn at_run_time(client: Client) -> gator_core::Result<()> {
-    let admin = gator_core::Admin::new(client);
+async fn at_run_time(client: Client) -> gator::Result<()> {
+    let admin = gator::Admin::new(client);
     admin.add_periodic("digest-eu", "0 7 * * *", Some("Europe/Paris"), SendDigest::call("eu".into())).await?;
     admin.remove_periodic("digest-eu").await?;
     Ok(())

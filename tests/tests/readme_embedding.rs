@@ -20,9 +20,9 @@ mod middleware {
         Some("acme".to_owned())
     }
 
-    use gator_core::{Client, Payload, middleware::JobRun};
+    use gator::{Client, Payload, middleware::JobRun};
     #[rustfmt::skip] // the README shows the import on one line
-    use gator_worker::{Worker, middleware::{Next, from_fn}};
+    use gator::{Worker, worker::middleware::{Next, from_fn}};
 
     /// The README's `my_tower_layer`: any tower layer over the job service.
     type MyTowerLayer = tower::layer::util::Identity;
@@ -56,7 +56,7 @@ mod middleware {
 
 /// "Run the worker inside your app": a worker built and run in the app's own runtime.
 mod worker_inside {
-    use gator_core::{Client, State, job};
+    use gator::{Client, State, job};
 
     /// The app's database handle, given to the worker as state.
     #[derive(Clone)]
@@ -66,7 +66,7 @@ mod worker_inside {
     #[job(queue = "receipts")]
     async fn send_receipt(_order: u64, State(_db): State<Db>) {}
 
-    use gator_worker::{CancellationToken, Worker};
+    use gator::{CancellationToken, Worker};
 
     #[allow(dead_code)] // needs Redis: compiled, never called
     #[rustfmt::skip] // the README aligns its comments its own way
@@ -97,16 +97,16 @@ mod dashboard {
         "the shop"
     }
 
-    use gator_web::{ServeLimits, WebConfig, router};
+    use gator::web::{ServeLimits, WebConfig, router};
 
     #[allow(dead_code)] // needs Redis: compiled, never called
     async fn mount(shutdown_signal: impl Future<Output = ()> + Send) -> anyhow::Result<()> {
-        let client = gator_core::Client::from_env().await?;
+        let client = gator::Client::from_env().await?;
         let app = axum::Router::new()
             .route("/", axum::routing::get(home))
             .nest("/gator", router(client, WebConfig::new().read_only(false)));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:3000").await?;
-        gator_web::serve(listener, app, ServeLimits::default(), shutdown_signal).await?;
+        gator::web::serve(listener, app, ServeLimits::default(), shutdown_signal).await?;
         Ok(())
     }
 }

@@ -11,7 +11,7 @@
 #[path = "readme/check.rs"]
 mod readme_check;
 
-use gator_core::{Client, job};
+use gator::{Client, job};
 
 /// The newsletter job the priority recipe dispatches.
 #[job(queue = "mail")]
@@ -29,9 +29,9 @@ mod urgent_first {
     use super::*;
 
     #[job(queue = "mail", priority = 10)]
-    async fn password_reset(user: u64) -> gator_core::Result<()> { Ok(()) }
+    async fn password_reset(user: u64) -> gator::Result<()> { Ok(()) }
 
-    async fn dispatch() -> gator_core::Result<()> {
+    async fn dispatch() -> gator::Result<()> {
         NewsletterIssue::call(42).priority(500).dispatch().await?;   // per dispatch
         Ok(())
     }
@@ -42,9 +42,9 @@ mod costs {
     use super::*;
 
     #[job(queue = "partner")]
-    async fn sync_order(id: u64) -> gator_core::Result<()> { Ok(()) }
+    async fn sync_order(id: u64) -> gator::Result<()> { Ok(()) }
     #[job(queue = "partner", cost = 2)]
-    async fn export_all(account: u64) -> gator_core::Result<()> { Ok(()) }
+    async fn export_all(account: u64) -> gator::Result<()> { Ok(()) }
 }
 
 #[rustfmt::skip]
@@ -52,7 +52,7 @@ mod shares {
     use super::*;
 
     #[job(queue = "partner", limit_key = region)]
-    async fn region_sync(region: String, batch: u64) -> gator_core::Result<()> { Ok(()) }
+    async fn region_sync(region: String, batch: u64) -> gator::Result<()> { Ok(()) }
 }
 
 #[rustfmt::skip]
@@ -60,14 +60,14 @@ mod rates {
     use super::*;
 
     #[job(queue = "mail", rate = "email")]
-    async fn send_email(to: String) -> gator_core::Result<()> { Ok(()) }
+    async fn send_email(to: String) -> gator::Result<()> { Ok(()) }
 }
 
 #[rustfmt::skip]
 mod tickets {
     use super::*;
 
-    async fn dispatch(client: Client, feed: u64) -> gator_core::Result<()> {
+    async fn dispatch(client: Client, feed: u64) -> gator::Result<()> {
         let ticket = client.dispatch_with_ticket(Poll::call(feed).queue("interval")).await?;
         println!("{} jobs ahead, starts at {:?}", ticket.ahead, ticket.expected_start);
         Ok(())
@@ -79,7 +79,7 @@ mod windows {
     use super::*;
 
     #[job(queue = "batch", windows = ["05:00-07:00"], tz = "Europe/Berlin")]
-    async fn nightly_import(day: String) -> gator_core::Result<()> { Ok(()) }
+    async fn nightly_import(day: String) -> gator::Result<()> { Ok(()) }
 }
 
 #[rustfmt::skip]
@@ -87,12 +87,12 @@ mod no_overlap {
     use super::*;
 
     #[job(queue = "reports", no_overlap)]                 // key: wire name + arguments
-    async fn rebuild_report(account: u64, month: String) -> gator_core::Result<()> { Ok(()) }
+    async fn rebuild_report(account: u64, month: String) -> gator::Result<()> { Ok(()) }
 
     #[job(queue = "billing", no_overlap, overlap_key = account)]   // key: one argument
-    async fn charge(account: String, cents: u64) -> gator_core::Result<()> { Ok(()) }
+    async fn charge(account: String, cents: u64) -> gator::Result<()> { Ok(()) }
 
-    async fn dispatch() -> gator_core::Result<()> {
+    async fn dispatch() -> gator::Result<()> {
         Charge::call("acme".into(), 500).overlap_key("acme-eu").dispatch().await?; // per dispatch
         SyncFeed::call(7).no_overlap().dispatch().await?;     // a job without the option, this once
         Ok(())

@@ -13,7 +13,7 @@ mod readme_check;
 #[allow(dead_code)] // needs Redis: compiled, never called
 mod my_app {
     // src/lib.rs of your app
-    use gator_core::job;
+    use gator::job;
 
     #[derive(serde::Serialize, serde::Deserialize)]
     pub struct Order { pub id: u64, pub cents: u64 }
@@ -32,7 +32,7 @@ mod my_app {
     }
 
     // Anywhere in your app (GATOR_REDIS_URL, default redis://127.0.0.1:6379):
-    pub async fn checkout() -> gator_core::Result<()> {
+    pub async fn checkout() -> gator::Result<()> {
         let jid = ChargeCard::dispatch(Order { id: 7, cents: 1999 }).await?;
         ResizeImage::dispatch_in(std::time::Duration::from_secs(60), "cat.png".into(), 320).await?;
         ResizeImage::call("dog.png".into(), 640).queue("bulk").dispatch().await?; // another queue
@@ -48,11 +48,11 @@ mod my_app {
 #[allow(unused_imports)] // a module here; in the app a crate, which linking uses
 use my_app as _; // links the crate, which registers its jobs
 #[rustfmt::skip] // the README shows it on one line
-fn main() -> std::process::ExitCode { gator_worker::main() }
+fn main() -> std::process::ExitCode { gator::main() }
 
 /// "Job options": a retry strategy that sees the job's typed error.
 mod retry_strategy {
-    use gator_core::{JobError, job};
+    use gator::{JobError, job};
     use std::time::Duration;
 
     /// The partner API's typed error the strategy looks for.
@@ -83,7 +83,7 @@ mod retry_strategy {
     #[allow(non_upper_case_globals)] // the README calls it `partner`
     const partner: Partner = Partner;
 
-    use gator_core::retry::{RetryContext, RetryDecision};
+    use gator::retry::{RetryContext, RetryDecision};
 
     fn by_kind(failure: &RetryContext<'_>) -> RetryDecision {
         match failure.error.downcast_ref::<ApiError>() {
@@ -102,7 +102,7 @@ mod retry_strategy {
 
 /// "Chains": two typed steps, the second on a queue of its own.
 mod chains {
-    use gator_core::job;
+    use gator::job;
 
     #[job]
     async fn fetch_page(_url: String) {}
@@ -111,8 +111,8 @@ mod chains {
     async fn parse_page(_url: String, _depth: u32) {}
 
     #[allow(dead_code)] // needs Redis: compiled, never called
-    async fn dispatch(url: String) -> gator_core::Result<String> {
-        use gator_core::Chain;
+    async fn dispatch(url: String) -> gator::Result<String> {
+        use gator::Chain;
         let chain_id = Chain::new()
             .then(FetchPage::call(url.clone())) // each step is a typed `call`
             .then(ParsePage::call(url, 2).queue("parse")) // on its own queue if you like
@@ -134,7 +134,7 @@ mod context_and_state {
         Ok(())
     }
 
-    use gator_core::{Context, State, job};
+    use gator::{Context, State, job};
 
     #[derive(Clone)] // cloned for each run: make it cheap (a pool, an Arc)
     pub struct Db(sqlx::PgPool);
@@ -151,7 +151,7 @@ mod context_and_state {
     }
 
     #[allow(dead_code)] // needs Redis: compiled, never called
-    async fn dispatch() -> gator_core::Result<()> {
+    async fn dispatch() -> gator::Result<()> {
         SendReceipt::dispatch(42).await?; // the wire arguments only
         Ok(())
     }

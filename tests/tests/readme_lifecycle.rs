@@ -9,7 +9,7 @@ mod readme_check;
 
 /// "Job status and results": a job that returns a value, looked up by its jid.
 mod status_and_results {
-    use gator_core::{Client, job};
+    use gator::{Client, job};
     use std::time::Duration;
 
     /// What the README's job returns, kept as its result.
@@ -35,7 +35,7 @@ mod status_and_results {
     }
 
     #[allow(dead_code)] // needs Redis: compiled, never called
-    async fn look_up(client: Client) -> gator_core::Result<Option<Receipt>> {
+    async fn look_up(client: Client) -> gator::Result<Option<Receipt>> {
         let jid = Charge::call(1234).dispatch().await?;
         client.status(&jid).await?; // JobStatus::Queued
         client.wait_for(&jid, Duration::from_secs(30)).await?; // JobStatus::Done { finished_at, attempts }
@@ -48,8 +48,8 @@ mod status_and_results {
 /// webhook's side.
 #[allow(unused_variables)] // the README's `confirmation` is there to show its type
 mod replies {
-    use gator_core::reply::Delivery;
-    use gator_core::{Client, Context, JobError, job};
+    use gator::reply::Delivery;
+    use gator::{Client, Context, JobError, job};
     use std::time::Duration;
 
     /// What the partner sends back, typed.
@@ -85,7 +85,7 @@ mod replies {
     }
 
     #[allow(dead_code)] // needs Redis: compiled, never called
-    async fn webhook(client: Client, confirmation: Confirmation) -> gator_core::Result<()> {
+    async fn webhook(client: Client, confirmation: Confirmation) -> gator::Result<()> {
         // In the webhook handler or the Kafka consumer, in any process:
         match client.reply("order:1234", &confirmation).await? {
             Delivery::Delivered => {} // the waiting job goes on with it
@@ -98,16 +98,16 @@ mod replies {
 
 /// "Cancelling a job": by its jid, a workflow's steps, and a job that obeys.
 mod cancelling {
-    use gator_core::{Client, Context, JobError, job};
+    use gator::{Client, Context, JobError, job};
 
     async fn build_report(_report: u64) -> Result<(), JobError> {
         Ok(())
     }
 
-    use gator_core::Cancellation;
+    use gator::Cancellation;
 
     #[allow(dead_code, unused_variables)] // needs Redis; `status` is there to show the variant
-    async fn cancel(client: Client, jid: String, workflow_id: String) -> gator_core::Result<()> {
+    async fn cancel(client: Client, jid: String, workflow_id: String) -> gator::Result<()> {
         match client.cancel(&jid).await? {
             Cancellation::Removed => {} // it was queued, scheduled or retrying: it will not run
             Cancellation::Stopping => {} // it is running: its worker stops it within a second

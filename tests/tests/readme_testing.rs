@@ -6,7 +6,7 @@
 #[path = "readme/check.rs"]
 mod readme_check;
 
-use gator_core::{State, job};
+use gator::{State, job};
 
 /// The app's database handle, given to the worker (here, to the drain) as state.
 #[derive(Clone)]
@@ -20,7 +20,7 @@ const db: Db = Db;
 async fn send_welcome_email(_user: u64, _email: String, State(_db): State<Db>) {}
 
 /// The app code under test: it dispatches as in production, and the mode decides what happens.
-async fn sign_up(user: u64, email: &str) -> gator_core::Result<()> {
+async fn sign_up(user: u64, email: &str) -> gator::Result<()> {
     SendWelcomeEmail::call(user, email.to_owned())
         .dispatch()
         .await?;
@@ -33,14 +33,14 @@ async fn send_reminder(_user: u64) {}
 
 /// Fails its first attempt, as the README's comment says; succeeds on the second.
 #[job(retries = 2, backoff = ["15s", "1m"])]
-async fn charge_card(_order: u64, ctx: gator_core::Context) -> Result<(), String> {
+async fn charge_card(_order: u64, ctx: gator::Context) -> Result<(), String> {
     if ctx.attempt() == 1 {
         return Err("card declined".into());
     }
     Ok(())
 }
 
-use gator_core::testing;
+use gator::testing;
 use std::time::Duration;
 
 #[tokio::test]

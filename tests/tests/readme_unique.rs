@@ -7,7 +7,7 @@
 #[path = "readme/check.rs"]
 mod readme_check;
 
-use gator_core::job;
+use gator::job;
 use std::time::Duration;
 
 /// The digest job the README dispatches with a key of its own.
@@ -15,7 +15,7 @@ use std::time::Duration;
 async fn send_digest(_user: u64, _digest: String) {}
 
 #[allow(unused_imports)] // the README imports the types its comments name
-use gator_core::{Dispatched, UniqueUntil};
+use gator::{Dispatched, UniqueUntil};
 
 #[rustfmt::skip] // the README shows the empty body on one line
 #[job(queue = "reports", unique_for = "10m")]
@@ -23,7 +23,7 @@ async fn daily_report(day: u32) { /* ... */ }
 
 #[allow(dead_code)] // needs Redis: compiled, never called
 #[rustfmt::skip] // the README splits the chain its own way
-async fn dispatch_reports(user: u64, digest: String) -> gator_core::Result<()> {
+async fn dispatch_reports(user: u64, digest: String) -> gator::Result<()> {
     let first = DailyReport::call(7).dispatch_unique().await?;        // Dispatched::New(jid)
     let again = DailyReport::call(7).dispatch_unique().await?;        // Dispatched::Duplicate(same jid)
     assert!(again.is_duplicate());
@@ -39,7 +39,7 @@ async fn reindex(doc: u64, text: String) { /* ... */ }
 
 #[allow(dead_code)] // needs Redis: compiled, never called
 #[rustfmt::skip] // the README shows the chain on one line
-async fn edit(doc: u64, text: String) -> gator_core::Result<()> {
+async fn edit(doc: u64, text: String) -> gator::Result<()> {
     // Each edit pushes the run back; it runs once, 5 s after the last, with the last text.
     Reindex::call(doc, text).unique_key(format!("doc:{doc}")).dispatch().await?;
     Ok(())

@@ -1,12 +1,12 @@
 //! The README's workflow example compiles as shown: its code is here, around the jobs it names,
 //! and a test checks that every line of the README's block is in this file, in order, so the
-//! two cannot drift apart. (It once needed a `use gator_core::Job` it did not show.) The check
+//! two cannot drift apart. (It once needed a `use gator::Job` it did not show.) The check
 //! is `readme/check.rs`, shared by every `readme_*.rs` test.
 
 #[path = "readme/check.rs"]
 mod readme_check;
 
-use gator_core::{Context, Job, JobError, OnFailure, Step, Workflow, job}; // Job: for NAME
+use gator::{Context, Job, JobError, OnFailure, Step, Workflow, job}; // Job: for NAME
 
 #[job(queue = "orders")]
 async fn fetch_order(order: u64) -> Result<u64, JobError> {
@@ -23,7 +23,7 @@ async fn reserve_stock(_order: u64) {}
 async fn email_buyer(_order: u64) {}
 
 #[allow(dead_code)]
-async fn dispatch() -> Result<String, gator_core::Error> {
+async fn dispatch() -> Result<String, gator::Error> {
     let id = Workflow::new()
         .then(FetchOrder::call(42))
         .then_all([

@@ -1,6 +1,7 @@
 //! `impl Job` for the job type: its `execute`, which takes the arguments and states apart and
 //! calls the user's fn, and the `inventory` registration.
 
+use super::root_at;
 use crate::validate::{Input, JobFn, Param};
 use proc_macro2::{Delimiter, Group, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
@@ -30,6 +31,7 @@ pub(super) fn job_impl(
     name: &LitStr,
     queue: &LitStr,
     policy: TokenStream,
+    root: &TokenStream,
 ) -> TokenStream {
     let type_ident = &job.type_ident;
     let fn_ident = &job.item.sig.ident;
@@ -44,21 +46,21 @@ pub(super) fn job_impl(
     };
     let Names { args, ctx, locals } = &names;
     let args_pattern = args_tuple(locals, fn_ident.span());
-    let inputs = inputs(job, &names);
+    let inputs = inputs(job, &names, root);
     let state_types = &inputs.state_types;
     // A job that takes neither context nor state lets the context go before it runs.
     let uses_ctx = job.inputs.iter().any(|i| !matches!(i, Input::Arg(_)));
     let drop_ctx = (!uses_ctx).then(|| quote!(::core::mem::drop(#ctx);));
     let states_const = (!state_types.is_empty()).then(|| {
         quote! {
-            const STATES: &'static [::gator_core::StateNeed] =
-                &[#(::gator_core::StateNeed::of::<#state_types>()),*];
+            const STATES: &'static [#root::StateNeed] =
+                &[#(#root::StateNeed::of::<#state_types>()),*];
         }
     });
-    let run = execution(job, &inputs);
-    let registration = registration(job);
+    let run = execution(job, &inputs, root);
+    let registration = registration(job, root);
     quote! {
-        impl ::gator_core::Job for #type_ident {
+        impl #root::Job for #type_ident {
             type Args = #args_type;
             #items
             const NAME: &'static str = #name;
@@ -66,7 +68,7 @@ pub(super) fn job_impl(
             #policy
             #states_const
 
-            fn execute(#args: Self::Args, #ctx: ::gator_core::Context) -> ::gator_core::Execution {
+            fn execute(#args: Self::Args, #ctx: #root::Context) -> #root::Execution {
                 let #args_pattern = #args;
                 #drop_ctx
                 #run
@@ -79,7 +81,7 @@ pub(super) fn job_impl(
 
 /// Each `State<T>` is taken from the context before the call; a missing one was refused at
 /// the worker's `build()`, so the error here only guards a hand-made registry.
-fn inputs<'a>(job: &'a JobFn, names: &Names) -> Inputs<'a> {
+fn inputs<'a>(job: &'a JobFn, names: &Names, root: &TokenStream) -> Inputs<'a> {
     let fn_ident = &job.item.sig.ident;
     let ctx = &names.ctx;
     let mut inputs = Inputs {
@@ -98,11 +100,12 @@ fn inputs<'a>(job: &'a JobFn, names: &Names) -> Inputs<'a> {
                 let local = format_ident!("state{}", i, span = Span::mixed_site());
                 let name = fn_ident.unraw().to_string();
                 // Spanned at the type, so "`T: Clone` is not satisfied" points at the parameter.
+                let root = root_at(root, ty.span());
                 inputs.take_states.push(quote_spanned! {ty.span()=>
-                    let #local = match ::gator_core::Context::state::<#ty>(&#ctx) {
-                        ::core::option::Option::Some(value) => ::gator_core::State(value),
+                    let #local = match #root::Context::state::<#ty>(&#ctx) {
+                        ::core::option::Option::Some(value) => #root::State(value),
                         ::core::option::Option::None => {
-                            return ::core::result::Result::Err(::gator_core::JobError::new(::std::format!(
+                            return ::core::result::Result::Err(#root::JobError::new(::std::format!(
                                 "job {:?} takes `State<{}>`, which this worker was not given: add `.state(value)` to its builder",
                                 #name, ::core::any::type_name::<#ty>()
                             )));
@@ -119,7 +122,7 @@ fn inputs<'a>(job: &'a JobFn, names: &Names) -> Inputs<'a> {
 
 /// The `Execution` of one run: the states taken, the call, its result converted; boxed as a
 /// future for an async fn, as a closure for a blocking thread otherwise.
-fn execution(job: &JobFn, inputs: &Inputs) -> TokenStream {
+fn execution(job: &JobFn, inputs: &Inputs, root: &TokenStream) -> TokenStream {
     let fn_ident = &job.item.sig.ident;
     let fn_span = fn_ident.span();
     let call_args = &inputs.call_args;
@@ -129,20 +132,21 @@ fn execution(job: &JobFn, inputs: &Inputs) -> TokenStream {
         Some(_) => quote!(#call.await),
         None => call,
     };
-    let result = job_result(&job.item.sig.output, call);
+    let result = job_result(&job.item.sig.output, call, root);
     let result = quote!({ #(#take_states)* #result });
+    let root = root_at(root, fn_span);
     match job.item.sig.asyncness {
         Some(_) => quote_spanned! {fn_span=>
-            ::gator_core::Execution::Async(::std::boxed::Box::pin(async move { #result }))
+            #root::Execution::Async(::std::boxed::Box::pin(async move { #result }))
         },
         None => quote_spanned! {fn_span=>
-            ::gator_core::Execution::Blocking(::std::boxed::Box::new(move || #result))
+            #root::Execution::Blocking(::std::boxed::Box::new(move || #result))
         },
     }
 }
 
 /// The `inventory` registration, which says where the fn is defined.
-fn registration(job: &JobFn) -> TokenStream {
+fn registration(job: &JobFn, root: &TokenStream) -> TokenStream {
     let type_ident = &job.type_ident;
     let fn_ident = &job.item.sig.ident;
     let fn_span = fn_ident.span();
@@ -151,30 +155,31 @@ fn registration(job: &JobFn) -> TokenStream {
     let file = quote_spanned!(fn_span=> ::core::file!());
     let line = quote_spanned!(fn_span=> ::core::line!());
     quote! {
-        ::gator_core::__inventory::submit! {
-            ::gator_core::JobRegistration::of::<#type_ident>(::core::concat!(
+        #root::__inventory::submit! {
+            #root::JobRegistration::of::<#type_ident>(::core::concat!(
                 ::core::module_path!(), #defined_at, #file, ":", #line
             ))
         }
     }
 }
 
-/// The job fn's return value as a `::gator_core::JobResult`.
-fn job_result(output: &ReturnType, call: TokenStream) -> TokenStream {
+/// The job fn's return value as a `JobResult`.
+fn job_result(output: &ReturnType, call: TokenStream, root: &TokenStream) -> TokenStream {
     match output {
         ReturnType::Type(_, ty) if !is_unit(ty) => {
             // `output` is spanned at the return type, so "`X: IntoJobResult` is not satisfied"
             // (say an `E` without `Display`, or a `T` without `Serialize`) points there.
             let output = Ident::new("output", ty.span());
+            let root = root_at(root, ty.span());
             quote_spanned! {ty.span()=> {
                 let #output = #call;
-                ::gator_core::IntoJobResult::into_job_result(#output)
+                #root::IntoJobResult::into_job_result(#output)
             }}
         }
         // `()` needs no conversion; passing it to a fn would trip `clippy::unit_arg`.
         _ => quote! {{
             #call;
-            ::gator_core::JobResult::Ok(::core::option::Option::None)
+            #root::JobResult::Ok(::core::option::Option::None)
         }},
     }
 }

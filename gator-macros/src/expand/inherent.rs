@@ -9,7 +9,12 @@ use syn::ext::IdentExt;
 use syn::{Ident, Visibility};
 
 /// `impl SendEmail { call, dispatch, dispatch_at, dispatch_in, dispatch_many }`.
-pub(super) fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStream {
+pub(super) fn inherent_impl(
+    job: &JobFn,
+    fn_name: &str,
+    queue: &str,
+    root: &TokenStream,
+) -> TokenStream {
     let JobFn {
         item,
         params,
@@ -31,7 +36,7 @@ pub(super) fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStr
         dispatch_many,
     } = Docs::new(fn_name, queue, params, &time, &delay);
 
-    let many = many_fn(vis, params, &dispatch_many);
+    let many = many_fn(vis, params, &dispatch_many, root);
 
     quote! {
         // A job may only ever be dispatched from another crate, or by a worker's retry, so an
@@ -40,20 +45,20 @@ pub(super) fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStr
         #[allow(dead_code, clippy::too_many_arguments)]
         impl #type_ident {
             #[doc = #call]
-            #vis fn call(#(#idents: #types),*) -> ::gator_core::PendingJob<Self> {
-                ::gator_core::PendingJob::new(#args_value)
+            #vis fn call(#(#idents: #types),*) -> #root::PendingJob<Self> {
+                #root::PendingJob::new(#args_value)
             }
 
             #[doc = #dispatch]
-            #vis async fn dispatch(#(#idents: #types),*) -> ::gator_core::Result<::std::string::String> {
+            #vis async fn dispatch(#(#idents: #types),*) -> #root::Result<::std::string::String> {
                 Self::call(#(#idents),*).dispatch().await
             }
 
             #[doc = #dispatch_at]
             #vis async fn dispatch_at(
-                #time: impl ::core::convert::Into<::gator_core::DueTime>,
+                #time: impl ::core::convert::Into<#root::DueTime>,
                 #(#idents: #types),*
-            ) -> ::gator_core::Result<::std::string::String> {
+            ) -> #root::Result<::std::string::String> {
                 Self::call(#(#idents),*).dispatch_at(#time).await
             }
 
@@ -61,7 +66,7 @@ pub(super) fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStr
             #vis async fn dispatch_in(
                 #delay: ::std::time::Duration,
                 #(#idents: #types),*
-            ) -> ::gator_core::Result<::std::string::String> {
+            ) -> #root::Result<::std::string::String> {
                 Self::call(#(#idents),*).dispatch_in(#delay).await
             }
 
@@ -71,24 +76,23 @@ pub(super) fn inherent_impl(job: &JobFn, fn_name: &str, queue: &str) -> TokenStr
 }
 
 /// `dispatch_many`: one job per item, in one round trip.
-fn many_fn(vis: &Visibility, params: &[Param], doc: &str) -> TokenStream {
-    let (item_type, to_pending) = many_item(params);
+fn many_fn(vis: &Visibility, params: &[Param], doc: &str, root: &TokenStream) -> TokenStream {
+    let (item_type, to_pending) = many_item(params, root);
     quote! {
         #[doc = #doc]
         #vis async fn dispatch_many(
             items: impl ::std::iter::IntoIterator<Item = #item_type>,
-        ) -> ::gator_core::Result<::std::vec::Vec<::std::string::String>> {
+        ) -> #root::Result<::std::vec::Vec<::std::string::String>> {
             let jobs = ::std::iter::Iterator::map(::std::iter::IntoIterator::into_iter(items), #to_pending);
-            ::gator_core::dispatch_many::<Self>(jobs).await
+            #root::dispatch_many::<Self>(jobs).await
         }
     }
 }
 
 /// One item of `dispatch_many`: the arguments as a tuple, a bare value for one, `()` for none;
 /// and the closure that makes a `PendingJob` of it.
-fn many_item(params: &[Param]) -> (TokenStream, TokenStream) {
-    let to_pending =
-        quote!(|item| ::gator_core::PendingJob::new(<Self as ::gator_core::Job>::args_of(item)));
+fn many_item(params: &[Param], root: &TokenStream) -> (TokenStream, TokenStream) {
+    let to_pending = quote!(|item| #root::PendingJob::new(<Self as #root::Job>::args_of(item)));
     match params {
         [] => (quote!(()), to_pending),
         [Param { ty, .. }] => (quote!(#ty), to_pending),

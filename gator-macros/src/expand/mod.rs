@@ -1,9 +1,11 @@
-//! Generates the job type of a checked fn: a unit struct named after the fn, its
-//! `::gator_core::Job` impl, its `inventory` registration, and the `call`/`dispatch` fns.
+//! Generates the job type of a checked fn: a unit struct named after the fn, its `Job` impl,
+//! its `inventory` registration, and the `call`/`dispatch` fns.
 //!
 //! Everything but the struct goes inside `const _: () = { ... };` so no helper name can clash
-//! with the user's, and the runtime is named by absolute path (`::gator_core::...`) so the
-//! user's imports cannot shadow it.
+//! with the user's, and the runtime is named by absolute path (the `root`: `::gator_core`, or
+//! `::gator::__private::core` from the facade) so the user's imports cannot shadow it. Every
+//! runtime item, `inventory` included, is named through that root, so the user's crate needs no
+//! dependency but the one it imported `#[job]` from.
 
 mod body;
 mod inherent;
@@ -17,8 +19,8 @@ use quote::quote;
 use syn::ext::IdentExt;
 use syn::{Ident, LitStr};
 
-/// The user's fn, unchanged, followed by its job type.
-pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
+/// The user's fn, unchanged, followed by its job type, which names the runtime as `root`.
+pub(crate) fn job(options: &JobOptions, job: &JobFn, root: &TokenStream) -> TokenStream {
     let JobFn {
         item, type_ident, ..
     } = job;
@@ -42,11 +44,11 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
         .collect();
 
     let struct_doc = struct_doc(&fn_name, type_ident, &name.value(), &queue.value());
-    let policy = policy::policy(options);
-    let signature = signature::signature(options, job);
-    let job_impl = body::job_impl(job, &name, &queue, quote!(#policy #signature));
-    let inherent_impl = inherent::inherent_impl(job, &fn_name, &queue.value());
-    let cron = policy::cron_registration(options, type_ident);
+    let policy = policy::policy(options, root);
+    let signature = signature::signature(options, job, root);
+    let job_impl = body::job_impl(job, &name, &queue, quote!(#policy #signature), root);
+    let inherent_impl = inherent::inherent_impl(job, &fn_name, &queue.value(), root);
+    let cron = policy::cron_registration(options, type_ident, root);
     quote! {
         #item
 
@@ -65,6 +67,19 @@ pub(crate) fn job(options: &JobOptions, job: &JobFn) -> TokenStream {
             #cron
         };
     }
+}
+
+/// `root` with every token spanned at `span`: inside `quote_spanned!`, so that a runtime path
+/// points at the user's token as a literal `::gator_core` would, and a trait error is reported
+/// on the user's type rather than on the attribute as well.
+pub(super) fn root_at(root: &TokenStream, span: Span) -> TokenStream {
+    root.clone()
+        .into_iter()
+        .map(|mut token| {
+            token.set_span(span);
+            token
+        })
+        .collect()
 }
 
 /// The doc comment of the job type.

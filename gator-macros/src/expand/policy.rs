@@ -1,6 +1,7 @@
 //! The options of `#[job(...)]` as items of `impl Job`: retries, timeout, backoff, the retry
 //! hook, flow control, uniqueness; and the cron registration.
 
+use super::root_at;
 use crate::args::{Backoff, JobOptions};
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -8,25 +9,29 @@ use syn::Ident;
 use syn::spanned::Spanned;
 
 /// With `cron = ...`: the periodic entry's registration, which every worker publishes at start.
-pub(super) fn cron_registration(options: &JobOptions, type_ident: &Ident) -> Option<TokenStream> {
+pub(super) fn cron_registration(
+    options: &JobOptions,
+    type_ident: &Ident,
+    root: &TokenStream,
+) -> Option<TokenStream> {
     let cron = options.cron.as_ref()?;
     let tz = match &options.tz {
         Some(tz) => quote!(::core::option::Option::Some(#tz)),
         None => quote!(::core::option::Option::None),
     };
     Some(quote! {
-        ::gator_core::__inventory::submit! {
-            ::gator_core::cron::CronRegistration {
+        #root::__inventory::submit! {
+            #root::cron::CronRegistration {
                 cron: #cron,
                 tz: #tz,
-                payload: ::gator_core::cron::payload_of::<#type_ident>,
+                payload: #root::cron::payload_of::<#type_ident>,
             }
         }
     })
 }
 
 /// The retry and timeout items of `impl Job` that the options override.
-pub(super) fn policy(options: &JobOptions) -> TokenStream {
+pub(super) fn policy(options: &JobOptions, root: &TokenStream) -> TokenStream {
     let retries = options.retries.map(|n| quote!(const RETRIES: u32 = #n;));
     let timeout = options.timeout_ms.map(|ms| {
         quote!(const TIMEOUT: ::core::option::Option<::core::time::Duration> =
@@ -36,7 +41,7 @@ pub(super) fn policy(options: &JobOptions) -> TokenStream {
         Backoff::List(delays) => quote! {
             fn backoff(failures: u32) -> ::core::time::Duration {
                 const DELAYS_MS: &[u64] = &[#(#delays),*];
-                ::gator_core::retry::from_list(DELAYS_MS, failures)
+                #root::retry::from_list(DELAYS_MS, failures)
             }
         },
         Backoff::Path(path) => quote_spanned! {path.span()=>
@@ -46,22 +51,23 @@ pub(super) fn policy(options: &JobOptions) -> TokenStream {
         },
     });
     let retry = options.retry.as_ref().map(|path| {
+        let root = root_at(root, path.span());
         quote_spanned! {path.span()=>
             fn retry(
-                failure: &::gator_core::retry::RetryContext<'_>,
-            ) -> ::core::option::Option<::gator_core::retry::RetryDecision> {
+                failure: &#root::retry::RetryContext<'_>,
+            ) -> ::core::option::Option<#root::retry::RetryDecision> {
                 ::core::option::Option::Some(#path(failure))
             }
         }
     });
-    let flow = flow_fn(options);
-    let unique = unique_const(options);
+    let flow = flow_fn(options, root);
+    let unique = unique_const(options, root);
     quote!(#retries #timeout #backoff #retry #flow #unique)
 }
 
 /// `const UNIQUE` for `unique_for`, `unique_until` and `debounce`: any of them makes the job
 /// unique (for the default TTL unless `unique_for` says).
-fn unique_const(options: &JobOptions) -> Option<TokenStream> {
+fn unique_const(options: &JobOptions, root: &TokenStream) -> Option<TokenStream> {
     if options.unique_for_ms.is_none()
         && options.unique_until_start.is_none()
         && options.debounce_ms.is_none()
@@ -70,11 +76,11 @@ fn unique_const(options: &JobOptions) -> Option<TokenStream> {
     }
     let ttl = match options.unique_for_ms {
         Some(ms) => quote!(::core::time::Duration::from_millis(#ms)),
-        None => quote!(::gator_core::unique::DEFAULT_UNIQUE_FOR),
+        None => quote!(#root::unique::DEFAULT_UNIQUE_FOR),
     };
     let until = match options.unique_until_start {
-        Some(true) => quote!(::gator_core::unique::UniqueUntil::Start),
-        _ => quote!(::gator_core::unique::UniqueUntil::Success),
+        Some(true) => quote!(#root::unique::UniqueUntil::Start),
+        _ => quote!(#root::unique::UniqueUntil::Success),
     };
     let debounce = match options.debounce_ms {
         Some(ms) => {
@@ -83,8 +89,8 @@ fn unique_const(options: &JobOptions) -> Option<TokenStream> {
         None => quote!(::core::option::Option::None),
     };
     Some(quote! {
-        const UNIQUE: ::core::option::Option<::gator_core::unique::UniqueOptions> =
-            ::core::option::Option::Some(::gator_core::unique::UniqueOptions {
+        const UNIQUE: ::core::option::Option<#root::unique::UniqueOptions> =
+            ::core::option::Option::Some(#root::unique::UniqueOptions {
                 ttl: #ttl,
                 until: #until,
                 debounce: #debounce,
@@ -94,7 +100,7 @@ fn unique_const(options: &JobOptions) -> Option<TokenStream> {
 
 /// `fn flow(args)` of `impl Job`, only for a job with flow-control options: the options every
 /// job of this type carries (a dispatch's builder methods override them).
-fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
+fn flow_fn(options: &JobOptions, root: &TokenStream) -> Option<TokenStream> {
     let has_flow = options.priority.is_some()
         || options.cost.is_some()
         || options.critical.is_some()
@@ -132,15 +138,15 @@ fn flow_fn(options: &JobOptions) -> Option<TokenStream> {
     let tz = options.tz.as_ref().map(
         |tz| quote!(#flow.tz = ::core::option::Option::Some(::std::string::String::from(#tz));),
     );
-    let overlap = overlap(options, &args, &flow);
+    let overlap = overlap(options, &args, &flow, root);
     let use_args = match (options.limit_key_index, &overlap) {
         (None, None) => quote!(let _ = #args;),
         _ => quote!(),
     };
     Some(quote! {
-        fn flow(#args: &Self::Args) -> ::gator_core::flow::FlowOptions {
+        fn flow(#args: &Self::Args) -> #root::flow::FlowOptions {
             #use_args
-            let mut #flow = ::gator_core::flow::FlowOptions::default();
+            let mut #flow = #root::flow::FlowOptions::default();
             #priority #cost #critical #key #rate #windows #tz #overlap
             #flow
         }
@@ -158,18 +164,23 @@ fn arg_to_string(args: &Ident, span: Span, index: usize) -> TokenStream {
 
 /// The no-overlap key: an argument's value with `overlap_key`, the job's name and arguments
 /// with `no_overlap`.
-fn overlap(options: &JobOptions, args: &Ident, flow: &Ident) -> Option<TokenStream> {
+fn overlap(
+    options: &JobOptions,
+    args: &Ident,
+    flow: &Ident,
+    root: &TokenStream,
+) -> Option<TokenStream> {
     match (&options.overlap_key, options.overlap_key_index) {
         (Some(name), Some(index)) => {
             let to_string = arg_to_string(args, name.span(), index);
             Some(quote!(#flow.overlap = ::core::option::Option::Some(
-                ::gator_core::flow::overlap::fit_key(#to_string)
+                #root::flow::overlap::fit_key(#to_string)
             );))
         }
         _ => options.no_overlap.map(|_| {
             quote!(#flow.overlap = ::core::option::Option::Some(
-                ::gator_core::flow::overlap::default_key(
-                    <Self as ::gator_core::Job>::NAME,
+                #root::flow::overlap::default_key(
+                    <Self as #root::Job>::NAME,
                     #args,
                 )
             );)

@@ -7,7 +7,7 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::ext::IdentExt;
 
-pub(super) fn signature(options: &JobOptions, job: &JobFn) -> TokenStream {
+pub(super) fn signature(options: &JobOptions, job: &JobFn, root: &TokenStream) -> TokenStream {
     let params = job.params.iter().map(|p| {
         let name = p.ident.unraw().to_string();
         let ty = type_text(&p.ty);
@@ -29,19 +29,19 @@ pub(super) fn signature(options: &JobOptions, job: &JobFn) -> TokenStream {
     let windows = options.windows.iter().flatten();
     let tz = opt(options.tz.as_ref().map(|t| quote!(#t)));
     let overlap = match (&options.overlap_key, options.overlap_key_index) {
-        (Some(_), Some(i)) => quote!(::gator_core::catalogue::Overlap::Arg(#i)),
-        _ if options.no_overlap.is_some() => quote!(::gator_core::catalogue::Overlap::Args),
-        _ => quote!(::gator_core::catalogue::Overlap::None),
+        (Some(_), Some(i)) => quote!(#root::catalogue::Overlap::Arg(#i)),
+        _ if options.no_overlap.is_some() => quote!(#root::catalogue::Overlap::Args),
+        _ => quote!(#root::catalogue::Overlap::None),
     };
     let backoff = match &options.backoff {
         Some(crate::args::Backoff::List(delays)) => {
-            quote!(::gator_core::catalogue::Backoff::List(&[#(#delays),*]))
+            quote!(#root::catalogue::Backoff::List(&[#(#delays),*]))
         }
-        Some(crate::args::Backoff::Path(_)) => quote!(::gator_core::catalogue::Backoff::Custom),
-        None => quote!(::gator_core::catalogue::Backoff::Default),
+        Some(crate::args::Backoff::Path(_)) => quote!(#root::catalogue::Backoff::Custom),
+        None => quote!(#root::catalogue::Backoff::Default),
     };
     quote! {
-        const SIGNATURE: ::gator_core::catalogue::Signature = ::gator_core::catalogue::Signature {
+        const SIGNATURE: #root::catalogue::Signature = #root::catalogue::Signature {
             params: ::core::option::Option::Some(&[#(#params),*]),
             priority: #priority,
             cost: #cost,

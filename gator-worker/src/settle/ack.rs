@@ -1,6 +1,6 @@
 //! The two writes of a success that needs no script, each able to bring this processor's next
 //! job in the same round trip: with plain commands on a plain queue, batched with the other
-//! successes of its in-flight list (`Settler::ack_and_next`, [`super::batch`]),
+//! successes of its in-flight list (`Settler::ack_and_next`, `super::batch`),
 //! or handed to the queue's admission on a queue under flow control (`Settler::ack_admitted`),
 //! whose next call writes it ([`admitted_written`] then lets the jobs go).
 

@@ -3,7 +3,7 @@
 //! leaves the job in flight, and recovery puts it back in its queue.
 //!
 //! [`Settler::settle`] picks the write:
-//! 1. **success, and take the next job** ([`ack`], [`batch`]): a success that starts no chain
+//! 1. **success, and take the next job** ([`ack`], `batch`): a success that starts no chain
 //!    step, holds no unique lock and came from a plain queue is written with plain commands,
 //!    with every such success of its in-flight list that gathered meanwhile (a group commit),
 //!    and, when this processor's next fetch draws the same queue, its next job is taken in the
