@@ -15,19 +15,13 @@ pub(super) fn inherent_impl(
     queue: &str,
     root: &TokenStream,
 ) -> TokenStream {
-    let JobFn {
-        item,
-        params,
-        type_ident,
-        ..
-    } = job;
+    let (item, params, type_ident) = (&job.item, &job.params, &job.type_ident);
     let vis = &item.vis;
     let fn_span = item.sig.ident.span();
     let idents: Vec<Ident> = params.iter().map(|p| p.ident.clone()).collect();
     let types: Vec<_> = params.iter().map(|p| &p.ty).collect();
     let args_value = args_tuple(&idents, fn_span);
-    let time = fresh_ident("time", params);
-    let delay = fresh_ident("delay", params);
+    let (time, delay) = (fresh_ident("time", params), fresh_ident("delay", params));
     let Docs {
         call,
         dispatch,
