@@ -57,7 +57,7 @@ impl Client {
                 keys.push(key);
             }
         }
-        wait.confirm(conn, keys).await
+        crate::store::replicas::confirm(conn, wait, keys).await
     }
 
     pub(crate) fn note_registered(&self, payloads: &[Payload]) {

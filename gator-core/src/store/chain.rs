@@ -102,7 +102,7 @@ pub async fn advance(
                 .invoke_async::<i64>(conn)
                 .await?;
             if let Some(wait) = wait {
-                wait.confirm(conn, vec![keys.queue(&next_queue)]).await?;
+                super::replicas::confirm(conn, wait, vec![keys.queue(&next_queue)]).await?;
             }
             redis::cmd("HDEL")
                 .arg(keys.handoff(&list_queue))
@@ -156,7 +156,7 @@ pub async fn push_once(
         .invoke_async::<i64>(conn)
         .await?;
     if let Some(wait) = wait {
-        wait.confirm(conn, vec![keys.queue(&queue)]).await?;
+        super::replicas::confirm(conn, wait, vec![keys.queue(&queue)]).await?;
     }
     Ok(true)
 }

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod lease;
 pub mod processes;
 pub mod queue;
+pub(crate) mod replicas;
 pub mod reply;
 pub mod schedule;
 pub mod scripts;

@@ -314,19 +314,16 @@ fn never_sent<T>(result: &RedisResult<T>) -> bool {
 }
 
 impl Connection {
-    /// `WAIT replicas timeout_ms` on the node that holds `key` (the one a write of it went
-    /// to: `WAIT` counts the writes of that node's connection), returning how many replicas
-    /// confirmed. On a cluster, a `WAIT` without a key would go to every master, and masters
-    /// this connection never wrote to have nothing to confirm.
-    pub async fn wait_for_replicas(
+    /// Sends `cmd`, built by `store`, to the node that holds `key`. On one server that is the
+    /// server; on a cluster, the master of `key`'s slot. A per-connection command (`WAIT`,
+    /// which counts the writes of that node's connection) must go where the write went:
+    /// without a key, the cluster client would send it to every master.
+    pub async fn query_on_node_of<T: redis::FromRedisValue>(
         &mut self,
         key: &str,
-        replicas: u32,
-        timeout_ms: u64,
-    ) -> RedisResult<u32> {
+        cmd: Cmd,
+    ) -> RedisResult<T> {
         self.refresh();
-        let mut cmd = redis::cmd("WAIT");
-        cmd.arg(replicas).arg(timeout_ms);
         let result = match &mut self.manager {
             Link::Single(manager) => cmd.query_async(manager).await,
             Link::Direct(connection) => cmd.query_async(connection).await,

@@ -6,7 +6,6 @@
 //! enough replicas confirmed it, so that an `Ok` means the job survives the loss of its master.
 //! (The server-side alternative is `min-replicas-to-write`, which refuses writes instead.)
 
-use crate::connection::Connection;
 use crate::error::{Error, Result};
 use std::time::Duration;
 
@@ -50,36 +49,5 @@ impl ReplicaWait {
             Err(_) => DEFAULT_WAIT_TIMEOUT,
         };
         Ok((replicas > 0).then_some(ReplicaWait { replicas, timeout }))
-    }
-
-    /// Sends `WAIT` for each of `keys` (just written through `conn`) to the node that holds
-    /// it, once per slot, and fails unless enough replicas confirmed every one.
-    pub(crate) async fn confirm(&self, conn: &mut Connection, keys: Vec<String>) -> Result<()> {
-        let timeout_ms = u64::try_from(self.timeout.as_millis())
-            .unwrap_or(u64::MAX)
-            .max(1);
-        let mut slots: Vec<String> = Vec::new();
-        for key in keys {
-            // One WAIT per hash tag: keys of one queue share a slot.
-            let tag = key
-                .split_once('{')
-                .and_then(|(_, rest)| rest.split_once('}'));
-            let tag = tag.map_or(key.clone(), |(tag, _)| tag.to_owned());
-            if slots.contains(&tag) {
-                continue;
-            }
-            slots.push(tag);
-            let confirmed = conn
-                .wait_for_replicas(&key, self.replicas, timeout_ms)
-                .await?;
-            if confirmed < self.replicas {
-                return Err(Error::NotReplicated {
-                    confirmed,
-                    wanted: self.replicas,
-                    timeout: self.timeout,
-                });
-            }
-        }
-        Ok(())
     }
 }
