@@ -39,13 +39,19 @@ pub struct Leases {
     process: String,
     ttl: Duration,
     clock: Arc<RedisClock>,
-    /// Each leased queue, with the instant (this host's monotonic clock) until which its lease
-    /// surely holds.
-    held: Mutex<HashMap<String, Instant>>,
+    /// Each leased queue's lease.
+    held: Mutex<HashMap<String, Held>>,
     /// Whether the last renewal pass failed, so that the log says when it works again.
     failing: AtomicBool,
-    /// Each queue whose lease a renewal found lost, with when (this host's monotonic clock).
-    lapsed: Mutex<HashMap<String, Instant>>,
+}
+
+/// One lease, on this host's monotonic clock.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    /// Until when it surely holds.
+    until: Instant,
+    /// When a renewal last found it lost (or left after `until`), if ever.
+    lapsed: Option<Instant>,
 }
 
 impl Leases {
@@ -58,7 +64,6 @@ impl Leases {
             clock,
             held: Mutex::new(HashMap::new()),
             failing: AtomicBool::new(false),
-            lapsed: Mutex::new(HashMap::new()),
         }
     }
 
@@ -85,9 +90,9 @@ impl Leases {
         )
         .await?;
         self.clock.observe(now);
-        let before = self.lock().insert(queue.to_owned(), sent + self.ttl);
-        let lost = state == LeaseState::Expired || (before.is_some() && state == LeaseState::New);
-        self.renewed(queue, before, sent, lost);
+        let held = self.lock().contains_key(queue);
+        let lost = state == LeaseState::Expired || (held && state == LeaseState::New);
+        self.renewed(queue, sent, lost);
         Ok(lost)
     }
 
@@ -121,25 +126,30 @@ impl Leases {
             self.clock.observe(now);
         }
         for (queue, state) in queues.into_iter().zip(states) {
-            let before = self.lock().insert(queue.clone(), sent + self.ttl);
-            self.renewed(&queue, before, sent, state != LeaseState::Live);
+            self.renewed(&queue, sent, state != LeaseState::Live);
         }
         true
     }
 
-    /// After a renewal of the lease on `queue` sent at `sent`, whose deadline was `before`:
-    /// notes that the lease may have run out if Redis said so (`lost`, logged), or if the
-    /// renewal left after the deadline. Redis's answer alone misses a lapse when an earlier
+    /// After a renewal of the lease on `queue` sent at `sent`: its new deadline, and a note
+    /// that the lease may have run out if Redis said so (`lost`, logged), or if the renewal
+    /// left after the old deadline. Redis's answer alone misses a lapse when an earlier
     /// renewal, sent before a partition and timed out here, reached Redis once it healed: that
     /// one found the lease expired, its answer was lost, and it made the lease live again.
-    fn renewed(&self, queue: &str, before: Option<Instant>, sent: Instant, lost: bool) {
+    fn renewed(&self, queue: &str, sent: Instant, lost: bool) {
         if lost {
             warn!(queue, process = %self.process, "this process's lease had expired (it was paused or cut off from redis for longer than the lease, or another live worker uses its --worker-id): its in-flight jobs of the queue may run twice");
         }
-        if lost || before.is_some_and(|until| sent >= until) {
-            let mut lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
-            lapsed.insert(queue.to_owned(), Instant::now());
-        }
+        let mut held = self.lock();
+        let before = held.get(queue).copied();
+        let late = before.is_some_and(|lease| sent >= lease.until);
+        let lapsed = if lost || late {
+            Some(Instant::now())
+        } else {
+            before.and_then(|lease| lease.lapsed)
+        };
+        let until = sent + self.ttl;
+        held.insert(queue.to_owned(), Held { until, lapsed });
     }
 
     /// Whether the lease on `queue` may have run out lately: it does not surely hold now, or a
@@ -149,15 +159,17 @@ impl Leases {
         if !self.valid_for(queue, Duration::ZERO) {
             return true;
         }
-        let lapsed = self.lapsed.lock().unwrap_or_else(|e| e.into_inner());
-        lapsed.get(queue).is_some_and(|at| at.elapsed() < self.ttl)
+        self.lock()
+            .get(queue)
+            .and_then(|lease| lease.lapsed)
+            .is_some_and(|at| at.elapsed() < self.ttl)
     }
 
     /// Whether the lease on `queue` surely holds for at least `margin` more.
     pub fn valid_for(&self, queue: &str, margin: Duration) -> bool {
         self.lock()
             .get(queue)
-            .is_some_and(|until| Instant::now() + margin < *until)
+            .is_some_and(|lease| Instant::now() + margin < lease.until)
     }
 
     /// Stops renewing the lease on `queue` (it was given up, or must be left to expire).
@@ -170,7 +182,7 @@ impl Leases {
         self.lock().keys().cloned().collect()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Held>> {
         // A poisoned lock only means a panic between two whole-entry operations.
         self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
