@@ -219,6 +219,14 @@ impl<J: Job> PendingJob<J> {
         self
     }
 
+    /// Takes this job in turn with the other fair keys of its queue (a tenant, a customer):
+    /// one key's million jobs do not hold back another's ten. Makes the queue controlled; see
+    /// [`crate::flow::FlowOptions::fair`].
+    pub fn fair_key(mut self, key: impl Into<String>) -> PendingJob<J> {
+        self.flow.fair = Some(key.into());
+        self
+    }
+
     /// Runs this job outside the queue's concurrency limit, before its other jobs.
     pub fn critical(mut self) -> PendingJob<J> {
         self.flow.critical = true;

@@ -79,6 +79,22 @@ impl Admin {
         self.set_queue_flow(queue, &[setting]).await
     }
 
+    /// Sets (or removes, with `None`) the weight of fair key `key` (`None`: the default weight
+    /// of every unlisted key, 1 unless set), from 1 to [`crate::flow::MAX_FAIR_WEIGHT`]. Jobs
+    /// parked from now on are placed by it.
+    pub async fn set_queue_fair_weight(
+        &self,
+        queue: &str,
+        key: Option<&str>,
+        weight: Option<u8>,
+    ) -> Result<()> {
+        let setting = FlowSetting::FairWeight {
+            key: key.map(str::to_owned),
+            weight,
+        };
+        self.set_queue_flow(queue, &[setting]).await
+    }
+
     /// Sets (or removes, with `None`) a rate limiter of `queue`: its own (`limiter: None`),
     /// which every job obeys, or a named one, which the jobs that name it obey.
     pub async fn set_queue_rate(

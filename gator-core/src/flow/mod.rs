@@ -21,6 +21,12 @@
 //! - **Rate limits**: GCRA on Redis time, for the queue as a whole and for named limiters
 //!   that jobs opt into. A job over a limit stays parked until the time it may start.
 //!
+//! - **Fair keys**: jobs with a fair key (`.fair_key(tenant)`, `#[job(fair_key = arg)]`) are
+//!   taken in weighted round-robin over their keys (weighted fair queueing on a virtual
+//!   clock, no wall clock), so one key's backlog never holds back another key's first job by
+//!   more than one job of each key waiting. Weights per key ([`FlowSetting::FairWeight`], 1 by
+//!   default); fair keys combine with priority (a band per priority), limits and rates.
+//!
 //! - **No overlap**: a job with an overlap key (`#[job(no_overlap)]`) starts only while no
 //!   other job of the queue with that key runs; the others wait parked under a parking key
 //!   that includes the overlap key, so they block no other job, and are woken when the holder
@@ -49,6 +55,6 @@ mod ticket;
 mod windows;
 
 pub use options::{DEFAULT_PRIORITY, FlowOptions, MAX_PRIORITY, check_limiter_name};
-pub use settings::{FlowSetting, QueueOrdering, RateSpec};
+pub use settings::{FlowSetting, MAX_FAIR_WEIGHT, QueueOrdering, RateSpec};
 pub use ticket::Ticket;
 pub use windows::Windows;

@@ -32,6 +32,11 @@ pub struct FlowOptions {
     /// The IANA time zone of `windows` (UTC if unset).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tz: Option<String>,
+    /// The fair key (a tenant, a customer): the queue takes its keys' jobs in weighted
+    /// round-robin, so a key's first job starts after at most one job of each key of its
+    /// weight already waiting, however many those hold. See [`super::FlowSetting::FairWeight`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair: Option<String>,
     /// The no-overlap key (`#[job(no_overlap)]`): at most one job of the queue with this key
     /// runs at once; the others wait parked. See [`super::overlap`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -66,6 +71,9 @@ impl FlowOptions {
         }
         if let Some(rate) = &self.rate {
             check_name("rate limiter", rate)?;
+        }
+        if let Some(fair) = &self.fair {
+            check_name("fair key", fair)?;
         }
         if let Some(overlap) = &self.overlap {
             check_name("overlap key", overlap)?;

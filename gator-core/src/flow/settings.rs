@@ -78,6 +78,9 @@ impl fmt::Display for RateSpec {
     }
 }
 
+/// The highest weight a fair key may have ([`FlowSetting::FairWeight`]).
+pub const MAX_FAIR_WEIGHT: u8 = 100;
+
 /// How a controlled queue orders the jobs that may start.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum QueueOrdering {
@@ -133,6 +136,16 @@ pub enum FlowSetting {
         /// Its rate.
         rate: Option<RateSpec>,
     },
+    /// The weight of one fair key, or of every unlisted one (`None`), from 1 to
+    /// [`MAX_FAIR_WEIGHT`]: a key of weight 3 starts 3 jobs for each of a key of weight 1
+    /// while both wait (see [`super::FlowOptions::fair`]). A weight of `None` removes it
+    /// (back to the default, 1).
+    FairWeight {
+        /// The fair key, or `None` for the default weight.
+        key: Option<String>,
+        /// Its weight.
+        weight: Option<u8>,
+    },
     /// Aging: a waiting job gains one priority step per this interval; `None` turns it off.
     Aging(Option<Duration>),
     /// How the queue orders jobs that may start.
@@ -170,6 +183,21 @@ impl FlowSetting {
                     None => "share_default".into(),
                 };
                 (field, opt(percent))
+            }
+            FlowSetting::FairWeight {
+                weight: Some(w), ..
+            } if !(1..=MAX_FAIR_WEIGHT).contains(w) => {
+                return refuse("a fair key's weight is from 1 to 100");
+            }
+            FlowSetting::FairWeight { key, weight } => {
+                let field = match key {
+                    Some(key) => {
+                        super::options::check_name("fair key", key)?;
+                        format!("fair_weight:{key}")
+                    }
+                    None => "fair_weight_default".into(),
+                };
+                (field, opt(weight))
             }
             FlowSetting::Rate { name, rate } => {
                 let field = match name {

@@ -61,6 +61,25 @@ pub enum QueueAction {
         #[arg(long, conflicts_with_all = ["percent", "default"])]
         clear: bool,
     },
+    /// Sets a fair key's weight (`fair reports acme 3`), or the weight of every unlisted key
+    /// (`--default 2`).
+    ///
+    /// Jobs with fair keys (`.fair_key(tenant)`) are taken in weighted round-robin: a key of
+    /// weight 3 starts three jobs for each job of a key of weight 1 while both wait.
+    Fair {
+        /// The queue.
+        queue: String,
+        /// The fair key (omit with --default).
+        key: Option<String>,
+        /// Its weight, 1 to 100.
+        weight: Option<u8>,
+        /// Set the default weight of unlisted keys instead: `--default 2`.
+        #[arg(long, value_name = "WEIGHT", conflicts_with_all = ["key", "weight"])]
+        default: Option<u8>,
+        /// Remove the key's weight (or, with no key, the default weight): back to 1.
+        #[arg(long, conflicts_with_all = ["weight", "default"])]
+        clear: bool,
+    },
     /// Sets a rate limit: `rate mail 100/1s` for the whole queue, `--limiter email` for the jobs
     /// that name `email`; `100/1s burst 10` lets ten start at once after a quiet spell.
     #[command(group(ArgGroup::new("value").required(true).args(["rate", "clear"])))]
@@ -155,6 +174,23 @@ pub async fn run(
             let (key, percent) = share_of(key, percent, default, clear)?;
             share(admin, &queue, key, percent, out).await?;
         }
+        QueueAction::Fair {
+            queue,
+            key,
+            weight,
+            default,
+            clear,
+        } => {
+            let (key, weight) = share_of(key, weight, default, clear)?;
+            admin
+                .set_queue_fair_weight(&queue, key.as_deref(), weight)
+                .await?;
+            let whose = key.map_or("unlisted keys".to_owned(), |k| format!("fair key {k:?}"));
+            match weight {
+                Some(w) => writeln!(out, "{queue}: {whose} weigh {w}")?,
+                None => writeln!(out, "{queue}: weight of {whose} removed (1)")?,
+            }
+        }
         QueueAction::Rate {
             queue,
             rate,
@@ -194,8 +230,8 @@ async fn limit(
     Ok(())
 }
 
-/// Which key's share `queue share` sets (`None`: the default share of unlisted keys), and to
-/// what percent (`None`: removed); or why the arguments do not say.
+/// Which key's share `queue share` (or weight, `queue fair`) sets (`None`: the default of
+/// unlisted keys), and to what value (`None`: removed); or why the arguments do not say.
 fn share_of(
     key: Option<String>,
     percent: Option<u8>,
@@ -206,12 +242,12 @@ fn share_of(
         (true, _, _) => None,
         (false, Some(p), _) | (false, None, Some(p)) => Some(p),
         (false, None, None) => {
-            return Err(usage("give a PERCENT, `--default PERCENT` or `--clear`"));
+            return Err(usage("give a value, `--default VALUE` or `--clear`"));
         }
     };
     let key = if default.is_some() { None } else { key };
     if !clear && default.is_none() && key.is_none() {
-        return Err(usage("name the limit KEY, or use `--default PERCENT`"));
+        return Err(usage("name the KEY, or use `--default VALUE`"));
     }
     Ok((key, percent))
 }

@@ -43,6 +43,12 @@ impl Keys {
         self.of_queue(queue, &TIMED, "")
     }
 
+    /// ZSET fair key → the virtual finish tag of its last job parked, for the fair keys with
+    /// jobs placed ahead of the queue's virtual time (`fair_v` in its flow hash).
+    pub fn fair(&self, queue: &str) -> String {
+        self.of_queue(queue, &FAIR, "")
+    }
+
     /// HASH of the no-overlap locks of `queue`: overlap key → jid of the job that holds it
     /// (see [`crate::flow::overlap`]).
     pub fn overlap(&self, queue: &str) -> String {

@@ -68,6 +68,7 @@ kinds! {
     USED = "used", "used", HASH, Queue;
     UNITS = "units", "units:", HASH, Queue;
     SEQ = "seq", "seq", STRING, Queue;
+    FAIR = "fair", "fair", ZSET, Queue;
     SIGNAL = "signal", "signal", LIST, Queue;
     BACKLOG = "backlog", "backlog", LIST, Queue;
     TAT = "tat", "tat:", STRING, Queue;

@@ -116,12 +116,58 @@ local function signal(prefix)
   redis.call('LTRIM', key, 0, 15)
 end
 
+-- The width of a priority's band of scores: a parked job's score is priority * BAND + its place
+-- in the band (a sequence number, or a fair job's virtual finish tag).
+local BAND = 274877906944 -- 2^38
+
+-- Whether nothing is parked on the queue: no ready, blocked, timed or critical job.
+local function drained(prefix)
+  return redis.call('ZCARD', qkey(prefix, 'ready')) == 0
+    and redis.call('SCARD', qkey(prefix, 'blocked')) == 0
+    and redis.call('ZCARD', qkey(prefix, 'timed')) == 0
+    and redis.call('ZCARD', qkey(prefix, 'critical')) == 0
+end
+
+-- Weighted fair queueing over fair keys: the virtual finish tag of a new job of fair key `key`,
+-- `max(V, last tag of the key) + round(100 / weight)`, where V is just below the tag of the job
+-- that starts next (the ready set's head), never going back. So jobs of one key are spaced by
+-- their step, a key that had nothing waiting starts at V, and a new key's first job starts
+-- after at most one job of each key of its weight that was waiting. A drained queue starts
+-- again from 0, forgetting every key's last tag. No clock is read: time here is virtual.
+local function fair_tag(prefix, key)
+  local fair, flow = qkey(prefix, 'fair'), qkey(prefix, 'flow')
+  local v = 0
+  if drained(prefix) then
+    redis.call('DEL', fair)
+  else
+    v = tonumber(redis.call('HGET', flow, 'fair_v')) or 0
+    local head = redis.call('ZRANGE', qkey(prefix, 'ready'), 0, 0, 'WITHSCORES')
+    if #head > 0 then v = math.max(v, tonumber(head[2]) % BAND - 1) end
+    -- Keys whose last tag V has passed would get V anyway: forgotten, so the set holds only
+    -- the keys with jobs ahead of V.
+    redis.call('ZREMRANGEBYSCORE', fair, '-inf', v)
+  end
+  redis.call('HSET', flow, 'fair_v', v)
+  local weights = redis.call('HMGET', flow, 'fair_weight:' .. key, 'fair_weight_default')
+  local weight = clamp(weights[1] or weights[2], 1, 100, 1)
+  local last = tonumber(redis.call('ZSCORE', fair, key)) or 0
+  local tag = math.min(math.max(v, last) + math.floor(100 / weight + 0.5), BAND - 1)
+  redis.call('ZADD', fair, tag, key)
+  return tag
+end
+
 -- The score of a parked job; lower runs first. `first` (a job put back) goes before every job
--- of its priority. Exact in a double: priority < 2^14, seq modulo 2^38 or 2^12, times < 2^40.
-local function held_score(prefix, priority, now, seq, first)
+-- of its priority. A fair job (`flow.fair`, a string) is placed by its fair key's tag
+-- (fair_tag); the queue's `aging` and `order` do not apply to it. Exact in a double: priority <
+-- 2^14, seq modulo 2^38 or 2^12, times < 2^40, tags < 2^38.
+local function held_score(prefix, flow, now, seq, first)
+  local priority = job_priority(flow)
+  if type(flow['fair']) == 'string' then
+    if first then return priority * BAND end
+    return priority * BAND + fair_tag(prefix, flow['fair'])
+  end
   local cfg = redis.call('HMGET', qkey(prefix, 'flow'), 'aging', 'order')
   local since = now - FLOW_T0
-  if first then since = 0 end
   if cfg[2] == 'due' then
     -- by the time the job became due, priority breaking ties
     return since * 16384 + priority
@@ -131,7 +177,7 @@ local function held_score(prefix, priority, now, seq, first)
     -- effective priority = priority - waited / aging: ordered by priority * aging + since
     return (priority * aging + since) * 4096 + seq % 4096
   end
-  return priority * 274877906944 + seq % 274877906944
+  return priority * BAND + seq % BAND
 end
 
 -- Re-indexes parking key `pk` in the ready set at its head job's score, or drops it if empty.
@@ -148,7 +194,7 @@ local function park(prefix, job, now, first)
   local flow = flow_options(job)
   local seq = 0
   if not first then seq = redis.call('INCR', qkey(prefix, 'seq')) end
-  local score = held_score(prefix, job_priority(flow), now, seq, first)
+  local score = held_score(prefix, flow, now, seq, first)
   -- The seq prefix keeps equal scores in FIFO order; admit.lua strips it.
   local member = string.format('%016d', seq) .. job
   local set = qkey(prefix, 'critical')

@@ -1,0 +1,181 @@
+//! Fair keys across real worker processes on a real Redis: one key's backlog does not hold
+//! back another key's first jobs, weights share the starts, and fair keys combine with
+//! priority and a concurrency limit.
+//!
+//! Every job is the test worker binary's `flow_probe`, which appends its id to `flow:order`
+//! at each start (and counts the units running at that moment in `flow:max`).
+
+use gator_core::PendingJob;
+use gator_core::flow::FlowSetting;
+use gator_tests::{
+    RedisServer, WorkerProcess, client, set_flow, spawn_worker_process_with, wait_until,
+};
+use std::time::Duration;
+
+/// The test worker binary's `flow_probe`, named here so the test can dispatch it typed.
+#[gator_core::job(name = "flow_probe")]
+async fn flow_probe(_id: u64, _key: String, _cost: u32, _millis: u64) {}
+
+const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
+
+/// Probe `id` of fair key `key` on queue `queue`, running `millis`.
+fn probe(queue: &str, id: u64, key: &str, millis: u64) -> PendingJob<FlowProbe> {
+    FlowProbe::call(id, key.to_owned(), 1, millis)
+        .queue(queue)
+        .fair_key(key)
+}
+
+fn worker(redis: &RedisServer, queue: &str, concurrency: u16) -> WorkerProcess {
+    spawn_worker_process_with(WORKER, &redis.url(), queue, concurrency, &["--lease", "4s"])
+}
+
+/// The ids in start order, once at least `n` jobs started.
+async fn first_starts(redis: &RedisServer, n: usize) -> Vec<u64> {
+    let mut conn = redis.client().await;
+    wait_until(&format!("{n} starts"), Duration::from_secs(60), || {
+        let mut conn = conn.clone();
+        async move {
+            let len: usize = redis::cmd("LLEN")
+                .arg("flow:order")
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            len >= n
+        }
+    })
+    .await;
+    redis::cmd("LRANGE")
+        .arg("flow:order")
+        .arg(0)
+        .arg(n as i64 - 1)
+        .query_async(&mut conn)
+        .await
+        .unwrap()
+}
+
+/// The measure: one key holds 100,000 jobs, dispatched first; then 50 keys dispatch
+/// 10 each. Each small key's jobs finish within the first ~550 starts, and the big key's run
+/// in the order they were dispatched. Without fair keys the small keys' jobs wait behind all
+/// 100,000.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_keys_backlog_does_not_hold_back_fifty_small_keys() {
+    const BIG: u64 = 100_000;
+    const SMALL: u64 = 1_000_000;
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    for chunk in (0..BIG).collect::<Vec<_>>().chunks(10_000) {
+        let jobs: Vec<_> = chunk
+            .iter()
+            .map(|id| probe("fair", *id, "big", 0))
+            .collect();
+        client.dispatch_many(jobs).await.unwrap();
+    }
+    let small: Vec<_> = (0..50u64)
+        .flat_map(|key| (0..10u64).map(move |n| (key, n)))
+        .map(|(key, n)| probe("fair", SMALL + key * 100 + n, &format!("tenant-{key}"), 0))
+        .collect();
+    client.dispatch_many(small).await.unwrap();
+    let _w = worker(&redis, "fair", 4);
+    let starts = first_starts(&redis, 600).await;
+    let last_small = starts.iter().rposition(|id| *id >= SMALL);
+    let small_started = starts.iter().filter(|id| **id >= SMALL).count();
+    assert_eq!(
+        small_started, 500,
+        "every small key's 10 jobs start within the first 600: {small_started} of 500 did"
+    );
+    let last_small = last_small.expect("small jobs started") + 1;
+    assert!(
+        last_small <= 560,
+        "the small keys' last job started {last_small}th: ~550 at most (10 rounds of 51 keys)"
+    );
+    let big: Vec<u64> = starts.iter().copied().filter(|id| *id < SMALL).collect();
+    let mut sorted = big.clone();
+    sorted.sort_unstable();
+    // Four processors start jobs taken in order; their start records may swap neighbours.
+    let out_of_place = big
+        .iter()
+        .zip(&sorted)
+        .filter(|(a, b)| a.abs_diff(**b) > 4)
+        .count();
+    assert_eq!(
+        out_of_place, 0,
+        "the big key's jobs start in dispatch order: {big:?}"
+    );
+}
+
+/// A key of weight 3 starts three jobs for each job of a key of weight 1 while both wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn weights_share_the_starts() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set_flow(
+        &client,
+        "weighted",
+        &[FlowSetting::FairWeight {
+            key: Some("gold".into()),
+            weight: Some(3),
+        }],
+    )
+    .await;
+    let gold: Vec<_> = (0..400)
+        .map(|id| probe("weighted", id, "gold", 0))
+        .collect();
+    let basic: Vec<_> = (1000..1400)
+        .map(|id| probe("weighted", id, "basic", 0))
+        .collect();
+    client.dispatch_many(basic).await.unwrap();
+    client.dispatch_many(gold).await.unwrap();
+    let _w = worker(&redis, "weighted", 2);
+    let starts = first_starts(&redis, 400).await;
+    let gold = starts.iter().filter(|id| **id < 1000).count();
+    assert!(
+        (290..=310).contains(&gold),
+        "weights 3:1 give gold 300 of the first 400 starts, saw {gold}"
+    );
+}
+
+/// Fair keys combine with a concurrency limit (never exceeded) and with priority: an urgent
+/// job of a new key, dispatched behind two keys' backlogs, starts next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fair_keys_keep_the_limit_and_priority() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set_flow(&client, "mixed", &[FlowSetting::Limit(Some(2))]).await;
+    let mut jobs: Vec<_> = (0..200).map(|id| probe("mixed", id, "a", 30)).collect();
+    jobs.extend((1000..1200).map(|id| probe("mixed", id, "b", 30)));
+    client.dispatch_many(jobs).await.unwrap();
+    let _w = worker(&redis, "mixed", 4);
+    first_starts(&redis, 20).await;
+    client
+        .dispatch(probe("mixed", 5000, "c", 0).priority(5))
+        .await
+        .unwrap();
+    let mut conn = redis.client().await;
+    let started_then: usize = redis::cmd("LLEN")
+        .arg("flow:order")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let starts = first_starts(&redis, 60).await;
+    let urgent = starts.iter().position(|id| *id == 5000);
+    // Under a limit of 2, at most the two jobs admitted when it arrived start before it.
+    assert!(
+        urgent.is_some_and(|at| at <= started_then + 2),
+        "the urgent job starts next: at {urgent:?}, {started_then} had started when it came"
+    );
+    // Between the two backlogs, starts alternate: of the first 40, each key has about half.
+    let a = starts[..40].iter().filter(|id| **id < 1000).count();
+    assert!(
+        (18..=22).contains(&a),
+        "a and b alternate: a had {a} of the first 40"
+    );
+    let max: u64 = redis::cmd("GET")
+        .arg("flow:max")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert!(
+        max <= 2,
+        "the limit of 2 holds with fair keys: {max} ran at once"
+    );
+}
