@@ -48,6 +48,7 @@ const OPTIONS: &[(&str, Reader)] = &[
     ("cost", flow::cost),
     ("critical", flow::critical),
     ("limit_key", flow::limit_key),
+    ("fair_key", flow::fair_key),
     ("rate", flow::rate),
     ("windows", windows::windows),
     ("tz", flow::tz),
@@ -85,6 +86,11 @@ pub(crate) struct JobOptions {
     /// Which wire argument `limit_key` names (set once the fn is checked, see
     /// [`JobOptions::resolve_limit_key`]).
     pub limit_key_index: Option<usize>,
+    /// `fair_key = tenant`: the argument whose value is the job's fair key.
+    pub fair_key: Option<Ident>,
+    /// Which wire argument `fair_key` names (set once the fn is checked, see
+    /// [`JobOptions::resolve_fair_key`]).
+    pub fair_key_index: Option<usize>,
     /// `rate = "email"`: the named rate limiter the job obeys.
     pub rate: Option<LitStr>,
     /// `windows = ["05:00-07:00"]`: the daily windows the job may start in.

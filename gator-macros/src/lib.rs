@@ -215,20 +215,19 @@ fn job_impl(
             None
         }
     };
-    if let Some(job_fn) = &job_fn
-        && let Err(err) = options.resolve_limit_key(job_fn)
-    {
-        errors.push(err);
-    }
-    if let Some(job_fn) = &job_fn
-        && let Err(err) = options.check_cron_args(job_fn)
-    {
-        errors.push(err);
-    }
-    if let Some(job_fn) = &job_fn
-        && let Err(err) = options.resolve_overlap_key(job_fn)
-    {
-        errors.push(err);
+    if let Some(job_fn) = &job_fn {
+        // The options that name the fn's arguments, checked once the fn is.
+        let checks: [fn(&mut args::JobOptions, &validate::JobFn) -> syn::Result<()>; 4] = [
+            args::JobOptions::resolve_limit_key,
+            args::JobOptions::resolve_fair_key,
+            |options, job_fn| options.check_cron_args(job_fn),
+            args::JobOptions::resolve_overlap_key,
+        ];
+        for check in checks {
+            if let Err(err) = check(&mut options, job_fn) {
+                errors.push(err);
+            }
+        }
     }
     let errors = errors.to_compile_errors();
     match job_fn {

@@ -16,6 +16,12 @@ use std::time::Duration;
 #[gator_core::job(name = "flow_probe")]
 async fn flow_probe(_id: u64, _key: String, _cost: u32, _millis: u64) {}
 
+/// The same job keyed by its `key` argument, as `#[job(fair_key = ..)]` declares it.
+#[gator_core::job(name = "flow_probe", fair_key = key)]
+async fn keyed_probe(_id: u64, key: String, _cost: u32, _millis: u64) {
+    let _ = key;
+}
+
 const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
 
 /// Probe `id` of fair key `key` on queue `queue`, running `millis`.
@@ -101,6 +107,23 @@ async fn one_keys_backlog_does_not_hold_back_fifty_small_keys() {
         out_of_place, 0,
         "the big key's jobs start in dispatch order: {big:?}"
     );
+}
+
+/// `#[job(fair_key = key)]` takes each dispatch's fair key from that argument; a builder's
+/// `.fair_key(..)` overrides it; a bad key is refused at dispatch.
+#[tokio::test]
+async fn the_fair_key_comes_from_the_argument_named() {
+    let job = KeyedProbe::call(1, "acme".into(), 1, 0);
+    assert_eq!(job.flow_options().fair.as_deref(), Some("acme"));
+    let job = KeyedProbe::call(1, "acme".into(), 1, 0).fair_key("globex");
+    assert_eq!(job.flow_options().fair.as_deref(), Some("globex"));
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let err = client
+        .dispatch(KeyedProbe::call(1, String::new(), 1, 0))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("fair key"), "{err}");
 }
 
 /// A key of weight 3 starts three jobs for each job of a key of weight 1 while both wait.

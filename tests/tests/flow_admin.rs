@@ -52,6 +52,8 @@ async fn every_setting_round_trips_through_show() {
         ],
     );
     ok(&redis, &["queue", "aging", "partner", "30s"]);
+    ok(&redis, &["queue", "fair", "partner", "acme", "3"]);
+    ok(&redis, &["queue", "fair", "partner", "--default", "2"]);
     ok(&redis, &["queue", "order", "partner", "due"]);
     ok(
         &redis,
@@ -91,6 +93,8 @@ async fn every_setting_round_trips_through_show() {
         "{rates:?}"
     );
     assert_eq!(status["aging"], 30_000);
+    assert_eq!(status["fair_weights"]["acme"], 3);
+    assert_eq!(status["default_fair_weight"], 2);
     assert_eq!(status["order"], "due");
     assert_eq!(status["windows"], "05:00-07:00,22:00-02:00 Europe/Berlin");
     let text = ok(&redis, &["queue", "show", "partner"]);
@@ -98,18 +102,21 @@ async fn every_setting_round_trips_through_show() {
         text.contains("PAUSED") && text.contains("0 of 10 units"),
         "{text}"
     );
+    assert!(text.contains(r#"fair weight: key "acme" 3"#), "{text}");
 
     ok(&redis, &["queue", "resume", "partner"]);
     ok(&redis, &["queue", "limit", "partner", "--clear"]);
     ok(&redis, &["queue", "share", "partner", "east", "--clear"]);
     ok(&redis, &["queue", "rate", "partner", "--clear"]);
     ok(&redis, &["queue", "aging", "partner", "--clear"]);
+    ok(&redis, &["queue", "fair", "partner", "acme", "--clear"]);
     ok(&redis, &["queue", "order", "partner", "priority"]);
     ok(&redis, &["queue", "windows", "partner", "--clear"]);
     let status = show(&redis, "partner");
     assert_eq!(status["paused"], false);
     assert_eq!(status["limit"], Value::Null);
     assert_eq!(status["shares"], serde_json::json!({}));
+    assert_eq!(status["fair_weights"], serde_json::json!({}));
     assert_eq!(status["aging"], Value::Null);
     assert_eq!(status["order"], "priority");
     assert_eq!(status["windows"], Value::Null);
@@ -133,6 +140,10 @@ async fn bad_input_is_refused_with_the_reason_and_changes_nothing() {
         (
             &["queue", "share", "q", "east", "150"],
             "percentage from 1 to 100",
+        ),
+        (
+            &["queue", "fair", "q", "acme", "101"],
+            "weight is from 1 to 100",
         ),
         (&["queue", "limit", "q", "0"], "pause the queue instead"),
         (

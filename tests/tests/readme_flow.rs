@@ -99,6 +99,20 @@ mod no_overlap {
     }
 }
 
+#[rustfmt::skip]
+mod fair_keys {
+    use super::*;
+
+    #[job(queue = "reports", fair_key = tenant)]          // key: one argument
+    async fn monthly_report(tenant: String, month: String) -> gator::Result<()> { Ok(()) }
+
+    async fn dispatch() -> gator::Result<()> {
+        MonthlyReport::call("acme".into(), "2026-11".into()).dispatch().await?;
+        SyncFeed::call(7).fair_key("globex").dispatch().await?;  // any job, this dispatch
+        Ok(())
+    }
+}
+
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_flow.rs");
@@ -110,4 +124,9 @@ fn the_readme_shows_this_code() {
     readme_check::assert_shows("### Recipes", 5, here);
     readme_check::assert_shows("### Recipes", 6, here);
     readme_check::assert_shows("#### No overlap: one job per key at a time", 1, here);
+    readme_check::assert_shows(
+        "#### Fair keys: one tenant's backlog never holds back another's",
+        1,
+        here,
+    );
 }

@@ -25,6 +25,9 @@ impl Definition {
         if let Some(index) = self.limit_key_arg {
             flow.key = Some(self.key_text(list, index, "limit key")?);
         }
+        if let Some(index) = self.fair_key_arg {
+            flow.fair = Some(self.key_text(list, index, "fair key")?);
+        }
         flow.overlap = match self.no_overlap {
             Overlap::None => None,
             Overlap::Args => Some(crate::flow::overlap::default_key(&self.job, args)),

@@ -34,13 +34,17 @@ pub struct Definition {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// The flow options every dispatch of it carries, with the payload's `flow` field names
-    /// (`priority`, `cost`, `critical`, `rate`, `windows`, `tz`); its `key` and `overlap` come
-    /// from its arguments (`limit_key_arg`, `no_overlap`) when it is dispatched.
+    /// (`priority`, `cost`, `critical`, `rate`, `windows`, `tz`); its `key`, `fair` and
+    /// `overlap` come from its arguments (`limit_key_arg`, `fair_key_arg`, `no_overlap`) when
+    /// it is dispatched.
     #[serde(flatten)]
     pub flow: FlowOptions,
     /// Flow option: the index in `args` of the argument whose value is the limit key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit_key_arg: Option<usize>,
+    /// Flow option: the index in `args` of the argument whose value is the fair key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fair_key_arg: Option<usize>,
     /// Flow option: no overlap, and where its key comes from.
     #[serde(default, skip_serializing_if = "Overlap::is_none")]
     pub no_overlap: Overlap,
@@ -131,6 +135,7 @@ impl Definition {
                 ..FlowOptions::default()
             },
             limit_key_arg: sig.limit_key_arg,
+            fair_key_arg: sig.fair_key_arg,
             no_overlap: sig.overlap,
             unique: reg.unique.as_ref().map(UniqueDefinition::of),
             defined_at: reg.defined_at.to_owned(),

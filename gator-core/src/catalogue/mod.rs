@@ -55,6 +55,8 @@ pub struct Signature {
     pub critical: bool,
     /// The index of the argument whose value is the limit key (`limit_key = name`).
     pub limit_key_arg: Option<usize>,
+    /// The index of the argument whose value is the fair key (`fair_key = name`).
+    pub fair_key_arg: Option<usize>,
     /// The named rate limiter.
     pub rate: Option<&'static str>,
     /// The time windows, `HH:MM-HH:MM`.
@@ -87,6 +89,7 @@ impl Signature {
         cost: None,
         critical: false,
         limit_key_arg: None,
+        fair_key_arg: None,
         rate: None,
         windows: &[],
         tz: None,

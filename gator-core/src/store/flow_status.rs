@@ -30,6 +30,13 @@ pub struct FlowStatus {
     pub shares: BTreeMap<String, u8>,
     /// The share of unlisted keys, if set.
     pub default_share: Option<u8>,
+    /// Weights per fair key ([`crate::flow::FlowSetting::FairWeight`]).
+    pub fair_weights: BTreeMap<String, u8>,
+    /// The weight of unlisted fair keys, if set (else 1).
+    pub default_fair_weight: Option<u8>,
+    /// The fair keys with jobs placed ahead of the queue's virtual time: those still taking
+    /// turns (the others start their next job at once, in turn).
+    pub fair_keys_waiting: u64,
     /// Jobs parked per limit key, with the state of each parking key.
     pub parked: Vec<Parked>,
     /// Critical jobs waiting.
@@ -153,9 +160,14 @@ pub async fn status(
     }
     units(conn, keys, queue, &mut status).await?;
     status.parked = parked(conn, keys, queue).await?;
-    (status.critical_waiting, status.backlog) = redis::pipe()
+    (
+        status.critical_waiting,
+        status.backlog,
+        status.fair_keys_waiting,
+    ) = redis::pipe()
         .zcard(keys.critical(queue))
         .llen(keys.backlog(queue))
+        .zcard(keys.fair(queue))
         .query_async(conn)
         .await?;
     Ok(status)
@@ -170,6 +182,7 @@ fn settings(status: &mut FlowStatus, flow: &BTreeMap<String, String>) -> Vec<(St
             "paused" => status.paused = value == "1",
             "limit" => status.limit = value.parse().ok(),
             "share_default" => status.default_share = value.parse().ok(),
+            "fair_weight_default" => status.default_fair_weight = value.parse().ok(),
             "aging" => status.aging = value.parse().ok().map(Duration::from_millis),
             "order" if value == "due" => status.order = QueueOrdering::Due.to_string(),
             "rate" => rate_names.push((String::new(), value.clone())),
@@ -178,6 +191,10 @@ fn settings(status: &mut FlowStatus, flow: &BTreeMap<String, String>) -> Vec<(St
                 if let Some(key) = field.strip_prefix("share:") {
                     if let Ok(p) = value.parse() {
                         status.shares.insert(key.to_owned(), p);
+                    }
+                } else if let Some(key) = field.strip_prefix("fair_weight:") {
+                    if let Ok(w) = value.parse() {
+                        status.fair_weights.insert(key.to_owned(), w);
                     }
                 } else if let Some(name) = field.strip_prefix("rate:") {
                     rate_names.push((name.to_owned(), value.clone()));

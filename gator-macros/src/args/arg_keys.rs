@@ -1,5 +1,5 @@
-//! The options that name one of the job's arguments (`limit_key = region`, `overlap_key =
-//! account`): reading the name, and finding that argument among the fn's once it is checked.
+//! The options that name one of the job's arguments (`limit_key = region`, `fair_key =
+//! tenant`, `overlap_key = account`): reading the name, and finding that argument among the fn's once it is checked.
 
 use super::JobOptions;
 use crate::validate::{Input, JobFn};
@@ -12,6 +12,14 @@ impl JobOptions {
     pub fn resolve_limit_key(&mut self, job: &JobFn) -> syn::Result<()> {
         if let Some(key) = &self.limit_key {
             self.limit_key_index = Some(arg_index(job, "limit_key", key)?);
+        }
+        Ok(())
+    }
+
+    /// Finds the wire argument `fair_key` names, as [`JobOptions::resolve_limit_key`] does.
+    pub fn resolve_fair_key(&mut self, job: &JobFn) -> syn::Result<()> {
+        if let Some(key) = &self.fair_key {
+            self.fair_key_index = Some(arg_index(job, "fair_key", key)?);
         }
         Ok(())
     }
@@ -148,6 +156,26 @@ mod tests {
                 Some(err.to_string())
             }
         }
+    }
+
+    #[test]
+    fn the_fair_key_is_a_wire_argument_by_name() {
+        let item = quote! { async fn report(ctx: Context, tenant: String, day: u32) {} };
+        let resolve = |key: TokenStream| {
+            let mut errors = Errors::default();
+            let mut options = JobOptions::parse(quote!(fair_key = #key), &mut errors);
+            let job =
+                crate::validate::job_fn(syn::parse2(item.clone()).unwrap(), &mut errors).unwrap();
+            options
+                .resolve_fair_key(&job)
+                .map(|()| options.fair_key_index)
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(resolve(quote!(tenant)), Ok(Some(0)));
+        assert_eq!(resolve(quote!(day)), Ok(Some(1)));
+        let err = resolve(quote!(tennant)).unwrap_err();
+        assert!(err.contains("names no argument of the job"), "{err}");
+        assert!(err.contains("fair_key"), "{err}");
     }
 
     #[test]

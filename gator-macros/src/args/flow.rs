@@ -65,6 +65,13 @@ pub(super) fn limit_key(options: &mut JobOptions, meta: &Meta, key: &Ident) -> s
     Ok(())
 }
 
+/// `fair_key = tenant`: the argument whose value is the job's fair key.
+pub(super) fn fair_key(options: &mut JobOptions, meta: &Meta, key: &Ident) -> syn::Result<()> {
+    check_unset(&options.fair_key, key)?;
+    options.fair_key = Some(arg_name_value(meta, key, "tenant")?);
+    Ok(())
+}
+
 /// `rate = "email"`.
 pub(super) fn rate(options: &mut JobOptions, meta: &Meta, key: &Ident) -> syn::Result<()> {
     check_unset(&options.rate, key)?;

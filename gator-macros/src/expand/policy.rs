@@ -105,6 +105,7 @@ fn flow_fn(options: &JobOptions, root: &TokenStream) -> Option<TokenStream> {
         || options.cost.is_some()
         || options.critical.is_some()
         || options.limit_key_index.is_some()
+        || options.fair_key_index.is_some()
         || options.rate.is_some()
         || options.windows.is_some()
         || options.no_overlap.is_some()
@@ -121,14 +122,10 @@ fn flow_fn(options: &JobOptions, root: &TokenStream) -> Option<TokenStream> {
         .cost
         .map(|c| quote!(#flow.cost = ::core::option::Option::Some(#c);));
     let critical = options.critical.map(|_| quote!(#flow.critical = true;));
-    let key = options
-        .limit_key
-        .as_ref()
-        .zip(options.limit_key_index)
-        .map(|(name, index)| {
-            let to_string = arg_to_string(&args, name.span(), index);
-            quote!(#flow.key = ::core::option::Option::Some(#to_string);)
-        });
+    let key = arg_key(&options.limit_key, options.limit_key_index, &args)
+        .map(|key| quote!(#flow.key = ::core::option::Option::Some(#key);));
+    let fair = arg_key(&options.fair_key, options.fair_key_index, &args)
+        .map(|key| quote!(#flow.fair = ::core::option::Option::Some(#key);));
     let rate = options.rate.as_ref().map(
         |rate| quote!(#flow.rate = ::core::option::Option::Some(::std::string::String::from(#rate));),
     );
@@ -139,18 +136,25 @@ fn flow_fn(options: &JobOptions, root: &TokenStream) -> Option<TokenStream> {
         |tz| quote!(#flow.tz = ::core::option::Option::Some(::std::string::String::from(#tz));),
     );
     let overlap = overlap(options, &args, &flow, root);
-    let use_args = match (options.limit_key_index, &overlap) {
-        (None, None) => quote!(let _ = #args;),
+    let use_args = match (&key, &fair, &overlap) {
+        (None, None, None) => quote!(let _ = #args;),
         _ => quote!(),
     };
     Some(quote! {
         fn flow(#args: &Self::Args) -> #root::flow::FlowOptions {
             #use_args
             let mut #flow = #root::flow::FlowOptions::default();
-            #priority #cost #critical #key #rate #windows #tz #overlap
+            #priority #cost #critical #key #fair #rate #windows #tz #overlap
             #flow
         }
     })
+}
+
+/// The value of the argument an option names (`limit_key = region`), once it is found.
+fn arg_key(name: &Option<Ident>, index: Option<usize>, args: &Ident) -> Option<TokenStream> {
+    name.as_ref()
+        .zip(index)
+        .map(|(name, index)| arg_to_string(args, name.span(), index))
 }
 
 /// `args.N.to_string()`, spanned at the option's name, so an argument type without `Display`

@@ -25,6 +25,11 @@ pub(super) fn signature(options: &JobOptions, job: &JobFn, root: &TokenStream) -
         .as_ref()
         .and(options.limit_key_index)
         .map(|i| quote!(#i)));
+    let fair_key_arg = opt(options
+        .fair_key
+        .as_ref()
+        .and(options.fair_key_index)
+        .map(|i| quote!(#i)));
     let rate = opt(options.rate.as_ref().map(|r| quote!(#r)));
     let windows = options.windows.iter().flatten();
     let tz = opt(options.tz.as_ref().map(|t| quote!(#t)));
@@ -47,6 +52,7 @@ pub(super) fn signature(options: &JobOptions, job: &JobFn, root: &TokenStream) -
             cost: #cost,
             critical: #critical,
             limit_key_arg: #limit_key_arg,
+            fair_key_arg: #fair_key_arg,
             rate: #rate,
             windows: &[#(#windows),*],
             tz: #tz,

@@ -18,6 +18,7 @@
           ["Windows", q.windows || "any time"],
           ["Order", q.order + (q.aging ? `, aging every ${duration(q.aging)}` : "")],
           ["Critical waiting", num(q.critical_waiting)],
+          ["Fair keys taking turns", num(q.fair_keys_waiting)],
         ].map(([k, v]) => el("span", {}, k + ": ", el("b", { text: v }))),
       ),
       el(
@@ -25,6 +26,7 @@
         { class: "limit-grid" },
         el("div", {}, el("h3", { text: "Units in use per key" }), table(["Key", "Units", "Share"], keys.map(([k, v]) => [k || "(no key)", num(v), q.shares[k] !== undefined ? q.shares[k] + " %" : q.default_share !== null ? q.default_share + " % (default)" : "–"]), "No units in use.")),
         el("div", {}, el("h3", { text: "Rate limiters" }), table(["Limiter", "Rate", "Next slot"], q.rates.map((r) => [r.name || "(the queue's own)", r.rate, r.next_allowed_ms && r.next_allowed_ms > now ? `in ${duration(r.next_allowed_ms - now)}` : "now"]), "No rate limiter.")),
+        el("div", {}, el("h3", { text: "Fair key weights" }), table(["Fair key", "Weight"], Object.entries(q.fair_weights).map(([k, w]) => [k, num(w)]).concat(q.default_fair_weight !== null ? [["(unlisted keys)", num(q.default_fair_weight)]] : []), "Every fair key weighs 1.")),
         el("div", {}, el("h3", { text: "Parked" }), table(["Key", "Limiter", "Jobs", "Waiting for"], q.parked.map((p) => [p.key || "(no key)", p.rate || p.overlap || "–", num(p.jobs), p.state]), "Nothing parked.")),
       ),
     );

@@ -121,6 +121,7 @@ fn options(def: &Definition) -> String {
     add(def.flow.cost.map(|c| format!("cost={c}")));
     add(def.flow.critical.then(|| "critical".to_owned()));
     add(def.limit_key_arg.map(|i| format!("limit_key=arg{}", i + 1)));
+    add(def.fair_key_arg.map(|i| format!("fair_key=arg{}", i + 1)));
     add(def.flow.rate.as_ref().map(|r| format!("rate={r}")));
     add((!def.flow.windows.is_empty()).then(|| format!("windows={}", def.flow.windows.join(","))));
     add(def.flow.tz.as_ref().map(|tz| format!("tz={tz}")));

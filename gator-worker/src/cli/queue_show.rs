@@ -83,6 +83,24 @@ fn units(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
     if let Some(percent) = status.default_share {
         writeln!(out, "  share: unlisted keys {percent} %")?;
     }
+    fair(status, out)
+}
+
+/// The fair keys' weights, and how many keys take turns now.
+fn fair(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
+    for (key, weight) in &status.fair_weights {
+        writeln!(out, "  fair weight: key {key:?} {weight}")?;
+    }
+    if let Some(weight) = status.default_fair_weight {
+        writeln!(out, "  fair weight: unlisted keys {weight}")?;
+    }
+    if status.fair_keys_waiting > 0 {
+        writeln!(
+            out,
+            "  fair keys taking turns: {}",
+            status.fair_keys_waiting
+        )?;
+    }
     Ok(())
 }
 
