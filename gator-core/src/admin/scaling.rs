@@ -9,6 +9,9 @@
 //! ended per second over the last [`THROUGHPUT_MINUTES`] minutes, from the per-queue stats),
 //! a target latency `T`, and `c` the mean concurrency of the live workers serving the queue:
 //!
+//! (`backlog` here counts the orphaned jobs too: those a crashed worker held, which wait for a
+//! live worker's recovery pass.)
+//!
 //! 1. Nothing waits or runs (`backlog + busy = 0`): **0** workers (`basis: idle`).
 //! 2. Jobs ran lately and some run now (`rate > 0`, `busy > 0`): each busy slot finishes
 //!    `rate / busy` jobs a second, so the slots needed to keep up and also clear the backlog
@@ -22,7 +25,7 @@
 //!
 //! # What it costs
 //! Per queue: the reads of its [`super::QueueInfo`] (a handful of O(1) commands), one
-//! `ZRANGE BYSCORE` of its lease set, one `LLEN` per live holder and one `HMGET` of at most
+//! two `ZRANGE BYSCORE` of its lease set, one `LLEN` per live or expired holder and one `HMGET` of at most
 //! [`THROUGHPUT_MINUTES`] fields, all in the queue's own hash tag; plus, once, the registry
 //! of live processes. The queues read are the known-queues set.
 
@@ -120,6 +123,9 @@ pub struct QueueScaling {
     pub backlog: u64,
     /// Age of the oldest waiting job (seconds, Redis time); 0 when nothing waits.
     pub latency_seconds: f64,
+    /// Jobs left in the in-flight lists of workers whose lease expired (they crashed): they
+    /// wait for a live worker's recovery pass to put them back, so they count as waiting.
+    pub orphaned: u64,
     /// Jobs of the queue held by live workers.
     pub busy: u64,
     /// Jobs the live workers serving the queue may run at once (their concurrencies summed).
@@ -152,7 +158,7 @@ pub struct Scaling {
 /// What the suggestion is computed from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Demand {
-    /// Jobs waiting.
+    /// Jobs waiting (orphaned jobs included).
     pub backlog: u64,
     /// Jobs running.
     pub busy: u64,
@@ -207,14 +213,14 @@ impl Admin {
             crate::store::keys::validate_stored_queue(queue)?;
         }
         let infos = self.infos_of(queues).await?;
-        let (keys, mut conn) = (self.keys(), self.connection());
         let now = self.redis_time().await?;
         let concurrency = self.live_concurrency(now).await?;
-        let mut queues = BTreeMap::new();
+        let mut rows = BTreeMap::new();
         for info in infos {
             let mut row = QueueScaling {
                 backlog: info.size,
                 latency_seconds: info.latency_ms.unwrap_or(0) as f64 / 1000.0,
+                orphaned: 0,
                 busy: 0,
                 capacity: 0,
                 workers: 0,
@@ -224,33 +230,44 @@ impl Admin {
                 broken: info.broken,
             };
             if row.broken.is_none() {
-                let queue = &info.name;
-                let holders = store::scaling::live_holders(&mut conn, keys, queue, now).await?;
-                row.busy = store::scaling::held(&mut conn, keys, queue, &holders).await?;
-                for holder in &holders {
-                    if let Some(n) = concurrency.get(holder) {
-                        row.workers += 1;
-                        row.capacity += u64::from(*n);
-                    }
-                }
-                let (ended, span_ms) = store::scaling::recent_processed(
-                    &mut conn,
-                    keys,
-                    queue,
-                    THROUGHPUT_MINUTES,
-                    now,
-                )
-                .await?;
-                row.throughput = ended as f64 * 1000.0 / span_ms as f64;
+                self.read_fleet(&mut row, &info.name, &concurrency, now)
+                    .await?;
                 (row.suggested_workers, row.basis) = suggest(row.demand(), policy);
             }
-            queues.insert(info.name, row);
+            rows.insert(info.name, row);
         }
         Ok(Scaling {
             target_latency_seconds: policy.target_latency.as_secs_f64(),
             max_workers: policy.max_workers,
-            queues,
+            queues: rows,
         })
+    }
+
+    /// Fills `row`'s orphaned, busy, capacity, workers and throughput from `queue`'s lease
+    /// set, its holders' in-flight lists and its minute stats, as of `now` (Redis time).
+    async fn read_fleet(
+        &self,
+        row: &mut QueueScaling,
+        queue: &str,
+        concurrency: &HashMap<String, u32>,
+        now: u64,
+    ) -> Result<()> {
+        let (keys, mut conn) = (self.keys(), self.connection());
+        let conn = &mut conn;
+        let holders = store::scaling::live_holders(conn, keys, queue, now).await?;
+        row.busy = store::scaling::held(conn, keys, queue, &holders).await?;
+        let expired = store::scaling::expired_holders(conn, keys, queue, now).await?;
+        row.orphaned = store::scaling::held(conn, keys, queue, &expired).await?;
+        for holder in &holders {
+            if let Some(n) = concurrency.get(holder) {
+                row.workers += 1;
+                row.capacity += u64::from(*n);
+            }
+        }
+        let (ended, span_ms) =
+            store::scaling::recent_processed(conn, keys, queue, THROUGHPUT_MINUTES, now).await?;
+        row.throughput = ended as f64 * 1000.0 / span_ms as f64;
+        Ok(())
     }
 
     /// The concurrency of every process registered and live at `now`, by id.
@@ -276,7 +293,7 @@ impl Admin {
 impl QueueScaling {
     fn demand(&self) -> Demand {
         Demand {
-            backlog: self.backlog,
+            backlog: self.backlog + self.orphaned,
             busy: self.busy,
             workers: self.workers,
             capacity: self.capacity,

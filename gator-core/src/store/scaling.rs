@@ -28,6 +28,24 @@ pub async fn live_holders(
         .await?)
 }
 
+/// The processes whose lease on `queue` had expired at `now` and that are still in its lease
+/// set (for at most `leases::FORGET_AFTER`): their in-flight jobs wait for a worker's recovery
+/// pass to put them back (`ZRANGE … BYSCORE`, O(log n + expired holders)).
+pub async fn expired_holders(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    queue: &str,
+    now: u64,
+) -> Result<Vec<String>> {
+    Ok(redis::cmd("ZRANGE")
+        .arg(keys.leases(queue))
+        .arg("-inf")
+        .arg(now)
+        .arg("BYSCORE")
+        .query_async(conn)
+        .await?)
+}
+
 /// Jobs of `queue` held by `holders`: the lengths of their in-flight lists (`LLEN`, O(1)
 /// each), in one pipeline.
 pub async fn held(
