@@ -175,6 +175,31 @@ async fn api_scaling_serves_the_shape_keda_reads_behind_the_dashboards_auth() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{bad}: {body}");
     }
 
+    // The dashboard's page, linked from every page's navigation, fills itself from the route.
+    let page = app
+        .clone()
+        .oneshot(
+            Request::builder()
+                .uri("/scaling")
+                .header("authorization", bearer.unwrap())
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.status(), StatusCode::OK);
+    let html = axum::body::to_bytes(page.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let html = String::from_utf8_lossy(&html);
+    assert!(
+        html.contains("<h1>Scaling</h1>") && html.contains("href=\"scaling\""),
+        "{html}"
+    );
+    let (status, script) = api_text(&app, "/assets/scaling.js", bearer).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(script.contains("api/scaling"), "{script}");
+
     // The CLI prints the same JSON.
     let out = run_cli(
         WORKER,
@@ -190,6 +215,24 @@ async fn api_scaling_serves_the_shape_keda_reads_behind_the_dashboards_auth() {
         table.contains("suggested") && table.contains("default"),
         "{table}"
     );
+}
+
+/// `GET path` from the router as text.
+async fn api_text(app: &axum::Router, path: &str, auth: Option<&str>) -> (StatusCode, String) {
+    let mut request = Request::builder().uri(path);
+    if let Some(auth) = auth {
+        request = request.header("authorization", auth);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    let status = response.status();
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// `GET /metrics` from `port`, as Prometheus scrapes it.
