@@ -176,22 +176,8 @@ async fn api_scaling_serves_the_shape_keda_reads_behind_the_dashboards_auth() {
     }
 
     // The dashboard's page, linked from every page's navigation, fills itself from the route.
-    let page = app
-        .clone()
-        .oneshot(
-            Request::builder()
-                .uri("/scaling")
-                .header("authorization", bearer.unwrap())
-                .body(Body::empty())
-                .unwrap(),
-        )
-        .await
-        .unwrap();
-    assert_eq!(page.status(), StatusCode::OK);
-    let html = axum::body::to_bytes(page.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let html = String::from_utf8_lossy(&html);
+    let (status, html) = api_text(&app, "/scaling", bearer).await;
+    assert_eq!(status, StatusCode::OK);
     assert!(
         html.contains("<h1>Scaling</h1>") && html.contains("href=\"scaling\""),
         "{html}"
