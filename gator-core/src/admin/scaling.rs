@@ -230,9 +230,15 @@ impl Admin {
                 broken: info.broken,
             };
             if row.broken.is_none() {
-                self.read_fleet(&mut row, &info.name, &concurrency, now)
-                    .await?;
-                (row.suggested_workers, row.basis) = suggest(row.demand(), policy);
+                // A key of the wrong type (written by hand) breaks its own row, no other.
+                match self
+                    .read_fleet(&mut row, &info.name, &concurrency, now)
+                    .await
+                {
+                    Ok(()) => (row.suggested_workers, row.basis) = suggest(row.demand(), policy),
+                    Err(e) if e.is_broken_data() => row.broken = Some(e.to_string()),
+                    Err(e) => return Err(e),
+                }
             }
             rows.insert(info.name, row);
         }
