@@ -48,6 +48,7 @@ const PAGES: &[Page] = &[
     page!("/jobs", "jobs", "Jobs", true),
     page!("/cron", "cron", "Cron", true),
     page!("/limits", "limits", "Limits", true),
+    page!("/scaling", "scaling", "Scaling", true),
     page!("/search", "search", "Search", true),
 ];
 

@@ -51,6 +51,9 @@ pub struct WorkerConfig {
     /// Whether to emit the `metrics` facade's series (see [`crate::observer`]); the
     /// application installs the recorder, or `--metrics-bind` installs Prometheus's.
     pub metrics: bool,
+    /// What the autoscaling gauges aim at (`--scaling-target-latency`; see
+    /// [`crate::scaling_gauges`]).
+    pub scaling: gator_core::admin::ScalingPolicy,
     /// The largest payload its client stores, and above which a fetched job goes to the dead
     /// set unrun (`None`: `GATOR_MAX_PAYLOAD`, else 512 KiB; see
     /// `gator_core::payload::limit`).
@@ -105,6 +108,7 @@ impl WorkerConfig {
             cluster: false,
             wait: None,
             metrics: false,
+            scaling: gator_core::admin::ScalingPolicy::default(),
             max_payload: None,
             log_to_stderr: false,
         }
@@ -138,6 +142,14 @@ pub fn parse_lease(text: &str) -> Result<Duration, String> {
         ));
     }
     Ok(lease)
+}
+
+/// Parses `--scaling-target-latency`: a duration from 1 s to a day, into the policy of the
+/// scaling gauges (at most [`gator_core::admin::scaling::DEFAULT_MAX_WORKERS`] suggested).
+pub fn parse_scaling_target(text: &str) -> Result<gator_core::admin::ScalingPolicy, String> {
+    let target = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    gator_core::admin::ScalingPolicy::new(target, gator_core::admin::scaling::DEFAULT_MAX_WORKERS)
+        .map_err(|e| e.to_string())
 }
 
 /// `gator-worker`: runs the jobs linked into this binary.
@@ -257,6 +269,11 @@ pub struct Cli {
     #[arg(long, env = "GATOR_METRICS_BIND", value_name = "ADDR")]
     pub metrics_bind: Option<std::net::SocketAddr>,
 
+    /// The latency (age of the oldest waiting job) the `gator_queue_suggested_workers` gauge
+    /// of `--metrics-bind` aims at: from `1s` to `1day`.
+    #[arg(long, env = "GATOR_SCALING_TARGET_LATENCY", value_name = "DURATION", default_value = "30s", value_parser = parse_scaling_target)]
+    pub scaling_target_latency: gator_core::admin::ScalingPolicy,
+
     /// The largest job payload (its whole JSON document) this worker's client stores, and
     /// above which a job it fetches goes to the dead set unrun, with the reason: bytes or
     /// with a unit (`512KiB`, `1MiB`). Producers should use the same (`GATOR_MAX_PAYLOAD`).
@@ -325,6 +342,7 @@ impl Cli {
                 timeout: self.wait_timeout,
             }),
             metrics: self.metrics_bind.is_some(),
+            scaling: self.scaling_target_latency,
             max_payload: Some(self.max_payload),
             // `main` installs its own subscriber.
             log_to_stderr: false,
@@ -366,6 +384,7 @@ mod tests {
             "--wait-replicas",
             "--wait-timeout",
             "--metrics-bind",
+            "--scaling-target-latency",
         ] {
             assert!(
                 help.contains(flag),

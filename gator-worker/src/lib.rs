@@ -145,6 +145,7 @@
 //! | warn | `ignoring an invalid queue name in the known-queues set` | `queue`, `set` |
 //! | warn | `could not record the queue's statistics; trying again in a second` | `queue`, `error` |
 //! | warn | `could not sample the queue for its metrics` (metrics on only) | `queue`, `error` |
+//! | warn | `could not sample the queues for their scaling gauges` (metrics on only) | `error` |
 //! | info | `this worker runs only some of the jobs on this queue: jobs it does not run are handed back, unrun and with no attempt used, for the workers that run them (give them a queue of their own to save the detour)` (at start, from the job catalogue) | `queue`, `jobs` |
 //! | info | `this worker does not run this job: handing it back, with no attempt used, for the workers that run it` (once per job name) | `job`, `queue` |
 //! | warn | `this worker's definition of the job differs from the catalogue's, which another live worker wrote: …` | `job`, `writer` |
@@ -188,6 +189,7 @@ pub mod pruner;
 pub mod queues;
 pub mod recovery;
 pub mod run;
+pub mod scaling_gauges;
 pub mod settle;
 pub mod slot;
 pub mod watchers;

@@ -23,6 +23,9 @@
 //! | `gator_queue_parked` | gauge | queue | jobs held back by a limit, rate, share or no-overlap lock |
 //! | `gator_limiter_waits_total` | counter | queue | times a worker found a rate limiter closed and slept until its next start |
 //! | `gator_limiter_wait_seconds` | histogram | queue | how long those sleeps were |
+//!
+//! With them, the autoscaling gauges of [`crate::scaling_gauges`] (`gator_queue_backlog`,
+//! `gator_queue_busy`, `gator_queue_capacity`, `gator_queue_suggested_workers`, …).
 
 use crate::clock::RedisClock;
 use crate::outcome::Outcome;
@@ -82,6 +85,8 @@ pub struct Observer {
     pending: RwLock<FxHashMap<String, Arc<Pending>>>,
     /// `None` with metrics off.
     metrics: Option<RwLock<MetricsByJob>>,
+    /// What the scaling gauges aim at ([`crate::scaling_gauges`]).
+    scaling: gator_core::admin::ScalingPolicy,
 }
 
 impl Observer {
@@ -90,7 +95,14 @@ impl Observer {
         Observer {
             pending: RwLock::default(),
             metrics: metrics.then(RwLock::default),
+            scaling: gator_core::admin::ScalingPolicy::default(),
         }
+    }
+
+    /// This observer, its scaling gauges aiming at `policy` (`--scaling-target-latency`).
+    pub fn with_scaling(mut self, policy: gator_core::admin::ScalingPolicy) -> Observer {
+        self.scaling = policy;
+        self
     }
 
     /// Whether the metrics are on.
@@ -232,7 +244,9 @@ impl Observer {
             }
             self.flush(&client, &clock).await;
             if self.metrics_on() && ticks.is_multiple_of(samples_every) {
-                sample(&client, &queues()).await;
+                let queues = queues();
+                sample(&client, &queues).await;
+                crate::scaling_gauges::sample(&client, &queues, self.scaling).await;
             }
             ticks += 1;
         }

@@ -105,7 +105,7 @@ impl Admin {
     /// One row per queue; a queue whose keys Redis refuses to read (a key of the wrong type,
     /// a value Gator did not write) is a row of its own saying why, and every other row is
     /// read as usual. Redis being away fails the whole call.
-    async fn infos_of(&self, queues: &[String]) -> Result<Vec<QueueInfo>> {
+    pub(super) async fn infos_of(&self, queues: &[String]) -> Result<Vec<QueueInfo>> {
         let mut conn = self.connection();
         let controlled = flow::controlled(&mut conn, self.keys()).await?;
         let now = self.redis_time().await?;

@@ -20,6 +20,7 @@ pub mod processes;
 pub mod queue;
 pub(crate) mod replicas;
 pub mod reply;
+pub mod scaling;
 pub mod schedule;
 pub mod scripts;
 pub mod server;

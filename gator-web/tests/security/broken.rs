@@ -54,10 +54,14 @@ fn a_key_of_the_wrong_type_breaks_its_own_queue_row_and_no_other_read() {
             "/api/limits",
             "/api/search?q=send_email",
             "/api/processes",
+            "/api/scaling",
         ] {
             let answer = web.get(path, &bearer());
             assert_eq!(status(&answer), 200, "{breakage:?} {path}: {answer}");
         }
+        let scaling = json(&web.get("/api/scaling", &bearer()));
+        assert!(scaling["queues"]["high"]["broken"].is_string(), "{scaling}");
+        assert_eq!(scaling["queues"]["low"]["broken"], serde_json::Value::Null);
         let overview = json(&web.get("/api/overview", &bearer()));
         assert_eq!(overview["broken_queues"], serde_json::json!(["high"]));
         let search = json(&web.get("/api/search?q=send_email&places=scheduled", &bearer()));

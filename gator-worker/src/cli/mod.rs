@@ -11,6 +11,7 @@
 //! - [`cron`]: `cron list|pause|resume|run|remove`;
 //! - [`shards`]: `shards [QUEUE [COUNT]]`;
 //! - [`fleet`]: `stats`, `queues` and `processes`;
+//! - [`scaling`]: `scaling`, the autoscaling signal;
 //! - [`table`]: how they print (tables, JSON, ages and times); [`error`]: why one failed.
 
 pub mod cron;
@@ -21,6 +22,7 @@ pub mod jobs;
 pub mod limiter;
 pub mod queue;
 pub mod queue_show;
+pub mod scaling;
 pub mod sets;
 pub mod shards;
 pub mod table;
@@ -138,6 +140,16 @@ pub enum AdminCommand {
         has run. `--json` for JSON."
     )]
     Processes(JsonFlag),
+    /// Per queue: backlog, latency, busy/capacity, and the workers suggested for a target.
+    #[command(
+        long_about = "The autoscaling signal, one row per known queue: jobs waiting (backlog), \
+        the age of the oldest (latency), jobs held by live workers over what they may hold \
+        (busy/capacity), live workers serving it, attempts ended per second over the last 5 \
+        minutes, and the workers suggested to keep the latency under `--target-latency` \
+        (default 30s), at most `--max-workers` (default 100). README, \"Autoscaling\". \
+        `--json` for the JSON of `GET /api/scaling`."
+    )]
+    Scaling(scaling::ScalingArgs),
     /// The job catalogue: every job the workers run, its queue, options and workers.
     #[command(
         long_about = "The job catalogue: every job a live worker (or one seen in the last 7 \
@@ -229,6 +241,7 @@ impl AdminCommand {
             AdminCommand::Stats(args) => fleet::stats(admin, args, out).await,
             AdminCommand::Queues(args) => fleet::queues(admin, args, out).await,
             AdminCommand::Processes(args) => fleet::processes(admin, args, out).await,
+            AdminCommand::Scaling(args) => scaling::run(admin, args, out).await,
             AdminCommand::Jobs(args) => jobs::list(admin, args, out).await,
             AdminCommand::Enqueue(args) => jobs::enqueue(admin, args, out).await,
         }

@@ -128,7 +128,7 @@ fn assemble(
         config.lease,
         clock.clone(),
     ));
-    let observer = Arc::new(Observer::new(config.metrics));
+    let observer = Arc::new(Observer::new(config.metrics).with_scaling(config.scaling));
     let fetcher = Fetcher::new(
         client.clone(),
         order.clone(),
