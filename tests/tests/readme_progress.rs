@@ -18,6 +18,7 @@ mod progress_and_position {
         Ok(())
     }
 
+    #[rustfmt::skip] // the README aligns its comments
     async fn read(client: Client, jid: String, waiting: String) -> gator::Result<()> {
         let progress = client.progress(&jid).await?; // Some(Progress { fraction, note, at, attempt })
         match client.position(&waiting).await? {
