@@ -14,6 +14,10 @@ use tokio_util::sync::CancellationToken;
 #[job(queue = "progress")]
 async fn report_progress(_reports: u32) {}
 
+/// The test worker binary's job that returns right after its last report.
+#[job(queue = "progress")]
+async fn report_and_return(_reports: u32) {}
+
 const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
 
 /// `redis-cli MONITOR` on `port`, counting the commands that write `key`, in a thread.
@@ -99,6 +103,31 @@ async fn a_thousand_reports_in_a_second_are_written_a_few_times_and_kept() {
         (2..=8).contains(&count),
         "1,000 reports were written {count} times"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_report_is_written_before_the_job_is_done() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let _worker = gator_tests::spawn_worker_process(WORKER, &redis.url(), "progress", 2);
+    for round in 0..5 {
+        let jid = ReportAndReturn::call(500)
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+        let done = client
+            .wait_for(&jid, Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert!(matches!(done, JobStatus::Done { .. }));
+        let p = client.progress(&jid).await.unwrap();
+        let p = p.unwrap_or_else(|| panic!("round {round}: no progress once done"));
+        assert_eq!(
+            (p.fraction, p.note.as_str()),
+            (1.0, "500 of 500"),
+            "round {round}"
+        );
+    }
 }
 
 #[tokio::test]

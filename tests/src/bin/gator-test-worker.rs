@@ -123,6 +123,17 @@ async fn report_progress(ctx: gator_core::Context, reports: u32) -> Result<(), S
     }
 }
 
+/// Progress suite: reports its progress `reports` times without a pause, and returns at once:
+/// its last report is written by the worker's final write, not by a period's flush.
+#[job(queue = "progress")]
+async fn report_and_return(ctx: gator_core::Context, reports: u32) -> Result<(), String> {
+    for n in 1..=reports {
+        let note = format!("{n} of {reports}");
+        (ctx.progress(f64::from(n) / f64::from(reports), note).await).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 /// Position suite: sleeps `millis`.
 #[job(queue = "pos")]
 async fn pos_nap(_id: u64, millis: u64) {
