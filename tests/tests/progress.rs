@@ -98,6 +98,7 @@ async fn a_thousand_reports_in_a_second_are_written_a_few_times_and_kept() {
     let _ = monitor.kill();
     let _ = monitor.wait();
     let count = writes.try_iter().last().unwrap_or(0);
+    eprintln!("1,000 reports written {count} times");
     // About a second of reports: the first at once, then at most 4 a second, then the last.
     assert!(
         (2..=8).contains(&count),

@@ -123,13 +123,17 @@ async fn report_progress(ctx: gator_core::Context, reports: u32) -> Result<(), S
     }
 }
 
-/// Progress suite: reports its progress `reports` times without a pause, and returns at once:
-/// its last report is written by the worker's final write, not by a period's flush.
+/// Progress suite: reports its progress `reports` times in a few milliseconds (a 1 ms pause
+/// every 100, so its flusher writes an early one), and returns at once: its last report is
+/// written by the worker's final write, not by a period's flush 250 ms later.
 #[job(queue = "progress")]
 async fn report_and_return(ctx: gator_core::Context, reports: u32) -> Result<(), String> {
     for n in 1..=reports {
         let note = format!("{n} of {reports}");
         (ctx.progress(f64::from(n) / f64::from(reports), note).await).map_err(|e| e.to_string())?;
+        if n % 100 == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
     }
     Ok(())
 }
