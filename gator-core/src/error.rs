@@ -251,6 +251,12 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
+    /// A progress report that cannot be recorded (see `Context::progress`).
+    #[error("invalid progress {fraction}: expected a fraction from 0 to 1")]
+    InvalidProgress {
+        /// The fraction given.
+        fraction: f64,
+    },
 }
 
 /// `Result` with gator-core's [`Error`].

@@ -73,6 +73,7 @@
 //! | info | `job cancelled: telling it to stop` | `jid` |
 //! | warn | `cannot read Redis's clock to check the job's time windows; running it` | `error` |
 //! | warn | `could not release the job's unique lock as it starts; its TTL will` | `error` |
+//! | warn | `could not record a job's progress` | `error` (the next report, or the last, replaces it) |
 //!
 //! Worker-level:
 //!
@@ -184,6 +185,7 @@ pub mod outage;
 pub mod outcome;
 pub mod poller;
 pub mod processor;
+pub mod progress;
 pub mod prometheus;
 pub mod pruner;
 pub mod queues;

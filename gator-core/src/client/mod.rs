@@ -11,6 +11,7 @@ mod dispatch;
 pub(crate) mod engine;
 mod pending;
 mod place;
+mod position;
 mod register;
 mod reply;
 mod send;

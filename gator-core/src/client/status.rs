@@ -18,14 +18,27 @@ impl Client {
     /// Everything the status record of job `jid` says, with the queue it was found in; `None`
     /// if no known queue has one. (For `gator-worker job show`.)
     pub async fn job_details(&self, jid: &str) -> Result<Option<JobDetails>> {
-        Ok(self
-            .find_record(jid)
-            .await?
-            .map(|(queue, record)| JobDetails {
-                queue,
-                status: record.status,
-                result: record.result,
-            }))
+        let Some((queue, record)) = self.find_record(jid).await? else {
+            return Ok(None);
+        };
+        let progress =
+            store::progress::read(&mut self.connection(), self.keys(), &queue, jid).await?;
+        Ok(Some(JobDetails {
+            queue,
+            status: record.status,
+            result: record.result,
+            progress,
+        }))
+    }
+
+    /// The last progress job `jid` reported with `ctx.progress` (fraction, note, when on
+    /// Redis's clock, attempt), while it runs and for a day after its last report; `None` if
+    /// it reported none. Finds its queue as [`Client::status`] does, then one GET.
+    pub async fn progress(&self, jid: &str) -> Result<Option<crate::status::Progress>> {
+        let Some((queue, _)) = self.find_record(jid).await? else {
+            return Ok(None);
+        };
+        store::progress::read(&mut self.connection(), self.keys(), &queue, jid).await
     }
 
     /// Where job `jid` is in its life: queued, scheduled, running, retrying, dead, done, or
@@ -98,7 +111,10 @@ impl Client {
 
     /// The record of `jid` and its queue, looked for in every known queue and every shard of
     /// a sharded one (see [`crate::shards`]).
-    async fn find_record(&self, jid: &str) -> Result<Option<(String, store::status::Record)>> {
+    pub(super) async fn find_record(
+        &self,
+        jid: &str,
+    ) -> Result<Option<(String, store::status::Record)>> {
         let mut queues = self.known_queues().await?;
         for (queue, count) in self.shard_counts().await? {
             queues.extend((0..count).map(|n| crate::shards::shard_queue(&queue, n)));

@@ -6,7 +6,12 @@
 //! these at run time.
 
 mod cancel;
+mod progress;
 mod state;
+
+pub use progress::{
+    MAX_NOTE, PERIOD, ProgressReport, ProgressSink, ProgressWriter, WRITES_PER_SECOND,
+};
 
 pub use cancel::CancelReason;
 
@@ -58,6 +63,8 @@ struct Inner {
     reply: Option<String>,
     /// The headers the job was dispatched with.
     headers: crate::payload::Headers,
+    /// Its progress reports, and where they go (see `progress`).
+    progress: progress::Slot,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -129,6 +136,7 @@ impl Context {
                 await_reply: std::sync::Mutex::new(None),
                 reply: None,
                 headers: crate::payload::Headers::new(),
+                progress: progress::Slot::default(),
             }),
         }
     }
@@ -181,6 +189,7 @@ impl Context {
             await_reply: std::sync::Mutex::new(None),
             reply: shared.reply.clone(),
             headers: shared.headers.clone(),
+            progress: progress::Slot::with_writer(shared.progress.writer()),
         });
         change(&mut inner);
         Context {

@@ -76,6 +76,10 @@ scripts! {
     PROMOTE_DUE => "promote_due.lua";
     /// `lua/lease.lua`: take or renew a process's lease on a queue.
     LEASE => "lease.lua";
+    /// `lua/progress.lua`: record a running job's progress, on Redis time.
+    PROGRESS => "progress.lua";
+    /// `lua/position.lua`: where a job stands in its queue's list, in O(log n) probes.
+    POSITION => "position.lua";
     /// `lua/fetch.lua`: move a batch of jobs from a queue into a process's in-flight list.
     FETCH => "fetch.lua";
     /// `lua/ack.lua`: settle a chain step's success and record its next step's hand-off.

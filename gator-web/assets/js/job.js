@@ -38,6 +38,14 @@
     if (s.since_ms) facts.push(["Running since", `${when(s.since_ms)} (${duration(now - s.since_ms)})`]);
     if (s.process || job.process) facts.push(["Process", s.process || job.process]);
     if (s.reply_key) facts.push(["Awaiting reply", s.reply_key]);
+    const pr = job.progress;
+    if (pr) facts.push(["Progress", el("span", {}, el("progress", { max: "1", value: String(pr.fraction) }), ` ${Math.round(pr.fraction * 100)}% ${pr.note} (${relative(pr.at_ms, now)})`)]);
+    if (s.state === "queued") {
+      const pos = await G.get("api/jobs/" + encodeURIComponent(jid) + "/position").catch(() => ({}));
+      if (pos.position) facts.push(["Position", `${pos.position} of ${pos.length}${pos.exact ? "" : " (estimate)"}`]);
+      if (pos.expected_start_ms) facts.push(["Expected start", `${when(pos.expected_start_ms)} (${relative(pos.expected_start_ms, now)})`]);
+      else if (pos.no_estimate) facts.push(["Expected start", `unknown: ${pos.no_estimate}`]);
+    }
     if (job.score_ms && job.place && job.score_ms !== s.at_ms && job.score_ms !== s.next_at_ms) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
     fill(byId("status"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
 

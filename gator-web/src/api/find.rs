@@ -209,6 +209,8 @@ pub(crate) struct JobView {
     queue: Option<String>,
     /// What it returned, once done.
     result: Option<serde_json::Value>,
+    /// The last progress it reported (`ctx.progress`).
+    progress: Option<super::position::ProgressView>,
     /// Where its payload was found: `queued`, `scheduled`, `retry`, `dead`, or `running`.
     place: Option<String>,
     /// The payload as stored, parsed (with `args`, `error`, `attempt`, `failed_at` ...); its
@@ -250,6 +252,10 @@ pub(crate) async fn job(
             .and_then(|d| d.result.as_deref())
             .filter(|r| !r.is_empty())
             .map(json_or_text),
+        progress: details
+            .as_ref()
+            .and_then(|d| d.progress.as_ref())
+            .map(Into::into),
         place: None,
         payload: None,
         payload_bytes: None,

@@ -4,6 +4,7 @@
 mod act;
 mod enqueue;
 mod find;
+mod position;
 mod read;
 mod scaling;
 mod search;
@@ -34,6 +35,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/jobs", post(enqueue::enqueue_by_name))
         .route("/api/catalogue", get(read::catalogue))
         .route("/api/jobs/{jid}", get(find::job))
+        .route("/api/jobs/{jid}/position", get(position::position))
         .route("/api/jobs/{jid}/cancel", post(act::cancel_job))
         .route("/api/flows", get(read::flows))
         .route("/api/workflows/{id}", get(read::workflow))

@@ -1,5 +1,6 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
-//! (`gator_core::store::status`); `gator-worker job cancel JID` (`Client::cancel`).
+//! (`gator_core::store::status`) and its last progress; `gator-worker job cancel JID`
+//! (`Client::cancel`); `gator-worker job position JID` (`cli::position`).
 
 use crate::cli::AdminError;
 use clap::Subcommand;
@@ -23,6 +24,16 @@ pub enum JobAction {
         #[arg(long)]
         json: bool,
     },
+    /// Shows where a queued job stands: the jobs before it in its queue, and when it should
+    /// start at the queue's throughput of the last 5 minutes (or why there is no estimate);
+    /// for a scheduled job, when it is due.
+    Position {
+        /// The job's jid.
+        jid: String,
+        /// Print one JSON object instead of lines.
+        #[arg(long)]
+        json: bool,
+    },
     /// Cancels a job: removes it if it waits (queued, scheduled, retrying), or has the worker
     /// running it stop it (its `ctx.cancelled()` fires within a second). A cancelled job is
     /// never retried. Exits with an error if the job is unknown or already finished.
@@ -40,6 +51,9 @@ pub async fn run(admin: &Admin, action: JobAction, out: &mut impl Write) -> Resu
     match action {
         JobAction::Show { jid, json } => show(admin, &jid, json, out).await,
         JobAction::Cancel { jid, json } => cancel(admin, &jid, json, out).await,
+        JobAction::Position { jid, json } => {
+            crate::cli::position::show(admin, &jid, json, out).await
+        }
     }
 }
 
@@ -51,9 +65,9 @@ async fn show(
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     let details = admin.client().job_details(jid).await?;
-    let (queue, status, result) = match details {
-        Some(d) => (Some(d.queue), d.status, d.result),
-        None => (None, JobStatus::Unknown, None),
+    let (queue, status, result, progress) = match details {
+        Some(d) => (Some(d.queue), d.status, d.result, d.progress),
+        None => (None, JobStatus::Unknown, None, None),
     };
     let mut fields: Vec<(&str, serde_json::Value)> =
         vec![("jid", jid.into()), ("status", status.name().into())];
@@ -61,6 +75,11 @@ async fn show(
         fields.push(("queue", queue.into()));
     }
     fields.extend(status_fields(&status, result.as_deref()));
+    if let Some(p) = progress {
+        fields.push(("progress", p.fraction.into()));
+        fields.push(("note", p.note.into()));
+        fields.push(("reported", time(p.at).into()));
+    }
     if json {
         let object: serde_json::Map<String, serde_json::Value> =
             fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
@@ -188,6 +207,6 @@ fn result_value(result: Option<&str>) -> serde_json::Value {
         .unwrap_or(serde_json::Value::Null)
 }
 
-fn time(at: SystemTime) -> String {
+pub(super) fn time(at: SystemTime) -> String {
     humantime::format_rfc3339_millis(at).to_string()
 }

@@ -20,6 +20,7 @@ pub mod fleet;
 pub mod job;
 pub mod jobs;
 pub mod limiter;
+pub mod position;
 pub mod queue;
 pub mod queue_show;
 pub mod scaling;

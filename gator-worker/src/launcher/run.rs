@@ -86,6 +86,7 @@ impl Started {
         deadline: &CancellationToken,
         cancels: &Arc<Cancels>,
     ) {
+        let progress = crate::progress::ProgressStore::writer(self.client.clone());
         for id in 0..self.config.concurrency {
             let processor = Processor {
                 id,
@@ -100,6 +101,7 @@ impl Started {
                 service: self.middleware.layers.service(),
                 observer: self.observer.clone(),
                 catalogue: self.catalogue.clone(),
+                progress: progress.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }

@@ -100,7 +100,9 @@ impl Processor {
             enqueued_at_ms: doc.enqueued_at_ms().unwrap_or(0),
             chain_id: doc.chain().map(|link| link.id),
         };
-        Context::new(info, self.states.clone(), self.deadline.clone()).with_headers(doc.headers())
+        Context::new(info, self.states.clone(), self.deadline.clone())
+            .with_headers(doc.headers())
+            .with_progress(self.progress.clone())
     }
 
     /// `ctx` with its workflow and its parents' results, for a workflow step (one `HMGET` in

@@ -76,6 +76,8 @@ pub struct Processor {
     pub observer: Arc<crate::observer::Observer>,
     /// The job catalogue: whether a job this worker does not run is run elsewhere.
     pub catalogue: Arc<crate::catalogue::Catalogue>,
+    /// Where jobs' progress reports go (`ctx.progress`), shared by the worker.
+    pub progress: gator_core::context::ProgressWriter,
 }
 
 impl Processor {
@@ -183,6 +185,8 @@ impl Processor {
         let result = self
             .run_marked(doc, job, execution, registration.timeout, &ctx)
             .await;
+        // The last progress it reported is written before its outcome (a load if none).
+        ctx.finish_progress().await;
         self.classify(doc, job, result, &ctx, attempt, policy)
     }
 

@@ -97,6 +97,53 @@ async fn sleepy(id: u64, millis: u64) -> gator_core::Result<()> {
     Ok(())
 }
 
+/// Progress suite: reports its progress `reports` times over about a second (a pause of 10 ms
+/// every 10 reports), the last `1` with the note `<reports> of <reports>`, then runs until the
+/// key `progress:release` exists.
+#[job(queue = "progress")]
+async fn report_progress(ctx: gator_core::Context, reports: u32) -> Result<(), String> {
+    for n in 1..=reports {
+        let note = format!("{n} of {reports}");
+        (ctx.progress(f64::from(n) / f64::from(reports), note).await).map_err(|e| e.to_string())?;
+        if n % 10 == 0 {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+    let mut conn = chaos_connection().await?;
+    loop {
+        let released: bool = redis::cmd("EXISTS")
+            .arg("progress:release")
+            .query_async(&mut conn)
+            .await
+            .map_err(|e| e.to_string())?;
+        if released {
+            return Ok(());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Progress suite: reports its progress `reports` times in a few milliseconds (a 1 ms pause
+/// every 100, so its flusher writes an early one), and returns at once: its last report is
+/// written by the worker's final write, not by a period's flush 250 ms later.
+#[job(queue = "progress")]
+async fn report_and_return(ctx: gator_core::Context, reports: u32) -> Result<(), String> {
+    for n in 1..=reports {
+        let note = format!("{n} of {reports}");
+        (ctx.progress(f64::from(n) / f64::from(reports), note).await).map_err(|e| e.to_string())?;
+        if n % 100 == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Position suite: sleeps `millis`.
+#[job(queue = "pos")]
+async fn pos_nap(_id: u64, millis: u64) {
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+}
+
 /// A number whose `Deserialize` panics on 13 (for the chaos suite's poison payload).
 struct Unlucky;
 

@@ -96,6 +96,7 @@ kinds! {
     WORKFLOWS_INDEX = "workflows_index", "workflows", ZSET, Queue;
     DEAD = "dead", "dead", ZSET, Queue;
     JOB = "job", "job:", STRING, Queue;
+    PROGRESS = "progress", "progress:", STRING, Queue;
     QUEUED = "queued", "queued:", HASH, Queue;
     FINISHED = "finished", "finished", LIST, Queue;
     REPLY_WAITS = "reply_waits", "waits", HASH, Replies;

@@ -269,6 +269,12 @@ impl Keys {
         self.of_queue(queue, &JOB, jid)
     }
 
+    /// `<namespace>:{<queue>}:progress:<jid>` (STRING): the job's last reported progress,
+    /// `<fraction> <at ms> <attempt> <note>` (see `store::progress`).
+    pub fn progress(&self, queue: &str, jid: &str) -> String {
+        self.of_queue(queue, &PROGRESS, jid)
+    }
+
     /// `<namespace>:{<queue>}:finished` (LIST): the jids of the queue's finished jobs whose
     /// records are kept, newest first, so that the oldest go once there are too many (see
     /// `store::finished`).
