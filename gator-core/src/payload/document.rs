@@ -45,6 +45,7 @@ pub struct PayloadDocument<'a> {
     flow: Option<&'a RawValue>,
     headers: Option<&'a RawValue>,
     unique: Option<&'a RawValue>,
+    packed: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -75,6 +76,8 @@ struct Needed<'a> {
     #[serde(borrow, default)]
     headers: Option<&'a RawValue>,
     unique: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    packed: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -102,6 +105,7 @@ impl<'a> PayloadDocument<'a> {
             flow: needed.flow,
             headers: needed.headers,
             unique: needed.unique,
+            packed: needed.packed,
         })
     }
 
@@ -130,6 +134,23 @@ impl<'a> PayloadDocument<'a> {
     /// The arguments, as JSON text.
     pub fn args(&self) -> &'a RawValue {
         self.args
+    }
+
+    /// The arguments as the job sees them: [`PayloadDocument::args`], or for a payload stored
+    /// packed ([`super::packed`]), its arguments decoded, up to `max` bytes.
+    pub fn args_unpacked(
+        &self,
+        max: usize,
+    ) -> Result<Cow<'a, RawValue>, super::packed::PackError> {
+        match self.packed {
+            None => Ok(Cow::Borrowed(self.args)),
+            Some(packed) => super::packed::unpack_text(packed.get(), max).map(Cow::Owned),
+        }
+    }
+
+    /// Whether the arguments are stored packed ([`super::packed`]).
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
     }
 
     /// Failed attempts so far: an integer or a float; 0 if absent or not a number.

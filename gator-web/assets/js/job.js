@@ -38,6 +38,7 @@
     if (s.since_ms) facts.push(["Running since", `${when(s.since_ms)} (${duration(now - s.since_ms)})`]);
     if (s.process || job.process) facts.push(["Process", s.process || job.process]);
     if (s.reply_key) facts.push(["Awaiting reply", s.reply_key]);
+    if (job.packed) facts.push(["Arguments", `compressed (zstd): ${G.bytes(job.packed.raw)} stored in ${G.bytes(job.packed.stored)}`]);
     if (job.score_ms && job.place && job.score_ms !== s.at_ms && job.score_ms !== s.next_at_ms) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
     fill(byId("status"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
 

@@ -216,6 +216,9 @@ pub(crate) struct JobView {
     payload: Option<serde_json::Value>,
     /// The payload's size as stored, in bytes.
     payload_bytes: Option<usize>,
+    /// For a payload stored with its arguments compressed (`gator_core::payload::packed`): the
+    /// arguments' size as JSON text and as stored, in bytes; `payload.args` shows them decoded.
+    packed: Option<gator_core::payload::packed::Packing>,
     /// Whether `payload.args` is a preview (ask again with `?full=true` for all of it).
     args_cut: bool,
     /// Due time or time of death, for a job in a set.
@@ -253,6 +256,7 @@ pub(crate) async fn job(
         place: None,
         payload: None,
         payload_bytes: None,
+        packed: None,
         args_cut: false,
         score_ms: None,
         running: None,
@@ -326,6 +330,14 @@ async fn look_up(
     view.score_ms = hit.score_ms;
     view.payload_bytes = Some(hit.raw.len());
     view.payload = serde_json::from_str(&hit.raw).ok();
+    if let Some(serde_json::Value::Object(payload)) = &mut view.payload
+        && payload.remove(gator_core::payload::packed::FIELD).is_some()
+        && let Ok(decoded) = gator_core::Payload::from_json(&hit.raw)
+    {
+        // Packed arguments are shown decoded, with their sizes.
+        payload.insert("args".to_owned(), decoded.args);
+        view.packed = decoded.packing;
+    }
     if let Some(serde_json::Value::Object(payload)) = &mut view.payload {
         view.args_cut = shown(payload, full);
     }
