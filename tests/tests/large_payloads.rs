@@ -9,9 +9,7 @@ use axum::body::Body;
 use axum::http::{Request, StatusCode};
 use gator_core::admin::{Place, SearchQuery};
 use gator_core::{Admin, Client, job};
-use gator_tests::{
-    RedisServer, WorkerProcess, spawn_worker_process_with, terminate, wait_until,
-};
+use gator_tests::{RedisServer, WorkerProcess, spawn_worker_process_with, terminate, wait_until};
 use serde_json::Value;
 use std::time::Duration;
 use tower::ServiceExt;
@@ -97,9 +95,11 @@ fn blob_of(redis: &RedisServer, id: u64) -> Option<String> {
 }
 
 async fn wait_for_blobs(redis: &RedisServer, ids: &[u64]) {
-    wait_until("every job stored its blob", Duration::from_secs(30), || async {
-        ids.iter().all(|id| blob_of(redis, *id).is_some())
-    })
+    wait_until(
+        "every job stored its blob",
+        Duration::from_secs(30),
+        || async { ids.iter().all(|id| blob_of(redis, *id).is_some()) },
+    )
     .await;
 }
 
@@ -130,7 +130,11 @@ async fn small_payloads_stay_as_they_were_and_large_ones_are_compressed_and_run_
         let packed: Value = serde_json::from_str(&stored[at]).unwrap();
         assert_eq!(packed["args"], Value::Null);
         assert_eq!(packed["packed"]["codec"], "zstd");
-        assert!(stored[at].len() < raw / 4, "{} bytes stored", stored[at].len());
+        assert!(
+            stored[at].len() < raw / 4,
+            "{} bytes stored",
+            stored[at].len()
+        );
     }
     // 1 MiB of noise does not shrink: stored inline, as before.
     assert!(!stored[3].contains("\"packed\""));
@@ -139,7 +143,11 @@ async fn small_payloads_stay_as_they_were_and_large_ones_are_compressed_and_run_
     let mut worker = worker(&redis, &[]);
     wait_for_blobs(&redis, &[1, 2, 3, 4]).await;
     for (id, blob) in &blobs {
-        assert_eq!(blob_of(&redis, *id).as_deref(), Some(blob.as_str()), "job {id}");
+        assert_eq!(
+            blob_of(&redis, *id).as_deref(),
+            Some(blob.as_str()),
+            "job {id}"
+        );
     }
     assert!(terminate(&mut worker).success());
     // Nothing of the jobs is left behind.
@@ -164,14 +172,24 @@ async fn a_failing_large_job_retries_and_dies_with_its_args_readable_by_search_a
     .await;
     assert!(terminate(&mut worker).success());
     let dead = redis.zset_json("gator:{large}:dead").await;
-    assert_eq!(dead[0]["packed"]["codec"], "zstd", "stored packed in the dead set");
-    assert!(dead[0]["attempt"].as_u64().unwrap() >= 1, "it was retried before it died");
+    assert_eq!(
+        dead[0]["packed"]["codec"], "zstd",
+        "stored packed in the dead set"
+    );
+    assert!(
+        dead[0]["attempt"].as_u64().unwrap() >= 1,
+        "it was retried before it died"
+    );
 
     let admin = Admin::new(client.clone());
     let mut query = SearchQuery::new("needle-in-the-blob");
     query.places = vec![Place::Dead];
     let page = admin.search(&query).await.unwrap();
-    assert_eq!(page.hits.len(), 1, "found by a piece of its packed arguments");
+    assert_eq!(
+        page.hits.len(),
+        1,
+        "found by a piece of its packed arguments"
+    );
     assert_eq!(page.hits[0].jid.as_deref(), Some(jid.as_str()));
 
     let config = gator_web::WebConfig::new().auth_token("t0ken-for-the-large-tests");

@@ -138,10 +138,7 @@ impl<'a> PayloadDocument<'a> {
 
     /// The arguments as the job sees them: [`PayloadDocument::args`], or for a payload stored
     /// packed ([`super::packed`]), its arguments decoded, up to `max` bytes.
-    pub fn args_unpacked(
-        &self,
-        max: usize,
-    ) -> Result<Cow<'a, RawValue>, super::packed::PackError> {
+    pub fn args_unpacked(&self, max: usize) -> Result<Cow<'a, RawValue>, super::packed::PackError> {
         match self.packed {
             None => Ok(Cow::Borrowed(self.args)),
             Some(packed) => super::packed::unpack_text(packed.get(), max).map(Cow::Owned),

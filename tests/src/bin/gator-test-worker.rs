@@ -483,7 +483,9 @@ return redis.call('SREM', KEYS[5], ARGV[1])
 /// what it dispatched), then fails if `fail`.
 #[job(queue = "large", retries = 1, backoff = ["100ms"])]
 async fn keep_blob(id: u64, blob: String, fail: bool, millis: u64) -> Result<(), String> {
-    let client = gator_core::default_client().await.map_err(|e| e.to_string())?;
+    let client = gator_core::default_client()
+        .await
+        .map_err(|e| e.to_string())?;
     let mut conn = client.connection();
     let set = |key: String, value: String| redis::cmd("SET").arg(key).arg(value).clone();
     set(format!("test:started:{id}"), "1".into())
