@@ -278,14 +278,7 @@ pub(crate) async fn job(
     }
     // The payload is looked for only where the record says it waits (a job done, cancelled or
     // running has none stored); without a record, everywhere, within the default budget.
-    let places = match details.as_ref().map(|d| &d.status) {
-        None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
-        Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
-        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
-        Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
-        Some(JobStatus::Dead { .. }) => Some((vec![Place::Dead], MAX_BUDGET)),
-        Some(_) => None,
-    };
+    let places = places_of(details.as_ref().map(|d| &d.status));
     if let (None, Some((places, budget))) = (&view.place, places) {
         look_up(&app, &mut view, places, budget, params.full).await?;
     }
@@ -295,6 +288,18 @@ pub(crate) async fn job(
         )));
     }
     Ok(Json(view))
+}
+
+/// Where to look for a job's payload, and how many entries to read, given its status.
+fn places_of(status: Option<&JobStatus>) -> Option<(Vec<Place>, usize)> {
+    match status {
+        None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
+        Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
+        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
+        Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
+        Some(JobStatus::Dead { .. }) => Some((vec![Place::Dead], MAX_BUDGET)),
+        Some(_) => None,
+    }
 }
 
 /// Finds `view`'s job among `places` (reading at most `budget` entries), and fills in where it
