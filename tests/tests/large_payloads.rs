@@ -192,6 +192,30 @@ async fn a_failing_large_job_retries_and_dies_with_its_args_readable_by_search_a
     );
     assert_eq!(page.hits[0].jid.as_deref(), Some(jid.as_str()));
 
+    // `gator-worker job show` prints the arguments decoded, and that they were packed.
+    let mut out = Vec::new();
+    gator_worker::cli::AdminCommand::Job {
+        action: gator_worker::cli::job::JobAction::Show {
+            jid: jid.clone(),
+            json: true,
+        },
+    }
+    .run(&admin, &mut out)
+    .await
+    .unwrap();
+    let shown: Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(shown["status"], "dead");
+    let args = shown["args"].to_string();
+    assert!(
+        args.contains("needle-in-the-blob"),
+        "{}",
+        &args[..200.min(args.len())]
+    );
+    assert!(
+        shown["packed"].as_str().unwrap().starts_with("zstd: "),
+        "{shown}"
+    );
+
     let config = gator_web::WebConfig::new().auth_token("t0ken-for-the-large-tests");
     let app = gator_web::router(client, config);
     let response = app
