@@ -368,6 +368,27 @@ mod tests {
     }
 
     #[test]
+    fn plain_args_are_borrowed_and_packed_ones_decoded_within_the_limit() {
+        let doc =
+            PayloadDocument::parse(br#"{"jid":"j","job":"x","args":[1,"a"]}"#).expect("a payload");
+        assert!(!doc.is_packed());
+        let args = doc.args_unpacked(16).expect("plain");
+        assert!(
+            matches!(args, Cow::Borrowed(_)),
+            "the plain path copies nothing"
+        );
+        let packed = crate::payload::packed::pack_text(&format!("[\"{}\"]", "y".repeat(4096)));
+        let text = format!(
+            r#"{{"jid":"j","job":"x","args":null,"packed":{}}}"#,
+            serde_json::to_string(&packed).expect("json")
+        );
+        let doc = PayloadDocument::parse(text.as_bytes()).expect("a payload");
+        assert!(doc.is_packed());
+        assert_eq!(doc.args_unpacked(8192).expect("decoded").get().len(), 4100);
+        assert!(doc.args_unpacked(4096).is_err(), "over the limit");
+    }
+
+    #[test]
     fn escaped_strings_are_read_unescaped() {
         let doc = PayloadDocument::parse(br#"{"jid":"a\"b","job":"x\u00e9","args":[]}"#)
             .expect("a payload");
