@@ -13,7 +13,8 @@
 //! against N plain jobs, dispatched and run: the overhead of a workflow step); `pages` (what a
 //! page of a dead set costs with N entries in each of 20 queues, first and 90 % deep); `retry`
 //! (how late N retries due 500 ms after their failure start); `scheduled` (N due jobs processed
-//! with and without `GATOR_SCHEDULED` jobs scheduled a year ahead).
+//! with and without `GATOR_SCHEDULED` jobs scheduled a year ahead); `payloads` (Redis memory
+//! per job and run rate for 1 KiB, 64 KiB and 1 MiB arguments, stored plain and compressed).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -29,6 +30,7 @@ mod floor;
 mod measure;
 mod modes;
 mod pages;
+mod payloads;
 mod retry;
 mod scheduled;
 mod soak;
@@ -44,7 +46,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | retry | scheduled\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | payloads | retry | scheduled\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };
@@ -102,6 +104,7 @@ async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "soak" => soak::soak(n).await,
         "workflow" => workflow::workflow(n).await,
         "pages" => pages::pages(n).await,
+        "payloads" => payloads::payloads(n).await,
         "retry" => retry::retry(n).await,
         "scheduled" => scheduled::scheduled(n).await,
         other => anyhow::bail!("unknown mode {other:?}"),

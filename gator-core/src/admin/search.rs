@@ -247,8 +247,10 @@ fn matches(
     field: SearchField,
 ) -> Option<SearchHit> {
     let contains = |text: &str| text.to_lowercase().contains(needle);
-    // The cheap test first: a needle that is nowhere in the entry is in none of its fields.
-    if !contains(&raw) && field != SearchField::Args {
+    // The cheap test first: a needle that is nowhere in the entry is in none of its fields,
+    // unless its arguments are packed (compressed: crate::payload::packed).
+    let packed = raw.contains(r#""packed":{"#);
+    if !contains(&raw) && field != SearchField::Args && !packed {
         return None;
     }
     let text = if collection.parked {
@@ -258,6 +260,7 @@ fn matches(
     };
     let payload = Payload::from_json(text).ok();
     let found = match (&payload, field) {
+        (Some(p), SearchField::Any) if packed => contains(text) || contains(&p.args.to_string()),
         (_, SearchField::Any) => true,
         (None, SearchField::Args) => contains(text),
         (None, _) => false,

@@ -28,6 +28,7 @@ pub struct ClientBuilder {
     wait: Option<ReplicaWait>,
     middleware: DispatchChain,
     max_payload: Option<usize>,
+    compress_over: Option<usize>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -40,6 +41,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("wait", &self.wait)
             .field("middleware", &self.middleware)
             .field("max_payload", &self.max_payload)
+            .field("compress_over", &self.compress_over)
             .finish()
     }
 }
@@ -51,6 +53,14 @@ impl ClientBuilder {
     /// payload over its client's limit that arrived by another path to the dead set.
     pub fn max_payload(mut self, bytes: usize) -> ClientBuilder {
         self.max_payload = Some(bytes);
+        self
+    }
+
+    /// Stores a job whose payload is over `bytes` with its arguments zstd-compressed
+    /// ([`crate::payload::packed`]); workers, `Admin` and the dashboard see them decoded.
+    /// Unset, `GATOR_COMPRESS_OVER` decides, else 16 KiB. `usize::MAX` turns it off.
+    pub fn compress_over(mut self, bytes: usize) -> ClientBuilder {
+        self.compress_over = Some(bytes);
         self
     }
 
@@ -124,6 +134,11 @@ impl ClientBuilder {
             Some(bytes) => bytes.max(crate::payload::limit::MIN_MAX_PAYLOAD),
             None => crate::payload::limit::from_env()?,
         };
+        crate::payload::packed::raise_decode_limit(max_payload);
+        let compress_over = match self.compress_over {
+            Some(bytes) => bytes,
+            None => crate::payload::packed::from_env()?,
+        };
         let wait = match self.wait {
             Some(wait) => Some(wait).filter(|w| w.replicas > 0),
             None => ReplicaWait::from_env()?,
@@ -150,6 +165,7 @@ impl ClientBuilder {
                 wait,
                 middleware: self.middleware,
                 max_payload,
+                compress_over,
             }),
         })
     }
@@ -216,6 +232,7 @@ impl Client {
             wait: None,
             middleware: default_chain(),
             max_payload: None,
+            compress_over: None,
         }
     }
 

@@ -82,6 +82,9 @@ struct Inner {
     middleware: DispatchChain,
     /// The largest payload it stores, in bytes ([`crate::payload::limit`]).
     max_payload: usize,
+    /// Payloads over this many bytes are stored with their arguments compressed
+    /// ([`crate::payload::packed`]).
+    compress_over: usize,
 }
 
 /// How often a client re-records a queue it dispatches to in the known-queues set: once per

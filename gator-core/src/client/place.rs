@@ -21,7 +21,11 @@ impl Client {
             if !self.inner.middleware.is_empty() {
                 self.inner.middleware.apply(&mut job.payload)?;
             }
-            crate::payload::limit::check(&job.payload, self.inner.max_payload)?;
+            let bytes = crate::payload::limit::check(&job.payload, self.inner.max_payload)?;
+            // The plain path pays this comparison only.
+            if bytes > self.inner.compress_over {
+                crate::payload::packed::pack(&mut job.payload);
+            }
         }
         self.inner
             .shards

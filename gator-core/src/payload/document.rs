@@ -45,6 +45,7 @@ pub struct PayloadDocument<'a> {
     flow: Option<&'a RawValue>,
     headers: Option<&'a RawValue>,
     unique: Option<&'a RawValue>,
+    packed: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -75,6 +76,8 @@ struct Needed<'a> {
     #[serde(borrow, default)]
     headers: Option<&'a RawValue>,
     unique: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    packed: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -102,6 +105,7 @@ impl<'a> PayloadDocument<'a> {
             flow: needed.flow,
             headers: needed.headers,
             unique: needed.unique,
+            packed: needed.packed,
         })
     }
 
@@ -130,6 +134,20 @@ impl<'a> PayloadDocument<'a> {
     /// The arguments, as JSON text.
     pub fn args(&self) -> &'a RawValue {
         self.args
+    }
+
+    /// The arguments as the job sees them: [`PayloadDocument::args`], or for a payload stored
+    /// packed ([`super::packed`]), its arguments decoded, up to `max` bytes.
+    pub fn args_unpacked(&self, max: usize) -> Result<Cow<'a, RawValue>, super::packed::PackError> {
+        match self.packed {
+            None => Ok(Cow::Borrowed(self.args)),
+            Some(packed) => super::packed::unpack_text(packed.get(), max).map(Cow::Owned),
+        }
+    }
+
+    /// Whether the arguments are stored packed ([`super::packed`]).
+    pub fn is_packed(&self) -> bool {
+        self.packed.is_some()
     }
 
     /// Failed attempts so far: an integer or a float; 0 if absent or not a number.
@@ -347,6 +365,27 @@ mod tests {
         assert!(err(br#"{"jid":7,"job":"x","args":[]}"#).contains("invalid type: integer `7`"));
         assert!(err(br#"{"jid":"j","job":"x"}"#).contains("missing field `args`"));
         assert!(err(br#"{"jid":"j","job":"x","args":[]"#).contains("EOF"));
+    }
+
+    #[test]
+    fn plain_args_are_borrowed_and_packed_ones_decoded_within_the_limit() {
+        let doc =
+            PayloadDocument::parse(br#"{"jid":"j","job":"x","args":[1,"a"]}"#).expect("a payload");
+        assert!(!doc.is_packed());
+        let args = doc.args_unpacked(16).expect("plain");
+        assert!(
+            matches!(args, Cow::Borrowed(_)),
+            "the plain path copies nothing"
+        );
+        let packed = crate::payload::packed::pack_text(&format!("[\"{}\"]", "y".repeat(4096)));
+        let text = format!(
+            r#"{{"jid":"j","job":"x","args":null,"packed":{}}}"#,
+            serde_json::to_string(&packed).expect("json")
+        );
+        let doc = PayloadDocument::parse(text.as_bytes()).expect("a payload");
+        assert!(doc.is_packed());
+        assert_eq!(doc.args_unpacked(8192).expect("decoded").get().len(), 4100);
+        assert!(doc.args_unpacked(4096).is_err(), "over the limit");
     }
 
     #[test]

@@ -28,8 +28,10 @@ pub fn size_of(payload: &Payload) -> usize {
     counter.0
 }
 
-/// Refuses `payload` if it is larger than `max` bytes.
-pub fn check(payload: &Payload, max: usize) -> Result<()> {
+/// Refuses `payload` if it is larger than `max` bytes; else returns its size. The size is the
+/// payload's with its arguments inline, before any compression ([`super::packed`]): what a
+/// worker holds in memory once it decoded them, and so the bound of that decoding too.
+pub fn check(payload: &Payload, max: usize) -> Result<usize> {
     let bytes = size_of(payload);
     if bytes > max {
         return Err(Error::PayloadTooLarge {
@@ -38,7 +40,7 @@ pub fn check(payload: &Payload, max: usize) -> Result<()> {
             max,
         });
     }
-    Ok(())
+    Ok(bytes)
 }
 
 /// Parses a limit: a number of bytes, or one with a unit (`KB`, `KiB`, `MB`, `MiB`, case

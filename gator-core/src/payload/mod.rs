@@ -7,6 +7,7 @@
 mod document;
 mod lenient;
 pub mod limit;
+pub mod packed;
 
 pub use document::{DocumentError, PayloadDocument};
 
@@ -79,6 +80,11 @@ pub struct Payload {
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+    /// For a payload whose arguments were stored compressed ([`packed`]): their sizes. Not a
+    /// field of its own on the wire: the `packed` field is, which [`Payload::from_json`]
+    /// decodes into `args`.
+    #[serde(skip)]
+    pub packing: Option<packed::Packing>,
 }
 
 impl Payload {
@@ -102,16 +108,29 @@ impl Payload {
             headers: Headers::new(),
             unique: None,
             extra: Map::new(),
+            packing: None,
         }
     }
 
-    /// Parses a payload as read from Redis.
+    /// Parses a payload as read from Redis, with packed arguments decoded into `args` (up to
+    /// [`packed::decode_limit`] bytes).
     pub fn from_json(raw: &str) -> serde_json::Result<Payload> {
-        serde_json::from_str(raw)
+        let mut payload: Payload = serde_json::from_str(raw)?;
+        if payload.extra.contains_key(packed::FIELD) {
+            packed::unpack_payload(&mut payload, packed::decode_limit())
+                .map_err(<serde_json::Error as serde::de::Error>::custom)?;
+        }
+        Ok(payload)
     }
 
-    /// The JSON text stored in Redis.
+    /// The JSON text stored in Redis. A payload read packed is written packed again.
     pub fn to_json(&self) -> String {
+        if self.packing.is_some() && !self.extra.contains_key(packed::FIELD) {
+            let mut again = self.clone();
+            again.packing = None;
+            packed::pack(&mut again);
+            return serde_json::to_string(&again).expect("a Payload always serializes");
+        }
         // Serializing a struct of strings, numbers and `Value`s into a String cannot fail.
         serde_json::to_string(self).expect("a Payload always serializes")
     }

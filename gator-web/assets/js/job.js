@@ -46,6 +46,7 @@
       if (pos.expected_start_ms) facts.push(["Expected start", `${when(pos.expected_start_ms)} (${relative(pos.expected_start_ms, now)})`]);
       else if (pos.no_estimate) facts.push(["Expected start", `unknown: ${pos.no_estimate}`]);
     }
+    if (job.packed) facts.push(["Arguments", `compressed (zstd): ${G.bytes(job.packed.raw)} stored in ${G.bytes(job.packed.stored)}`]);
     if (job.score_ms && job.place && job.score_ms !== s.at_ms && job.score_ms !== s.next_at_ms) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
     fill(byId("status"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
 

@@ -218,6 +218,9 @@ pub(crate) struct JobView {
     payload: Option<serde_json::Value>,
     /// The payload's size as stored, in bytes.
     payload_bytes: Option<usize>,
+    /// For a payload stored with its arguments compressed (`gator_core::payload::packed`): the
+    /// arguments' size as JSON text and as stored, in bytes; `payload.args` shows them decoded.
+    packed: Option<gator_core::payload::packed::Packing>,
     /// Whether `payload.args` is a preview (ask again with `?full=true` for all of it).
     args_cut: bool,
     /// Due time or time of death, for a job in a set.
@@ -259,6 +262,7 @@ pub(crate) async fn job(
         place: None,
         payload: None,
         payload_bytes: None,
+        packed: None,
         args_cut: false,
         score_ms: None,
         running: None,
@@ -280,14 +284,7 @@ pub(crate) async fn job(
     }
     // The payload is looked for only where the record says it waits (a job done, cancelled or
     // running has none stored); without a record, everywhere, within the default budget.
-    let places = match details.as_ref().map(|d| &d.status) {
-        None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
-        Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
-        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
-        Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
-        Some(JobStatus::Dead { .. }) => Some((vec![Place::Dead], MAX_BUDGET)),
-        Some(_) => None,
-    };
+    let places = places_of(details.as_ref().map(|d| &d.status));
     if let (None, Some((places, budget))) = (&view.place, places) {
         look_up(&app, &mut view, places, budget, params.full).await?;
     }
@@ -297,6 +294,18 @@ pub(crate) async fn job(
         )));
     }
     Ok(Json(view))
+}
+
+/// Where to look for a job's payload, and how many entries to read, given its status.
+fn places_of(status: Option<&JobStatus>) -> Option<(Vec<Place>, usize)> {
+    match status {
+        None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
+        Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
+        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
+        Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
+        Some(JobStatus::Dead { .. }) => Some((vec![Place::Dead], MAX_BUDGET)),
+        Some(_) => None,
+    }
 }
 
 /// Finds `view`'s job among `places` (reading at most `budget` entries), and fills in where it
@@ -332,6 +341,14 @@ async fn look_up(
     view.score_ms = hit.score_ms;
     view.payload_bytes = Some(hit.raw.len());
     view.payload = serde_json::from_str(&hit.raw).ok();
+    if let Some(serde_json::Value::Object(payload)) = &mut view.payload
+        && payload.remove(gator_core::payload::packed::FIELD).is_some()
+        && let Ok(decoded) = gator_core::Payload::from_json(&hit.raw)
+    {
+        // Packed arguments are shown decoded, with their sizes.
+        payload.insert("args".to_owned(), decoded.args);
+        view.packed = decoded.packing;
+    }
     if let Some(serde_json::Value::Object(payload)) = &mut view.payload {
         view.args_cut = shown(payload, full);
     }

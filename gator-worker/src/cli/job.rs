@@ -1,10 +1,12 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
-//! (`gator_core::store::status`) and its last progress; `gator-worker job cancel JID`
-//! (`Client::cancel`); `gator-worker job position JID` (`cli::position`).
+//! (`gator_core::store::status`), its last progress, and a waiting job's arguments (decoded if
+//! compressed); `gator-worker job cancel JID` (`Client::cancel`); `gator-worker job position
+//! JID` (`cli::position`).
 
 use crate::cli::AdminError;
 use clap::Subcommand;
-use gator_core::{Admin, JobStatus};
+use gator_core::admin::{Place, SearchField, SearchQuery};
+use gator_core::{Admin, JobStatus, Payload};
 use std::io::Write;
 use std::time::SystemTime;
 
@@ -12,7 +14,8 @@ use std::time::SystemTime;
 #[derive(Debug, Subcommand)]
 pub enum JobAction {
     /// Shows a job's status (queued, scheduled, running, retrying, dead, done or unknown), its
-    /// attempts, its last error and the result it returned.
+    /// attempts, its last error and the result it returned; for a job that waits (queued,
+    /// scheduled, retrying, dead), its arguments, decoded if they were stored compressed.
     ///
     /// Every known queue is searched. A finished job is shown for as long as the worker's
     /// `--retention` (24 h by default); a dead one as long as the dead set keeps it. An unknown
@@ -71,14 +74,15 @@ async fn show(
     };
     let mut fields: Vec<(&str, serde_json::Value)> =
         vec![("jid", jid.into()), ("status", status.name().into())];
-    if let Some(queue) = queue {
-        fields.push(("queue", queue.into()));
-    }
     fields.extend(status_fields(&status, result.as_deref()));
     if let Some(p) = progress {
         fields.push(("progress", p.fraction.into()));
         fields.push(("note", p.note.into()));
         fields.push(("reported", time(p.at).into()));
+    }
+    fields.extend(payload_fields(admin, jid, queue.as_deref(), &status).await?);
+    if let Some(queue) = queue {
+        fields.insert(2, ("queue", queue.into()));
     }
     if json {
         let object: serde_json::Map<String, serde_json::Value> =
@@ -101,6 +105,45 @@ async fn show(
         });
     }
     Ok(())
+}
+
+/// The arguments of a job that waits (decoded if they are stored compressed, cut to a preview
+/// if large), read where its status says it is, within a search's default budget; with
+/// `packed`, their sizes if compressed. Nothing for a job done, running or unknown.
+async fn payload_fields(
+    admin: &Admin,
+    jid: &str,
+    queue: Option<&str>,
+    status: &JobStatus,
+) -> Result<Vec<(&'static str, serde_json::Value)>, AdminError> {
+    let place = match status {
+        JobStatus::Queued => Place::Queued,
+        JobStatus::Scheduled { .. } => Place::Scheduled,
+        JobStatus::Retrying { .. } => Place::Retry,
+        JobStatus::Dead { .. } => Place::Dead,
+        _ => return Ok(Vec::new()),
+    };
+    let mut query = SearchQuery::new(jid);
+    query.field = SearchField::Jid;
+    query.places = vec![place];
+    query.queue = queue.map(str::to_owned);
+    let page = admin.search(&query).await?;
+    let Some(hit) = page
+        .hits
+        .into_iter()
+        .find(|h| h.jid.as_deref() == Some(jid))
+    else {
+        return Ok(Vec::new());
+    };
+    let mut fields = vec![("args", hit.args)];
+    if let Some(packing) = Payload::from_json(&hit.raw).ok().and_then(|p| p.packing) {
+        let sizes = format!(
+            "zstd: {} bytes of arguments stored in {}",
+            packing.raw, packing.stored
+        );
+        fields.push(("packed", sizes.into()));
+    }
+    Ok(fields)
 }
 
 /// What each status adds to `job show`: its times, attempts, error, and a success's result.

@@ -74,7 +74,8 @@ impl Processor {
             let reason = format!("could not read the results of its parents in its workflow: {e}");
             Early::Failed(Failure::Run(JobError::new(reason)), policy)
         })?;
-        match decode_args(registration, doc, ctx.clone()) {
+        let max = self.client.max_payload();
+        match decode_args(registration, doc, ctx.clone(), max) {
             Ok(execution) => Ok((ctx, execution)),
             Err(reason) => Err(Early::Failed(Failure::Unrunnable(reason), policy)),
         }
@@ -151,14 +152,18 @@ impl Processor {
 }
 
 /// Decodes the payload's arguments for `registration`, into the work to run with `ctx`; or
-/// why they do not fit. A `Deserialize` that panics is bad input too: the same bytes would
-/// panic again.
+/// why they do not fit. Packed arguments are decoded first, up to `max` bytes. A
+/// `Deserialize` that panics is bad input too: the same bytes would panic again.
 fn decode_args(
     registration: &JobRegistration,
     doc: &PayloadDocument<'_>,
     ctx: Context,
+    max: usize,
 ) -> Result<Execution, String> {
-    let args = doc.args().get();
+    let args = doc
+        .args_unpacked(max)
+        .map_err(|e| format!("arguments of job {:?} unreadable: {e}", doc.job()))?;
+    let args = args.get();
     let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (registration.run)(args, ctx)
     }));

@@ -524,3 +524,28 @@ redis.call('HINCRBY', KEYS[4], ARGV[1], 1)
 if redis.call('SREM', KEYS[8], ARGV[1]) == 1 then return 2 end
 return redis.call('SREM', KEYS[5], ARGV[1])
 ";
+
+/// Large-payload probe (tests/tests/large_payloads.rs): sets `test:started:<id>`, sleeps
+/// `millis`, stores the `blob` it was given in `test:blob:<id>` (so a test compares it with
+/// what it dispatched), then fails if `fail`.
+#[job(queue = "large", retries = 1, backoff = ["100ms"])]
+async fn keep_blob(id: u64, blob: String, fail: bool, millis: u64) -> Result<(), String> {
+    let client = gator_core::default_client()
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut conn = client.connection();
+    let set = |key: String, value: String| redis::cmd("SET").arg(key).arg(value).clone();
+    set(format!("test:started:{id}"), "1".into())
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+    set(format!("test:blob:{id}"), blob)
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    if fail {
+        return Err(format!("large job {id} fails as asked"));
+    }
+    Ok(())
+}
