@@ -175,40 +175,25 @@ impl FlowSetting {
                 return refuse("a share is a percentage from 1 to 100");
             }
             FlowSetting::Share { key, percent } => {
-                let field = match key {
-                    Some(key) => {
-                        super::options::check_name("limit key", key)?;
-                        format!("share:{key}")
-                    }
-                    None => "share_default".into(),
-                };
-                (field, opt(percent))
+                (keyed("limit key", "share", key.as_deref())?, opt(percent))
             }
             FlowSetting::FairWeight {
                 weight: Some(w), ..
             } if !(1..=MAX_FAIR_WEIGHT).contains(w) => {
                 return refuse("a fair key's weight is from 1 to 100");
             }
-            FlowSetting::FairWeight { key, weight } => {
-                let field = match key {
-                    Some(key) => {
-                        super::options::check_name("fair key", key)?;
-                        format!("fair_weight:{key}")
-                    }
-                    None => "fair_weight_default".into(),
-                };
-                (field, opt(weight))
-            }
-            FlowSetting::Rate { name, rate } => {
-                let field = match name {
-                    Some(name) => {
-                        super::options::check_name("rate limiter", name)?;
-                        format!("rate:{name}")
-                    }
+            FlowSetting::FairWeight { key, weight } => (
+                keyed("fair key", "fair_weight", key.as_deref())?,
+                opt(weight),
+            ),
+            FlowSetting::Rate { name, rate } => (
+                // The queue's own limiter is `rate`, not `rate_default`: it binds every job.
+                match name {
+                    Some(_) => keyed("rate limiter", "rate", name.as_deref())?,
                     None => "rate".into(),
-                };
-                (field, rate.map(|r| r.stored()).unwrap_or_default())
-            }
+                },
+                rate.map(|r| r.stored()).unwrap_or_default(),
+            ),
             FlowSetting::Aging(Some(d)) if d.as_millis() == 0 || d.as_millis() > 86_400_000 => {
                 return refuse("aging must be from 1 ms to 24 h");
             }
@@ -226,6 +211,18 @@ impl FlowSetting {
                     .unwrap_or_default(),
             ),
         })
+    }
+}
+
+/// The field of a setting per key: `<field>:<key>` for `key` (checked as a `what`'s name), or
+/// `<field>_default` for every unlisted key.
+fn keyed(what: &str, field: &str, key: Option<&str>) -> Result<String> {
+    match key {
+        Some(key) => {
+            super::options::check_name(what, key)?;
+            Ok(format!("{field}:{key}"))
+        }
+        None => Ok(format!("{field}_default")),
     }
 }
 

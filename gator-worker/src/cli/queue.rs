@@ -170,27 +170,14 @@ pub async fn run(
             percent,
             default,
             clear,
-        } => {
-            let (key, percent) = share_of(key, percent, default, clear)?;
-            share(admin, &queue, key, percent, out).await?;
-        }
+        } => share(admin, &queue, share_of(key, percent, default, clear)?, out).await?,
         QueueAction::Fair {
             queue,
             key,
             weight,
             default,
             clear,
-        } => {
-            let (key, weight) = share_of(key, weight, default, clear)?;
-            admin
-                .set_queue_fair_weight(&queue, key.as_deref(), weight)
-                .await?;
-            let whose = key.map_or("unlisted keys".to_owned(), |k| format!("fair key {k:?}"));
-            match weight {
-                Some(w) => writeln!(out, "{queue}: {whose} weigh {w}")?,
-                None => writeln!(out, "{queue}: weight of {whose} removed (1)")?,
-            }
-        }
+        } => fair_weight(admin, &queue, share_of(key, weight, default, clear)?, out).await?,
         QueueAction::Rate {
             queue,
             rate,
@@ -200,11 +187,7 @@ pub async fn run(
         QueueAction::Aging {
             queue, interval, ..
         } => aging(admin, &queue, interval, out).await?,
-        QueueAction::Order { queue, order } => {
-            let order: QueueOrdering = order.parse()?;
-            admin.set_queue_order(&queue, order).await?;
-            writeln!(out, "{queue}: ordered by {order}")?;
-        }
+        QueueAction::Order { queue, order } => ordering(admin, &queue, &order, out).await?,
         QueueAction::Windows {
             queue, windows, tz, ..
         } => time_windows(admin, &queue, windows, tz, out).await?,
@@ -256,8 +239,7 @@ fn share_of(
 async fn share(
     admin: &Admin,
     queue: &str,
-    key: Option<String>,
-    percent: Option<u8>,
+    (key, percent): (Option<String>, Option<u8>),
     out: &mut impl Write,
 ) -> Result<(), AdminError> {
     admin
@@ -268,6 +250,37 @@ async fn share(
         Some(p) => writeln!(out, "{queue}: {whose} may use {p} % of the limit")?,
         None => writeln!(out, "{queue}: share of {whose} removed")?,
     }
+    Ok(())
+}
+
+/// `queue fair`: sets or removes a fair key's weight.
+async fn fair_weight(
+    admin: &Admin,
+    queue: &str,
+    (key, weight): (Option<String>, Option<u8>),
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    admin
+        .set_queue_fair_weight(queue, key.as_deref(), weight)
+        .await?;
+    let whose = key.map_or("unlisted keys".to_owned(), |k| format!("fair key {k:?}"));
+    match weight {
+        Some(w) => writeln!(out, "{queue}: {whose} weigh {w}")?,
+        None => writeln!(out, "{queue}: weight of {whose} removed (1)")?,
+    }
+    Ok(())
+}
+
+/// `queue order`: how the queue orders the jobs that may start.
+async fn ordering(
+    admin: &Admin,
+    queue: &str,
+    order: &str,
+    out: &mut impl Write,
+) -> Result<(), AdminError> {
+    let order: QueueOrdering = order.parse()?;
+    admin.set_queue_order(queue, order).await?;
+    writeln!(out, "{queue}: ordered by {order}")?;
     Ok(())
 }
 
