@@ -83,6 +83,14 @@ async fn discard_me(id: u64) -> Result<(), gator_core::JobError> {
     )))
 }
 
+/// Counts its run in `test:runs` under `id`, then fails; retries 2 s later (the expiring jobs'
+/// test: a retry due past the job's deadline never runs).
+#[job(backoff = ["2s"])]
+async fn fail_then_wait(id: u64) -> Result<(), String> {
+    record_run(id).await.map_err(|e| e.to_string())?;
+    Err(format!("job {id} fails on purpose"))
+}
+
 /// Always fails, and waits a minute before each retry.
 #[job(backoff = ["60s"])]
 async fn fail_slowly(id: u64) -> Result<(), String> {
