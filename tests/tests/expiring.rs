@@ -333,3 +333,91 @@ async fn the_deadline_follows_redis_time_whatever_the_producers_clock_says() {
     .await;
     assert!(started(&redis, 10) && !started(&redis, 11));
 }
+
+/// One request to the dashboard's router; the answer's status and JSON body.
+async fn call(
+    app: &axum::Router,
+    method: &str,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    use tower::ServiceExt;
+    let mut request = axum::http::Request::builder()
+        .method(method)
+        .uri(path)
+        .header("authorization", "Bearer t0ken-for-the-expiring-tests");
+    let body = match body {
+        Some(json) => {
+            request = request.header("content-type", "application/json");
+            axum::body::Body::from(json.to_string())
+        }
+        None => axum::body::Body::empty(),
+    };
+    let response = app
+        .clone()
+        .oneshot(request.body(body).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let bytes = axum::body::to_bytes(response.into_body(), 10 << 20)
+        .await
+        .unwrap();
+    let json = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(&bytes).into()));
+    (status, json)
+}
+
+/// The HTTP API takes `expires_in` (and `on_expire`), refuses bad ones with a 400 saying why,
+/// and shows an expired job's state, deadline and reason; the dashboard's job page and dead
+/// set show it too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_http_api_takes_expires_in_and_shows_the_expired_job() {
+    use serde_json::json;
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let app = gator_web::router(
+        client.clone(),
+        gator_web::WebConfig::new().auth_token("t0ken-for-the-expiring-tests"),
+    );
+    let path = "/api/queues/default/jobs";
+    for (bad, why) in [
+        (json!({"expires_in": "0s"}), "more than zero"),
+        (json!({"expires_in": "-5m"}), "not a duration"),
+        (json!({"expires_in": "soon"}), "not a duration"),
+        (json!({"expires_in": "6000d"}), "5 years"),
+        (json!({"expires_in": "1m", "on_expire": "keep"}), "\"drop\""),
+        (json!({"on_expire": "drop"}), "needs \"expires_in\""),
+    ] {
+        let mut body = json!({"job": "note_time", "args": [12], "force": true});
+        body.as_object_mut()
+            .unwrap()
+            .extend(bad.as_object().unwrap().clone());
+        let (status, answer) = call(&app, "POST", path, Some(body)).await;
+        assert_eq!(status, 400, "{bad}: {answer}");
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(error.contains(why), "{bad}: {answer}");
+    }
+    let (status, answer) = call(
+        &app,
+        "POST",
+        path,
+        Some(json!({"job": "note_time", "args": [12], "force": true, "expires_in": "1s"})),
+    )
+    .await;
+    assert_eq!(status, 201, "{answer}");
+    let jid = answer["jid"].as_str().unwrap().to_owned();
+    wait_past(&client, queued_deadline(&redis, "default")).await;
+    let _worker = worker(&redis, "default");
+    wait_for_expired(&client, &jid).await;
+    assert!(!started(&redis, 12));
+    let (_, job) = call(&app, "GET", &format!("/api/jobs/{jid}"), None).await;
+    assert_eq!(job["status"]["state"], "expired", "{job}");
+    assert_eq!(job["status"]["kept"], true, "{job}");
+    assert!(job["status"]["deadline_ms"].is_u64(), "{job}");
+    let (_, dead) = call(&app, "GET", "/api/sets/dead", None).await;
+    assert!(
+        dead.to_string()
+            .contains("expired: not started by its deadline"),
+        "{dead}"
+    );
+}
