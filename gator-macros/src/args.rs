@@ -163,7 +163,7 @@ impl JobOptions {
         if let (Some(span), None) = (self.on_expire_span, self.expires_in_ms) {
             errors.push(syn::Error::new(
                 span,
-                "`on_expire` says what becomes of a job past its deadline: add                  `expires_in = \"10m\"`, or leave `on_expire` out",
+                "`on_expire` says what becomes of a job past its deadline: add `expires_in = \"10m\"`, or leave `on_expire` out",
             ));
         }
         if let (Some(tz), false) = (&self.tz, self.windows_given || self.cron_given) {
