@@ -253,6 +253,27 @@ async fn chaos_wide(ctx: gator_core::Context, id: u64) -> Result<(), String> {
     chaos_record(id, ctx.attempt()).await
 }
 
+/// Chaos suite: an expiring job, due to start by `deadline` (ms, Redis time). Records its
+/// start on Redis's clock in `chaos:expiring` under `<id>:<attempt>:<pid>`, so the suite can
+/// check that no expiring job started after its deadline.
+#[job(queue = "chaos-default", backoff = ["200ms"])]
+async fn chaos_expiring(ctx: gator_core::Context, id: u64, deadline: u64) -> Result<(), String> {
+    let _ = deadline; // the suite knows it; it travels here for the logs of a failed run
+    let mut conn = chaos_connection().await?;
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let key = format!("{id}:{}:{}", ctx.attempt(), std::process::id());
+    redis::cmd("HSET")
+        .arg("chaos:expiring")
+        .arg(key)
+        .arg(secs * 1000 + micros / 1000)
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())
+}
+
 /// The worker's own Redis connection (the worker makes its client the default).
 async fn chaos_connection() -> Result<gator_core::Connection, String> {
     let client = gator_core::default_client()
