@@ -110,9 +110,9 @@ async fn chaos_ask(_id: u64) {}
 #[job(queue = "chaos-default")]
 async fn chaos_expiring(_id: u64, _deadline: u64) {}
 
-/// Expiring jobs (ids from [`EXPIRING_FIRST`]), each due to start within 2 to 30 s of its
-/// dispatch: with a backlog of tens of thousands, many miss their deadline, through the kills
-/// and outages. Dropped once expired, so the dead set still holds only the poison.
+/// Expiring jobs (ids from [`EXPIRING_FIRST`]), each due to start within 1 to 60 s of its
+/// dispatch, ahead of the plain backlog: some start in time, the others miss their deadline,
+/// through the kills and outages. Dropped once expired, so the dead set still holds only the poison.
 const EXPIRING: u64 = 2_000;
 const EXPIRING_FIRST: u64 = 10_000_000;
 /// How late, after its deadline, an expiring job may record its start: the worker's gate reads
@@ -437,6 +437,8 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
     let plain_count = plain.len();
     let controlled_count = controlled.len();
+    // Ahead of the plain backlog: some run in time, the others expire waiting.
+    let expiring = enqueue_expiring(client, rng).await;
     client
         .dispatch_many(controlled)
         .await
@@ -455,7 +457,6 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         .dispatch_many(flaky)
         .await
         .expect("enqueue flaky jobs");
-    let expiring = enqueue_expiring(client, rng).await;
     while let Some(done) = pending.join_next().await {
         done.expect("a dispatch task")
             .expect("a chain or scheduled dispatch");
@@ -470,14 +471,14 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
 }
 
-/// Dispatches [`EXPIRING`] expiring jobs on random queues, each with a deadline 2 to 30 s
+/// Dispatches [`EXPIRING`] expiring jobs on random queues, each with a deadline 1 to 60 s
 /// after Redis's clock now, dropped once expired; their ids, jids and deadlines.
 async fn enqueue_expiring(client: &Client, rng: &mut Rng) -> Vec<(u64, String, u64)> {
     use gator_core::expiry::OnExpire;
     let now = client.redis_time().await.expect("Redis's clock");
     let planned: Vec<(u64, u64, &str)> = (EXPIRING_FIRST..EXPIRING_FIRST + EXPIRING)
         .map(|id| {
-            let ttl = rng.millis(2_000, 30_000).as_millis() as u64;
+            let ttl = rng.millis(1_000, 60_000).as_millis() as u64;
             (id, now + ttl, QUEUES[rng.below(3) as usize])
         })
         .collect();
