@@ -57,6 +57,9 @@ pub trait Job: Sized + Send + Sync + 'static {
     /// unique_until = "start", debounce = "5s")]`); `None`: not unique unless a dispatch asks.
     /// See [`crate::unique`].
     const UNIQUE: Option<crate::unique::UniqueOptions> = None;
+    /// The expiry every job of this type carries (`#[job(expires_in = "10m", on_expire =
+    /// "drop")]`); `None`: it waits as long as it must. See [`crate::expiry`].
+    const EXPIRY: Option<crate::expiry::Expiry> = None;
     /// The job fn's wire parameters and the flow options it declares, as the job catalogue
     /// publishes them (`#[job]` writes it; [`crate::catalogue::Signature::UNKNOWN`] by default).
     const SIGNATURE: crate::catalogue::Signature = crate::catalogue::Signature::UNKNOWN;
@@ -136,6 +139,7 @@ pub struct PendingJob<J: Job> {
     pub(crate) flow: crate::flow::FlowOptions,
     pub(crate) unique: Option<crate::unique::UniqueOptions>,
     pub(crate) unique_key: Option<String>,
+    pub(crate) expiry: Option<crate::expiry::Expiry>,
 }
 
 impl<J: Job> fmt::Debug for PendingJob<J> {
@@ -147,6 +151,7 @@ impl<J: Job> fmt::Debug for PendingJob<J> {
             .field("flow", &self.flow)
             .field("unique", &self.unique)
             .field("unique_key", &self.unique_key)
+            .field("expiry", &self.expiry)
             .finish()
     }
 }
@@ -162,6 +167,7 @@ impl<J: Job> PendingJob<J> {
             flow,
             unique: J::UNIQUE,
             unique_key: None,
+            expiry: J::EXPIRY,
         }
     }
 
@@ -290,6 +296,48 @@ impl<J: Job> PendingJob<J> {
         self
     }
 
+    /// Expires this job if it has not started `ttl` after its dispatch, counted on Redis's
+    /// clock (see [`crate::expiry`]): it then never runs. Refused at dispatch if zero or past
+    /// the 5-year horizon.
+    pub fn expires_in(mut self, ttl: Duration) -> PendingJob<J> {
+        let on_expire = self.expiry.map(|e| e.on_expire).unwrap_or_default();
+        self.expiry = Some(crate::expiry::Expiry {
+            deadline: crate::expiry::Deadline::In(ttl),
+            on_expire,
+        });
+        self
+    }
+
+    /// Expires this job if it has not started by `time` on Redis's clock (see
+    /// [`crate::expiry`]). Refused at dispatch if past the 5-year horizon.
+    pub fn expires_at(mut self, time: SystemTime) -> PendingJob<J> {
+        let on_expire = self.expiry.map(|e| e.on_expire).unwrap_or_default();
+        // Checked against the horizon at dispatch, which refuses it with its reason.
+        let deadline = crate::expiry::Deadline::At(crate::clock::to_ms(time));
+        self.expiry = Some(crate::expiry::Expiry {
+            deadline,
+            on_expire,
+        });
+        self
+    }
+
+    /// What becomes of this job if it expires: kept in the dead set ([`OnExpire::Dead`], the
+    /// default) or dropped ([`OnExpire::Drop`]). Without a deadline it changes nothing.
+    ///
+    /// [`OnExpire::Dead`]: crate::expiry::OnExpire::Dead
+    /// [`OnExpire::Drop`]: crate::expiry::OnExpire::Drop
+    pub fn on_expire(mut self, on_expire: crate::expiry::OnExpire) -> PendingJob<J> {
+        if let Some(expiry) = &mut self.expiry {
+            expiry.on_expire = on_expire;
+        }
+        self
+    }
+
+    /// The expiry this job will carry, if any.
+    pub fn expiry(&self) -> Option<crate::expiry::Expiry> {
+        self.expiry
+    }
+
     /// The queue this job will be sent to.
     pub fn queue_name(&self) -> &str {
         &self.queue
@@ -346,6 +394,8 @@ impl DueTime {
 pub(crate) struct Encoded {
     pub(crate) payload: Payload,
     pub(crate) shard_key: Option<String>,
+    /// Its expiry, turned into the payload's `expires_at` on Redis's clock when it is placed.
+    pub(crate) expiry: Option<crate::expiry::Expiry>,
 }
 
 /// A job's payload and shard key.
@@ -375,5 +425,10 @@ pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
     let mut payload = Payload::new(J::NAME, &job.queue, args);
     payload.flow = (!job.flow.is_empty()).then_some(job.flow);
     payload.unique = unique;
-    Ok(Encoded { payload, shard_key })
+    let expiry = crate::expiry::checked(job.expiry)?;
+    Ok(Encoded {
+        payload,
+        shard_key,
+        expiry,
+    })
 }

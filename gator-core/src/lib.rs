@@ -37,6 +37,7 @@ pub mod clock;
 pub mod context;
 pub mod cron;
 pub mod error;
+pub mod expiry;
 pub mod failure;
 pub mod flow;
 pub mod horizon;

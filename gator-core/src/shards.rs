@@ -72,6 +72,7 @@ impl ShardCounts {
         for Encoded {
             mut payload,
             shard_key,
+            ..
         } in jobs
         {
             let count = match counts.iter().find(|(q, _)| *q == payload.queue) {

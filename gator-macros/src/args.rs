@@ -9,6 +9,7 @@
 //!   `overlap_key`, and `windows.rs`: `windows`;
 //! - `unique.rs`: `unique_for`, `unique_until`, `debounce`;
 //! - `schedule.rs`: `cron`;
+//! - `expiry.rs`: `expires_in`, `on_expire`;
 //! - `arg_keys.rs`: which argument `limit_key` and `overlap_key` name, once the fn is checked;
 //! - `values.rs`: reading a value of each kind (a string, a number, a duration, a flag).
 //!
@@ -19,6 +20,7 @@
 //! mistake at once.
 
 mod arg_keys;
+mod expiry;
 mod flow;
 mod names;
 mod retry;
@@ -58,6 +60,8 @@ const OPTIONS: &[(&str, Reader)] = &[
     ("cron", schedule::cron),
     ("no_overlap", flow::no_overlap),
     ("overlap_key", flow::overlap_key),
+    ("expires_in", expiry::expires_in),
+    ("on_expire", expiry::on_expire),
 ];
 
 /// What `#[job(...)]` asked for; `None` means "use the default" (or the value was refused).
@@ -116,6 +120,12 @@ pub(crate) struct JobOptions {
     pub overlap_key: Option<Ident>,
     /// Which wire argument `overlap_key` names (see [`JobOptions::resolve_overlap_key`]).
     pub overlap_key_index: Option<usize>,
+    /// `expires_in = "10m"`: the job's time to live from its dispatch, in ms.
+    pub expires_in_ms: Option<u64>,
+    /// `on_expire = "drop"`: true to drop an expired job, false (`"dead"`) to keep it.
+    pub on_expire_drop: Option<bool>,
+    /// Where `on_expire` was written, for the check that it comes with `expires_in`.
+    pub on_expire_span: Option<Span>,
 }
 
 /// The `backoff` option.
@@ -154,6 +164,12 @@ impl JobOptions {
                 critical,
                 "a `critical` job cannot be `no_overlap`: it runs outside the queue's parking, \
                  where the jobs waiting for the lock wait; leave one of the two out",
+            ));
+        }
+        if let (Some(span), None) = (self.on_expire_span, self.expires_in_ms) {
+            errors.push(syn::Error::new(
+                span,
+                "`on_expire` says what becomes of a job past its deadline: add `expires_in = \"10m\"`, or leave `on_expire` out",
             ));
         }
         if let (Some(tz), false) = (&self.tz, self.windows_given || self.cron_given) {

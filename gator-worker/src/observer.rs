@@ -123,9 +123,12 @@ impl Observer {
         let failed = match outcome {
             Outcome::Done { .. } | Outcome::AwaitReply { .. } => false,
             Outcome::Retry { .. } | Outcome::Dead { .. } | Outcome::Discard { .. } => true,
-            // Not an attempt that ended: moved to its window, stopped by a cancel, or
-            // interrupted by a shutdown.
-            Outcome::Reschedule { .. } | Outcome::Cancelled { .. } | Outcome::Interrupted => {
+            // Not an attempt that ended: moved to its window, stopped by a cancel, expired
+            // before it started, or interrupted by a shutdown.
+            Outcome::Reschedule { .. }
+            | Outcome::Cancelled { .. }
+            | Outcome::Expired { .. }
+            | Outcome::Interrupted => {
                 return;
             }
         };

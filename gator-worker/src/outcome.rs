@@ -74,6 +74,20 @@ pub enum Outcome {
         /// A workflow step's report of its end (as a death).
         handoff: Option<String>,
     },
+    /// It was not started by its deadline (`gator_core::expiry`): recorded `expired`, never
+    /// run; kept in the dead set as `entry`, or dropped if `entry` is `None`.
+    Expired {
+        /// Its jid.
+        jid: String,
+        /// Its failed attempts so far.
+        attempts: u32,
+        /// Its deadline (ms, Redis time).
+        deadline: u64,
+        /// Its dead-set entry (the payload with its error), or `None` to drop it.
+        entry: Option<String>,
+        /// A workflow step's report of its end (as a death).
+        handoff: Option<String>,
+    },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
     Dead {
         /// The dead-set entry.

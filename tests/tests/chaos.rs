@@ -107,6 +107,19 @@ async fn chaos_wf_step(_wf: u64, _step: u32, _id: u64) {}
 #[job(queue = "chaos-wf-0")]
 async fn chaos_ask(_id: u64) {}
 
+#[job(queue = "chaos-default")]
+async fn chaos_expiring(_id: u64, _deadline: u64) {}
+
+/// Expiring jobs (ids from [`EXPIRING_FIRST`]), each due to start within 1 to 60 s of its
+/// dispatch, ahead of the plain backlog: some start in time, the others miss their deadline,
+/// through the kills and outages. Dropped once expired, so the dead set still holds only the poison.
+const EXPIRING: u64 = 2_000;
+const EXPIRING_FIRST: u64 = 10_000_000;
+/// How late, after its deadline, an expiring job may record its start: the worker's gate reads
+/// Redis's `TIME` and the job reads it again as it starts, and a Redis pause (or a frozen
+/// worker) between the two delays the second read, not the start.
+const EXPIRING_SLACK_MS: u64 = REDIS_PAUSE.as_millis() as u64 + 5_000;
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "chaos suite: run with cargo test -p gator-tests --test chaos -- --ignored --nocapture"]
 async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() {
@@ -171,6 +184,8 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         &missing[..missing.len().min(20)]
     );
     assert_only_poison_died(&redis, &poison).await;
+    let expired = assert_expiring_jobs_ran_in_time_or_expired(&redis, &plan.expiring).await;
+    eprintln!("chaos: {expired} of {EXPIRING} expiring jobs expired unrun, the others ran in time");
     assert_no_units_left(&redis).await;
     assert_flaky_jobs_failed_first(&redis, &plan.flaky).await;
     let chain_duplicates = assert_chains_ran_in_order(&redis).await
@@ -363,6 +378,8 @@ struct Plan {
     scheduled: usize,
     /// The workflows' ids, by workflow number (`None` where the dispatch failed).
     workflows: Vec<Option<String>>,
+    /// The expiring jobs: id, jid, deadline (ms, Redis time).
+    expiring: Vec<(u64, String, u64)>,
 }
 
 /// Enqueues [`JOBS`] jobs with ids `0..JOBS`: the chains' steps first (id = chain × 3 + step
@@ -420,6 +437,8 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
     let plain_count = plain.len();
     let controlled_count = controlled.len();
+    // Ahead of the plain backlog: some run in time, the others expire waiting.
+    let expiring = enqueue_expiring(client, rng).await;
     client
         .dispatch_many(controlled)
         .await
@@ -448,7 +467,85 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         flaky: flaky_ids,
         scheduled,
         workflows: Vec::new(),
+        expiring,
     }
+}
+
+/// Dispatches [`EXPIRING`] expiring jobs on random queues, each with a deadline 1 to 60 s
+/// after Redis's clock now, dropped once expired; their ids, jids and deadlines.
+async fn enqueue_expiring(client: &Client, rng: &mut Rng) -> Vec<(u64, String, u64)> {
+    use gator_core::expiry::OnExpire;
+    let now = client.redis_time().await.expect("Redis's clock");
+    let planned: Vec<(u64, u64, &str)> = (EXPIRING_FIRST..EXPIRING_FIRST + EXPIRING)
+        .map(|id| {
+            let ttl = rng.millis(1_000, 60_000).as_millis() as u64;
+            (id, now + ttl, QUEUES[rng.below(3) as usize])
+        })
+        .collect();
+    let jobs = planned.iter().map(|(id, deadline, queue)| {
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(*deadline);
+        ChaosExpiring::call(*id, *deadline)
+            .queue(*queue)
+            .expires_at(at)
+            .on_expire(OnExpire::Drop)
+    });
+    let jids = client
+        .dispatch_many(jobs)
+        .await
+        .expect("enqueue the expiring jobs");
+    planned
+        .into_iter()
+        .zip(jids)
+        .map(|((id, deadline, _), jid)| (id, jid, deadline))
+        .collect()
+}
+
+/// No expiring job started after its deadline (give or take [`EXPIRING_SLACK_MS`]), and each
+/// either ran or is recorded `expired`: none is lost. Returns how many expired.
+async fn assert_expiring_jobs_ran_in_time_or_expired(
+    redis: &RedisServer,
+    expiring: &[(u64, String, u64)],
+) -> usize {
+    let starts: HashMap<String, u64> =
+        query(redis, redis::cmd("HGETALL").arg("chaos:expiring")).await;
+    let mut started: HashMap<u64, u64> = HashMap::new();
+    for (key, at) in &starts {
+        let id: u64 = key
+            .split(':')
+            .next()
+            .and_then(|id| id.parse().ok())
+            .expect("an id");
+        let latest = started.entry(id).or_default();
+        *latest = (*latest).max(*at);
+    }
+    let client = client(&redis.url()).await;
+    let (mut expired, mut late, mut lost) = (0, Vec::new(), Vec::new());
+    for (id, jid, deadline) in expiring {
+        if let Some(at) = started.get(id)
+            && *at > deadline + EXPIRING_SLACK_MS
+        {
+            late.push((*id, at - deadline));
+        }
+        let status = client.status(jid).await.expect("a status");
+        if status.name() == "expired" {
+            expired += 1;
+        } else if !started.contains_key(id) {
+            lost.push((*id, status.name()));
+        }
+    }
+    assert!(
+        late.is_empty(),
+        "{} expiring jobs started after their deadline (id, ms late), first 20: {:?}",
+        late.len(),
+        &late[..late.len().min(20)]
+    );
+    assert!(
+        lost.is_empty(),
+        "{} expiring jobs neither ran nor expired, first 20: {:?}",
+        lost.len(),
+        &lost[..lost.len().min(20)]
+    );
+    expired
 }
 
 /// Dispatches [`WORKFLOWS`] fan-out workflows, [`WF_GAP`] apart, ids after the chains': step

@@ -26,6 +26,7 @@ pub struct ByName<'c> {
     queue: Option<String>,
     due: Option<Due>,
     force: bool,
+    expiry: Option<crate::expiry::Expiry>,
 }
 
 impl Client {
@@ -42,6 +43,7 @@ impl Client {
             queue: None,
             due: None,
             force: false,
+            expiry: None,
         }
     }
 
@@ -129,6 +131,27 @@ impl ByName<'_> {
         Ok(self)
     }
 
+    /// Expires it if it has not started `ttl` after its dispatch, on Redis's clock (see
+    /// [`crate::expiry`]); refused if zero or past the 5-year horizon.
+    pub fn expires_in(mut self, ttl: Duration) -> Result<Self> {
+        let on_expire = self.expiry.map(|e| e.on_expire).unwrap_or_default();
+        let deadline = crate::expiry::Deadline::In(crate::expiry::check_delay(ttl)?);
+        self.expiry = Some(crate::expiry::Expiry {
+            deadline,
+            on_expire,
+        });
+        Ok(self)
+    }
+
+    /// What becomes of it if it expires (kept in the dead set by default); nothing without a
+    /// deadline.
+    pub fn on_expire(mut self, on_expire: crate::expiry::OnExpire) -> Self {
+        if let Some(expiry) = &mut self.expiry {
+            expiry.on_expire = on_expire;
+        }
+        self
+    }
+
     /// Sends it even if the catalogue does not know the name (with no options but those the
     /// payload is given); a known job still gets its options and its arguments checked.
     pub fn force(mut self) -> Self {
@@ -168,7 +191,11 @@ impl ByName<'_> {
         // Duplicates must meet on one shard of a sharded queue: placed by their key.
         let shard_key = applied.unique.as_ref().map(|u| u.key.clone());
         payload.unique = applied.unique;
-        Ok(Encoded { payload, shard_key })
+        Ok(Encoded {
+            payload,
+            shard_key,
+            expiry: self.expiry,
+        })
     }
 
     /// A forced job the catalogue does not know: on the queue given, or `default`.
@@ -177,6 +204,7 @@ impl ByName<'_> {
         Encoded {
             payload: Payload::new(&self.job, queue, self.args.clone()),
             shard_key: None,
+            expiry: self.expiry,
         }
     }
 

@@ -17,6 +17,7 @@ impl Client {
     /// [`Client::placed`] for many jobs, each first through the client middleware: a refusal
     /// stores none of them.
     pub(crate) async fn place(&self, mut jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+        self.stamp_deadlines(&mut jobs).await?;
         for job in &mut jobs {
             if !self.inner.middleware.is_empty() {
                 self.inner.middleware.apply(&mut job.payload)?;
@@ -31,6 +32,34 @@ impl Client {
             .shards
             .place(&mut self.connection(), self.keys(), jobs)
             .await
+    }
+
+    /// Writes each expiring job's deadline into its payload, on Redis's clock: an `expires_in`
+    /// counts from Redis's `TIME`, read once for the batch, and only if a job needs it (see
+    /// [`crate::expiry`]). A job without a deadline pays nothing.
+    async fn stamp_deadlines(&self, jobs: &mut [Encoded]) -> Result<()> {
+        let needs_now = jobs.iter().any(|job| {
+            matches!(
+                job.expiry,
+                Some(crate::expiry::Expiry {
+                    deadline: crate::expiry::Deadline::In(_),
+                    ..
+                })
+            )
+        });
+        let now = if needs_now {
+            self.redis_time().await?
+        } else {
+            0
+        };
+        for job in jobs {
+            if let Some(expiry) = job.expiry {
+                job.payload.expires_at = Some(crate::expiry::resolve(expiry.deadline, now));
+                job.payload.on_expire =
+                    (expiry.on_expire == crate::expiry::OnExpire::Drop).then_some(expiry.on_expire);
+            }
+        }
+        Ok(())
     }
 
     /// For a job with time windows ([`PendingJob::windows`]): when it may start, on Redis's

@@ -46,6 +46,8 @@ pub struct PayloadDocument<'a> {
     headers: Option<&'a RawValue>,
     unique: Option<&'a RawValue>,
     packed: Option<&'a RawValue>,
+    expires_at: Option<&'a RawValue>,
+    on_expire: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -78,6 +80,9 @@ struct Needed<'a> {
     unique: Option<&'a RawValue>,
     #[serde(borrow, default)]
     packed: Option<&'a RawValue>,
+    expires_at: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    on_expire: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -106,6 +111,8 @@ impl<'a> PayloadDocument<'a> {
             headers: needed.headers,
             unique: needed.unique,
             packed: needed.packed,
+            expires_at: needed.expires_at,
+            on_expire: needed.on_expire,
         })
     }
 
@@ -119,6 +126,20 @@ impl<'a> PayloadDocument<'a> {
     pub fn unique_until(&self) -> Option<crate::unique::UniqueUntil> {
         let unique: crate::unique::Unique = serde_json::from_str(self.unique?.get()).ok()?;
         Some(unique.until)
+    }
+
+    /// An expiring job's deadline ([`crate::expiry`]), ms since the epoch on Redis's clock;
+    /// `None` for a job without one (or whose `expires_at` is not a number).
+    pub fn expires_at_ms(&self) -> Option<u64> {
+        super::lenient::number_text_as_u64(self.expires_at?.get())
+    }
+
+    /// What becomes of this job if it expires: dropped only if its `on_expire` says `"drop"`.
+    pub fn on_expire(&self) -> crate::expiry::OnExpire {
+        match self.on_expire.map(RawValue::get) {
+            Some("\"drop\"") => crate::expiry::OnExpire::Drop,
+            _ => crate::expiry::OnExpire::Dead,
+        }
     }
 
     /// The job id.

@@ -77,6 +77,18 @@ pub struct Payload {
     /// [`crate::unique`]); absent for any other job, which takes no lock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique: Option<crate::unique::Unique>,
+    /// For an expiring job ([`crate::expiry`]): the time, in ms since the epoch on Redis's
+    /// clock, after which it must not start. Absent for a job without a deadline.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::optional_ms"
+    )]
+    pub expires_at: Option<u64>,
+    /// `"drop"` for an expiring job that is not kept in the dead set once expired; absent (or
+    /// `"dead"`) to keep it there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub on_expire: Option<crate::expiry::OnExpire>,
     /// Fields this version of Gator does not know, kept verbatim.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -107,6 +119,8 @@ impl Payload {
             flow: None,
             headers: Headers::new(),
             unique: None,
+            expires_at: None,
+            on_expire: None,
             extra: Map::new(),
             packing: None,
         }

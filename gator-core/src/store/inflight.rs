@@ -268,6 +268,20 @@ pub async fn kill(
     cap: DeadCap,
     handoff: Option<&str>,
 ) -> Result<Killed> {
+    kill_recording(conn, keys, job, entry, cap, handoff, "").await
+}
+
+/// [`kill`], recording `expired` with `expired_tail` (`<deadline ms> dead`) instead of `dead`
+/// when it is not empty (`store::expiry`).
+pub(crate) async fn kill_recording(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    entry: &str,
+    cap: DeadCap,
+    handoff: Option<&str>,
+    expired_tail: &str,
+) -> Result<Killed> {
     let reply: Vec<redis::Value> = scripts::KILL
         .key(keys.inflight(&job.queue, &job.process))
         .key(keys.dead(&job.queue))
@@ -277,6 +291,7 @@ pub async fn kill(
         .arg(cap.max_jobs)
         .arg(millis(cap.max_age))
         .arg(handoff.unwrap_or(""))
+        .arg(expired_tail)
         .invoke_async(conn)
         .await?;
     let mut values = reply.into_iter();

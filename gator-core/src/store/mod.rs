@@ -8,6 +8,7 @@ pub mod catalogue;
 pub mod chain;
 pub mod cron;
 pub mod dead;
+pub mod expiry;
 pub mod finished;
 pub mod fleet;
 pub mod flow;

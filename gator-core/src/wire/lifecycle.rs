@@ -27,11 +27,13 @@ pub enum State {
     Discarded,
     /// Cancelled before or while it ran.
     Cancelled,
+    /// Not started by its deadline ([`crate::expiry`]): kept in the dead set, or dropped.
+    Expired,
 }
 
 impl State {
     /// Every state, in the order of a job's life.
-    pub const ALL: [State; 9] = [
+    pub const ALL: [State; 10] = [
         State::Queued,
         State::Scheduled,
         State::Running,
@@ -41,6 +43,7 @@ impl State {
         State::Dead,
         State::Discarded,
         State::Cancelled,
+        State::Expired,
     ];
 
     /// The word the record starts with.
@@ -55,6 +58,7 @@ impl State {
             State::Dead => "dead",
             State::Discarded => "discarded",
             State::Cancelled => "cancelled",
+            State::Expired => "expired",
         }
     }
 
@@ -67,7 +71,7 @@ impl State {
     pub fn is_final(self) -> bool {
         matches!(
             self,
-            State::Done | State::Dead | State::Discarded | State::Cancelled
+            State::Done | State::Dead | State::Discarded | State::Cancelled | State::Expired
         )
     }
 }
@@ -135,7 +139,7 @@ pub const TRANSITIONS: &[Transition] = &[
         "its time has come",
     ),
     t(
-        &[Scheduled, Retrying, Dead],
+        &[Scheduled, Retrying, Dead, Expired],
         Queued,
         "flow_lib.lua",
         "run now, or retried from the dead set (`move_to_queue.lua`)",
@@ -215,6 +219,18 @@ pub const TRANSITIONS: &[Transition] = &[
         "its retry strategy gave it up",
     ),
     t(
+        &[Queued, Running],
+        Expired,
+        "kill.lua",
+        "not started by its deadline, kept in the dead set",
+    ),
+    t(
+        &[Queued, Running],
+        Expired,
+        "cancelled.lua",
+        "not started by its deadline, dropped (`on_expire = \"drop\"`)",
+    ),
+    t(
         &[Running],
         Queued,
         "put_back.lua",
@@ -275,7 +291,7 @@ mod tests {
             let leaves_final = row.from.iter().any(|s| s.is_final());
             assert_eq!(
                 leaves_final,
-                row.from == [Scheduled, Retrying, Dead],
+                row.from == [Scheduled, Retrying, Dead, Expired],
                 "{row:?} leaves a final state"
             );
         }

@@ -62,7 +62,24 @@ pub(super) fn policy(options: &JobOptions, root: &TokenStream) -> TokenStream {
     });
     let flow = flow_fn(options, root);
     let unique = unique_const(options, root);
-    quote!(#retries #timeout #backoff #retry #flow #unique)
+    let expiry = expiry_const(options, root);
+    quote!(#retries #timeout #backoff #retry #flow #unique #expiry)
+}
+
+/// `const EXPIRY` for `expires_in` (and `on_expire`).
+fn expiry_const(options: &JobOptions, root: &TokenStream) -> Option<TokenStream> {
+    let ms = options.expires_in_ms?;
+    let on_expire = match options.on_expire_drop {
+        Some(true) => quote!(#root::expiry::OnExpire::Drop),
+        _ => quote!(#root::expiry::OnExpire::Dead),
+    };
+    Some(quote! {
+        const EXPIRY: ::core::option::Option<#root::expiry::Expiry> =
+            ::core::option::Option::Some(#root::expiry::Expiry {
+                deadline: #root::expiry::Deadline::In(::core::time::Duration::from_millis(#ms)),
+                on_expire: #on_expire,
+            });
+    })
 }
 
 /// `const UNIQUE` for `unique_for`, `unique_until` and `debounce`: any of them makes the job

@@ -32,7 +32,7 @@
     ];
     if (s.attempt !== undefined) facts.push(["Attempt", String(s.attempt)]);
     if (s.attempts !== undefined) facts.push(["Attempts", String(s.attempts)]);
-    const atLabel = { scheduled: "Due", awaiting: "Wait ends", dead: "Died", done: "Finished", cancelled: "Cancelled", discarded: "Discarded" };
+    const atLabel = { scheduled: "Due", awaiting: "Wait ends", dead: "Died", done: "Finished", cancelled: "Cancelled", discarded: "Discarded", expired: "Expired" };
     if (s.at_ms) facts.push([atLabel[s.state] || "At", el("time", { title: when(s.at_ms), text: `${when(s.at_ms)} (${relative(s.at_ms, now)})` })]);
     if (s.next_at_ms) facts.push(["Next attempt", `${when(s.next_at_ms)} (${relative(s.next_at_ms, now)})`]);
     if (s.since_ms) facts.push(["Running since", `${when(s.since_ms)} (${duration(now - s.since_ms)})`]);
@@ -47,6 +47,11 @@
       else if (pos.no_estimate) facts.push(["Expected start", `unknown: ${pos.no_estimate}`]);
     }
     if (job.packed) facts.push(["Arguments", `compressed (zstd): ${G.bytes(job.packed.raw)} stored in ${G.bytes(job.packed.stored)}`]);
+    // An expiring job: its deadline (Redis time), whether it has passed, and, once expired,
+    // whether it is kept in the dead set.
+    const deadline = s.deadline_ms || p.expires_at;
+    if (deadline) facts.push([s.state === "expired" ? "Deadline (missed)" : "Expires", `${when(deadline)} (${relative(deadline, now)})`]);
+    if (s.kept !== undefined) facts.push(["Kept", s.kept ? "in the dead set" : "no: dropped (on_expire = drop)"]);
     if (job.score_ms && job.place && job.score_ms !== s.at_ms && job.score_ms !== s.next_at_ms) facts.push([job.place === "dead" ? "Died" : "Due", `${when(job.score_ms)} (${relative(job.score_ms, now)})`]);
     fill(byId("status"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", {}, v)]));
 
@@ -62,6 +67,7 @@
     if (s.since_ms) events.push([s.since_ms, `attempt ${s.attempt} started`]);
     if (s.next_at_ms) events.push([s.next_at_ms, `attempt ${(s.attempt || 0) + 1} due`]);
     if (s.at_ms) events.push([s.at_ms, s.state]);
+    if (deadline) events.push([deadline, "deadline"]);
     events.sort((a, b) => a[0] - b[0]);
     fill(byId("timeline"), table(["When", "What"], events.map(([at, what]) => [el("time", { title: relative(at, now), text: when(at) }), what]), "No times recorded."));
 

@@ -27,6 +27,11 @@ pub(crate) struct Enqueue {
     /// Or after how long: `30s`, `5m`, `1h 30m`.
     #[serde(rename = "in")]
     delay: Option<String>,
+    /// Expire it if it has not started this long after now, on Redis's clock: `10m`.
+    expires_in: Option<String>,
+    /// With `expires_in`: `drop` to not keep it once expired, `dead` (the default) to keep it
+    /// in the dead set.
+    on_expire: Option<String>,
     /// For `POST /api/jobs`: the queue, instead of the one the catalogue names.
     queue: Option<String>,
     /// Store it even if no worker published the name in the catalogue.
@@ -97,12 +102,40 @@ async fn dispatch(
         }
         (None, None) => by_name,
     };
+    by_name = with_expiry(
+        by_name,
+        body.expires_in.as_deref(),
+        body.on_expire.as_deref(),
+    )?;
     let dispatched = by_name.send().await?;
     let duplicate = dispatched.is_duplicate();
     Ok((
         StatusCode::CREATED,
         Json(json!({ "jid": dispatched.into_jid(), "duplicate": duplicate })),
     ))
+}
+
+/// `expires_in` (Gator's duration notation) and `on_expire` (`dead` or `drop`): a zero,
+/// negative, unparsable or too long time to live, or an `on_expire` without one, is a 400.
+fn with_expiry<'c>(
+    by_name: gator_core::client::ByName<'c>,
+    expires_in: Option<&str>,
+    on_expire: Option<&str>,
+) -> Result<gator_core::client::ByName<'c>, ApiError> {
+    let Some(text) = expires_in else {
+        return match on_expire {
+            Some(_) => Err(ApiError::bad_request(
+                "\"on_expire\" needs \"expires_in\": give both, or neither",
+            )),
+            None => Ok(by_name),
+        };
+    };
+    let ttl = gator_core::expiry::parse_delay(text)?;
+    let mut by_name = by_name.expires_in(ttl)?;
+    if let Some(on_expire) = on_expire {
+        by_name = by_name.on_expire(gator_core::expiry::OnExpire::parse(on_expire)?);
+    }
+    Ok(by_name)
 }
 
 /// `at`: ms since the epoch, or an RFC 3339 time such as `2026-12-01T09:00:00Z`.

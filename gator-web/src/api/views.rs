@@ -82,6 +82,32 @@ pub(crate) struct StatusView {
     pub process: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_key: Option<String>,
+    /// An expired job's deadline (ms, Redis time).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<u64>,
+    /// An expired job: whether it is kept in the dead set (else it was dropped).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<bool>,
+}
+
+impl StatusView {
+    /// An expired job's fields: when it was found expired, its deadline, its attempts, the
+    /// reason, and whether it is kept in the dead set.
+    fn expired(&mut self, status: &JobStatus) {
+        if let JobStatus::Expired {
+            at,
+            attempts,
+            deadline,
+            kept,
+        } = status
+        {
+            self.at_ms = Some(ms(*at));
+            self.deadline_ms = Some(ms(*deadline));
+            self.attempts = Some(*attempts);
+            self.error = Some(gator_core::expiry::REASON.to_owned());
+            self.kept = Some(*kept);
+        }
+    }
 }
 
 impl From<&JobStatus> for StatusView {
@@ -137,6 +163,7 @@ impl From<&JobStatus> for StatusView {
                 view.at_ms = Some(ms(*deadline));
             }
             JobStatus::Cancelled { at } => view.at_ms = Some(ms(*at)),
+            JobStatus::Expired { .. } => view.expired(status),
         }
         view
     }

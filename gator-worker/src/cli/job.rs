@@ -189,6 +189,7 @@ fn status_fields(
             ("result", result_value(result)),
         ],
         JobStatus::Cancelled { at } => vec![("cancelled", time(*at).into())],
+        JobStatus::Expired { .. } => expired_fields(status),
         JobStatus::Discarded {
             at,
             attempts,
@@ -204,6 +205,32 @@ fn status_fields(
         ],
         JobStatus::Queued | JobStatus::Unknown => Vec::new(),
     }
+}
+
+/// What an expired job adds to `job show`: when it was found expired, its deadline, its
+/// attempts, and whether it is kept in the dead set.
+fn expired_fields(status: &JobStatus) -> Vec<(&'static str, serde_json::Value)> {
+    let JobStatus::Expired {
+        at,
+        attempts,
+        deadline,
+        kept,
+    } = status
+    else {
+        return Vec::new();
+    };
+    let fate = if *kept {
+        "kept in the dead set"
+    } else {
+        "dropped"
+    };
+    vec![
+        ("expired", time(*at).into()),
+        ("deadline", time(*deadline).into()),
+        ("attempts", (*attempts).into()),
+        ("error", gator_core::expiry::REASON.into()),
+        ("kept", fate.into()),
+    ]
 }
 
 /// `job cancel`: what [`Client::cancel`] did, as a line or a JSON object.

@@ -23,6 +23,13 @@ pub struct EnqueueArgs {
     /// Run it after this long (`30s`, `5m`) instead of now.
     #[arg(long = "in", value_parser = humantime::parse_duration)]
     pub delay: Option<Duration>,
+    /// Expire it if it has not started this long after now, on Redis's clock (`10m`): it
+    /// then never runs, and ends `expired` in the dead set.
+    #[arg(long = "expires-in", value_parser = gator_core::expiry::parse_delay)]
+    pub expires_in: Option<Duration>,
+    /// With `--expires-in`: drop it once expired instead of keeping it in the dead set.
+    #[arg(long = "drop-expired", requires = "expires_in")]
+    pub drop_expired: bool,
     /// Store it even if no worker published the name in the catalogue.
     #[arg(long)]
     pub force: bool,
@@ -76,6 +83,12 @@ pub async fn enqueue(
     }
     if let Some(delay) = args.delay {
         by_name = by_name.after(delay)?;
+    }
+    if let Some(ttl) = args.expires_in {
+        by_name = by_name.expires_in(ttl)?;
+        if args.drop_expired {
+            by_name = by_name.on_expire(gator_core::expiry::OnExpire::Drop);
+        }
     }
     let dispatched = by_name.send().await?;
     let what = if dispatched.is_duplicate() {

@@ -1,12 +1,17 @@
 //! Step 2, gate: what must not run now, whoever asks. A payload no worker could run goes to
-//! the dead set unrun; a job cancelled before it started, or outside its time windows, is
-//! settled as such.
+//! the dead set unrun; a job cancelled before it started, past its deadline (expired), or
+//! outside its time windows, is settled as such.
 
 use super::{Early, Processor};
 use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
+use gator_core::expiry::OnExpire;
 use gator_core::payload::PayloadDocument;
 use std::time::Duration;
+
+/// How long a job with a deadline goes back for when Redis's clock cannot be read at its
+/// start: it is not run unchecked, and Redis is likely away for about this long anyway.
+const CLOCK_UNREAD: Duration = Duration::from_secs(1);
 use tracing::{info, warn};
 
 impl Processor {
@@ -21,6 +26,9 @@ impl Processor {
         if self.cancels.is_marked(doc.jid()) {
             info!("job cancelled before it started");
             return Err(Early::Outcome(self.cancelled(doc)));
+        }
+        if let Some(outcome) = self.expired(doc).await {
+            return Err(Early::Outcome(outcome));
         }
         match self.outside_window(doc).await {
             Some(outcome) => Err(Early::Outcome(outcome)),
@@ -45,6 +53,44 @@ impl Processor {
                 "invalid job name \"{}\": it {problem}; not run",
                 gator_rules::escape(&name)
             )
+        })
+    }
+
+    /// `Some(Expired)` if the job has a deadline ([`gator_core::expiry`]) and Redis's clock
+    /// has reached it: it is not run, whatever it waited in (its queue, the scheduled or
+    /// retry set, a controlled queue's parking). Only jobs with a deadline pay for the `TIME`
+    /// call. If Redis cannot be asked, the job is not run either: it goes back for
+    /// [`CLOCK_UNREAD`], and the next start asks again.
+    pub(super) async fn expired(&self, doc: &PayloadDocument<'_>) -> Option<Outcome> {
+        let deadline = doc.expires_at_ms()?;
+        let now = match self.client.redis_time().await {
+            Ok(now) => now,
+            Err(e) => {
+                warn!(error = %e, "cannot read Redis's clock to check the job's deadline; putting it back");
+                return Some(Outcome::Reschedule {
+                    delay: CLOCK_UNREAD,
+                });
+            }
+        };
+        if now < deadline {
+            return None;
+        }
+        let late_ms = now - deadline;
+        info!(
+            deadline_ms = deadline,
+            late_ms, "job expired before it started: not run"
+        );
+        let retention = self.settler.kept().retention;
+        let entry = (doc.on_expire() == OnExpire::Dead).then(|| {
+            let reason = serde_json::Value::from(gator_core::expiry::REASON).to_string();
+            doc.rewrite(&[("error", reason), ("failed_at", now.to_string())])
+        });
+        Some(Outcome::Expired {
+            jid: doc.jid().to_owned(),
+            attempts: doc.attempt(),
+            deadline,
+            entry,
+            handoff: gator_core::store::inflight::handoff_on_end(doc.text(), "dead", retention),
         })
     }
 

@@ -131,6 +131,7 @@ async fn try_write(
             .await
         }
         Outcome::Dead { entry } => kill(client, job, entry, kept).await,
+        Outcome::Expired { .. } => expired(client, job, outcome, kept).await,
         // Settled without a write (`Settler::settle`): it stays in flight for shutdown.
         Outcome::Interrupted => Ok(true),
     }
@@ -207,6 +208,55 @@ async fn kill(
     // A workflow step's death, recorded: carrying it to its workflow now only saves the wait
     // for the next drain of the outbox.
     if let (true, Some(record)) = (settled, &handoff)
+        && let Err(e) =
+            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+    {
+        warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
+    }
+    if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
+        warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
+    }
+    Ok(settled)
+}
+
+/// A job not started by its deadline: into the dead set recorded `expired` (trimmed as a
+/// death is), or dropped, its record alone saying `expired`; a workflow step's end is carried
+/// on as a death's.
+async fn expired(
+    client: &Client,
+    job: &Fetched,
+    outcome: &Outcome,
+    Kept {
+        dead_cap,
+        retention,
+    }: Kept,
+) -> gator_core::Result<bool> {
+    use gator_core::store::expiry;
+    let Outcome::Expired {
+        jid,
+        attempts,
+        deadline,
+        entry,
+        handoff,
+    } = outcome
+    else {
+        return Ok(false); // cannot happen: called for `Expired` only
+    };
+    let (mut conn, keys) = (client.connection(), client.keys());
+    let handoff = handoff.as_deref();
+    let (settled, orphaned_chains) = match entry {
+        Some(entry) => {
+            let killed =
+                expiry::kill(&mut conn, keys, job, (entry, *deadline), dead_cap, handoff).await?;
+            (killed.settled, killed.orphaned_chains)
+        }
+        None => {
+            let ended = (jid.as_str(), *attempts, *deadline);
+            let dropped = expiry::drop(&mut conn, keys, job, ended, retention, handoff).await?;
+            (dropped, Vec::new())
+        }
+    };
+    if let (true, Some(record)) = (settled, handoff)
         && let Err(e) =
             chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
     {

@@ -83,6 +83,14 @@ async fn discard_me(id: u64) -> Result<(), gator_core::JobError> {
     )))
 }
 
+/// Counts its run in `test:runs` under `id`, then fails; retries 2 s later (the expiring jobs'
+/// test: a retry due past the job's deadline never runs).
+#[job(backoff = ["2s"])]
+async fn fail_then_wait(id: u64) -> Result<(), String> {
+    record_run(id).await.map_err(|e| e.to_string())?;
+    Err(format!("job {id} fails on purpose"))
+}
+
 /// Always fails, and waits a minute before each retry.
 #[job(backoff = ["60s"])]
 async fn fail_slowly(id: u64) -> Result<(), String> {
@@ -290,6 +298,27 @@ async fn chaos_wide(ctx: gator_core::Context, id: u64) -> Result<(), String> {
     let mix = id.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
     tokio::time::sleep(Duration::from_millis(2000 + mix % 6000)).await;
     chaos_record(id, ctx.attempt()).await
+}
+
+/// Chaos suite: an expiring job, due to start by `deadline` (ms, Redis time). Records its
+/// start on Redis's clock in `chaos:expiring` under `<id>:<attempt>:<pid>`, so the suite can
+/// check that no expiring job started after its deadline.
+#[job(queue = "chaos-default", backoff = ["200ms"])]
+async fn chaos_expiring(ctx: gator_core::Context, id: u64, deadline: u64) -> Result<(), String> {
+    let _ = deadline; // the suite knows it; it travels here for the logs of a failed run
+    let mut conn = chaos_connection().await?;
+    let (secs, micros): (u64, u64) = redis::cmd("TIME")
+        .query_async(&mut conn)
+        .await
+        .map_err(|e| e.to_string())?;
+    let key = format!("{id}:{}:{}", ctx.attempt(), std::process::id());
+    redis::cmd("HSET")
+        .arg("chaos:expiring")
+        .arg(key)
+        .arg(secs * 1000 + micros / 1000)
+        .query_async::<()>(&mut conn)
+        .await
+        .map_err(|e| e.to_string())
 }
 
 /// The worker's own Redis connection (the worker makes its client the default).

@@ -16,11 +16,12 @@
 -- ARGV[2]  its jid
 -- ARGV[3]  how long (ms) the cancelled record is kept
 -- ARGV[4]  a workflow step's report of its end, for the outbox; '' for any other job
--- ARGV[5]  the state to record: `cancelled` ('' for it), or `discarded` (a retry strategy
---          gave the job up)
--- ARGV[6]  the record's tail after its time (`<attempts> <error>` for `discarded`), or ''
+-- ARGV[5]  the state to record: `cancelled` ('' for it), `discarded` (a retry strategy
+--          gave the job up), or `expired` (not started by its deadline, dropped)
+-- ARGV[6]  the record's tail after its time (`<attempts> <error>` for `discarded`,
+--          `<attempts> <deadline ms> drop` for `expired`), or ''
 -- Returns  1 if settled, 0 if the job was not in flight
--- Records  cancelled, discarded
+-- Records  cancelled, discarded, expired
 -- @flow_lib
 -- @unique_lib
 local bad = wrong_type(KEYS[2], 'set') or wrong_type(KEYS[3], 'list')

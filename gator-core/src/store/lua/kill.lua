@@ -24,8 +24,12 @@
 -- ARGV[4]  the most age (ms) an entry may reach; older ones are removed
 -- ARGV[5]  a workflow step's end to report to its workflow (store::workflow::Report as JSON),
 --          appended to the outbox; '' for any other job
+-- ARGV[6]  for a job that expired before it started (store::expiry): its record's tail after
+--          the attempts, `<deadline ms> dead`, recorded `expired` instead of `dead`; '' (or
+--          absent) for any other job
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
 --            trimmed chain step with a next step, its chain's list queue and chain id }
+-- Records  dead, expired
 -- @flow_lib
 -- @unique_lib
 local bad = wrong_type(KEYS[2], 'zset') or wrong_type(KEYS[3], 'list')
@@ -48,7 +52,11 @@ do
     attempts = tonumber(doc['attempt']) or 0
   end
   -- An unreadable payload's entry wraps it: its jid is not known, and it has no record.
-  set_status(queue_prefix(KEYS[2]), ARGV[2], 'dead ' .. now .. ' ' .. attempts .. ' ' .. reason, tonumber(ARGV[4]))
+  local record = 'dead ' .. now .. ' ' .. attempts .. ' ' .. reason
+  if ARGV[6] and ARGV[6] ~= '' then
+    record = 'expired ' .. now .. ' ' .. attempts .. ' ' .. ARGV[6]
+  end
+  set_status(queue_prefix(KEYS[2]), ARGV[2], record, tonumber(ARGV[4]))
 end
 local oldest = '(' .. (now - tonumber(ARGV[4]))
 local keep = tonumber(ARGV[3])

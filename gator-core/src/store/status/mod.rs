@@ -15,6 +15,7 @@
 //! | `retrying <due ms> <attempt> <error>` | failed, in the retry set |
 //! | `dead <at ms> <attempts> <error>` | in the dead set |
 //! | `done <at ms> <attempts> <result JSON>` | succeeded (the result empty if it returned none) |
+//! | `expired <at ms> <attempts> <deadline ms> <dead\|drop>` | not started by its deadline |
 
 use crate::error::Result;
 use crate::store::keys::Keys;
@@ -92,6 +93,19 @@ pub enum JobStatus {
         /// When it was cancelled (Redis time).
         at: SystemTime,
     },
+    /// Not started by its deadline ([`crate::expiry`]): it never ran, and will not run
+    /// unless retried from the dead set.
+    Expired {
+        /// When it was found expired (Redis time).
+        at: SystemTime,
+        /// The attempts it had (failed ones, before a retry that came too late).
+        attempts: u32,
+        /// Its deadline (Redis time).
+        deadline: SystemTime,
+        /// Whether it is kept in its queue's dead set (else it was dropped:
+        /// `on_expire = "drop"`).
+        kept: bool,
+    },
     /// No record: never dispatched, deleted, or finished longer ago than the retention.
     Unknown,
 }
@@ -109,6 +123,7 @@ impl JobStatus {
             JobStatus::Done { .. } => State::Done,
             JobStatus::Cancelled { .. } => State::Cancelled,
             JobStatus::Discarded { .. } => State::Discarded,
+            JobStatus::Expired { .. } => State::Expired,
             JobStatus::AwaitingReply { .. } => State::Awaiting,
             JobStatus::Unknown => return None,
         })
@@ -120,8 +135,8 @@ impl JobStatus {
         self.state().map_or("unknown", State::name)
     }
 
-    /// Whether the job will not change state again by itself (done, dead, discarded or
-    /// cancelled).
+    /// Whether the job will not change state again by itself (done, dead, discarded,
+    /// cancelled or expired).
     pub fn is_final(&self) -> bool {
         self.state().is_some_and(State::is_final)
     }
@@ -172,6 +187,16 @@ impl Record {
                 attempts: count,
                 error: tail.to_owned(),
             },
+            // `expired <at> <attempts> <deadline> <dead|drop>`.
+            ("expired", Some(at)) => {
+                let (deadline, fate) = tail.split_once(' ').unwrap_or((tail, ""));
+                JobStatus::Expired {
+                    at,
+                    attempts: count,
+                    deadline: from_ms(deadline.parse().unwrap_or(0)),
+                    kept: fate != "drop",
+                }
+            }
             // `awaiting <deadline> <key>`: the key is all the rest, spaces and all.
             ("awaiting", Some(deadline)) => JobStatus::AwaitingReply {
                 key: rest.to_owned(),
