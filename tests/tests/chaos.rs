@@ -12,8 +12,11 @@
 //!    chains of three steps across the queues, 100 workflows of five steps across the queues
 //!    (a root, three in parallel, a fan-in), 300 jobs that wait for a reply the test sends during
 //!    the chaos (their handlers count the runs), and about 10 % on `chaos-flow`, a queue under
-//!    flow control (limited, with shares and costs, rate limited, windowed). Every job counts its runs in `chaos:runs`.
+//!    flow control (limited, with shares and costs, rate limited, windowed, half of them with fair
+//!    keys). Every job counts its runs in `chaos:runs`.
 //!    Two poison payloads besides: bytes that are not UTF-8, and arguments whose decoder panics.
+//!    And 2,000 expiring jobs (deadlines 1 to 60 s ahead, dropped once expired), ahead of the
+//!    backlog: none may start after its deadline, and each ran or is recorded `expired`.
 //! 4. Ten events in a random order, 0.3–1.5 s apart: five SIGKILLs of a random worker, each
 //!    respawned at once; Redis frozen with SIGSTOP for 10 s; Redis SIGKILLed and restarted;
 //!    the proxied worker's connections silenced; Redis at its memory limit for 3 s; the
@@ -418,6 +421,11 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
                 }
                 if id % 7 == 0 {
                     job = job.windows(["00:00-24:00"], Some("Europe/Berlin"));
+                }
+                // Half take turns by fair key among ten tenants, beside the limit, shares,
+                // rate and windows: parked at their key's turn, put back first by recovery.
+                if id % 2 == 0 {
+                    job = job.fair_key(format!("tenant-{}", id % 10));
                 }
                 controlled.push(job);
             }
