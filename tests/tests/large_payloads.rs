@@ -70,27 +70,24 @@ fn noise(bytes: usize) -> String {
 }
 
 /// The payloads waiting in the `large` queue, as stored.
-fn stored(redis: &RedisServer) -> Vec<String> {
-    let mut conn = redis::Client::open(redis.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+async fn stored(redis: &RedisServer) -> Vec<String> {
+    // The harness's connection: a cluster's too (the URL is then a list of nodes).
+    let mut conn = redis.client().await;
     redis::cmd("LRANGE")
         .arg("gator:{large}:queue")
         .arg(0)
         .arg(-1)
-        .query(&mut conn)
+        .query_async(&mut conn)
+        .await
         .unwrap()
 }
 
-fn blob_of(redis: &RedisServer, id: u64) -> Option<String> {
-    let mut conn = redis::Client::open(redis.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
+async fn blob_of(redis: &RedisServer, id: u64) -> Option<String> {
+    let mut conn = redis.client().await;
     redis::cmd("GET")
         .arg(format!("test:blob:{id}"))
-        .query(&mut conn)
+        .query_async(&mut conn)
+        .await
         .unwrap()
 }
 
@@ -98,7 +95,14 @@ async fn wait_for_blobs(redis: &RedisServer, ids: &[u64]) {
     wait_until(
         "every job stored its blob",
         Duration::from_secs(30),
-        || async { ids.iter().all(|id| blob_of(redis, *id).is_some()) },
+        || async {
+            for id in ids {
+                if blob_of(redis, *id).await.is_none() {
+                    return false;
+                }
+            }
+            true
+        },
     )
     .await;
 }
@@ -119,7 +123,7 @@ async fn small_payloads_stay_as_they_were_and_large_ones_are_compressed_and_run_
             .await
             .unwrap();
     }
-    let stored = stored(&redis);
+    let stored = stored(&redis).await;
     assert_eq!(stored.len(), 4);
     // 1 KiB: byte for byte the plain payload, its arguments inline.
     let small: Value = serde_json::from_str(&stored[0]).unwrap();
@@ -144,7 +148,7 @@ async fn small_payloads_stay_as_they_were_and_large_ones_are_compressed_and_run_
     wait_for_blobs(&redis, &[1, 2, 3, 4]).await;
     for (id, blob) in &blobs {
         assert_eq!(
-            blob_of(&redis, *id).as_deref(),
+            blob_of(&redis, *id).await.as_deref(),
             Some(blob.as_str()),
             "job {id}"
         );
@@ -256,10 +260,10 @@ async fn a_large_job_whose_worker_is_killed_runs_again_with_its_args() {
     .await;
     first.kill().unwrap(); // SIGKILL: the job stays in flight
     first.wait().unwrap();
-    assert_eq!(blob_of(&redis, 9), None);
+    assert_eq!(blob_of(&redis, 9).await, None);
     let mut restarted = worker(&redis, &id);
     wait_for_blobs(&redis, &[9]).await;
-    assert_eq!(blob_of(&redis, 9).as_deref(), Some(blob.as_str()));
+    assert_eq!(blob_of(&redis, 9).await.as_deref(), Some(blob.as_str()));
     assert!(terminate(&mut restarted).success());
 }
 
@@ -286,5 +290,5 @@ async fn a_zstd_bomb_is_refused_and_dead_lettered_with_the_reason() {
     let dead = redis.zset_json("gator:{large}:dead").await;
     let error = dead[0]["error"].as_str().unwrap();
     assert!(error.contains("inflate past"), "{error}");
-    assert_eq!(blob_of(&redis, 1), None, "it never ran");
+    assert_eq!(blob_of(&redis, 1).await, None, "it never ran");
 }
