@@ -205,18 +205,30 @@ async fn kill(
         settled,
         orphaned_chains,
     } = inflight::kill(&mut conn, keys, job, entry, dead_cap, handoff.as_deref()).await?;
-    // A workflow step's death, recorded: carrying it to its workflow now only saves the wait
-    // for the next drain of the outbox.
-    if let (true, Some(record)) = (settled, &handoff)
+    after_death(client, job, settled, handoff.as_deref(), &orphaned_chains).await;
+    Ok(settled)
+}
+
+/// After a death (or an expiry) was written: carries a workflow step's end to its workflow
+/// (now only saves the wait for the next drain of the outbox), and deletes the waiting steps
+/// of chains whose dead step the dead set's trim removed.
+async fn after_death(
+    client: &Client,
+    job: &Fetched,
+    settled: bool,
+    handoff: Option<&str>,
+    orphaned_chains: &[(String, String)],
+) {
+    let (mut conn, keys) = (client.connection(), client.keys());
+    if let (true, Some(record)) = (settled, handoff)
         && let Err(e) =
             chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
     {
         warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
     }
-    if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
+    if let Err(e) = chain::forget(&mut conn, keys, orphaned_chains).await {
         warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
     }
-    Ok(settled)
 }
 
 /// A job not started by its deadline: into the dead set recorded `expired` (trimmed as a
@@ -256,15 +268,7 @@ async fn expired(
             (dropped, Vec::new())
         }
     };
-    if let (true, Some(record)) = (settled, handoff)
-        && let Err(e) =
-            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
-    {
-        warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
-    }
-    if let Err(e) = chain::forget(&mut conn, keys, &orphaned_chains).await {
-        warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
-    }
+    after_death(client, job, settled, handoff, &orphaned_chains).await;
     Ok(settled)
 }
 
