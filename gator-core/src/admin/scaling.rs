@@ -260,9 +260,18 @@ impl Admin {
     ) -> Result<()> {
         let (keys, mut conn) = (self.keys(), self.connection());
         let conn = &mut conn;
-        let holders = store::scaling::live_holders(conn, keys, queue, now).await?;
+        // The lease set holds the live holders and, for a while, the expired ones: one read.
+        let (holders, expired): (Vec<String>, Vec<String>) = {
+            let (live, gone): (Vec<_>, Vec<_>) = store::lease::holders(conn, keys, queue)
+                .await?
+                .into_iter()
+                .partition(|(_, expiry)| *expiry > now);
+            (
+                live.into_iter().map(|(id, _)| id).collect(),
+                gone.into_iter().map(|(id, _)| id).collect(),
+            )
+        };
         row.busy = store::scaling::held(conn, keys, queue, &holders).await?;
-        let expired = store::scaling::expired_holders(conn, keys, queue, now).await?;
         row.orphaned = store::scaling::held(conn, keys, queue, &expired).await?;
         for holder in &holders {
             if let Some(n) = concurrency.get(holder) {

@@ -1,5 +1,5 @@
-//! What the autoscaling signal reads of one queue besides its backlog (`fleet`): which
-//! processes hold a live lease on it, how many of its jobs they hold, and how many of its
+//! What the autoscaling signal reads of one queue besides its backlog (`fleet`) and its lease
+//! holders (`lease::holders`): how many of its jobs they hold, and how many of its
 //! attempts ended in the last minutes. Every read touches the queue's own hash tag only (one
 //! slot on Redis Cluster) and costs O(1) or O(log n) per queue and live process: no list or
 //! set of jobs is ever read whole.
@@ -10,41 +10,6 @@ use redis::aio::ConnectionLike;
 
 const MINUTE_MS: u64 = 60_000;
 const DAY_MS: u64 = 86_400_000;
-
-/// The processes whose lease on `queue` is live at `now` (ms, Redis time): its lease set's
-/// entries scored after `now` (`ZRANGE … BYSCORE`, O(log n + live holders)).
-pub async fn live_holders(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    now: u64,
-) -> Result<Vec<String>> {
-    Ok(redis::cmd("ZRANGE")
-        .arg(keys.leases(queue))
-        .arg(format!("({now}"))
-        .arg("+inf")
-        .arg("BYSCORE")
-        .query_async(conn)
-        .await?)
-}
-
-/// The processes whose lease on `queue` had expired at `now` and that are still in its lease
-/// set (for at most `leases::FORGET_AFTER`): their in-flight jobs wait for a worker's recovery
-/// pass to put them back (`ZRANGE … BYSCORE`, O(log n + expired holders)).
-pub async fn expired_holders(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    now: u64,
-) -> Result<Vec<String>> {
-    Ok(redis::cmd("ZRANGE")
-        .arg(keys.leases(queue))
-        .arg("-inf")
-        .arg(now)
-        .arg("BYSCORE")
-        .query_async(conn)
-        .await?)
-}
 
 /// Jobs of `queue` held by `holders`: the lengths of their in-flight lists (`LLEN`, O(1)
 /// each), in one pipeline.
