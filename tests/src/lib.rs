@@ -27,6 +27,7 @@
 pub mod chaos;
 mod cluster;
 pub mod failover;
+pub mod metrics;
 mod proxy;
 mod sentinel;
 mod tls;

@@ -11,7 +11,6 @@ use gator_core::{Chain, Error, JobStatus, Workflow, job};
 use gator_tests::{RedisServer, TestWorker, WorkerCommand, client, run_cli, wait_until};
 use serde_json::{Value, json};
 use std::collections::HashSet;
-use std::io::{Read, Write};
 use std::time::Duration;
 
 const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
@@ -519,20 +518,6 @@ async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
     ));
 }
 
-/// `GET /metrics` from `port`, as Prometheus scrapes it.
-fn scrape(port: u16) -> Option<String> {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut body = String::new();
-    stream.read_to_string(&mut body).ok()?;
-    Some(body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metrics_bind_serves_job_counts_durations_and_queue_gauges_to_prometheus() {
     let redis = RedisServer::start();
@@ -552,11 +537,12 @@ async fn metrics_bind_serves_job_counts_durations_and_queue_gauges_to_prometheus
         "the metrics to show the jobs",
         Duration::from_secs(20),
         || async {
-            scrape(port).is_some_and(|body| body.contains(processed) && body.contains(gauge))
+            gator_tests::metrics::scrape(port)
+                .is_some_and(|body| body.contains(processed) && body.contains(gauge))
         },
     )
     .await;
-    let body = scrape(port).unwrap();
+    let body = gator_tests::metrics::scrape(port).unwrap();
     for line in [
         r#"gator_jobs_failed_total{queue="default",job="fail_slowly"} 1"#,
         r#"gator_jobs_retried_total{queue="default",job="fail_slowly"} 1"#,

@@ -12,7 +12,6 @@ use gator_core::admin::{QueueScaling, ScalingPolicy};
 use gator_core::job;
 use gator_tests::{RedisServer, WorkerCommand, client, run_cli, wait_until};
 use serde_json::Value;
-use std::io::{Read, Write};
 use std::time::Duration;
 use tower::ServiceExt;
 
@@ -112,25 +111,11 @@ async fn busy_and_capacity_follow_a_live_worker_and_drop_to_zero_once_its_lease_
     assert_eq!(row.suggested_workers, 1, "{row:?}");
 }
 
-/// `GET path` from the router, with `auth` as the `Authorization` header if given.
+/// `GET path` from the router as JSON (`Null` if the body is not JSON), with `auth` as the
+/// `Authorization` header if given.
 async fn api(app: &axum::Router, path: &str, auth: Option<&str>) -> (StatusCode, Value) {
-    let mut request = Request::builder().uri(path);
-    if let Some(auth) = auth {
-        request = request.header("authorization", auth);
-    }
-    let response = app
-        .clone()
-        .oneshot(request.body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    let status = response.status();
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-    )
+    let (status, text) = api_text(app, path, auth).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -203,7 +188,7 @@ async fn api_scaling_serves_the_shape_keda_reads_behind_the_dashboards_auth() {
     );
 }
 
-/// `GET path` from the router as text.
+/// `GET path` from the router as text, with `auth` as the `Authorization` header if given.
 async fn api_text(app: &axum::Router, path: &str, auth: Option<&str>) -> (StatusCode, String) {
     let mut request = Request::builder().uri(path);
     if let Some(auth) = auth {
@@ -219,20 +204,6 @@ async fn api_text(app: &axum::Router, path: &str, auth: Option<&str>) -> (Status
         .await
         .unwrap();
     (status, String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// `GET /metrics` from `port`, as Prometheus scrapes it.
-fn scrape(port: u16) -> Option<String> {
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(
-        stream,
-        "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
-    )
-    .ok()?;
-    let mut body = String::new();
-    stream.read_to_string(&mut body).ok()?;
-    Some(body)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -264,7 +235,8 @@ async fn metrics_bind_serves_the_scaling_gauges() {
         r#"gator_queue_latency_seconds{queue="default"} 0"#,
     ];
     wait_until("the scaling gauges", WAIT, || async {
-        scrape(port).is_some_and(|body| wanted.iter().all(|line| body.contains(line)))
+        gator_tests::metrics::scrape(port)
+            .is_some_and(|body| wanted.iter().all(|line| body.contains(line)))
     })
     .await;
     let refused = run_cli(
