@@ -86,12 +86,12 @@ pub(crate) fn link(mut steps: Vec<Payload>) -> Result<(String, Vec<Payload>)> {
         })
         .collect();
     for (step, (next_jid, next_queue)) in steps.iter_mut().zip(nexts) {
-        step.chain = Some(ChainLink {
+        step.chain = Some(Box::new(ChainLink {
             id: id.clone(),
             list_queue: list_queue.clone(),
             next_jid,
             next_queue,
-        });
+        }));
     }
     Ok((id, steps))
 }

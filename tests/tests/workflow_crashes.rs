@@ -254,10 +254,10 @@ async fn a_workflow_stored_by_a_dispatcher_that_died_is_started_by_recovery() {
     let id = "0193a000-0000-7000-8000-000000000001@wx";
     let (uuid, home) = workflow::split_id(id).unwrap();
     let mut payload = gator_core::Payload::new("part", "wx", serde_json::json!([4]));
-    payload.workflow = Some(gator_core::payload::WorkflowLink {
+    payload.workflow = Some(Box::new(gator_core::payload::WorkflowLink {
         id: id.to_owned(),
         parents: Vec::new(),
-    });
+    }));
     let created: Vec<String> = scripts::WF_CREATE
         .key(keys.workflow(home, uuid))
         .key(keys.workflow_push(home, uuid))

@@ -187,10 +187,10 @@ impl ByName<'_> {
         let applied = definition.apply(&self.args)?;
         let queue = self.queue.as_deref().unwrap_or(&definition.queue);
         let mut payload = Payload::new(&self.job, queue, self.args.clone());
-        payload.flow = (!applied.flow.is_empty()).then_some(applied.flow);
+        payload.flow = (!applied.flow.is_empty()).then(|| Box::new(applied.flow));
         // Duplicates must meet on one shard of a sharded queue: placed by their key.
         let shard_key = applied.unique.as_ref().map(|u| u.key.clone());
-        payload.unique = applied.unique;
+        payload.unique = applied.unique.map(Box::new);
         Ok(Encoded {
             payload,
             shard_key,

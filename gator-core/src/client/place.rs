@@ -74,7 +74,7 @@ impl Client {
         let Some(windows) = payload
             .flow
             .as_ref()
-            .map(crate::flow::FlowOptions::parsed_windows)
+            .map(|flow| flow.parsed_windows())
             .transpose()?
             .flatten()
         else {

@@ -220,10 +220,10 @@ impl Client {
                 jids_of(stage - 1)
             };
             let mut payload = payload.clone();
-            payload.workflow = Some(WorkflowLink {
+            payload.workflow = Some(Box::new(WorkflowLink {
                 id: id.clone(),
                 parents: parents.clone(),
-            });
+            }));
             steps.push(NewStep {
                 record: record(&payload.job, &payload.queue, parents, *policy)?,
                 children: jids_of(stage + 1),

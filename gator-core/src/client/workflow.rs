@@ -26,10 +26,10 @@ impl Client {
         let step = step.into();
         let mut payload = self.placed(step.job?).await?;
         let parents: Vec<String> = after.iter().map(|jid| (*jid).to_owned()).collect();
-        payload.workflow = Some(WorkflowLink {
+        payload.workflow = Some(Box::new(WorkflowLink {
             id: id.to_owned(),
             parents: parents.clone(),
-        });
+        }));
         let new = NewStep {
             record: record(&payload.job, &payload.queue, parents, step.on_failure)?,
             children: Vec::new(),

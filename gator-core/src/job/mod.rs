@@ -207,8 +207,8 @@ pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
         None => None,
     };
     let mut payload = Payload::new(J::NAME, &job.queue, args);
-    payload.flow = (!job.flow.is_empty()).then_some(job.flow);
-    payload.unique = unique;
+    payload.flow = (!job.flow.is_empty()).then(|| Box::new(job.flow));
+    payload.unique = unique.map(Box::new);
     let expiry = crate::expiry::checked(job.expiry)?;
     Ok(Encoded {
         payload,

@@ -20,6 +20,10 @@ pub type Headers = BTreeMap<String, String>;
 
 /// One job as stored in Redis. Unknown fields are kept (in `extra`) and written back, so a
 /// newer producer's fields survive a retry by an older worker.
+///
+/// The options most jobs lack (chain, workflow, flow, unique) are boxed: a plain job's
+/// `Payload` is then 304 bytes instead of 632, which a batch of 1,000 moves several times on
+/// its way to Redis.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Payload {
     /// Unique, time-sortable job id: a UUIDv7 in its hyphenated text form.
@@ -59,14 +63,14 @@ pub struct Payload {
     pub retried_at: Option<u64>,
     /// For a step of a chain: where the rest of the chain waits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub chain: Option<ChainLink>,
+    pub chain: Option<Box<ChainLink>>,
     /// For a step of a workflow: its workflow and the steps whose results it may read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub workflow: Option<WorkflowLink>,
+    pub workflow: Option<Box<WorkflowLink>>,
     /// The job's flow options (priority, cost, limit key, ...: see [`crate::flow`]); absent for
     /// a job without any, which a plain queue keeps on its list.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub flow: Option<crate::flow::FlowOptions>,
+    pub flow: Option<Box<crate::flow::FlowOptions>>,
     /// Headers: string metadata that travels with the job from its dispatch to its run
     /// (a tenant id, a W3C `traceparent`), set by client middleware
     /// (`middleware::DispatchMiddleware`) and read by server middleware and the job's
@@ -76,7 +80,7 @@ pub struct Payload {
     /// For a unique job: its key, when its lock is released, its TTL and debounce delay (see
     /// [`crate::unique`]); absent for any other job, which takes no lock.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unique: Option<crate::unique::Unique>,
+    pub unique: Option<Box<crate::unique::Unique>>,
     /// For an expiring job ([`crate::expiry`]): the time, in ms since the epoch on Redis's
     /// clock, after which it must not start. Absent for a job without a deadline.
     #[serde(

@@ -124,7 +124,7 @@ impl CronEntry {
             queue: payload.queue,
             job: payload.job,
             args: payload.args,
-            flow: payload.flow,
+            flow: payload.flow.map(|flow| *flow),
             source,
         })
     }
@@ -155,7 +155,7 @@ impl CronEntry {
         let mut payload = Payload::new(&self.job, &self.queue, self.args.clone());
         payload.created_at = tick.unwrap_or(now);
         payload.enqueued_at = now;
-        payload.flow = self.flow.clone();
+        payload.flow = self.flow.clone().map(Box::new);
         payload
             .extra
             .insert("cron".to_owned(), json!({"entry": self.name, "tick": tick}));
