@@ -2,7 +2,8 @@
 //! `gator-worker scaling`) against a real redis-server and real worker processes: backlog and
 //! latency grow while no worker serves a queue and drop once one does; busy and capacity
 //! follow a live worker and drop to 0 once it is killed and its lease has expired, its jobs
-//! then counted as orphaned; the API serves KEDA's shape behind the dashboard's auth.
+//! then counted as orphaned; a sharded queue is one row; the API serves KEDA's shape behind the
+//! dashboard's auth.
 #![allow(clippy::unwrap_used)]
 
 use axum::body::Body;
@@ -109,6 +110,39 @@ async fn busy_and_capacity_follow_a_live_worker_and_drop_to_zero_once_its_lease_
     let row = default_row(&admin).await.unwrap();
     assert_eq!(row.orphaned, 2, "{row:?}");
     assert_eq!(row.suggested_workers, 1, "{row:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sharded_queue_is_one_row_and_its_worker_counts_once() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let admin = Admin::new(client.clone());
+    admin.set_shards("default", 3).await.unwrap();
+    for id in 0..6 {
+        CountRun::call(id).dispatch_with(&client).await.unwrap();
+    }
+    let scaling = admin.scaling(ScalingPolicy::default()).await.unwrap();
+    let names: Vec<&String> = scaling.queues.keys().collect();
+    assert_eq!(names, ["default"], "one row for the sharded queue");
+    let row = &scaling.queues["default"];
+    assert_eq!((row.backlog, row.shards), (6, 3), "{row:?}");
+
+    let _worker = WorkerCommand::new(WORKER, &redis.url(), "default")
+        .args(&["--concurrency", "4"])
+        .spawn();
+    for id in 0..3 {
+        Sleepy::call(id, 120_000)
+            .dispatch_with(&client)
+            .await
+            .unwrap();
+    }
+    // Three jobs on three shards, one process serving them all: one worker of 4 slots.
+    wait_until("busy 3 of capacity 4 on one worker", WAIT, || async {
+        default_row(&admin)
+            .await
+            .is_some_and(|r| (r.busy, r.capacity, r.workers, r.backlog) == (3, 4, 1, 0))
+    })
+    .await;
 }
 
 /// `GET path` from the router as JSON (`Null` if the body is not JSON), with `auth` as the

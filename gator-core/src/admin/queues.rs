@@ -53,7 +53,8 @@ impl Admin {
         self.infos_of(&queues).await
     }
 
-    /// The [`QueueInfo`] of `queue` (its own row: shards are not summed).
+    /// The [`QueueInfo`] of `queue` (its own row: shards are not summed here; the scaling
+    /// signal sums them, [`super::scaling`]).
     pub async fn queue_info(&self, queue: &str) -> Result<QueueInfo> {
         validate_stored_queue(queue)?;
         let mut infos = self.infos_of(&[queue.to_owned()]).await?;

@@ -24,10 +24,16 @@
 //! A process serving several queues counts in the busy-capacity of each.
 //!
 //! # What it costs
-//! Per queue: the reads of its [`super::QueueInfo`] (a handful of O(1) commands), one
-//! two `ZRANGE BYSCORE` of its lease set, one `LLEN` per live or expired holder and one `HMGET` of at most
-//! [`THROUGHPUT_MINUTES`] fields, all in the queue's own hash tag; plus, once, the registry
-//! of live processes. The queues read are the known-queues set.
+//! Per stored queue (a queue, or each shard of a sharded one): the reads of its
+//! [`super::QueueInfo`] (a handful of O(1) commands), one `ZRANGE` of its lease set, one
+//! `LLEN` per live or expired holder and one `HMGET` of at most [`THROUGHPUT_MINUTES`]
+//! fields, all in its own hash tag; plus, once, the registry of live processes and the
+//! known-queues set.
+//!
+//! # Sharded queues
+//! A sharded queue ([`crate::shards`]) is one row: backlog, orphaned, busy and throughput
+//! summed over its shards, latency the oldest of theirs, and workers and capacity counted once
+//! per live process serving any of them (`shards` says how many shard lists were read).
 
 use super::Admin;
 use crate::error::{Error, Result};
@@ -138,9 +144,17 @@ pub struct QueueScaling {
     pub suggested_workers: u32,
     /// How the suggestion was reached.
     pub basis: Basis,
-    /// Why the queue could not be read, if it could not (its numbers are then zeros).
+    /// Why the queue could not be read, if it could not (its numbers are then zeros, or
+    /// those of the shards that could be read).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub broken: Option<String>,
+    /// The shard lists summed into this row; 0 for a queue that is not sharded.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub shards: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// The signal of every known queue, keyed by queue name, as `GET /api/scaling` serves it:
@@ -200,48 +214,41 @@ pub fn suggest(demand: Demand, policy: ScalingPolicy) -> (u32, Basis) {
 
 impl Admin {
     /// The autoscaling signal of every known queue under `policy`: see the
-    /// [module docs](self).
+    /// [module docs](self). A sharded queue is one row, its shards summed.
     pub async fn scaling(&self, policy: ScalingPolicy) -> Result<Scaling> {
-        let queues = self.known_queues().await?;
+        let known = self.known_queues().await?;
+        let queues: std::collections::BTreeSet<&str> = known
+            .iter()
+            .map(|q| crate::shards::logical_queue(q))
+            .collect();
+        let queues: Vec<String> = queues.into_iter().map(str::to_owned).collect();
         self.scaling_of(&queues, policy).await
     }
 
-    /// The autoscaling signal of `queues` (each its own row: shards are not summed), as
-    /// [`Admin::scaling`]; a queue no client or worker registered reads as idle.
+    /// The autoscaling signal of `queues`, as [`Admin::scaling`]: a queue with shards is one
+    /// row over its list and its shards' (a shard named alone, `default#1`, is its own row);
+    /// a queue no client or worker registered reads as idle.
     pub async fn scaling_of(&self, queues: &[String], policy: ScalingPolicy) -> Result<Scaling> {
         for queue in queues {
             crate::store::keys::validate_stored_queue(queue)?;
         }
-        let infos = self.infos_of(queues).await?;
+        let groups = shards::groups(queues, &self.known_queues().await?);
+        let stored: Vec<String> = groups.values().flatten().cloned().collect();
+        let infos = self.infos_of(&stored).await?;
         let now = self.redis_time().await?;
         let concurrency = self.live_concurrency(now).await?;
-        let mut rows = BTreeMap::new();
+        let mut parts = HashMap::new();
         for info in infos {
-            let mut row = QueueScaling {
-                backlog: info.size,
-                latency_seconds: info.latency_ms.unwrap_or(0) as f64 / 1000.0,
-                orphaned: 0,
-                busy: 0,
-                capacity: 0,
-                workers: 0,
-                throughput: 0.0,
-                suggested_workers: 0,
-                basis: Basis::Idle,
-                broken: info.broken,
-            };
-            if row.broken.is_none() {
-                // A key of the wrong type (written by hand) breaks its own row, no other.
-                match self
-                    .read_fleet(&mut row, &info.name, &concurrency, now)
-                    .await
-                {
-                    Ok(()) => (row.suggested_workers, row.basis) = suggest(row.demand(), policy),
-                    Err(e) if e.is_broken_data() => row.broken = Some(e.to_string()),
-                    Err(e) => return Err(e),
-                }
-            }
-            rows.insert(info.name, row);
+            let name = info.name.clone();
+            parts.insert(name, self.read_part(info, now).await?);
         }
+        let rows = groups
+            .into_iter()
+            .map(|(queue, names)| {
+                let row = shards::fold(names.iter().filter_map(|n| parts.remove(n)));
+                (queue, row.finish(&concurrency, policy))
+            })
+            .collect();
         Ok(Scaling {
             target_latency_seconds: policy.target_latency.as_secs_f64(),
             max_workers: policy.max_workers,
@@ -249,39 +256,38 @@ impl Admin {
         })
     }
 
-    /// Fills `row`'s orphaned, busy, capacity, workers and throughput from `queue`'s lease
-    /// set, its holders' in-flight lists and its minute stats, as of `now` (Redis time).
-    async fn read_fleet(
-        &self,
-        row: &mut QueueScaling,
-        queue: &str,
-        concurrency: &HashMap<String, u32>,
-        now: u64,
-    ) -> Result<()> {
+    /// One stored queue's share of a row, from its info and, unless that is broken, its fleet.
+    async fn read_part(&self, info: super::QueueInfo, now: u64) -> Result<shards::Part> {
+        let mut part = shards::Part::of(&info);
+        if part.row.broken.is_none() {
+            // A key of the wrong type (written by hand) breaks its own row, no other.
+            match self.read_fleet(&mut part, &info.name, now).await {
+                Ok(()) => {}
+                Err(e) if e.is_broken_data() => part.row.broken = Some(e.to_string()),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(part)
+    }
+
+    /// Fills `part`'s orphaned, busy, throughput and live holders from `queue`'s lease set,
+    /// its holders' in-flight lists and its minute stats, as of `now` (Redis time).
+    async fn read_fleet(&self, part: &mut shards::Part, queue: &str, now: u64) -> Result<()> {
         let (keys, mut conn) = (self.keys(), self.connection());
         let conn = &mut conn;
         // The lease set holds the live holders and, for a while, the expired ones: one read.
-        let (holders, expired): (Vec<String>, Vec<String>) = {
-            let (live, gone): (Vec<_>, Vec<_>) = store::lease::holders(conn, keys, queue)
-                .await?
-                .into_iter()
-                .partition(|(_, expiry)| *expiry > now);
-            (
-                live.into_iter().map(|(id, _)| id).collect(),
-                gone.into_iter().map(|(id, _)| id).collect(),
-            )
-        };
-        row.busy = store::scaling::held(conn, keys, queue, &holders).await?;
-        row.orphaned = store::scaling::held(conn, keys, queue, &expired).await?;
-        for holder in &holders {
-            if let Some(n) = concurrency.get(holder) {
-                row.workers += 1;
-                row.capacity += u64::from(*n);
-            }
-        }
+        let (live, gone): (Vec<_>, Vec<_>) = store::lease::holders(conn, keys, queue)
+            .await?
+            .into_iter()
+            .partition(|(_, expiry)| *expiry > now);
+        let holders: Vec<String> = live.into_iter().map(|(id, _)| id).collect();
+        let expired: Vec<String> = gone.into_iter().map(|(id, _)| id).collect();
+        part.row.busy = store::scaling::held(conn, keys, queue, &holders).await?;
+        part.row.orphaned = store::scaling::held(conn, keys, queue, &expired).await?;
         let (ended, span_ms) =
             store::scaling::recent_processed(conn, keys, queue, THROUGHPUT_MINUTES, now).await?;
-        row.throughput = ended as f64 * 1000.0 / span_ms as f64;
+        part.row.throughput = ended as f64 * 1000.0 / span_ms as f64;
+        part.holders = holders;
         Ok(())
     }
 
@@ -317,65 +323,6 @@ impl QueueScaling {
     }
 }
 
+mod shards;
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn demand(backlog: u64, busy: u64, workers: u64, capacity: u64, throughput: f64) -> Demand {
-        Demand {
-            backlog,
-            busy,
-            workers,
-            capacity,
-            throughput,
-        }
-    }
-
-    #[test]
-    fn nothing_waiting_or_running_needs_no_worker() {
-        let policy = ScalingPolicy::default();
-        assert_eq!(suggest(demand(0, 0, 3, 30, 5.0), policy), (0, Basis::Idle));
-    }
-
-    #[test]
-    fn without_history_each_waiting_job_gets_a_slot() {
-        let policy = ScalingPolicy::default();
-        assert_eq!(
-            suggest(demand(25, 0, 0, 0, 0.0), policy),
-            (3, Basis::Fallback)
-        );
-        assert_eq!(
-            suggest(demand(25, 0, 1, 5, 0.0), policy),
-            (5, Basis::Fallback)
-        );
-        assert_eq!(
-            suggest(demand(1, 0, 0, 0, 0.0), policy),
-            (1, Basis::Fallback)
-        );
-    }
-
-    #[test]
-    fn throughput_sizes_the_fleet_to_drain_the_backlog_within_the_target() {
-        let policy = ScalingPolicy::new(Duration::from_secs(10), 100).unwrap();
-        // 10 slots busy finishing 10 jobs/s: 1 job/s a slot; 200 waiting within 10 s needs
-        // 20 more slots: 30 slots, 3 workers of 10.
-        assert_eq!(
-            suggest(demand(200, 10, 1, 10, 10.0), policy),
-            (3, Basis::Throughput)
-        );
-        // Keeping up with no backlog: the slots in use now, never fewer than one worker.
-        assert_eq!(
-            suggest(demand(0, 2, 4, 40, 2.0), policy),
-            (1, Basis::Throughput)
-        );
-    }
-
-    #[test]
-    fn the_suggestion_is_bounded_and_bad_policies_are_refused() {
-        let policy = ScalingPolicy::new(Duration::from_secs(30), 4).unwrap();
-        assert_eq!(suggest(demand(1_000_000, 0, 0, 0, 0.0), policy).0, 4);
-        assert!(ScalingPolicy::new(Duration::from_millis(10), 4).is_err());
-        assert!(ScalingPolicy::new(Duration::from_secs(30), 0).is_err());
-        assert!(ScalingPolicy::new(Duration::from_secs(30), MAX_MAX_WORKERS + 1).is_err());
-    }
-}
+mod tests;
