@@ -3,8 +3,8 @@
 //! evenly spaced starts, time windows, and units released after a SIGKILL.
 //!
 //! Every job here is the test worker binary's `flow_probe`, which records, atomically at each
-//! start, the units running at that moment over every process (`flow:max`, `flow:max_by`),
-//! the order of starts (`flow:order`) and the Redis time of each start (`flow:started_at`).
+//! start, the units running at that moment over every process (`{flow}:max`, `{flow}:max_by`),
+//! the order of starts (`{flow}:order`) and the Redis time of each start (`{flow}:started_at`).
 
 use gator_core::PendingJob;
 use gator_core::flow::{FlowSetting, RateSpec, Windows};
@@ -60,7 +60,7 @@ async fn get_u64(redis: &RedisServer, args: &[&str]) -> u64 {
 async fn order(redis: &RedisServer) -> Vec<u64> {
     let mut conn = redis.client().await;
     redis::cmd("LRANGE")
-        .arg("flow:order")
+        .arg("{flow}:order")
         .arg(0)
         .arg(-1)
         .query_async(&mut conn)
@@ -71,7 +71,7 @@ async fn order(redis: &RedisServer) -> Vec<u64> {
 async fn started_at(redis: &RedisServer) -> HashMap<u64, u64> {
     let mut conn = redis.client().await;
     redis::cmd("HGETALL")
-        .arg("flow:started_at")
+        .arg("{flow}:started_at")
         .query_async(&mut conn)
         .await
         .unwrap()
@@ -205,7 +205,7 @@ async fn the_concurrency_limit_is_never_exceeded_across_processes() {
     client.dispatch_many(jobs).await.unwrap();
     let _w = workers(&redis, "limited", 3, 4);
     wait_for_runs(&redis, 60, Duration::from_secs(60)).await;
-    let max = get_u64(&redis, &["GET", "flow:max"]).await;
+    let max = get_u64(&redis, &["GET", "{flow}:max"]).await;
     assert!(max <= 5, "at most 5 units ran at once, saw {max}");
     assert!(max >= 4, "the limit was used, not undercut: {max}");
     wait_until("every unit released", Duration::from_secs(10), || async {
@@ -253,8 +253,8 @@ async fn shares_hold_while_others_wait_and_idle_shares_are_borrowed() {
     client.dispatch_many(jobs).await.unwrap();
     let _w = workers(&redis, "regions", 3, 6);
     wait_for_runs(&redis, 46, Duration::from_secs(60)).await;
-    let max_east = get_u64(&redis, &["HGET", "flow:max_by", "east"]).await;
-    let max_north = get_u64(&redis, &["HGET", "flow:max_by", "north"]).await;
+    let max_east = get_u64(&redis, &["HGET", "{flow}:max_by", "east"]).await;
+    let max_north = get_u64(&redis, &["HGET", "{flow}:max_by", "north"]).await;
     let started = started_at(&redis).await;
     let first_north = (100..106).map(|id| started[&id]).min().unwrap();
     let first_east = (0..40).map(|id| started[&id]).min().unwrap();
@@ -272,7 +272,7 @@ async fn shares_hold_while_others_wait_and_idle_shares_are_borrowed() {
         max_east > 4,
         "east alone borrowed the idle shares: {max_east}"
     );
-    assert!(get_u64(&redis, &["GET", "flow:max"]).await <= 10);
+    assert!(get_u64(&redis, &["GET", "{flow}:max"]).await <= 10);
     let starts = order(&redis).await;
     let last_north = starts.iter().rposition(|id| *id >= 100).unwrap();
     let east_before: usize = starts[..last_north].iter().filter(|id| **id < 100).count();

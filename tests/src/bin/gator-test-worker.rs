@@ -431,14 +431,20 @@ fn main() -> std::process::ExitCode {
 }
 
 /// The flow-control probe: on start, in one atomic step, adds `cost` to the units running now
-/// (`flow:running`, and per key in `flow:running_by`), raises `flow:max` and
-/// `flow:max_by <key>` to what is running now, appends `id` to `flow:order` and records Redis's
-/// time in `flow:started_at <id>`; then sleeps `millis` and takes its units off again. So a
+/// (`{flow}:running`, and per key in `{flow}:running_by`), raises `{flow}:max` and
+/// `{flow}:max_by <key>` to what is running now, appends `id` to `{flow}:order` and records Redis's
+/// time in `{flow}:started_at <id>`; then sleeps `millis` and takes its units off again. So a
 /// test sees, across every process, the most units that ever ran at once.
 #[job]
 async fn flow_probe(id: u64, key: String, cost: u32, millis: u64) -> Result<(), String> {
     let mut conn = chaos_connection().await?;
     redis::Script::new(FLOW_PROBE_START)
+        .key("{flow}:running")
+        .key("{flow}:running_by")
+        .key("{flow}:max")
+        .key("{flow}:max_by")
+        .key("{flow}:order")
+        .key("{flow}:started_at")
         .arg(id)
         .arg(&key)
         .arg(cost)
@@ -448,11 +454,11 @@ async fn flow_probe(id: u64, key: String, cost: u32, millis: u64) -> Result<(), 
     tokio::time::sleep(Duration::from_millis(millis)).await;
     redis::pipe()
         .cmd("DECRBY")
-        .arg("flow:running")
+        .arg("{flow}:running")
         .arg(cost)
         .ignore()
         .cmd("HINCRBY")
-        .arg("flow:running_by")
+        .arg("{flow}:running_by")
         .arg(&key)
         .arg(-i64::from(cost))
         .ignore()
@@ -461,20 +467,21 @@ async fn flow_probe(id: u64, key: String, cost: u32, millis: u64) -> Result<(), 
         .map_err(|e| e.to_string())
 }
 
-/// Keys without a hash tag: the probe only runs against a single server.
+/// KEYS: `{flow}:` running, running_by, max, max_by, order, started_at (one hash tag, so the
+/// probe runs on a cluster too); ARGV: id, key, cost.
 const FLOW_PROBE_START: &str = r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local running = redis.call('INCRBY', 'flow:running', ARGV[3])
-local by_key = redis.call('HINCRBY', 'flow:running_by', ARGV[2], ARGV[3])
-if running > (tonumber(redis.call('GET', 'flow:max')) or 0) then
-  redis.call('SET', 'flow:max', running)
+local running = redis.call('INCRBY', KEYS[1], ARGV[3])
+local by_key = redis.call('HINCRBY', KEYS[2], ARGV[2], ARGV[3])
+if running > (tonumber(redis.call('GET', KEYS[3])) or 0) then
+  redis.call('SET', KEYS[3], running)
 end
-if by_key > (tonumber(redis.call('HGET', 'flow:max_by', ARGV[2])) or 0) then
-  redis.call('HSET', 'flow:max_by', ARGV[2], by_key)
+if by_key > (tonumber(redis.call('HGET', KEYS[4], ARGV[2])) or 0) then
+  redis.call('HSET', KEYS[4], ARGV[2], by_key)
 end
-redis.call('RPUSH', 'flow:order', ARGV[1])
-redis.call('HSET', 'flow:started_at', ARGV[1], now)
+redis.call('RPUSH', KEYS[5], ARGV[1])
+redis.call('HSET', KEYS[6], ARGV[1], now)
 return running
 ";
 
