@@ -2,7 +2,7 @@
 //! it, found from what `park` wrote in its status record. The k-th parked job of a key stands
 //! k-th and moves up as a worker process takes jobs; two keys count apart; an urgent job
 //! dispatched last goes first; fair keys' tags and critical jobs; a job admitted a moment ago
-//! is not reported parked.
+//! is not reported parked; a job parked when due (by the poller) knows its place.
 
 use super::{PosNap, WORKER};
 use gator_core::flow::FlowSetting;
@@ -235,5 +235,39 @@ async fn a_job_admitted_a_moment_ago_is_not_reported_parked() {
     assert_eq!(
         place(&client, &jids[2]).await.map(|p| (p.ahead, p.length)),
         Some((1, 2))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_parked_when_due_knows_its_place() {
+    let (redis, client) = limited("pos-due").await;
+    let _worker = gator_tests::spawn_worker_process(WORKER, &redis.url(), "pos-due", 1);
+    // The limit's one unit taken for a while, so the due job waits parked behind it.
+    let long = PosNap::call(0, 8_000).queue("pos-due").limit_key("a");
+    let long = long.dispatch_with(&client).await.unwrap();
+    wait_until("the long job running", Duration::from_secs(15), || async {
+        !matches!(
+            client.position(&long).await.unwrap(),
+            Position::Parked { .. }
+        )
+    })
+    .await;
+    let due = PosNap::call(1, 1).queue("pos-due").limit_key("a");
+    let due = client
+        .dispatch_in(due, Duration::from_millis(500))
+        .await
+        .unwrap();
+    // The worker's poller parks it when due (promote_due.lua), writing where it is.
+    wait_until("the due job parked", Duration::from_secs(15), || async {
+        matches!(
+            client.position(&due).await.unwrap(),
+            Position::Parked { .. }
+        )
+    })
+    .await;
+    let place = place(&client, &due).await.expect("parked, with its place");
+    assert_eq!(
+        (place.key.as_deref(), place.ahead, place.length),
+        (Some("a"), 0, 1)
     );
 }
