@@ -71,7 +71,7 @@ pub use job::{DueTime, Execution, IntoJobResult, Job, JobError, JobResult, Pendi
 pub use payload::Payload;
 pub use registry::{JobRegistration, Registry};
 pub use replication::ReplicaWait;
-pub use status::{ExpectedStart, JobDetails, JobStatus, Position, Progress};
+pub use status::{ExpectedStart, JobDetails, JobStatus, ParkedPlace, Position, Progress};
 pub use store::sets::{SetEntry, SetKind};
 pub use transport::{connection, endpoint, replication, sentinel};
 pub use unique::{Dispatched, UniqueOptions, UniqueUntil};

@@ -37,10 +37,14 @@ pub enum Position {
         expected_start: ExpectedStart,
     },
     /// Parked in a controlled queue (flow control): it starts when admission picks it, by
-    /// priority, limits and rates; no position is computed.
+    /// priority, limits and rates, from among its parking key's jobs.
     Parked {
         /// Its queue.
         queue: String,
+        /// Its place among the jobs parked with it; `None` if it was not where its status
+        /// record says (admitted a moment ago, or parked by a version that did not record
+        /// its place).
+        place: Option<ParkedPlace>,
     },
     /// In the scheduled set (or waiting to retry) until `at`: it joins its queue then.
     Scheduled {
@@ -52,6 +56,29 @@ pub enum Position {
         /// Its status.
         status: JobStatus,
     },
+}
+
+/// Where a parked job stands among the jobs of its parking key (its limit key, rate limiter
+/// and no-overlap key), or of the critical set, which goes before every key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkedPlace {
+    /// Its parking key (`""` for none; a limit key, then `\u{1f}` and its rate limiter's
+    /// name, then `\u{1e}` and its no-overlap key, if it names them), or `None` for a critical
+    /// job.
+    pub key: Option<String>,
+    /// The jobs of its key parked before it: 0 when it is its key's next job. Jobs of other
+    /// keys may start before it too, by their priority, share and rates.
+    pub ahead: u64,
+    /// The jobs of its key parked.
+    pub length: u64,
+    /// The queue's parking keys whose next job may start now.
+    pub ready_keys: u64,
+    /// The queue's parking keys holding parked jobs (ready, or waiting for their share of a
+    /// limit or for a rate limiter).
+    pub waiting_keys: u64,
+    /// When it should start: its key's share of the queue's recent throughput, or why
+    /// that cannot be said.
+    pub expected_start: ExpectedStart,
 }
 
 /// When a queued job should start: its jobs ahead over the queue's recent throughput.
@@ -67,7 +94,8 @@ pub enum ExpectedStart {
     },
     /// No estimate, and why.
     Unknown {
-        /// Why (no job of the queue was processed in the last 5 minutes).
+        /// Why (no job of the queue was processed in the last 5 minutes; for a parked job,
+        /// its queue is paused or runs in time windows).
         reason: &'static str,
     },
 }

@@ -1,7 +1,7 @@
 //! A job's progress and position over the HTTP API: `GET /api/jobs/{jid}` carries the last
 //! progress a running job reported (with an in-process worker), `GET
-//! /api/jobs/{jid}/position` where a queued job stands; and the job page loads the script
-//! that shows them.
+//! /api/jobs/{jid}/position` where a queued or parked job stands; and the job page loads the
+//! script that shows them.
 #![allow(clippy::unwrap_used)]
 
 use axum::Router;
@@ -64,6 +64,21 @@ async fn the_api_shows_a_running_jobs_progress_and_a_queued_jobs_position() {
         (Some(3), Some(3))
     );
     assert!(position["no_estimate"].is_string(), "{position}");
+    // Parked (a job with a limit key makes its queue controlled): its place among its key's.
+    let mut parked = Vec::new();
+    for n in 0..2 {
+        let job = Waits::call(n).queue("web-parked").limit_key("acme");
+        parked.push(client.dispatch(job).await.unwrap());
+    }
+    let position = get(&app, &format!("/api/jobs/{}/position", parked[1])).await;
+    assert_eq!(position["state"], "parked", "{position}");
+    assert_eq!(position["key"], "acme");
+    assert_eq!(position["critical"], false);
+    assert_eq!(
+        (position["position"].as_u64(), position["length"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(position["waiting_keys"].as_u64(), Some(1));
 
     let jid = client.dispatch(Halfway::call()).await.unwrap();
     let worker = TestWorker::start(&redis.url(), Some("web-progress"), 1);
@@ -87,8 +102,10 @@ async fn the_api_shows_a_running_jobs_progress_and_a_queued_jobs_position() {
     worker.stop().await;
 
     let script = get(&app, "/assets/job.js").await;
+    let script = script.as_str().unwrap();
     assert!(
-        script.as_str().unwrap().contains("/position"),
+        script.contains("/position"),
         "the job page asks for the position"
     );
+    assert!(script.contains("parked"), "and shows a parked job's place");
 }

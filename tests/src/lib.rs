@@ -200,6 +200,15 @@ impl RedisServer {
         self.port
     }
 
+    /// The port of the server that holds `key`: the one server, or on a cluster the master
+    /// of `key`'s slot (for `redis-cli -p` commands that follow no redirect, as `MONITOR`).
+    pub fn port_of(&self, key: &str) -> u16 {
+        match &self.cluster {
+            Some(cluster) => cluster.master_of(key),
+            None => self.port,
+        }
+    }
+
     /// Process id of the current (or most recent) server process.
     pub fn pid(&self) -> u32 {
         self.single("pid()");

@@ -1,10 +1,14 @@
 //! Where a queued job stands (`Client::position`): the k-th of N is k, it drops as workers
-//! take jobs, an expected start once the queue has throughput; a parked job, a scheduled
-//! one, and the CLI's `job position`.
+//! take jobs, an expected start once the queue has throughput; a scheduled job, and the CLI's
+//! `job position`. A parked job (a controlled queue): its place among its parking key's jobs
+//! (`parked` module). On one server, or on a cluster with `GATOR_TEST_REDIS=cluster`.
 
 use gator_core::{Client, ExpectedStart, Position, job};
 use gator_tests::{RedisServer, client, run_cli, wait_until};
 use std::time::Duration;
+
+#[path = "position/parked.rs"]
+mod parked;
 
 /// The test worker binary's job (same wire name and arguments).
 #[job(queue = "pos")]
@@ -25,7 +29,7 @@ async fn ahead(client: &Client, jid: &str) -> Option<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_kth_job_of_a_queue_stands_kth_and_moves_up() {
-    let redis = RedisServer::start_single();
+    let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let mut jids = Vec::new();
     for id in 0..40 {
@@ -83,14 +87,17 @@ async fn the_kth_job_of_a_queue_stands_kth_and_moves_up() {
 
 #[tokio::test]
 async fn parked_scheduled_and_unknown_jobs_say_so() {
-    let redis = RedisServer::start_single();
+    let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let parked = PosParked::call(1).dispatch_with(&client).await.unwrap();
+    let Position::Parked { queue, place } = client.position(&parked).await.unwrap() else {
+        panic!("a job with a priority is parked");
+    };
+    assert_eq!(queue, "pos-flow");
+    let place = place.expect("its place is known");
     assert_eq!(
-        client.position(&parked).await.unwrap(),
-        Position::Parked {
-            queue: "pos-flow".into()
-        }
+        (place.key.as_deref(), place.ahead, place.length),
+        (Some(""), 0, 1)
     );
     let later = client
         .dispatch_in(PosNap::call(1, 1), Duration::from_secs(60))

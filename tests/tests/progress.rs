@@ -1,6 +1,7 @@
 //! A running job's progress (`ctx.progress`): coalesced to a few writes a second whatever the
 //! job calls, readable by `Client::progress`, `job_details` and `gator-worker job show` while
-//! it runs and after, on Redis's clock; bad input refused.
+//! it runs and after, on Redis's clock; bad input refused. On one server, or on a cluster
+//! with `GATOR_TEST_REDIS=cluster` (every key of a job carries its queue's hash tag).
 
 use gator_core::context::{JobInfo, StateMap};
 use gator_core::{Context, Error, JobStatus, job};
@@ -43,14 +44,16 @@ fn count_writes(port: u16, key: String) -> (std::process::Child, std::sync::mpsc
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_reports_in_a_second_are_written_a_few_times_and_kept() {
-    let redis = RedisServer::start_single();
+    let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = ReportProgress::call(1000)
         .dispatch_with(&client)
         .await
         .unwrap();
     let key = format!("gator:{{progress}}:progress:{jid}");
-    let (mut monitor, writes) = count_writes(redis.port(), key);
+    // The master of the job's slot (on a cluster), where its progress is written.
+    let port = redis.port_of(&key);
+    let (mut monitor, writes) = count_writes(port, key);
     let _worker = gator_tests::spawn_worker_process(WORKER, &redis.url(), "progress", 1);
 
     // During the run: the last report is readable while the job is still running.
@@ -108,7 +111,7 @@ async fn a_thousand_reports_in_a_second_are_written_a_few_times_and_kept() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_last_report_is_written_before_the_job_is_done() {
-    let redis = RedisServer::start_single();
+    let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let _worker = gator_tests::spawn_worker_process(WORKER, &redis.url(), "progress", 2);
     for round in 0..5 {

@@ -23,7 +23,7 @@ mod progress_and_position {
         let progress = client.progress(&jid).await?; // Some(Progress { fraction, note, at, attempt })
         match client.position(&waiting).await? {
             Position::Queued { ahead, expected_start, .. } => {} // `ahead` jobs before it
-            Position::Parked { queue } => {}                     // flow control decides
+            Position::Parked { place, .. } => {}                 // its key's jobs before it
             Position::Scheduled { at } => {}                     // joins its queue at `at`
             Position::NotWaiting { status } => {}                // running, done, unknown...
         }

@@ -1,12 +1,13 @@
 //! Where a queued job stands: [`Client::position`]. Its place in its queue's list comes from
 //! `store::position` (a binary search by jid: log2(n) + 1 probes, bounded at any length, and
-//! nothing written on dispatch or fetch), its expected start from the queue's processed
-//! counts of the last minutes (`store::stats`).
+//! nothing written on dispatch or fetch; a parked job by the place its status record names),
+//! its expected start from the queue's processed counts of the last minutes (`store::stats`).
 
 use super::Client;
 use crate::error::Result;
-use crate::status::{ExpectedStart, JobStatus, Position};
+use crate::status::{ExpectedStart, JobStatus, ParkedPlace, Position};
 use crate::store;
+use crate::store::position::{Found, ParkedAt};
 use std::time::{Duration, UNIX_EPOCH};
 
 /// The minutes of history the throughput is measured over: long enough to smooth a burst,
@@ -16,9 +17,10 @@ const THROUGHPUT_MINUTES: u64 = 5;
 impl Client {
     /// Where job `jid` stands: in a plain queue, the jobs before it and when it should start
     /// (its jobs ahead over the queue's throughput in the last 5 minutes); parked in a
-    /// controlled queue; scheduled until a time; or not waiting. Costs a status read, one
-    /// `position.lua` (log2(n) + 1 `LINDEX` and an `LRANGE` of 129 at most, whatever the
-    /// queue's length), and one `HGETALL` of the queue's minute counts.
+    /// controlled queue, the jobs of its parking key before it ([`ParkedPlace`]); scheduled
+    /// until a time; or not waiting. Costs a status read, one `position.lua` (log2(n) + 1
+    /// `LINDEX` and an `LRANGE` of 129 at most, whatever the queue's length; for a parked job
+    /// two `ZCOUNT` and log2(ties) + 1 `ZRANGE` of one rank), and the queue's minute counts.
     pub async fn position(&self, jid: &str) -> Result<Position> {
         let Some((queue, record)) = self.find_record(jid).await? else {
             return Ok(Position::NotWaiting {
@@ -32,15 +34,54 @@ impl Client {
             status => return Ok(Position::NotWaiting { status }),
         }
         let found = store::position::find(&mut self.connection(), self.keys(), &queue, jid).await?;
-        let Some(found) = found else {
-            return Ok(Position::Parked { queue });
+        Ok(match found {
+            Found::Listed {
+                ahead,
+                exact,
+                length,
+            } => Position::Queued {
+                expected_start: self.expected_start(&queue, ahead).await?,
+                queue,
+                ahead,
+                length,
+                exact,
+            },
+            Found::Parked(at) => Position::Parked {
+                place: Some(self.parked_place(&queue, at).await?),
+                queue,
+            },
+            Found::Elsewhere => Position::Parked { queue, place: None },
+        })
+    }
+
+    /// A parked job's place, and when it should start: its parking key's even share of the
+    /// queue's recent throughput over the keys holding parked jobs (a critical job: all of
+    /// it), unknown while the queue is paused or when it runs in time windows. Gator counts no
+    /// throughput per key: the share is exact for one key, an estimate for several.
+    async fn parked_place(&self, queue: &str, at: ParkedAt) -> Result<ParkedPlace> {
+        let expected_start = if at.paused {
+            ExpectedStart::Unknown {
+                reason: "its queue is paused",
+            }
+        } else if at.windows {
+            ExpectedStart::Unknown {
+                reason: "its queue runs in time windows",
+            }
+        } else {
+            let (processed, elapsed, now) = self.throughput(queue).await?;
+            let keys = if at.key.is_some() {
+                at.waiting_keys.max(1)
+            } else {
+                1
+            };
+            estimate(processed, elapsed.saturating_mul(keys), at.ahead, now)
         };
-        let expected_start = self.expected_start(&queue, found.ahead).await?;
-        Ok(Position::Queued {
-            queue,
-            ahead: found.ahead,
-            length: found.length,
-            exact: found.exact,
+        Ok(ParkedPlace {
+            key: at.key,
+            ahead: at.ahead,
+            length: at.length,
+            ready_keys: at.ready_keys,
+            waiting_keys: at.waiting_keys,
             expected_start,
         })
     }
@@ -49,6 +90,13 @@ impl Client {
     /// throughput in the last [`THROUGHPUT_MINUTES`] (the current minute counted for the part
     /// of it that passed).
     async fn expected_start(&self, queue: &str, ahead: u64) -> Result<ExpectedStart> {
+        let (processed, elapsed, now) = self.throughput(queue).await?;
+        Ok(estimate(processed, elapsed, ahead, now))
+    }
+
+    /// The jobs of `queue` processed in the last [`THROUGHPUT_MINUTES`], over how many ms
+    /// (the current minute counted for the part of it that passed), and Redis's time now.
+    async fn throughput(&self, queue: &str) -> Result<(u64, u64, u64)> {
         let now = self.redis_time().await?;
         let buckets = store::stats::buckets(
             &mut self.connection(),
@@ -61,7 +109,7 @@ impl Client {
         .await?;
         let processed: u64 = buckets.iter().map(|(_, counts)| counts.processed).sum();
         let since = buckets.first().map_or(now, |(at, _)| *at);
-        Ok(estimate(processed, now.saturating_sub(since), ahead, now))
+        Ok((processed, now.saturating_sub(since), now))
     }
 }
 

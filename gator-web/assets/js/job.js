@@ -42,7 +42,9 @@
     if (pr) facts.push(["Progress", el("span", {}, el("progress", { max: "1", value: String(pr.fraction) }), ` ${Math.round(pr.fraction * 100)}% ${pr.note} (${relative(pr.at_ms, now)})`)]);
     if (s.state === "queued") {
       const pos = await G.get("api/jobs/" + encodeURIComponent(jid) + "/position").catch(() => ({}));
-      if (pos.position) facts.push(["Position", `${pos.position} of ${pos.length}${pos.exact ? "" : " (estimate)"}`]);
+      if (pos.position && pos.state === "parked") facts.push(["Position", `${pos.position} of ${pos.length} parked ${pos.critical ? "critical jobs" : pos.key ? `with key ${pos.key}` : "without a key"} (${pos.waiting_keys} key${pos.waiting_keys === 1 ? "" : "s"} waiting)`]);
+      else if (pos.position) facts.push(["Position", `${pos.position} of ${pos.length}${pos.exact ? "" : " (estimate)"}`]);
+      else if (pos.state === "parked") facts.push(["Position", "parked: admission picks it by priority, limits and rates"]);
       if (pos.expected_start_ms) facts.push(["Expected start", `${when(pos.expected_start_ms)} (${relative(pos.expected_start_ms, now)})`]);
       else if (pos.no_estimate) facts.push(["Expected start", `unknown: ${pos.no_estimate}`]);
     }

@@ -6,7 +6,7 @@ use crate::App;
 use crate::error::{ApiResult, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::{ExpectedStart, Position, Progress};
+use gator_core::{ExpectedStart, ParkedPlace, Position, Progress};
 use serde::Serialize;
 
 /// A job's last reported progress.
@@ -34,7 +34,8 @@ impl From<&Progress> for ProgressView {
 }
 
 /// Where a job stands: `state` is `queued`, `parked`, `scheduled` or the status of a job that
-/// does not wait (`running`, `done`, ..., `unknown`).
+/// does not wait (`running`, `done`, ..., `unknown`). A parked job's `position`, `ahead` and
+/// `length` count the jobs of its parking key (`key`), or of the critical set.
 #[derive(Debug, Default, Serialize)]
 pub(crate) struct PositionView {
     jid: String,
@@ -53,6 +54,34 @@ pub(crate) struct PositionView {
     no_estimate: Option<String>,
     /// A scheduled job's due time (ms, Redis time).
     due_ms: Option<u64>,
+    /// A parked job's parking key (`position`, `ahead` and `length` count its jobs); none for
+    /// a critical job.
+    key: Option<String>,
+    /// Whether a parked job is critical (in the critical set, which starts first).
+    critical: Option<bool>,
+    /// The parked job's queue's parking keys ready now, and holding parked jobs.
+    ready_keys: Option<u64>,
+    waiting_keys: Option<u64>,
+}
+
+impl PositionView {
+    fn start(&mut self, start: ExpectedStart) {
+        match start {
+            ExpectedStart::At { at, per_minute } => {
+                (self.expected_start_ms, self.per_minute) = (Some(ms(at)), Some(per_minute));
+            }
+            ExpectedStart::Unknown { reason } => self.no_estimate = Some(reason.into()),
+        }
+    }
+
+    fn parked(&mut self, place: ParkedPlace) {
+        (self.position, self.ahead) = (Some(place.ahead + 1), Some(place.ahead));
+        self.length = Some(place.length);
+        self.critical = Some(place.key.is_none());
+        self.key = place.key;
+        (self.ready_keys, self.waiting_keys) = (Some(place.ready_keys), Some(place.waiting_keys));
+        self.start(place.expected_start);
+    }
 }
 
 /// `GET /api/jobs/{jid}/position`.
@@ -77,16 +106,14 @@ pub(crate) async fn position(
             view.queue = Some(queue);
             (view.position, view.ahead) = (Some(ahead + 1), Some(ahead));
             (view.length, view.exact) = (Some(length), Some(exact));
-            match expected_start {
-                ExpectedStart::At { at, per_minute } => {
-                    (view.expected_start_ms, view.per_minute) = (Some(ms(at)), Some(per_minute));
-                }
-                ExpectedStart::Unknown { reason } => view.no_estimate = Some(reason.into()),
-            }
+            view.start(expected_start);
         }
-        Position::Parked { queue } => {
+        Position::Parked { queue, place } => {
             view.state = "parked".into();
             view.queue = Some(queue);
+            if let Some(place) = place {
+                view.parked(place);
+            }
         }
         Position::Scheduled { at } => {
             view.state = "scheduled".into();

@@ -3,7 +3,7 @@
 //! compressed); `gator-worker job cancel JID` (`Client::cancel`); `gator-worker job position
 //! JID` (`cli::position`).
 
-use crate::cli::AdminError;
+use crate::cli::{AdminError, table};
 use clap::Subcommand;
 use gator_core::admin::{Place, SearchField, SearchQuery};
 use gator_core::{Admin, JobStatus, Payload};
@@ -84,19 +84,7 @@ async fn show(
     if let Some(queue) = queue {
         fields.insert(2, ("queue", queue.into()));
     }
-    if json {
-        let object: serde_json::Map<String, serde_json::Value> =
-            fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        writeln!(out, "{}", serde_json::Value::Object(object))?;
-    } else {
-        for (name, value) in fields {
-            let text = match value {
-                serde_json::Value::String(s) => s,
-                other => other.to_string(),
-            };
-            writeln!(out, "{name:<9} {text}")?;
-        }
-    }
+    table::print_fields(out, fields, json)?;
     // Shown, and an error all the same (the process exits 1), as the HTTP API answers 404: a
     // script that checks the exit code learns the jid is wrong.
     if status == JobStatus::Unknown {

@@ -31,6 +31,29 @@ pub fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::i
     writeln!(out, "{text}")
 }
 
+/// A record's named fields, in order: one `name  value` line each, names padded to one width
+/// (a string printed bare, any other value as JSON), or with `json` one JSON object (the
+/// `job show` and `job position` output).
+pub fn print_fields(
+    out: &mut impl Write,
+    fields: Vec<(&str, serde_json::Value)>,
+    json: bool,
+) -> std::io::Result<()> {
+    if json {
+        let object: serde_json::Map<String, serde_json::Value> =
+            fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        return writeln!(out, "{}", serde_json::Value::Object(object));
+    }
+    for (name, value) in fields {
+        let text = match value {
+            serde_json::Value::String(s) => s,
+            other => other.to_string(),
+        };
+        writeln!(out, "{name:<9} {text}")?;
+    }
+    Ok(())
+}
+
 /// A duration in ms as people read it: `850ms`, `12.3s`, `4m 05s`, `3h 12m`, `2d 4h`.
 pub fn age(ms: u64) -> String {
     match ms {
@@ -66,6 +89,23 @@ mod tests {
         assert_eq!(age(245_000), "4m 05s");
         assert_eq!(age(3 * 3_600_000 + 12 * 60_000), "3h 12m");
         assert_eq!(age(2 * 86_400_000 + 4 * 3_600_000), "2d 4h");
+    }
+
+    #[test]
+    fn fields_print_as_aligned_lines_or_one_object() {
+        let fields = || vec![("jid", "j1".into()), ("position", 3.into())];
+        let mut out = Vec::new();
+        print_fields(&mut out, fields(), false).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "jid       j1\nposition  3\n"
+        );
+        let mut out = Vec::new();
+        print_fields(&mut out, fields(), true).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "{\"jid\":\"j1\",\"position\":3}\n"
+        );
     }
 
     #[test]

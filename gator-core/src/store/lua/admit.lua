@@ -130,7 +130,7 @@ end
 local backlog = qkey(prefix, 'backlog')
 if redis.call('EXISTS', backlog) == 1 then
   for _, job in ipairs(redis.call('LPOP', backlog, 1000) or {}) do
-    park(prefix, job, now, false)
+    park(prefix, job, now, false, true)
   end
   if redis.call('EXISTS', backlog) == 1 then
     result[3] = 0
@@ -143,7 +143,7 @@ end
 local plain = qkey(prefix, 'queue')
 if redis.call('TYPE', plain)['ok'] == 'list' then
   for _, job in ipairs(redis.call('LPOP', plain, 1000) or {}) do
-    park(prefix, job, now, false)
+    park(prefix, job, now, false, true)
   end
   if redis.call('EXISTS', plain) == 1 then
     result[3] = 0

@@ -46,7 +46,6 @@ local now = now_ms()
 local issued = {}
 for i = 2, #ARGV do
   local seq, set, member, flow = park(prefix, ARGV[i], now, false)
-  set_status(prefix, ARGV[i], 'queued')
   if tickets then issued[#issued + 1] = ticket(prefix, seq, set, member, flow, now) end
 end
 if tickets then return issued end

@@ -17,7 +17,8 @@
 -- make_controlled(prefix)           marks it controlled; moves its plain list aside (backlog)
 -- push_job(prefix, job, first, now) puts a job on its queue: parked if controlled, else on
 --                                   the list (at the head with `first`)
--- park(prefix, job, now, first)     parks a job by its priority and parking key
+-- park(prefix, job, now, first)     parks a job by its priority and parking key, and writes its
+--                                   status record: `queued` and where (note_place)
 -- free_units(inflight_key, job)     releases what a settled job held
 -- free_all_units(prefix, process)   releases what a process held (recovery, shutdown)
 -- release_overlap(prefix, job)      releases a settled job's no-overlap lock, waking its waiters
@@ -190,7 +191,22 @@ local function ready_head(prefix, pk)
   end
 end
 
-local function park(prefix, job, now, first)
+-- Writes a parked job's status record: `queued`, then where it is parked, for position.lua
+-- (`<seq> <score> critical` or `<seq> <score> held <parking key>`): a jid alone finds neither
+-- its member nor its score. With `guarded` (jobs parked from a backlog, which a cancel may
+-- have reached first), only over a `queued` record or none.
+local function note_place(prefix, job, seq, score, where, guarded)
+  if guarded then
+    local jid = jid_of(job)
+    if not jid then return end
+    local record = redis.call('GET', qkey(prefix, 'job', jid))
+    if record and string.sub(record, 1, 6) ~= 'queued' then return end
+  end
+  set_status(prefix, job, 'queued ' .. seq .. ' ' .. string.format('%.0f', score) .. ' ' .. where)
+end
+
+-- Parks a job and writes its status record (note_place; `guarded` as there).
+local function park(prefix, job, now, first, guarded)
   local flow = flow_options(job)
   local seq = 0
   if not first then seq = redis.call('INCR', qkey(prefix, 'seq')) end
@@ -200,9 +216,11 @@ local function park(prefix, job, now, first)
   local set = qkey(prefix, 'critical')
   if flow['critical'] == true then
     redis.call('ZADD', set, score, member)
+    note_place(prefix, job, seq, score, 'critical', guarded)
   else
     local pk = parking_key(flow)
     set = qkey(prefix, 'held', pk)
+    note_place(prefix, job, seq, score, 'held ' .. pk, guarded)
     redis.call('ZADD', set, score, member)
     if redis.call('SISMEMBER', qkey(prefix, 'blocked'), pk) == 0
         and not redis.call('ZSCORE', qkey(prefix, 'timed'), pk)
@@ -255,10 +273,12 @@ local function make_controlled(prefix)
 end
 
 local function push_job(prefix, job, first, now)
-  set_status(prefix, job, 'queued')
   if is_controlled(prefix) then
     park(prefix, job, now or now_ms(), first)
-  elseif first then
+    return
+  end
+  set_status(prefix, job, 'queued')
+  if first then
     redis.call('LPUSH', qkey(prefix, 'queue'), job)
   else
     redis.call('RPUSH', qkey(prefix, 'queue'), job)
@@ -419,7 +439,6 @@ local function park_all_first(prefix, inflight, now)
   for i = #jobs, 1, -1 do
     release_overlap(prefix, jobs[i])
     park(prefix, jobs[i], now, true)
-    set_status(prefix, jobs[i], 'queued')
   end
   redis.call('DEL', inflight)
   return #jobs

@@ -27,8 +27,8 @@ for i = 2, 3 do
       for _, job in ipairs(due) do park(prefix, job, now, false) end
     else
       redis.call('RPUSH', KEYS[1], unpack(due))
+      set_statuses(prefix, due, 'queued')
     end
-    set_statuses(prefix, due, 'queued')
     moved = moved + #due
     if #due >= tonumber(ARGV[1]) then more = 1 end
   end

@@ -10,6 +10,7 @@
 //! | record | state |
 //! |---|---|
 //! | `queued` | waiting in its queue |
+//! | `queued <seq> <score> held <parking key>` (or `critical`) | parked under flow control, where `flow_lib.lua`'s `park` put it (read as `queued`; `store::position` finds its place) |
 //! | `scheduled <due ms>` | in the scheduled set |
 //! | `running <since ms> <attempt> <process>` | started by a worker process |
 //! | `retrying <due ms> <attempt> <error>` | failed, in the retry set |
@@ -303,6 +304,8 @@ mod tests {
     fn records_read_back_as_written() {
         let at = from_ms(1_700_000_000_000);
         assert_eq!(Record::parse("queued").status, JobStatus::Queued);
+        let parked = Record::parse("queued 7 27487790694407 held acme\u{1f}api");
+        assert_eq!((parked.status, parked.result), (JobStatus::Queued, None));
         assert_eq!(
             Record::parse("scheduled 1700000000000").status,
             JobStatus::Scheduled { at }
