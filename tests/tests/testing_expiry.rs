@@ -64,6 +64,34 @@ async fn a_fake_drain_after_a_jobs_deadline_on_the_fake_clock_does_not_run_it() 
 }
 
 #[tokio::test]
+async fn a_fake_chain_stops_at_a_step_whose_deadline_came_before_its_turn() {
+    let fake = testing::fake();
+    let hour = Duration::from_secs(3600);
+    gator_core::Chain::new()
+        .then(TimelyReport::call(10).expires_in(hour))
+        .then(TimelyReport::call(11))
+        .then(TimelyReport::call(12).expires_in(hour))
+        .dispatch()
+        .await
+        .unwrap();
+    // The second step's minute counts from the chain's dispatch, as on Redis.
+    fake.advance(Duration::from_secs(61));
+    let drained = fake.drain().await;
+    assert_eq!(drained.ran, 1);
+    let expired: Vec<_> = drained
+        .expired
+        .iter()
+        .map(|(job, _)| job.args.clone())
+        .collect();
+    assert_eq!(expired, [serde_json::json!([11])]);
+    assert!(
+        ran(10) && !ran(11) && !ran(12),
+        "the chain stopped at the expired step"
+    );
+    assert!(fake.jobs().is_empty());
+}
+
+#[tokio::test]
 async fn inline_a_deadline_already_past_expires_the_job_at_its_dispatch() {
     let _inline = testing::inline();
     let past = SystemTime::now() - Duration::from_secs(60);

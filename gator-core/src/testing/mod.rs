@@ -54,9 +54,9 @@
 //!   [`Drained::failed`]. A job that says it was interrupted is due again a second later, its
 //!   attempt not counted, as a worker does.
 //! - **Deadlines.** A job with a deadline (`expires_in`, `expires_at`, counted from its
-//!   dispatch on the fake clock) that a drain reaches at or after it is not run: it is listed
-//!   in [`Drained::expired`], with its `on_expire`, and a chain or workflow it is a step of
-//!   takes it as a failed step. Inline, a job starts at its dispatch, judged on the real
+//!   dispatch on the fake clock, a chain's or workflow's steps from theirs) that a drain
+//!   reaches at or after it is not run: it is listed in [`Drained::expired`], with its
+//!   `on_expire`, and a chain or workflow it is a step of takes it as a failed step. Inline, a job starts at its dispatch, judged on the real
 //!   clock: only an `expires_at` already past expires it (its dispatch then fails with
 //!   [`crate::error::Error::InlineJobFailed`], or, with `on_expire = "drop"`, returns its jid
 //!   without running it).
