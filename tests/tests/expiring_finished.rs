@@ -183,6 +183,14 @@ async fn dispatches_by_name_get_the_jobs_expires_in_from_the_catalogue_unless_th
         assert_eq!(payload["on_expire"], on_expire, "{queue}: {payload}");
     }
 
+    // The dashboard's Jobs page lists the job's deadline among its options.
+    let (status, page) = call(&app, "GET", "/assets/jobs.js", None).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.to_string()
+            .contains("expires_in=${duration(def.expires_in_ms)}")
+    );
+
     // Past its deadline, a worker on its queue drops it unrun.
     wait_until("past the deadline", Duration::from_secs(10), || async {
         client.redis_time().await.unwrap() > deadline
