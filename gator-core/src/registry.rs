@@ -32,6 +32,8 @@ pub struct JobRegistration {
     pub signature: crate::catalogue::Signature,
     /// Its unique options, for the catalogue.
     pub unique: Option<crate::unique::UniqueOptions>,
+    /// Its expiry (`#[job(expires_in = ..)]`), for the catalogue: by-name dispatches carry it.
+    pub expiry: Option<crate::expiry::Expiry>,
 }
 
 inventory::collect!(JobRegistration);
@@ -51,6 +53,7 @@ impl JobRegistration {
             retry: J::retry,
             signature: J::SIGNATURE,
             unique: J::UNIQUE,
+            expiry: J::EXPIRY,
         }
     }
 }
@@ -172,6 +175,7 @@ mod tests {
         retry: no_strategy,
         signature: crate::catalogue::Signature::UNKNOWN,
         unique: None,
+        expiry: None,
     };
 
     fn no_strategy(_: &crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision> {

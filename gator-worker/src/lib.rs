@@ -68,7 +68,7 @@
 //! | info | `outside the job's time windows: rescheduled to the next opening` | `delay_ms` |
 //! | info | `job awaits a reply` | `key`, `timeout_ms` |
 //! | info | `job cancelled`, `job cancelled before it started` | `duration_ms`, `outcome = "cancelled"` (after a run) |
-//! | info | `job expired before it started: not run` | `deadline_ms`, `late_ms` |
+//! | info | `job expired before it started: not run` | `deadline_ms` |
 //! | warn | `cannot read Redis's clock to check the job's deadline; putting it back` | `error` |
 //! | info | `job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` |
 //! | info | `job interrupted: it runs again in a second, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` |

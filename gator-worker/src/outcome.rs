@@ -74,19 +74,16 @@ pub enum Outcome {
         /// A workflow step's report of its end (as a death).
         handoff: Option<String>,
     },
-    /// It was not started by its deadline (`gator_core::expiry`): recorded `expired`, never
-    /// run; kept in the dead set as `entry`, or dropped if `entry` is `None`.
+    /// It was not started by its deadline (`gator_core::expiry`): never run, and already
+    /// settled by the script that judged it (`gator_core::store::expiry`), kept in the dead set
+    /// or dropped; what is left is carrying a workflow step's end on, as a death's.
     Expired {
-        /// Its jid.
-        jid: String,
-        /// Its failed attempts so far.
-        attempts: u32,
-        /// Its deadline (ms, Redis time).
-        deadline: u64,
-        /// Its dead-set entry (the payload with its error), or `None` to drop it.
-        entry: Option<String>,
+        /// Whether it was still in flight when judged (and is now settled).
+        settled: bool,
         /// A workflow step's report of its end (as a death).
         handoff: Option<String>,
+        /// Chains whose dead step the dead set's trim removed (see `store::inflight::Killed`).
+        orphaned_chains: Vec<(String, String)>,
     },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
     Dead {

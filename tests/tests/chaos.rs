@@ -36,6 +36,7 @@
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
+use gator_core::status::JobStatus;
 use gator_core::workflow::WorkflowState;
 use gator_core::{Chain, Client, Workflow, job};
 use gator_tests::chaos::{Rng, chain_order, fan_in_order};
@@ -46,7 +47,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tempfile::TempDir;
 use tokio::task::JoinSet;
 
@@ -118,10 +119,6 @@ async fn chaos_expiring(_id: u64, _deadline: u64) {}
 /// through the kills and outages. Dropped once expired, so the dead set still holds only the poison.
 const EXPIRING: u64 = 2_000;
 const EXPIRING_FIRST: u64 = 10_000_000;
-/// How late, after its deadline, an expiring job may record its start: the worker's gate reads
-/// Redis's `TIME` and the job reads it again as it starts, and a Redis pause (or a frozen
-/// worker) between the two delays the second read, not the start.
-const EXPIRING_SLACK_MS: u64 = REDIS_PAUSE.as_millis() as u64 + 5_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "chaos suite: run with cargo test -p gator-tests --test chaos -- --ignored --nocapture"]
@@ -508,7 +505,13 @@ async fn enqueue_expiring(client: &Client, rng: &mut Rng) -> Vec<(u64, String, u
         .collect()
 }
 
-/// No expiring job started after its deadline (give or take [`EXPIRING_SLACK_MS`]), and each
+/// No expiring job started at or after its deadline, with no slack: each records the Redis
+/// time at which the settling script judged it in time (`Context::started_at`), the very
+/// instant compared with its deadline in the script that recorded it running, so a Redis pause
+/// or a frozen worker cannot put the two apart (as the job's own later `TIME` read could, which
+/// needed 15 s of slack). The script starts a job only if `now < deadline` (ms): a start at
+/// `deadline - 1` passes, one at `deadline` is late. Not covered, by design: the local
+/// microseconds between the script's reply and the body's first line, on no Redis clock. And each
 /// either ran or is recorded `expired`: none is lost. Returns how many expired.
 async fn assert_expiring_jobs_ran_in_time_or_expired(
     redis: &RedisServer,
@@ -527,14 +530,24 @@ async fn assert_expiring_jobs_ran_in_time_or_expired(
         *latest = (*latest).max(*at);
     }
     let client = client(&redis.url()).await;
-    let (mut expired, mut late, mut lost) = (0, Vec::new(), Vec::new());
+    let (mut expired, mut late, mut lost, mut early) = (0, Vec::new(), Vec::new(), Vec::new());
     for (id, jid, deadline) in expiring {
         if let Some(at) = started.get(id)
-            && *at > deadline + EXPIRING_SLACK_MS
+            && *at >= *deadline
         {
             late.push((*id, at - deadline));
         }
         let status = client.status(jid).await.expect("a status");
+        if let JobStatus::Expired { at, .. } = status {
+            // Its record holds the Redis time it was judged expired at: never before its deadline.
+            let at = at
+                .duration_since(UNIX_EPOCH)
+                .expect("after 1970")
+                .as_millis() as u64;
+            if at < *deadline {
+                early.push((*id, deadline - at));
+            }
+        }
         if status.name() == "expired" {
             expired += 1;
         } else if !started.contains_key(id) {
@@ -546,6 +559,12 @@ async fn assert_expiring_jobs_ran_in_time_or_expired(
         "{} expiring jobs started after their deadline (id, ms late), first 20: {:?}",
         late.len(),
         &late[..late.len().min(20)]
+    );
+    assert!(
+        early.is_empty(),
+        "{} expiring jobs were judged expired before their deadline (id, ms early), first 20: {:?}",
+        early.len(),
+        &early[..early.len().min(20)]
     );
     assert!(
         lost.is_empty(),

@@ -26,7 +26,8 @@
 //! - **scheduled, retry:** the job goes to the tail of its queue now and keeps its `attempt`,
 //!   so if it fails again it continues along the backoff curve instead of starting over.
 //! - **dead** ("retry"): the job goes to the tail of its queue with `attempt` reset to 0, so
-//!   it gets the full number of retries again.
+//!   it gets the full number of retries again, and without its deadline (`expires_in`): the
+//!   operator asked for it to run, and an expired job would otherwise expire again at once.
 //!
 //! Each entry is moved by `move_to_queue.lua`, which removes it from the set and pushes it in
 //! one atomic step, and only if it was still there: a worker promoting a due job, or another

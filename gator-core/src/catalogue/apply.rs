@@ -14,6 +14,8 @@ pub struct Applied {
     pub flow: FlowOptions,
     /// The unique lock, with its default key (the wire name and the arguments).
     pub unique: Option<Unique>,
+    /// The job's expiry (`expires_in`, `on_expire`), unless the producer gives its own.
+    pub expiry: Option<crate::expiry::Expiry>,
 }
 
 impl Definition {
@@ -42,7 +44,12 @@ impl Definition {
             let options = u.options();
             Unique::new(crate::unique::default_key(&self.job, args), &options)
         });
-        Ok(Applied { flow, unique })
+        let expiry = self.expiry()?;
+        Ok(Applied {
+            flow,
+            unique,
+            expiry,
+        })
     }
 
     /// `args` as a list of this job's arity, each of a kind its type takes.

@@ -1,6 +1,7 @@
 //! A job as the catalogue publishes it: [`Definition`], the JSON every by-name producer reads.
 
 use super::Backoff;
+use crate::expiry::{Deadline, Expiry, OnExpire};
 use crate::flow::FlowOptions;
 use crate::registry::JobRegistration;
 use crate::unique::{UniqueOptions, UniqueUntil};
@@ -51,6 +52,13 @@ pub struct Definition {
     /// Unique and debounce options.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unique: Option<UniqueDefinition>,
+    /// `expires_in`, in ms: a dispatch not started this long after it never runs
+    /// ([`crate::expiry`]); absent for a job that waits as long as it must.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in_ms: Option<u64>,
+    /// What becomes of it once expired: `"drop"`, or `"dead"` (the default, not written).
+    #[serde(default, skip_serializing_if = "is_dead")]
+    pub on_expire: OnExpire,
     /// Where the job fn is defined (`module::fn at file:line`).
     #[serde(default)]
     pub defined_at: String,
@@ -138,8 +146,29 @@ impl Definition {
             fair_key_arg: sig.fair_key_arg,
             no_overlap: sig.overlap,
             unique: reg.unique.as_ref().map(UniqueDefinition::of),
+            expires_in_ms: match reg.expiry {
+                Some(Expiry {
+                    deadline: Deadline::In(ttl),
+                    ..
+                }) => Some(ms(ttl)),
+                _ => None,
+            },
+            on_expire: reg.expiry.map(|e| e.on_expire).unwrap_or_default(),
             defined_at: reg.defined_at.to_owned(),
         }
+    }
+
+    /// The expiry every dispatch of it carries unless the producer gives its own; refused if
+    /// the published `expires_in_ms` is not one a job may have (zero, past the horizon).
+    pub fn expiry(&self) -> crate::error::Result<Option<Expiry>> {
+        let Some(ttl) = self.expires_in_ms else {
+            return Ok(None);
+        };
+        let ttl = crate::expiry::check_delay(std::time::Duration::from_millis(ttl))?;
+        Ok(Some(Expiry {
+            deadline: Deadline::In(ttl),
+            on_expire: self.on_expire,
+        }))
     }
 
     /// The definition as stored: compact JSON.
@@ -174,6 +203,10 @@ impl UniqueDefinition {
             debounce: self.debounce_ms.map(Duration::from_millis),
         }
     }
+}
+
+fn is_dead(on_expire: &OnExpire) -> bool {
+    *on_expire == OnExpire::Dead
 }
 
 fn ms(d: std::time::Duration) -> u64 {

@@ -26,7 +26,12 @@ pub struct ByName<'c> {
     queue: Option<String>,
     due: Option<Due>,
     force: bool,
-    expiry: Option<crate::expiry::Expiry>,
+    /// The deadline the producer gave; else the catalogue's `expires_in`.
+    deadline: Option<crate::expiry::Deadline>,
+    /// What becomes of it once expired, if the producer said; else the catalogue's.
+    on_expire: Option<crate::expiry::OnExpire>,
+    /// The fair key the producer gave, instead of the one the catalogue takes from an argument.
+    fair_key: Option<String>,
 }
 
 impl Client {
@@ -43,7 +48,9 @@ impl Client {
             queue: None,
             due: None,
             force: false,
-            expiry: None,
+            deadline: None,
+            on_expire: None,
+            fair_key: None,
         }
     }
 
@@ -132,23 +139,40 @@ impl ByName<'_> {
     }
 
     /// Expires it if it has not started `ttl` after its dispatch, on Redis's clock (see
-    /// [`crate::expiry`]); refused if zero or past the 5-year horizon.
+    /// [`crate::expiry`]), instead of the job's own `expires_in` (from the catalogue); refused
+    /// if zero or past the 5-year horizon.
     pub fn expires_in(mut self, ttl: Duration) -> Result<Self> {
-        let on_expire = self.expiry.map(|e| e.on_expire).unwrap_or_default();
-        let deadline = crate::expiry::Deadline::In(crate::expiry::check_delay(ttl)?);
-        self.expiry = Some(crate::expiry::Expiry {
-            deadline,
-            on_expire,
-        });
+        self.deadline = Some(crate::expiry::Deadline::In(crate::expiry::check_delay(
+            ttl,
+        )?));
         Ok(self)
     }
 
-    /// What becomes of it if it expires (kept in the dead set by default); nothing without a
-    /// deadline.
+    /// What becomes of it if it expires, instead of the job's own `on_expire` (kept in the
+    /// dead set by default); nothing without a deadline, its own or the job's.
     pub fn on_expire(mut self, on_expire: crate::expiry::OnExpire) -> Self {
-        if let Some(expiry) = &mut self.expiry {
-            expiry.on_expire = on_expire;
-        }
+        self.on_expire = Some(on_expire);
+        self
+    }
+
+    /// Its expiry: each of the deadline and `on_expire` as the producer gave it, else as the
+    /// job's definition has it (`catalogue`); none without a deadline from either.
+    fn expiry(&self, catalogue: Option<crate::expiry::Expiry>) -> Option<crate::expiry::Expiry> {
+        let deadline = self.deadline.or(catalogue.map(|e| e.deadline))?;
+        let on_expire = (self.on_expire)
+            .or(catalogue.map(|e| e.on_expire))
+            .unwrap_or_default();
+        Some(crate::expiry::Expiry {
+            deadline,
+            on_expire,
+        })
+    }
+
+    /// Gives it the fair key `key` (see [`crate::flow`]), instead of the one the job takes from
+    /// its arguments (`#[job(fair_key = arg)]`), as `.fair_key(..)` does on a typed dispatch;
+    /// checked when sent (1 to 128 bytes, no control characters, as every flow name).
+    pub fn fair_key(mut self, key: impl Into<String>) -> Self {
+        self.fair_key = Some(key.into());
         self
     }
 
@@ -176,7 +200,7 @@ impl ByName<'_> {
         let client = self.client;
         let encoded = match client.catalogue_entry(&self.job).await? {
             Some(known) => self.encoded(&known.definition)?,
-            None if self.force => self.unknown(),
+            None if self.force => self.unknown()?,
             None => return Err(self.refusal().await?),
         };
         client.send(encoded, self.due.unwrap_or(Due::Now)).await
@@ -184,9 +208,13 @@ impl ByName<'_> {
 
     /// The job with its catalogue options.
     fn encoded(&self, definition: &Definition) -> Result<Encoded> {
-        let applied = definition.apply(&self.args)?;
+        let mut applied = definition.apply(&self.args)?;
         let queue = self.queue.as_deref().unwrap_or(&definition.queue);
         let mut payload = Payload::new(&self.job, queue, self.args.clone());
+        if let Some(fair) = &self.fair_key {
+            applied.flow.fair = Some(fair.clone());
+            applied.flow.validate()?;
+        }
         payload.flow = (!applied.flow.is_empty()).then(|| Box::new(applied.flow));
         // Duplicates must meet on one shard of a sharded queue: placed by their key.
         let shard_key = applied.unique.as_ref().map(|u| u.key.clone());
@@ -194,18 +222,28 @@ impl ByName<'_> {
         Ok(Encoded {
             payload,
             shard_key,
-            expiry: self.expiry,
+            expiry: self.expiry(applied.expiry),
         })
     }
 
-    /// A forced job the catalogue does not know: on the queue given, or `default`.
-    fn unknown(&self) -> Encoded {
+    /// A forced job the catalogue does not know: on the queue given, or `default`, with the
+    /// options the producer gave.
+    fn unknown(&self) -> Result<Encoded> {
         let queue = self.queue.as_deref().unwrap_or("default");
-        Encoded {
-            payload: Payload::new(&self.job, queue, self.args.clone()),
-            shard_key: None,
-            expiry: self.expiry,
+        let mut payload = Payload::new(&self.job, queue, self.args.clone());
+        if let Some(fair) = &self.fair_key {
+            let flow = crate::flow::FlowOptions {
+                fair: Some(fair.clone()),
+                ..crate::flow::FlowOptions::default()
+            };
+            flow.validate()?;
+            payload.flow = Some(Box::new(flow));
         }
+        Ok(Encoded {
+            payload,
+            shard_key: None,
+            expiry: self.expiry(None),
+        })
     }
 
     /// Why an unknown name is refused, with the names the catalogue knows.

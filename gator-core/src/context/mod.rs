@@ -65,6 +65,8 @@ struct Inner {
     headers: crate::payload::Headers,
     /// Its progress reports, and where they go (see `progress`).
     progress: progress::Slot,
+    /// For a job with a deadline: its start as judged on Redis's clock (ms).
+    started_at_ms: Option<u64>,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -137,6 +139,7 @@ impl Context {
                 reply: None,
                 headers: crate::payload::Headers::new(),
                 progress: progress::Slot::default(),
+                started_at_ms: None,
             }),
         }
     }
@@ -171,6 +174,19 @@ impl Context {
         self.inner.headers.get(name).map(String::as_str)
     }
 
+    /// This context for a job with a deadline judged in time at `at_ms` (Redis time): see
+    /// [`Context::started_at`].
+    pub fn with_started_at(self, at_ms: u64) -> Context {
+        self.changed(|inner| inner.started_at_ms = Some(at_ms))
+    }
+
+    /// For a job with a deadline (`expires_in`): when its worker judged it in time and started
+    /// it, on Redis's clock, the instant the deadline was compared with. `None` for a job
+    /// without a deadline (the worker does not read the clock for it).
+    pub fn started_at(&self) -> Option<SystemTime> {
+        self.inner.started_at_ms.map(from_ms)
+    }
+
     /// Every header the job was dispatched with.
     pub fn headers(&self) -> &crate::payload::Headers {
         &self.inner.headers
@@ -190,6 +206,7 @@ impl Context {
             reply: shared.reply.clone(),
             headers: shared.headers.clone(),
             progress: progress::Slot::with_writer(shared.progress.writer()),
+            started_at_ms: shared.started_at_ms,
         });
         change(&mut inner);
         Context {

@@ -7,7 +7,8 @@
 //! runs that are marked and settles any marked job it fetches without running it.
 
 use crate::error::Result;
-use crate::store::inflight::Fetched;
+use crate::store::expiry::Verdict;
+use crate::store::inflight::{Fetched, Killed};
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use crate::store::sets::{self, SetKind};
@@ -216,10 +217,30 @@ pub async fn settle_as(
     jid: &str,
     retention: Duration,
     handoff: Option<&str>,
-    (state, tail): (&str, &str),
+    recorded: (&str, &str),
 ) -> Result<bool> {
-    let settled: i64 = scripts::CANCELLED
-        .key(keys.inflight(&job.queue, &job.process))
+    let judged = (recorded, ["", ""]);
+    let verdict = settle_judged(conn, keys, job, jid, retention, handoff, judged).await?;
+    Ok(matches!(
+        verdict,
+        Verdict::Expired(Killed { settled: true, .. })
+    ))
+}
+
+/// [`settle_as`], for a job with a deadline (`store::expiry`) when `judge` is not empty:
+/// `[the deadline (ms) to judge it by on Redis's clock first, its running record's tail if in
+/// time]`.
+pub(crate) async fn settle_judged(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    job: &Fetched,
+    jid: &str,
+    retention: Duration,
+    handoff: Option<&str>,
+    ((state, tail), [deadline, running]): ((&str, &str), [&str; 2]),
+) -> Result<Verdict> {
+    let mut invocation = scripts::CANCELLED.key(keys.inflight(&job.queue, &job.process));
+    invocation
         .key(keys.cancelling(&job.queue))
         .key(keys.outbox(&job.queue))
         .arg(&job.raw)
@@ -227,8 +248,20 @@ pub async fn settle_as(
         .arg(super::status::retention_ms(retention))
         .arg(handoff.unwrap_or(""))
         .arg(state)
-        .arg(tail)
-        .invoke_async(conn)
-        .await?;
-    Ok(settled == 1)
+        .arg(tail);
+    if !deadline.is_empty() {
+        // Only a job with a deadline sends them: a plain cancel's call is as it was.
+        invocation.arg(deadline).arg(running);
+    }
+    let reply: redis::Value = invocation.invoke_async(conn).await?;
+    if matches!(reply, redis::Value::Array(_)) {
+        let (_, at_ms): (i64, u64) =
+            redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
+        return Ok(Verdict::InTime { at_ms });
+    }
+    let settled: i64 = redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
+    Ok(Verdict::Expired(Killed {
+        settled: settled == 1,
+        orphaned_chains: Vec::new(),
+    }))
 }

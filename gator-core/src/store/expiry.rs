@@ -1,8 +1,10 @@
-//! Settling a job that expired before it started ([`crate::expiry`]): the worker that fetched
-//! it asks Redis's clock (`TIME`, for jobs with a deadline only), then writes it off in one script, out of its
-//! in-flight list and recorded `expired` together: kept in the dead set (`kill.lua`, its
-//! entry's error saying why) or dropped (`cancelled.lua`). If the worker dies in between, the
-//! job is still in flight; recovery queues it again, and the next worker finds it expired too.
+//! Judging and settling a job with a deadline ([`crate::expiry`]) at its start, in one script:
+//! the script reads Redis's clock (`TIME`) itself and either settles the job as expired — out
+//! of its in-flight list and recorded `expired` at the time judged, kept in the dead set
+//! (`kill.lua`, its entry's error saying why) or dropped (`cancelled.lua`) — or records it
+//! `running` since then and answers that it starts. Nothing can change between the decision
+//! and its effect, so no job starts after its deadline by a race. Only jobs with a deadline
+//! call it; a plain job starts as before.
 
 use crate::error::Result;
 use crate::store::dead::DeadCap;
@@ -11,33 +13,66 @@ use crate::store::keys::Keys;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
-/// Settles `job`, expired, into its queue's dead set as `entry` (the payload with its
-/// error), recorded `expired <at> <attempts> <deadline> dead` (`kill.lua`); `handoff` is a
-/// workflow step's end for its workflow, as a death's.
+/// What the settling script judged, on Redis's clock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Before its deadline: it starts; its record says `running` since `at_ms`.
+    InTime {
+        /// When it was judged (ms, Redis time): its start.
+        at_ms: u64,
+    },
+    /// At or past its deadline: settled as expired at the time judged (`settled` false if it
+    /// was no longer in flight; `orphaned_chains` as a death's, see [`Killed`]).
+    Expired(Killed),
+}
+
+/// The job to judge: its deadline (ms, Redis time), its failed attempts so far.
+#[derive(Debug, Clone, Copy)]
+pub struct Judged {
+    /// Its deadline (ms, Redis time).
+    pub deadline: u64,
+    /// Its failed attempts so far (this start is attempt `attempts + 1`).
+    pub attempts: u32,
+}
+
+impl Judged {
+    /// The running record's tail after its time: `<attempt> <process id>`.
+    fn running(&self, job: &Fetched) -> String {
+        format!("{} {}", self.attempts.saturating_add(1), job.process)
+    }
+}
+
+/// Judges `job` by its deadline and, if it has come, settles it into its queue's dead set as
+/// `entry` (the payload with its error), recorded `expired <at> <attempts> <deadline> dead`
+/// (`kill.lua`); `handoff` is a workflow step's end for its workflow, as a death's.
 pub async fn kill(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
-    (entry, deadline): (&str, u64),
+    entry: &str,
+    judged: Judged,
     cap: DeadCap,
     handoff: Option<&str>,
-) -> Result<Killed> {
-    let tail = format!("{deadline} dead");
-    super::inflight::kill_recording(conn, keys, job, entry, cap, handoff, &tail).await
+) -> Result<Verdict> {
+    let tail = format!("{} dead", judged.deadline);
+    let (deadline, running) = (judged.deadline.to_string(), judged.running(job));
+    let expired = [tail.as_str(), deadline.as_str(), running.as_str()];
+    super::inflight::kill_recording(conn, keys, job, entry, cap, handoff, expired).await
 }
 
-/// Settles `job` (jid `jid`, `attempts` failed before), expired, without keeping it: recorded
-/// `expired <at> <attempts> <deadline> drop` for `retention` (`cancelled.lua`); false if it was
-/// no longer in flight.
+/// Judges `job` (jid `jid`) by its deadline and, if it has come, settles it without keeping
+/// it: recorded `expired <at> <attempts> <deadline> drop` for `retention` (`cancelled.lua`).
 pub async fn drop(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &Fetched,
-    (jid, attempts, deadline): (&str, u32, u64),
+    (jid, judged): (&str, Judged),
     retention: Duration,
     handoff: Option<&str>,
-) -> Result<bool> {
-    let tail = format!("{attempts} {deadline} drop");
-    let recorded = ("expired", tail.as_str());
-    super::cancel::settle_as(conn, keys, job, jid, retention, handoff, recorded).await
+) -> Result<Verdict> {
+    let tail = format!("{} {} drop", judged.attempts, judged.deadline);
+    let (deadline, running) = (judged.deadline.to_string(), judged.running(job));
+    let judge = [deadline.as_str(), running.as_str()];
+    let recorded = (("expired", tail.as_str()), judge);
+    super::cancel::settle_judged(conn, keys, job, jid, retention, handoff, recorded).await
 }

@@ -7,6 +7,7 @@
 
 use crate::error::Result;
 use crate::store::dead::DeadCap;
+use crate::store::expiry::Verdict;
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
 use crate::store::scripts;
@@ -268,11 +269,20 @@ pub async fn kill(
     cap: DeadCap,
     handoff: Option<&str>,
 ) -> Result<Killed> {
-    kill_recording(conn, keys, job, entry, cap, handoff, "").await
+    let settled = kill_recording(conn, keys, job, entry, cap, handoff, ["", "", ""]).await?;
+    Ok(match settled {
+        Verdict::Expired(killed) => killed,
+        // Cannot happen: only a deadline to judge by (none here) answers "in time".
+        Verdict::InTime { .. } => Killed {
+            settled: false,
+            orphaned_chains: Vec::new(),
+        },
+    })
 }
 
-/// [`kill`], recording `expired` with `expired_tail` (`<deadline ms> dead`) instead of `dead`
-/// when it is not empty (`store::expiry`).
+/// [`kill`], for a job with a deadline (`store::expiry`) when `expired` is not empty:
+/// `[<deadline ms> dead` (its record's tail), the deadline to judge it by on Redis's clock
+/// first, its running record's tail if in time`]`.
 pub(crate) async fn kill_recording(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -280,10 +290,10 @@ pub(crate) async fn kill_recording(
     entry: &str,
     cap: DeadCap,
     handoff: Option<&str>,
-    expired_tail: &str,
-) -> Result<Killed> {
-    let reply: Vec<redis::Value> = scripts::KILL
-        .key(keys.inflight(&job.queue, &job.process))
+    [expired_tail, deadline, running]: [&str; 3],
+) -> Result<Verdict> {
+    let mut invocation = scripts::KILL.key(keys.inflight(&job.queue, &job.process));
+    invocation
         .key(keys.dead(&job.queue))
         .key(keys.outbox(&job.queue))
         .arg(&job.raw)
@@ -291,19 +301,27 @@ pub(crate) async fn kill_recording(
         .arg(cap.max_jobs)
         .arg(millis(cap.max_age))
         .arg(handoff.unwrap_or(""))
-        .arg(expired_tail)
-        .invoke_async(conn)
-        .await?;
+        .arg(expired_tail);
+    if !deadline.is_empty() {
+        // Only a job with a deadline sends them: a plain death's call is as it was.
+        invocation.arg(deadline).arg(running);
+    }
+    let reply: Vec<redis::Value> = invocation.invoke_async(conn).await?;
     let mut values = reply.into_iter();
     let left: i64 = parse(values.next())?;
+    if left == -2 {
+        return Ok(Verdict::InTime {
+            at_ms: parse(values.next())?,
+        });
+    }
     let mut orphaned_chains = Vec::new();
     while let (Some(queue), Some(id)) = (values.next(), values.next()) {
         orphaned_chains.push((parse(Some(queue))?, parse(Some(id))?));
     }
-    Ok(Killed {
+    Ok(Verdict::Expired(Killed {
         settled: left >= 0,
         orphaned_chains,
-    })
+    }))
 }
 
 /// Puts `job` back at the head of its queue if it is still in its process's in-flight list

@@ -278,7 +278,9 @@ pub async fn find(
 }
 
 /// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
-/// (attempt 0); from the scheduled or retry set it keeps its count. Returns false if the entry
+/// (attempt 0) without its deadline (`expires_at`: the operator asked for it to run, and an
+/// expired job would otherwise expire again at once); from the scheduled or retry set it
+/// keeps its count and its deadline. Returns false if the entry
 /// was no longer in the set (someone else moved or deleted it).
 pub async fn move_to_queue(
     conn: &mut impl ConnectionLike,
@@ -290,6 +292,8 @@ pub async fn move_to_queue(
             let mut payload = payload.clone();
             if entry.kind == SetKind::Dead {
                 payload.attempt = 0;
+                payload.expires_at = None;
+                payload.on_expire = None;
             }
             payload.enqueued_at = now_ms();
             payload.to_json()

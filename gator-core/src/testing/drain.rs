@@ -58,6 +58,10 @@ impl Fake {
                 break;
             };
             let link = lock(&self.mode.links).remove(&job.job.jid);
+            if let Some(on_expire) = job.expired(self.mode.now()) {
+                expire(&self.mode, job, link, on_expire, &mut drained);
+                continue;
+            }
             let (registration, outcome) = match &registry {
                 Ok(registry) => (
                     registry.get(&job.job.job),
@@ -111,6 +115,25 @@ fn settle(
         },
     };
     if let Some(link) = link {
+        for (step, link) in journeys::after(link, &job.job, &ended) {
+            lock(&mode.links).insert(step.job.jid.clone(), link);
+            mode.record(step);
+        }
+    }
+}
+
+/// A job whose deadline came before a drain reached it: not run, listed as expired; a chain
+/// or workflow it is a step of takes it as a failed step (a worker reports it dead).
+fn expire(
+    mode: &Mode,
+    job: Recorded,
+    link: Option<Link>,
+    on_expire: crate::expiry::OnExpire,
+    drained: &mut Drained,
+) {
+    drained.expired.push((job.job.clone(), on_expire));
+    if let Some(link) = link {
+        let ended = Err(crate::expiry::REASON.to_owned());
         for (step, link) in journeys::after(link, &job.job, &ended) {
             lock(&mode.links).insert(step.job.jid.clone(), link);
             mode.record(step);

@@ -142,7 +142,7 @@ pub(crate) async fn dispatch_chain(
     let mut steps: VecDeque<Recorded> = chain
         .into_steps()?
         .into_iter()
-        .map(|step| Recorded::of(&step.payload, None, now))
+        .map(|step| Recorded::of(&step.payload, None, now).expiring(step.expiry, now))
         .collect();
     if mode.inline {
         let registry = Registry::from_inventory()?;
@@ -181,7 +181,10 @@ pub(crate) async fn dispatch_workflow(mode: Arc<Mode>, workflow: Workflow) -> Re
         .map(|stage| {
             stage
                 .into_iter()
-                .map(|(step, policy)| (Recorded::of(&step.payload, None, now), policy))
+                .map(|(step, policy)| {
+                    let recorded = Recorded::of(&step.payload, None, now);
+                    (recorded.expiring(step.expiry, now), policy)
+                })
                 .collect()
         })
         .collect();

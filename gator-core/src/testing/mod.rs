@@ -53,6 +53,13 @@
 //!   up by its strategy, or not runnable (not registered, arguments that do not fit) ends in
 //!   [`Drained::failed`]. A job that says it was interrupted is due again a second later, its
 //!   attempt not counted, as a worker does.
+//! - **Deadlines.** A job with a deadline (`expires_in`, `expires_at`, counted from its
+//!   dispatch on the fake clock, a chain's or workflow's steps from theirs) that a drain
+//!   reaches at or after it is not run: it is listed in [`Drained::expired`], with its
+//!   `on_expire`, and a chain or workflow it is a step of takes it as a failed step. Inline, a job starts at its dispatch, judged on the real
+//!   clock: only an `expires_at` already past expires it (its dispatch then fails with
+//!   [`crate::error::Error::InlineJobFailed`], or, with `on_expire = "drop"`, returns its jid
+//!   without running it).
 //! - **Cron.** Periodic jobs declared in code (`#[job(cron = ..)]`) tick only in a test that
 //!   asks: [`Fake::cron`] (every entry) or [`Fake::cron_of`] (one job's). From then on, each
 //!   tick an `advance` crosses records one dispatch of the job on its queue, as a worker
@@ -124,6 +131,10 @@ pub struct Drained {
     /// given up by their retry strategy, or not runnable (a job not registered in this binary,
     /// arguments that do not fit).
     pub failed: Vec<(Dispatched, String)>,
+    /// Jobs not started by their deadline (`expires_in`, `expires_at`) on the fake clock: not
+    /// run, with what their `on_expire` says becomes of them (`Dead`: a worker would keep them
+    /// in the dead set; `Drop`: dropped). Not runs: not counted in [`Drained::ran`].
+    pub expired: Vec<(Dispatched, crate::expiry::OnExpire)>,
 }
 
 impl Drained {
@@ -301,12 +312,26 @@ pub(crate) async fn dispatch(
     job: Result<Encoded>,
     due: Option<SystemTime>,
 ) -> Result<String> {
-    let payload = job?.payload;
+    let Encoded {
+        payload, expiry, ..
+    } = job?;
     let now = crate::clock::to_ms(mode.now());
-    let recorded = Recorded::of(&payload, due, now);
     if !mode.inline {
-        mode.record(recorded);
+        mode.record(Recorded::of(&payload, due, now).expiring(expiry, now));
         return Ok(payload.jid);
+    }
+    // Inline, it starts now, on the real clock: only a deadline already past expires it.
+    let real_now = crate::clock::now_ms();
+    let recorded = Recorded::of(&payload, due, now).expiring(expiry, real_now);
+    match recorded.expired(UNIX_EPOCH + Duration::from_millis(real_now)) {
+        None => {}
+        Some(crate::expiry::OnExpire::Drop) => return Ok(payload.jid),
+        Some(crate::expiry::OnExpire::Dead) => {
+            return Err(Error::InlineJobFailed {
+                job: payload.job,
+                reason: crate::expiry::REASON.to_owned(),
+            });
+        }
     }
     let registry = Registry::from_inventory()?;
     // Boxed: a job run inline may itself dispatch inline.

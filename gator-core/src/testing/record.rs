@@ -3,6 +3,7 @@
 
 use super::Dispatched;
 use crate::clock::to_ms;
+use crate::expiry::{Expiry, OnExpire};
 use crate::flow::Windows;
 use crate::payload::Payload;
 use std::time::SystemTime;
@@ -20,6 +21,9 @@ pub(crate) struct Recorded {
     /// The window `windows` last gave, `(open, close)` in Unix ms: a drain asks again before
     /// each run, and the clock only moves forward, so it holds until `close`.
     window: Option<(i64, i64)>,
+    /// Its deadline (Unix ms, on the mode's clock) and what becomes of it past it
+    /// (`expires_in`, `expires_at`): a drain at or after it does not run it.
+    pub(crate) deadline: Option<(u64, OnExpire)>,
 }
 
 impl Recorded {
@@ -43,7 +47,22 @@ impl Recorded {
             created_at_ms,
             windows,
             window: None,
+            deadline: None,
         }
+    }
+
+    /// This record with `expiry`, its deadline counted from `now_ms` (the dispatch, on the
+    /// mode's clock) as a worker's Redis counts it from its `TIME`.
+    pub(crate) fn expiring(mut self, expiry: Option<Expiry>, now_ms: u64) -> Recorded {
+        self.deadline = expiry.map(|e| (crate::expiry::resolve(e.deadline, now_ms), e.on_expire));
+        self
+    }
+
+    /// What becomes of it if its deadline has come at `now` (it is then not run): `None` to
+    /// run it.
+    pub(crate) fn expired(&self, now: SystemTime) -> Option<OnExpire> {
+        let (deadline, on_expire) = self.deadline?;
+        (deadline <= to_ms(now)).then_some(on_expire)
     }
 
     /// The next attempt of this job after a failure: due at `due`, numbered `attempt`.

@@ -151,6 +151,18 @@ pub const TRANSITIONS: &[Transition] = &[
         "it has run for 100 ms",
     ),
     t(
+        &[Queued],
+        Running,
+        "kill.lua",
+        "a job with a deadline (kept if missed) judged in time: it starts",
+    ),
+    t(
+        &[Queued],
+        Running,
+        "cancelled.lua",
+        "a job with a deadline (dropped if missed) judged in time: it starts",
+    ),
+    t(
         &[Queued, Running],
         Done,
         "store::ack::ack_and_take",

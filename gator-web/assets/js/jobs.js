@@ -19,6 +19,9 @@
     if (def.cost != null) shown.push(`cost=${def.cost}`);
     if (def.critical) shown.push("critical");
     if (def.limit_key_arg != null) shown.push(`limit_key=arg${def.limit_key_arg + 1}`);
+    if (def.fair_key_arg != null) shown.push(`fair_key=arg${def.fair_key_arg + 1}`);
+    if (def.expires_in_ms != null) shown.push(`expires_in=${duration(def.expires_in_ms)}`);
+    if (def.expires_in_ms != null && def.on_expire === "drop") shown.push("on_expire=drop");
     if (def.rate) shown.push(`rate=${def.rate}`);
     if (def.windows && def.windows.length) shown.push(`windows=${def.windows.join(",")}${def.tz ? " " + def.tz : ""}`);
     if (def.no_overlap === "args") shown.push("no_overlap");

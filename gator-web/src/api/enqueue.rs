@@ -32,6 +32,8 @@ pub(crate) struct Enqueue {
     /// With `expires_in`: `drop` to not keep it once expired, `dead` (the default) to keep it
     /// in the dead set.
     on_expire: Option<String>,
+    /// The fair key (1 to 128 bytes), instead of the one the job takes from an argument.
+    fair_key: Option<String>,
     /// For `POST /api/jobs`: the queue, instead of the one the catalogue names.
     queue: Option<String>,
     /// Store it even if no worker published the name in the catalogue.
@@ -86,6 +88,9 @@ async fn dispatch(
     }
     if body.force {
         by_name = by_name.force();
+    }
+    if let Some(fair) = body.fair_key {
+        by_name = by_name.fair_key(fair);
     }
     by_name = match (body.at, body.delay) {
         (Some(_), Some(_)) => {

@@ -30,6 +30,9 @@ pub struct EnqueueArgs {
     /// With `--expires-in`: drop it once expired instead of keeping it in the dead set.
     #[arg(long = "drop-expired", requires = "expires_in")]
     pub drop_expired: bool,
+    /// Its fair key (1 to 128 bytes), instead of the one the job takes from an argument.
+    #[arg(long = "fair-key")]
+    pub fair_key: Option<String>,
     /// Store it even if no worker published the name in the catalogue.
     #[arg(long)]
     pub force: bool,
@@ -80,6 +83,9 @@ pub async fn enqueue(
     }
     if args.force {
         by_name = by_name.force();
+    }
+    if let Some(fair) = args.fair_key {
+        by_name = by_name.fair_key(fair);
     }
     if let Some(delay) = args.delay {
         by_name = by_name.after(delay)?;
@@ -135,6 +141,13 @@ fn options(def: &Definition) -> String {
     add(def.flow.critical.then(|| "critical".to_owned()));
     add(def.limit_key_arg.map(|i| format!("limit_key=arg{}", i + 1)));
     add(def.fair_key_arg.map(|i| format!("fair_key=arg{}", i + 1)));
+    add(def
+        .expires_in_ms
+        .map(|ms| format!("expires_in={}", table::age(ms))));
+    add(
+        (def.expires_in_ms.is_some() && def.on_expire == gator_core::expiry::OnExpire::Drop)
+            .then(|| "on_expire=drop".to_owned()),
+    );
     add(def.flow.rate.as_ref().map(|r| format!("rate={r}")));
     add((!def.flow.windows.is_empty()).then(|| format!("windows={}", def.flow.windows.join(","))));
     add(def.flow.tz.as_ref().map(|tz| format!("tz={tz}")));

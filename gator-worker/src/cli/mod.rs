@@ -155,7 +155,7 @@ pub enum AdminCommand {
     #[command(
         long_about = "The job catalogue: every job a live worker (or one seen in the last 7 \
         days) published, with its queue, its parameters, its options (retries, timeout, \
-        priority, cost, limit key, rate limiter, windows, no-overlap, unique) and the live \
+        priority, cost, limit key, rate limiter, windows, no-overlap, unique, expires_in) and the live \
         workers that run it. Producers by name (the HTTP API, `enqueue`) apply these options. \
         `--json` for JSON."
     )]
@@ -163,8 +163,10 @@ pub enum AdminCommand {
     /// Enqueue a job by its wire name, with the catalogue's options.
     #[command(
         long_about = "Enqueue a job by its wire name: `enqueue send_email '[\"ada@example.com\"]' \
-        [--queue Q] [--in 5m] [--force]`. The job catalogue gives it its queue and options and \
-        checks its arguments; a name no worker published is refused unless `--force`."
+        [--queue Q] [--in 5m] [--expires-in 10m [--drop-expired]] [--fair-key K] [--force]`. \
+        The job catalogue gives it its queue and options (its `expires_in`, its fair key's \
+        argument) and checks its arguments; an option given here wins. A name no worker \
+        published is refused unless `--force`."
     )]
     Enqueue(jobs::EnqueueArgs),
     /// Rate limiters shared across queues: set, clear, list.

@@ -56,16 +56,21 @@ impl Processor {
         }))
     }
 
-    /// Step 4, decode: the job's context (with its reply, and its workflow's parents' results) and
-    /// its arguments, into the work to run.
+    /// Step 4, decode: the job's context (with its reply, its workflow's parents' results, and
+    /// for a job with a deadline its start on Redis's clock, `started`) and its arguments, into
+    /// the work to run.
     pub(super) async fn decode(
         &self,
         doc: &PayloadDocument<'_>,
         job: &Job,
         registration: &JobRegistration,
-        policy: Policy,
+        (policy, started): (Policy, Option<u64>),
     ) -> Result<(Context, Execution), Early> {
         let ctx = self.context(doc, &job.fetched.queue);
+        let ctx = match started {
+            Some(at_ms) => ctx.with_started_at(at_ms),
+            None => ctx,
+        };
         let ctx = match doc.reply() {
             Some(reply) => ctx.with_reply(reply.to_owned()),
             None => ctx,

@@ -7,6 +7,7 @@ use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
 use gator_core::expiry::OnExpire;
 use gator_core::payload::PayloadDocument;
+use gator_core::store::expiry::{self, Verdict};
 use std::time::Duration;
 
 /// How long a job with a deadline goes back for when Redis's clock cannot be read at its
@@ -18,8 +19,13 @@ impl Processor {
     /// Step 2, gate: what no worker could run goes to the dead set unrun, kept as it came; a job
     /// cancelled before it started (parked on a controlled queue, or fetched as the cancel
     /// came) is settled as such; a job whose time window closed while it waited goes to the
-    /// next one. None of them runs.
-    pub(super) async fn gate(&self, doc: &PayloadDocument<'_>, job: &Job) -> Result<(), Early> {
+    /// next one. None of them runs. A job with a deadline that is in time starts: its start
+    /// (ms, Redis time) is returned.
+    pub(super) async fn gate(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+    ) -> Result<Option<u64>, Early> {
         if let Some(reason) = self.unrunnable(doc, job) {
             return Err(Early::Failed(Failure::Unrunnable(reason), Policy::DEFAULT));
         }
@@ -27,12 +33,12 @@ impl Processor {
             info!("job cancelled before it started");
             return Err(Early::Outcome(self.cancelled(doc)));
         }
-        if let Some(outcome) = self.expired(doc).await {
-            return Err(Early::Outcome(outcome));
-        }
+        // A job judged in time is recorded running; a step after that turns it back (its
+        // windows, a hand-back) records where it goes instead.
+        let started = self.expired(doc, job).await.map_err(Early::Outcome)?;
         match self.outside_window(doc).await {
             Some(outcome) => Err(Early::Outcome(outcome)),
-            None => Ok(()),
+            None => Ok(started),
         }
     }
 
@@ -56,42 +62,86 @@ impl Processor {
         })
     }
 
-    /// `Some(Expired)` if the job has a deadline ([`gator_core::expiry`]) and Redis's clock
-    /// has reached it: it is not run, whatever it waited in (its queue, the scheduled or
-    /// retry set, a controlled queue's parking). Only jobs with a deadline pay for the `TIME`
-    /// call. If Redis cannot be asked, the job is not run either: it goes back for
-    /// [`CLOCK_UNREAD`], and the next start asks again.
-    pub(super) async fn expired(&self, doc: &PayloadDocument<'_>) -> Option<Outcome> {
-        let deadline = doc.expires_at_ms()?;
-        let now = match self.client.redis_time().await {
-            Ok(now) => now,
-            Err(e) => {
-                warn!(error = %e, "cannot read Redis's clock to check the job's deadline; putting it back");
-                return Some(Outcome::Reschedule {
-                    delay: CLOCK_UNREAD,
-                });
+    /// For a job with a deadline ([`gator_core::expiry`]): judged on Redis's clock and, if it
+    /// has come, settled as expired, in one script ([`gator_core::store::expiry`]), whatever
+    /// it waited in (its queue, the scheduled or retry set, a controlled queue's parking): then
+    /// `Err(Expired)`, not run. In time, it is recorded running, and `Ok(Some(start))` (ms, Redis
+    /// time). A job without one pays nothing: `Ok(None)`. If Redis cannot be asked, the job is
+    /// not run either: it goes back for [`CLOCK_UNREAD`], and the next start asks again.
+    pub(super) async fn expired(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+    ) -> Result<Option<u64>, Outcome> {
+        let Some(deadline) = doc.expires_at_ms() else {
+            return Ok(None);
+        };
+        let kept = self.settler.kept();
+        let handoff =
+            gator_core::store::inflight::handoff_on_end(doc.text(), "dead", kept.retention);
+        let judged = expiry::Judged {
+            deadline,
+            attempts: doc.attempt(),
+        };
+        let (mut conn, keys) = (self.client.connection(), self.client.keys());
+        let (fetched, jid) = (&job.fetched, doc.jid());
+        let verdict = match doc.on_expire() {
+            OnExpire::Dead => {
+                let entry = self.expired_entry(doc);
+                let cap = kept.dead_cap;
+                expiry::kill(
+                    &mut conn,
+                    keys,
+                    fetched,
+                    &entry,
+                    judged,
+                    cap,
+                    handoff.as_deref(),
+                )
+                .await
+            }
+            OnExpire::Drop => {
+                let ended = (jid, judged);
+                let retention = kept.retention;
+                expiry::drop(
+                    &mut conn,
+                    keys,
+                    fetched,
+                    ended,
+                    retention,
+                    handoff.as_deref(),
+                )
+                .await
             }
         };
-        if now < deadline {
-            return None;
+        match verdict {
+            Ok(Verdict::InTime { at_ms }) => Ok(Some(at_ms)),
+            Ok(Verdict::Expired(killed)) => {
+                info!(
+                    deadline_ms = deadline,
+                    "job expired before it started: not run"
+                );
+                Err(Outcome::Expired {
+                    settled: killed.settled,
+                    handoff,
+                    orphaned_chains: killed.orphaned_chains,
+                })
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot read Redis's clock to check the job's deadline; putting it back");
+                Err(Outcome::Reschedule {
+                    delay: CLOCK_UNREAD,
+                })
+            }
         }
-        let late_ms = now - deadline;
-        info!(
-            deadline_ms = deadline,
-            late_ms, "job expired before it started: not run"
-        );
-        let retention = self.settler.kept().retention;
-        let entry = (doc.on_expire() == OnExpire::Dead).then(|| {
-            let reason = serde_json::Value::from(gator_core::expiry::REASON).to_string();
-            doc.rewrite(&[("error", reason), ("failed_at", now.to_string())])
-        });
-        Some(Outcome::Expired {
-            jid: doc.jid().to_owned(),
-            attempts: doc.attempt(),
-            deadline,
-            entry,
-            handoff: gator_core::store::inflight::handoff_on_end(doc.text(), "dead", retention),
-        })
+    }
+
+    /// The dead-set entry of a job kept once expired: its payload with the reason, stamped
+    /// with this worker's estimate of Redis time (its record holds the time judged).
+    fn expired_entry(&self, doc: &PayloadDocument<'_>) -> String {
+        let reason = serde_json::Value::from(gator_core::expiry::REASON).to_string();
+        let now = self.clock.now_ms().to_string();
+        doc.rewrite(&[("error", reason), ("failed_at", now)])
     }
 
     /// `Some(Reschedule)` if the job has time windows and Redis's clock is outside them (a

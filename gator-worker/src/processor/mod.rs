@@ -177,10 +177,12 @@ impl Processor {
         job: &Job,
         attempt: Attempt,
     ) -> Result<Outcome, Early> {
-        self.gate(doc, job).await?;
+        let started = self.gate(doc, job).await?;
         self.hand_back(doc, job).await?;
         let (registration, policy) = self.resolve(doc)?;
-        let (ctx, execution) = self.decode(doc, job, registration, policy).await?;
+        let (ctx, execution) = self
+            .decode(doc, job, registration, (policy, started))
+            .await?;
         self.prepare(doc, job).await;
         let result = self
             .run_marked(doc, job, execution, registration.timeout, &ctx)

@@ -36,6 +36,10 @@ impl Processor {
         // From here on it can be cancelled while it runs (a shorter job reads `queued`, and a
         // cancel marks it for its start).
         let _running = self.cancels.running(doc.jid(), ctx);
+        if ctx.started_at().is_some() {
+            // A job with a deadline was recorded running as it was judged in time (gate).
+            return body.await;
+        }
         // Both are polled together, so the record's reply is read as it comes: a request left
         // unpolled while the job runs would count the whole run against its response timeout,
         // fail, and have the shared connection replaced under every other request.

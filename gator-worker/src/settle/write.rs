@@ -131,7 +131,15 @@ async fn try_write(
             .await
         }
         Outcome::Dead { entry } => kill(client, job, entry, kept).await,
-        Outcome::Expired { .. } => expired(client, job, outcome, kept).await,
+        // Settled by the script that judged it at the gate: only the hand-offs are left.
+        Outcome::Expired {
+            settled,
+            handoff,
+            orphaned_chains,
+        } => {
+            after_death(client, job, *settled, handoff.as_deref(), orphaned_chains).await;
+            Ok(*settled)
+        }
         // Settled without a write (`Settler::settle`): it stays in flight for shutdown.
         Outcome::Interrupted => Ok(true),
     }
@@ -229,47 +237,6 @@ async fn after_death(
     if let Err(e) = chain::forget(&mut conn, keys, orphaned_chains).await {
         warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
     }
-}
-
-/// A job not started by its deadline: into the dead set recorded `expired` (trimmed as a
-/// death is), or dropped, its record alone saying `expired`; a workflow step's end is carried
-/// on as a death's.
-async fn expired(
-    client: &Client,
-    job: &Fetched,
-    outcome: &Outcome,
-    Kept {
-        dead_cap,
-        retention,
-    }: Kept,
-) -> gator_core::Result<bool> {
-    use gator_core::store::expiry;
-    let Outcome::Expired {
-        jid,
-        attempts,
-        deadline,
-        entry,
-        handoff,
-    } = outcome
-    else {
-        return Ok(false); // cannot happen: called for `Expired` only
-    };
-    let (mut conn, keys) = (client.connection(), client.keys());
-    let handoff = handoff.as_deref();
-    let (settled, orphaned_chains) = match entry {
-        Some(entry) => {
-            let killed =
-                expiry::kill(&mut conn, keys, job, (entry, *deadline), dead_cap, handoff).await?;
-            (killed.settled, killed.orphaned_chains)
-        }
-        None => {
-            let ended = (jid.as_str(), *attempts, *deadline);
-            let dropped = expiry::drop(&mut conn, keys, job, ended, retention, handoff).await?;
-            (dropped, Vec::new())
-        }
-    };
-    after_death(client, job, settled, handoff, &orphaned_chains).await;
-    Ok(settled)
 }
 
 /// Settles a job that will not run again and is not kept in the dead set (cancelled, or

@@ -75,6 +75,49 @@ async fn note_time(id: u64) -> Result<(), String> {
         .map_err(|e| e.to_string())
 }
 
+/// Expiring jobs' tests: [`note_time`] with `expires_in = "1s"` and `on_expire = "drop"` in
+/// its `#[job]`, which the job catalogue carries to dispatches by name (HTTP, CLI).
+#[job(expires_in = "1s", on_expire = "drop")]
+async fn note_time_expiring(id: u64) -> Result<(), String> {
+    note_time(id).await
+}
+
+/// Expiring jobs' tests: records, as it starts, in `test:judged` under `id`, its start as its
+/// worker judged it on Redis's clock (`ctx.started_at()`, ms, or `-`), then its own status
+/// record as it reads it: `<started_at> <state> <since ms or ->`.
+#[job]
+async fn note_start(ctx: gator_core::Context, id: u64) -> Result<(), String> {
+    let ms = |t: SystemTime| {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .to_string()
+    };
+    let client = gator_core::default_client()
+        .await
+        .map_err(|e| e.to_string())?;
+    let status = client.status(ctx.jid()).await.map_err(|e| e.to_string())?;
+    let since = match &status {
+        gator_core::JobStatus::Running { since, .. } => ms(*since),
+        _ => "-".to_owned(),
+    };
+    let started = ctx.started_at().map_or_else(|| "-".to_owned(), ms);
+    let line = format!("{started} {} {since}", status.name());
+    redis::cmd("HSET")
+        .arg("test:judged")
+        .arg(id)
+        .arg(line)
+        .query_async::<()>(&mut client.connection())
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Fair-key tests: keyed by its `tenant` argument (`fair_key = tenant`), which the catalogue
+/// publishes; a dispatch by name may give its own fair key instead. Does nothing.
+#[job(fair_key = tenant)]
+async fn fair_note(tenant: String, id: u64) {
+    let _ = (tenant, id);
+}
+
 /// Always fails for good: straight to the dead set.
 #[job]
 async fn discard_me(id: u64) -> Result<(), gator_core::JobError> {
@@ -301,21 +344,32 @@ async fn chaos_wide(ctx: gator_core::Context, id: u64) -> Result<(), String> {
 }
 
 /// Chaos suite: an expiring job, due to start by `deadline` (ms, Redis time). Records its
-/// start on Redis's clock in `chaos:expiring` under `<id>:<attempt>:<pid>`, so the suite can
-/// check that no expiring job started after its deadline.
+/// start on Redis's clock in `chaos:expiring` under `<id>:<attempt>:<pid>`: the instant its
+/// worker judged it in time (`ctx.started_at()`, the time compared with the deadline in the
+/// settling script), or, were it started by a path that skipped that judgement, its own read of
+/// `TIME`, so the suite can check that no expiring job started after its deadline.
 #[job(queue = "chaos-default", backoff = ["200ms"])]
 async fn chaos_expiring(ctx: gator_core::Context, id: u64, deadline: u64) -> Result<(), String> {
     let _ = deadline; // the suite knows it; it travels here for the logs of a failed run
     let mut conn = chaos_connection().await?;
-    let (secs, micros): (u64, u64) = redis::cmd("TIME")
-        .query_async(&mut conn)
-        .await
-        .map_err(|e| e.to_string())?;
+    let started = match ctx.started_at() {
+        Some(at) => at
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|e| e.to_string())?
+            .as_millis() as u64,
+        None => {
+            let (secs, micros): (u64, u64) = redis::cmd("TIME")
+                .query_async(&mut conn)
+                .await
+                .map_err(|e| e.to_string())?;
+            secs * 1000 + micros / 1000
+        }
+    };
     let key = format!("{id}:{}:{}", ctx.attempt(), std::process::id());
     redis::cmd("HSET")
         .arg("chaos:expiring")
         .arg(key)
-        .arg(secs * 1000 + micros / 1000)
+        .arg(started)
         .query_async::<()>(&mut conn)
         .await
         .map_err(|e| e.to_string())

@@ -20,12 +20,25 @@
 --          gave the job up), or `expired` (not started by its deadline, dropped)
 -- ARGV[6]  the record's tail after its time (`<attempts> <error>` for `discarded`,
 --          `<attempts> <deadline ms> drop` for `expired`), or ''
--- Returns  1 if settled, 0 if the job was not in flight
--- Records  cancelled, discarded, expired
+-- ARGV[7]  for `expired`: the deadline (ms, Redis time) to judge the job by first, here, on
+--          Redis's clock, so no job starts after it by a race (store::expiry): before it,
+--          nothing is settled and the job starts; '' (or absent) to settle at once
+-- ARGV[8]  with ARGV[7]: its running record's tail after its time (`<attempt> <process id>`),
+--          written if it starts
+-- Returns  1 if settled, 0 if the job was not in flight; or { -2, Redis time (ms) } if
+--          judged in time: it starts, recorded `running` then
+-- Records  cancelled, discarded, expired, running
 -- @flow_lib
 -- @unique_lib
 local bad = wrong_type(KEYS[2], 'set') or wrong_type(KEYS[3], 'list')
 if bad then return bad end
+local now = now_ms()
+if ARGV[7] and ARGV[7] ~= '' and now < tonumber(ARGV[7]) then
+  -- In time: judged here, so no job starts after its deadline by a race.
+  if not redis.call('LPOS', KEYS[1], ARGV[1]) then return 0 end
+  set_status(queue_prefix(KEYS[1]), ARGV[1], 'running ' .. now .. ' ' .. ARGV[8])
+  return { -2, now }
+end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
@@ -34,7 +47,7 @@ unique_release(queue_prefix(KEYS[1]), ARGV[1])
 redis.call('SREM', KEYS[2], ARGV[2])
 local state = (ARGV[5] and ARGV[5] ~= '') and ARGV[5] or 'cancelled'
 local tail = (ARGV[6] and ARGV[6] ~= '') and (' ' .. ARGV[6]) or ''
-set_status(queue_prefix(KEYS[1]), ARGV[1], state .. ' ' .. now_ms() .. tail, tonumber(ARGV[3]))
+set_status(queue_prefix(KEYS[1]), ARGV[1], state .. ' ' .. now .. tail, tonumber(ARGV[3]))
 if ARGV[4] ~= '' then
   redis.call('RPUSH', KEYS[3], ARGV[4])
 end

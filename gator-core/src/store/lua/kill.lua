@@ -27,19 +27,35 @@
 -- ARGV[6]  for a job that expired before it started (store::expiry): its record's tail after
 --          the attempts, `<deadline ms> dead`, recorded `expired` instead of `dead`; '' (or
 --          absent) for any other job
+-- ARGV[7]  with ARGV[6]: the deadline (ms, Redis time) to judge the job by first, here, on
+--          Redis's clock, so no job starts after it by a race (store::expiry): before it,
+--          nothing is settled and the job starts; '' (or absent) to settle at once
+-- ARGV[8]  with ARGV[7]: its running record's tail after its time (`<attempt> <process id>`),
+--          written if it starts
 -- Returns  { entries left in the dead set, or -1 if the job was not in flight; then for each
---            trimmed chain step with a next step, its chain's list queue and chain id }
--- Records  dead, expired
+--            trimmed chain step with a next step, its chain's list queue and chain id };
+--          or { -2, Redis time (ms) } if judged in time: it starts, recorded `running` then
+-- Records  dead, expired, running
 -- @flow_lib
 -- @unique_lib
 local bad = wrong_type(KEYS[2], 'zset') or wrong_type(KEYS[3], 'list')
 if bad then return bad end
+local now = nil
+if ARGV[7] and ARGV[7] ~= '' then
+  -- Judged and settled in one step: the time recorded is the time judged.
+  now = now_ms()
+  if now < tonumber(ARGV[7]) then
+    if not redis.call('LPOS', KEYS[1], ARGV[1]) then return { -1 } end
+    set_status(queue_prefix(KEYS[2]), ARGV[1], 'running ' .. now .. ' ' .. ARGV[8])
+    return { -2, now }
+  end
+end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return { -1 }
 end
 free_units(KEYS[1], ARGV[1])
 unique_release(queue_prefix(KEYS[2]), ARGV[1])
-local now = now_ms()
+now = now or now_ms()
 redis.call('ZADD', KEYS[2], now, ARGV[2])
 if ARGV[5] ~= '' then
   redis.call('RPUSH', KEYS[3], ARGV[5])
