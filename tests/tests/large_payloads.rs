@@ -15,6 +15,7 @@ use serde_json::Value;
 use std::time::Duration;
 use tower::ServiceExt;
 
+#[path = "large_payloads/aside.rs"]
 mod aside;
 
 /// Run by the test worker binary (tests/src/bin/gator-test-worker.rs): stores `blob` in
@@ -161,6 +162,7 @@ async fn small_payloads_stay_as_they_were_and_large_ones_are_compressed_and_run_
     assert_eq!(redis.cli(&["LLEN", "gator:{large}:queue"]), "0");
     assert_eq!(redis.cli(&["KEYS", "gator:{large}:inflight:*"]), "");
     assert_eq!(redis.cli(&["ZCARD", "gator:{large}:dead"]), "0");
+    assert_eq!(redis.cli(&["KEYS", "*:payload:*"]), "", "no side key left");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
