@@ -81,7 +81,9 @@ pub fn split(payload: &Payload) -> Option<(String, Vec<u8>)> {
         .and_then(|v| serde_json::from_value::<Packed>(v).ok());
     let (codec, raw, bytes) = match packed {
         Some(p) => {
-            let frame = base64::engine::general_purpose::STANDARD.decode(&p.data).ok()?;
+            let frame = base64::engine::general_purpose::STANDARD
+                .decode(&p.data)
+                .ok()?;
             (ZSTD, p.raw, frame)
         }
         None => {
@@ -96,7 +98,9 @@ pub fn split(payload: &Payload) -> Option<(String, Vec<u8>)> {
         data: String::new(),
         aside: true,
     };
-    marked.extra.insert(FIELD.to_owned(), serde_json::to_value(marker).ok()?);
+    marked
+        .extra
+        .insert(FIELD.to_owned(), serde_json::to_value(marker).ok()?);
     Some((marked.to_json(), bytes))
 }
 
@@ -109,10 +113,10 @@ pub fn marked(raw: &[u8]) -> bool {
     const ARGS: &[u8] = b",\"args\":";
     if raw.starts_with(HEAD) {
         let head = &raw[..raw.len().min(512)];
-        if let Some(at) = head.windows(ARGS.len()).position(|w| w == ARGS) {
-            if !raw[at + ARGS.len()..].starts_with(b"null") {
-                return false;
-            }
+        if let Some(at) = head.windows(ARGS.len()).position(|w| w == ARGS)
+            && !raw[at + ARGS.len()..].starts_with(b"null")
+        {
+            return false;
         }
     }
     contains(raw, MARK)
@@ -194,9 +198,19 @@ mod tests {
         let (text, bytes) = split(&payload).expect("aside");
         assert!(text.contains(r#""codec":"none""#), "{text}");
         let marker = marker(r#"{"codec":"none","raw":3,"aside":true}"#).expect("marker");
-        assert_eq!(unpack(&marker, bytes.clone(), 1024).expect("reads").get(), r#"["a\"aside\":true"]"#);
-        assert!(matches!(unpack(&marker, bytes, 4), Err(PackError::TooLarge { max: 4 })));
-        assert!(!marked(br#"{"jid":"j","job":"x","args":[1],"packed":{"aside":true}}"#));
-        assert!(marked(br#"{"job":"x","args":null,"packed":{"aside":true}}"#));
+        assert_eq!(
+            unpack(&marker, bytes.clone(), 1024).expect("reads").get(),
+            r#"["a\"aside\":true"]"#
+        );
+        assert!(matches!(
+            unpack(&marker, bytes, 4),
+            Err(PackError::TooLarge { max: 4 })
+        ));
+        assert!(!marked(
+            br#"{"jid":"j","job":"x","args":[1],"packed":{"aside":true}}"#
+        ));
+        assert!(marked(
+            br#"{"job":"x","args":null,"packed":{"aside":true}}"#
+        ));
     }
 }

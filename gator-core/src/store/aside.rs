@@ -36,7 +36,11 @@ pub async fn get(
 /// its side key, decoded up to the decode limit (`payload::packed::decode_limit`), for a
 /// reader (`Admin`, the API, `job show`); it is written back with its marker. A payload not
 /// stored aside is left as it is; a side key gone (the job ended meanwhile) leaves it too.
-pub async fn load(conn: &mut impl ConnectionLike, keys: &Keys, payload: &mut Payload) -> Result<()> {
+pub async fn load(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    payload: &mut Payload,
+) -> Result<()> {
     if !payload.packing.is_some_and(|p| p.aside) || !payload.args.is_null() {
         return Ok(());
     }

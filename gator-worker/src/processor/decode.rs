@@ -6,9 +6,9 @@ use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
 use crate::run::panic_message;
 use gator_core::payload::{PayloadDocument, aside};
-use serde_json::value::RawValue;
 use gator_core::unique::UniqueUntil;
 use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
+use serde_json::value::RawValue;
 use tracing::{info, warn};
 
 /// How long a job handed back waits before it is on its queue again: long enough that this

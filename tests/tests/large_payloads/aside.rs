@@ -102,8 +102,7 @@ async fn many_jobs_dispatched_aside_at_once_each_have_their_key_and_clearing_the
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it_deletes_the_key()
- {
+async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it_deletes_the_key() {
     let redis = RedisServer::start();
     let client = big_client(&redis).await;
     let blob = format!("needle-aside {}", noise(512 * 1024));
@@ -118,10 +117,17 @@ async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it
     .await;
     assert!(terminate(&mut first).success());
     let dead = redis.zset_json("gator:{large}:dead").await;
-    assert_eq!(dead[0]["packed"]["aside"], true, "the dead entry is its marker");
+    assert_eq!(
+        dead[0]["packed"]["aside"], true,
+        "the dead entry is its marker"
+    );
     assert!(dead[0]["attempt"].as_u64().unwrap() >= 1, "retried first");
     assert_eq!(blob_of(&redis, 31).await.as_deref(), Some(blob.as_str()));
-    assert_eq!(side_keys(&redis), vec![side_key(&jid)], "kept with the dead job");
+    assert_eq!(
+        side_keys(&redis),
+        vec![side_key(&jid)],
+        "kept with the dead job"
+    );
 
     // Readers see the arguments: `job show` and the API.
     let admin = Admin::new(client.clone());
@@ -136,8 +142,16 @@ async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it
     .await
     .unwrap();
     let shown: Value = serde_json::from_slice(&out).unwrap();
-    assert!(shown["args"].to_string().contains("needle-aside"), "{shown}");
-    assert!(shown["packed"].as_str().unwrap().starts_with("stored aside"));
+    assert!(
+        shown["args"].to_string().contains("needle-aside"),
+        "{shown}"
+    );
+    assert!(
+        shown["packed"]
+            .as_str()
+            .unwrap()
+            .starts_with("stored aside")
+    );
     let config = gator_web::WebConfig::new().auth_token("t0ken-for-the-aside-tests");
     let response = gator_web::router(client.clone(), config)
         .oneshot(
@@ -159,7 +173,12 @@ async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it
 
     // Run again from the dead set (its queue's list, same slot): it runs with its arguments.
     redis.cli(&["DEL", "test:blob:31"]);
-    assert!(admin.run_now(SetKind::Dead, Some("large"), &jid).await.unwrap());
+    assert!(
+        admin
+            .run_now(SetKind::Dead, Some("large"), &jid)
+            .await
+            .unwrap()
+    );
     let mut second = worker(&redis, &[]);
     wait_for_blobs(&redis, &[31]).await;
     assert_eq!(blob_of(&redis, 31).await.as_deref(), Some(blob.as_str()));
@@ -170,7 +189,12 @@ async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it
     assert!(terminate(&mut second).success());
     assert_eq!(side_keys(&redis), vec![side_key(&jid)]);
 
-    assert!(admin.delete_job(SetKind::Dead, Some("large"), &jid).await.unwrap());
+    assert!(
+        admin
+            .delete_job(SetKind::Dead, Some("large"), &jid)
+            .await
+            .unwrap()
+    );
     assert!(side_keys(&redis).is_empty(), "{:?}", side_keys(&redis));
 }
 
