@@ -261,3 +261,41 @@ async fn cancelled_and_expired_dropped_aside_jobs_lose_their_keys() {
     assert_eq!(blob_of(&redis, 42).await, None, "it never ran");
     assert!(side_keys(&redis).is_empty(), "{:?}", side_keys(&redis));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_aside_job_trimmed_from_the_dead_set_loses_its_key() {
+    let redis = RedisServer::start();
+    let client = big_client(&redis).await;
+    let mut worker = worker(&redis, &["--dead-max-jobs", "1"]);
+    let first = KeepBlob::call(51, noise(300 * 1024), true, 0)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    let dead = |jid: String| {
+        let client = client.clone();
+        async move { client.status(&jid).await.unwrap().name() == "dead" }
+    };
+    wait_until("the first job is dead", Duration::from_secs(30), || {
+        dead(first.clone())
+    })
+    .await;
+    assert_eq!(side_keys(&redis), vec![side_key(&first)]);
+    let second = KeepBlob::call(52, noise(300 * 1024), true, 0)
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    wait_until("the second job is dead", Duration::from_secs(30), || {
+        dead(second.clone())
+    })
+    .await;
+    assert!(terminate(&mut worker).success());
+    // The set keeps one entry: the first went, with its key.
+    assert_eq!(redis.cli(&["ZCARD", "gator:{large}:dead"]), "1");
+    assert_eq!(side_keys(&redis), vec![side_key(&second)]);
+    let admin = Admin::new(client.clone());
+    assert_eq!(
+        admin.clear_set(SetKind::Dead, Some("large")).await.unwrap(),
+        1
+    );
+    assert!(side_keys(&redis).is_empty(), "{:?}", side_keys(&redis));
+}
