@@ -21,7 +21,9 @@
 //!    recovery and a run-now keep the jid, the queue, and so the key. A job never crosses
 //!    queues in Gator: every move is within its queue's slot.
 //!
-//! Reading the key is bounded by the same decode limit as packed arguments.
+//! Reading the key is bounded by the same decode limit as packed arguments. Readers: the
+//! worker (`processor/decode.rs`), `Admin::load_aside` (the job's page, `job show`), and
+//! search, at most `admin::search::ASIDE_READS` side keys per call.
 
 use super::Payload;
 use super::packed::{FIELD, PackError, Packed, ZSTD};

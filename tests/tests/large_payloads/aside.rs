@@ -129,8 +129,17 @@ async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it
         "kept with the dead job"
     );
 
-    // Readers see the arguments: `job show` and the API.
+    // Readers see the arguments: search (within its side-key budget), `job show`, the API.
     let admin = Admin::new(client.clone());
+    let mut query = SearchQuery::new("needle-aside");
+    query.places = vec![Place::Dead];
+    let page = admin.search(&query).await.unwrap();
+    assert_eq!(
+        page.hits.len(),
+        1,
+        "found inside the arguments stored aside"
+    );
+    assert!(page.hits[0].args.to_string().contains("needle-aside"));
     let mut out = Vec::new();
     gator_worker::cli::AdminCommand::Job {
         action: gator_worker::cli::job::JobAction::Show {
