@@ -97,7 +97,7 @@ pub struct SearchHit {
 }
 
 /// One page of [`Admin::search`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SearchPage {
     /// The jobs found, in the order read.
     pub hits: Vec<SearchHit>,
@@ -144,12 +144,7 @@ impl Admin {
             None => (0, 0),
         };
         let (limit, budget) = (query.limit.max(1), query.budget.max(1));
-        let mut page = SearchPage {
-            hits: Vec::new(),
-            next_cursor: None,
-            scanned: 0,
-            broken: Vec::new(),
-        };
+        let mut page = SearchPage::default();
         let mut aside_reads = 0;
         while let Some(collection) = collections.get(index) {
             if page.scanned >= budget || page.hits.len() >= limit {
