@@ -1,7 +1,9 @@
 //! `payloads N`: what large payloads cost (issue 35). For 1 KiB, 64 KiB and 1 MiB of
 //! arguments (N, N/4 and N/40 jobs), each twice: `plain` (compression off, the old behaviour)
-//! and `packed` (the default 16 KiB threshold): Redis's `used_memory` per queued job, and the
-//! rate a worker runs them at. The arguments are text that compresses as JSON records do.
+//! and `packed` (the default 16 KiB threshold), and for 1 MiB a third time, `aside` (packed,
+//! then stored in the job's side key over 16 KiB: `payload::aside`; the other two forms keep
+//! aside off): Redis's `used_memory` per queued job, and the rate a worker runs them at. The
+//! arguments are text that compresses as JSON records do.
 
 use crate::measure::report;
 use crate::modes::{QUEUE, job_done, redis_url, reset_counters, start_worker_with, wait_for_jobs};
@@ -19,9 +21,12 @@ pub(crate) async fn blob(_text: String) {
 const LIMIT: usize = 4 << 20;
 
 pub(crate) async fn payloads(n: usize) -> anyhow::Result<()> {
+    const OFF: usize = usize::MAX;
     for (bytes, jobs) in [(1 << 10, n), (64 << 10, n / 4), (1 << 20, n / 40)] {
-        for (form, compress_over) in [("plain", usize::MAX), ("packed", 16 << 10)] {
-            one(bytes, jobs.max(1), form, compress_over).await?;
+        let aside = (bytes == 1 << 20).then_some(("aside", 16 << 10, 16 << 10));
+        let forms = [("plain", OFF, OFF), ("packed", 16 << 10, OFF)];
+        for (form, compress_over, aside_over) in forms.into_iter().chain(aside) {
+            one(bytes, jobs.max(1), form, (compress_over, aside_over)).await?;
         }
     }
     Ok(())
@@ -44,10 +49,12 @@ fn text(bytes: usize) -> String {
 }
 
 /// One size in one form: memory per queued job, then the rate they run at.
-async fn one(bytes: usize, n: usize, form: &str, compress_over: usize) -> anyhow::Result<()> {
+/// `over`: the compression and aside thresholds.
+async fn one(bytes: usize, n: usize, form: &str, over: (usize, usize)) -> anyhow::Result<()> {
     let client = Client::builder(redis_url())
         .max_payload(LIMIT)
-        .compress_over(compress_over)
+        .compress_over(over.0)
+        .aside_over(over.1)
         .connect()
         .await?;
     redis::cmd("DEL")

@@ -153,6 +153,14 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
+    /// A job's arguments stored aside (`payload::aside`) whose side key cannot be read.
+    #[error("the arguments of job {jid} stored aside cannot be read: {reason}")]
+    Aside {
+        /// The job's id.
+        jid: String,
+        /// Why.
+        reason: String,
+    },
     /// Arguments given as JSON (`Client::enqueue_raw`) that are not a job's.
     #[error("invalid args: {reason}")]
     InvalidArgs {

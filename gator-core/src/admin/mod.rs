@@ -87,6 +87,14 @@ impl Admin {
         &self.client
     }
 
+    /// Fills `payload`'s arguments from its side key if they are stored aside
+    /// ([`crate::payload::aside`]): one `GET`, decoded up to the decode limit. Listings and
+    /// search do not (their arguments show `null`, with `packing.aside`); the job's page and
+    /// `job show` do. A payload filled is still written back with its marker.
+    pub async fn load_aside(&self, payload: &mut crate::payload::Payload) -> Result<()> {
+        store::aside::load(&mut self.connection(), self.keys(), payload).await
+    }
+
     fn connection(&self) -> Connection {
         self.client.connection()
     }

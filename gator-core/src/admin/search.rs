@@ -9,6 +9,10 @@
 //! dashboard for seconds. A jid search is the same scan: a job's queue is not known from its
 //! jid (use [`crate::client::Client::job_details`] when the whole jid is known).
 //!
+//! Arguments stored aside (`payload::aside`) are in a key of their own, up to megabytes: a
+//! search of the arguments (`Any`, `Args`) reads at most [`ASIDE_READS`] side keys per call;
+//! an aside entry past them is matched by its other fields only.
+//!
 //! The cursor is a position (which collection, which offset). Jobs that move while one pages
 //! (run, retried, promoted) may be seen twice or not at all, as with Redis's own `SCAN`.
 
@@ -27,6 +31,8 @@ const RANGE: usize = 500;
 const MAX_OFFSET: usize = 1 << 40;
 /// [`SearchQuery::budget`] by default.
 pub const DEFAULT_BUDGET: usize = 5000;
+/// The most side keys (arguments stored aside, `payload::aside`) one search call reads.
+pub const ASIDE_READS: usize = 16;
 
 /// A search: see the module docs for what it costs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -91,7 +97,7 @@ pub struct SearchHit {
 }
 
 /// One page of [`Admin::search`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SearchPage {
     /// The jobs found, in the order read.
     pub hits: Vec<SearchHit>,
@@ -138,12 +144,8 @@ impl Admin {
             None => (0, 0),
         };
         let (limit, budget) = (query.limit.max(1), query.budget.max(1));
-        let mut page = SearchPage {
-            hits: Vec::new(),
-            next_cursor: None,
-            scanned: 0,
-            broken: Vec::new(),
-        };
+        let mut page = SearchPage::default();
+        let mut aside_reads = 0;
         while let Some(collection) = collections.get(index) {
             if page.scanned >= budget || page.hits.len() >= limit {
                 page.next_cursor = Some(format!("{index}:{offset}"));
@@ -161,10 +163,13 @@ impl Admin {
                 Err(e) => return Err(e),
             };
             let read_all = entries.len() < count;
-            for (raw, score) in entries {
+            let reads = (&mut conn, collection, query.field, &mut aside_reads);
+            let asides = aside_args(reads, self.keys(), &entries).await;
+            for ((raw, score), aside) in entries.into_iter().zip(asides) {
                 page.scanned += 1;
                 offset += 1;
-                if let Some(hit) = matches(collection, raw, score, &needle, query.field) {
+                let entry = (raw, score, aside.as_deref());
+                if let Some(hit) = matches(collection, entry, &needle, query.field) {
                     page.hits.push(hit);
                     if page.hits.len() >= limit {
                         break;
@@ -238,11 +243,40 @@ async fn read(
     crate::store::sets::range(conn, &collection.key, collection.sorted, offset, count).await
 }
 
-/// The hit `raw` makes, if it matches.
+/// For each of `entries`, the arguments' JSON text of one stored aside (`payload::aside`),
+/// read from its side key for a search of the arguments while fewer than [`ASIDE_READS`]
+/// were read (`reads` counts them); `None` for every other entry.
+async fn aside_args(
+    (conn, collection, field, reads): (&mut Connection, &Collection, SearchField, &mut usize),
+    keys: &Keys,
+    entries: &[(String, Option<f64>)],
+) -> Vec<Option<String>> {
+    let mut found = Vec::with_capacity(entries.len());
+    for (raw, _) in entries {
+        let text = if collection.parked {
+            crate::store::flow::parked_payload(raw)
+        } else {
+            raw.as_str()
+        };
+        let wanted = matches!(field, SearchField::Any | SearchField::Args)
+            && *reads < ASIDE_READS
+            && crate::payload::aside::marked(text.as_bytes());
+        let payload = wanted.then(|| Payload::from_json(text).ok()).flatten();
+        let Some(mut payload) = payload else {
+            found.push(None);
+            continue;
+        };
+        *reads += 1;
+        let loaded = crate::store::aside::load(conn, keys, &mut payload).await;
+        found.push(loaded.ok().map(|()| payload.args.to_string()));
+    }
+    found
+}
+
+/// The hit an entry (its text, its score, its arguments if read aside) makes, if it matches.
 fn matches(
     collection: &Collection,
-    raw: String,
-    score: Option<f64>,
+    (raw, score, aside): (String, Option<f64>, Option<&str>),
     needle: &str,
     field: SearchField,
 ) -> Option<SearchHit> {
@@ -260,16 +294,24 @@ fn matches(
     };
     let payload = Payload::from_json(text).ok();
     let found = match (&payload, field) {
-        (Some(p), SearchField::Any) if packed => contains(text) || contains(&p.args.to_string()),
+        (Some(p), SearchField::Any) if packed => {
+            contains(text) || contains(&p.args.to_string()) || aside.is_some_and(contains)
+        }
         (_, SearchField::Any) => true,
         (None, SearchField::Args) => contains(text),
         (None, _) => false,
         (Some(p), SearchField::Jid) => p.jid.to_lowercase().starts_with(needle),
         (Some(p), SearchField::Job) => contains(&p.job),
-        (Some(p), SearchField::Args) => contains(&p.args.to_string()),
+        (Some(p), SearchField::Args) => {
+            contains(&p.args.to_string()) || aside.is_some_and(contains)
+        }
         (Some(p), SearchField::Error) => p.error.as_deref().is_some_and(contains),
     };
-    found.then(|| hit(collection, text, score, payload))
+    let mut hit = found.then(|| hit(collection, text, score, payload))?;
+    if let Some(args) = aside.and_then(|a| serde_json::from_str(a).ok()) {
+        hit.args = super::preview::args(args);
+    }
+    Some(hit)
 }
 
 /// The hit of entry `text` of `collection`, parsed as `payload` if it is one. (A dead entry of

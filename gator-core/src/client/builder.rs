@@ -29,6 +29,7 @@ pub struct ClientBuilder {
     middleware: DispatchChain,
     max_payload: Option<usize>,
     compress_over: Option<usize>,
+    aside_over: Option<usize>,
 }
 
 impl std::fmt::Debug for ClientBuilder {
@@ -42,6 +43,7 @@ impl std::fmt::Debug for ClientBuilder {
             .field("middleware", &self.middleware)
             .field("max_payload", &self.max_payload)
             .field("compress_over", &self.compress_over)
+            .field("aside_over", &self.aside_over)
             .finish()
     }
 }
@@ -61,6 +63,15 @@ impl ClientBuilder {
     /// Unset, `GATOR_COMPRESS_OVER` decides, else 16 KiB. `usize::MAX` turns it off.
     pub fn compress_over(mut self, bytes: usize) -> ClientBuilder {
         self.compress_over = Some(bytes);
+        self
+    }
+
+    /// Stores the arguments of a job whose payload is still over `bytes` once packed (or that
+    /// does not shrink) beside it, in a key of its own of the same slot
+    /// ([`crate::payload::aside`]); workers and readers fetch them with the job. Unset,
+    /// `GATOR_ASIDE_OVER` decides, else 256 KiB; at least 1 KiB. `usize::MAX` turns it off.
+    pub fn aside_over(mut self, bytes: usize) -> ClientBuilder {
+        self.aside_over = Some(bytes);
         self
     }
 
@@ -139,6 +150,7 @@ impl ClientBuilder {
             Some(bytes) => bytes,
             None => crate::payload::packed::from_env()?,
         };
+        let aside_over = crate::payload::aside::threshold(self.aside_over)?;
         let wait = match self.wait {
             Some(wait) => Some(wait).filter(|w| w.replicas > 0),
             None => ReplicaWait::from_env()?,
@@ -166,6 +178,7 @@ impl ClientBuilder {
                 middleware: self.middleware,
                 max_payload,
                 compress_over,
+                aside_over,
             }),
         })
     }
@@ -233,6 +246,7 @@ impl Client {
             middleware: default_chain(),
             max_payload: None,
             compress_over: None,
+            aside_over: None,
         }
     }
 

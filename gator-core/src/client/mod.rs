@@ -85,6 +85,9 @@ struct Inner {
     /// Payloads over this many bytes are stored with their arguments compressed
     /// ([`crate::payload::packed`]).
     compress_over: usize,
+    /// Payloads whose arguments, as stored, are over this many bytes keep them in a key of
+    /// their own ([`crate::payload::aside`]).
+    aside_over: usize,
 }
 
 /// How often a client re-records a queue it dispatches to in the known-queues set: once per

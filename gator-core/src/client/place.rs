@@ -27,6 +27,9 @@ impl Client {
             if bytes > self.inner.compress_over {
                 crate::payload::packed::pack(&mut job.payload);
             }
+            if bytes > self.inner.aside_over {
+                crate::payload::aside::choose(&mut job.payload, bytes, self.inner.aside_over);
+            }
         }
         self.inner
             .shards

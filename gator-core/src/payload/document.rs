@@ -166,6 +166,12 @@ impl<'a> PayloadDocument<'a> {
         }
     }
 
+    /// The `packed` field's JSON text, if the payload has one ([`super::packed`],
+    /// [`super::aside`]).
+    pub fn packed_text(&self) -> Option<&'a str> {
+        self.packed.map(RawValue::get)
+    }
+
     /// Whether the arguments are stored packed ([`super::packed`]).
     pub fn is_packed(&self) -> bool {
         self.packed.is_some()

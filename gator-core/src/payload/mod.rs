@@ -4,6 +4,7 @@
 //! RPUSHes this JSON to `gator:{<queue>}:queue` and SADDs the queue to `gator:queues` gets its
 //! job run by a Rust worker.
 
+pub mod aside;
 mod document;
 mod lenient;
 pub mod limit;
@@ -101,6 +102,12 @@ pub struct Payload {
     /// decodes into `args`.
     #[serde(skip)]
     pub packing: Option<packed::Packing>,
+    /// Whether the client chose to store the arguments aside, in a key of their own
+    /// ([`aside`]): the store paths that can write that key in the same step as the job do
+    /// ([`crate::store::queue::enqueue`]); every other writes the payload whole, as
+    /// [`Payload::to_json`] does. Not a field on the wire.
+    #[serde(skip)]
+    pub aside: bool,
 }
 
 impl Payload {
@@ -127,6 +134,7 @@ impl Payload {
             on_expire: None,
             extra: Map::new(),
             packing: None,
+            aside: false,
         }
     }
 
@@ -143,6 +151,13 @@ impl Payload {
 
     /// The JSON text stored in Redis. A payload read packed is written packed again.
     pub fn to_json(&self) -> String {
+        if self.packing.is_some_and(|p| p.aside) && !self.args.is_null() {
+            // Read aside and its arguments loaded for a reader: the marker is written back,
+            // and the arguments stay in their key.
+            let mut again = self.clone();
+            again.args = Value::Null;
+            return serde_json::to_string(&again).expect("a Payload always serializes");
+        }
         if self.packing.is_some() && !self.extra.contains_key(packed::FIELD) {
             let mut again = self.clone();
             again.packing = None;

@@ -50,8 +50,15 @@ pub struct Packed {
     pub codec: String,
     /// The size of the arguments' JSON text, in bytes, before compression.
     pub raw: usize,
-    /// The compressed arguments: one zstd frame, in standard base64 with padding.
+    /// The compressed arguments: one zstd frame, in standard base64 with padding. Empty (and
+    /// absent on the wire) for arguments stored aside.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub data: String,
+    /// Whether the arguments are stored aside, in the job's side key
+    /// ([`super::aside`]): `codec` then says how the key's bytes are encoded (`zstd` or
+    /// `none`). Absent for arguments held in `data`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aside: bool,
 }
 
 /// What a reader learns of a packed payload once decoded: for the dashboard and `job show`.
@@ -59,8 +66,12 @@ pub struct Packed {
 pub struct Packing {
     /// The arguments' JSON text, in bytes.
     pub raw: usize,
-    /// The arguments as stored (the base64 text of the compressed frame), in bytes.
+    /// The arguments as stored (the base64 text of the compressed frame, or the side key's
+    /// bytes once read), in bytes; 0 for arguments stored aside and not read.
     pub stored: usize,
+    /// Whether the arguments are stored aside, in the job's side key ([`super::aside`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub aside: bool,
 }
 
 /// Why packed arguments cannot be read.
@@ -87,6 +98,9 @@ pub enum PackError {
     /// `data` is not a zstd frame.
     #[error("the packed arguments are not a zstd frame: {0}")]
     Zstd(String),
+    /// The arguments are in the job's side key ([`super::aside`]), not in the payload.
+    #[error("the arguments are stored aside, in the job's own key: read them with store::aside")]
+    Aside,
     /// The decoded arguments are not JSON.
     #[error("the packed arguments do not decode to JSON: {0}")]
     Json(String),
@@ -123,6 +137,7 @@ pub fn pack_text(args: &str) -> Packed {
         codec: ZSTD.to_owned(),
         raw: args.len(),
         data: base64::engine::general_purpose::STANDARD.encode(frame),
+        aside: false,
     }
 }
 
@@ -142,6 +157,7 @@ pub fn pack(payload: &mut Payload) -> bool {
     payload.packing = Some(Packing {
         raw: packed.raw,
         stored: packed.data.len(),
+        aside: false,
     });
     // A struct of strings and numbers always converts.
     let value = serde_json::to_value(packed).unwrap_or_default();
@@ -158,14 +174,22 @@ pub fn unpack_text(packed: &str, max: usize) -> Result<Box<RawValue>, PackError>
 
 /// The arguments' JSON text from `packed`, decoded up to `max` bytes.
 pub fn unpack(packed: &Packed, max: usize) -> Result<Box<RawValue>, PackError> {
+    if packed.aside {
+        return Err(PackError::Aside);
+    }
     if packed.codec != ZSTD {
         return Err(PackError::Codec(gator_rules::cut(&packed.codec, 40).into()));
     }
     let frame = base64::engine::general_purpose::STANDARD
         .decode(&packed.data)
         .map_err(|e| PackError::Base64(e.to_string()))?;
+    json_text(inflate(&frame, max)?)
+}
+
+/// One zstd frame decompressed, up to `max` bytes.
+pub(crate) fn inflate(frame: &[u8], max: usize) -> Result<Vec<u8>, PackError> {
     let decoder =
-        zstd::stream::read::Decoder::new(&frame[..]).map_err(|e| PackError::Zstd(e.to_string()))?;
+        zstd::stream::read::Decoder::new(frame).map_err(|e| PackError::Zstd(e.to_string()))?;
     // Bounded: read at most one byte past the limit, whatever the frame claims.
     let limit = u64::try_from(max).unwrap_or(u64::MAX).saturating_add(1);
     let mut text = Vec::new();
@@ -176,6 +200,11 @@ pub fn unpack(packed: &Packed, max: usize) -> Result<Box<RawValue>, PackError> {
     if text.len() > max {
         return Err(PackError::TooLarge { max });
     }
+    Ok(text)
+}
+
+/// Decoded arguments as JSON text.
+pub(crate) fn json_text(text: Vec<u8>) -> Result<Box<RawValue>, PackError> {
     let text = String::from_utf8(text).map_err(|e| PackError::Json(e.to_string()))?;
     RawValue::from_string(text).map_err(|e| PackError::Json(e.to_string()))
 }
@@ -187,12 +216,24 @@ pub fn unpack_payload(payload: &mut Payload, max: usize) -> Result<(), PackError
         return Ok(());
     };
     let packed: Packed =
-        serde_json::from_value(field).map_err(|e| PackError::Field(e.to_string()))?;
+        serde_json::from_value(field.clone()).map_err(|e| PackError::Field(e.to_string()))?;
+    if packed.aside {
+        // Stored aside: the marker stays, so the payload is written back as it came; a reader
+        // that wants the arguments reads the side key (`store::aside::load`).
+        payload.extra.insert(FIELD.to_owned(), field);
+        payload.packing = Some(Packing {
+            raw: packed.raw,
+            stored: 0,
+            aside: true,
+        });
+        return Ok(());
+    }
     let text = unpack(&packed, max)?;
     payload.args = serde_json::from_str(text.get()).map_err(|e| PackError::Json(e.to_string()))?;
     payload.packing = Some(Packing {
         raw: packed.raw,
         stored: packed.data.len(),
+        aside: false,
     });
     Ok(())
 }

@@ -71,12 +71,20 @@ pub async fn ack_and_take(
         "at most MAX_ACKS successes per call"
     );
     let take = take.min(MAX_TAKE);
+    // A job stored aside loses its side key only if it was still in flight, which a MULTI
+    // cannot test: such a batch settles by script (`payload::aside`; never on the plain path).
+    if acks
+        .iter()
+        .any(|ack| crate::payload::aside::marked(&ack.job.raw))
+    {
+        return ack_by_script(conn, keys, acks, take).await;
+    }
     let pipe = ack_pipeline(keys, acks, take);
     let replies: Vec<redis::Value> = match pipe.query_async(conn).await {
         Ok(replies) => replies,
         // At maxmemory Redis aborts the whole MULTI for its SETs: settle with the script,
         // which may still write.
-        Err(e) if is_out_of_memory(&e) => return ack_at_maxmemory(conn, keys, acks, take).await,
+        Err(e) if is_out_of_memory(&e) => return ack_by_script(conn, keys, acks, take).await,
         // The queue became controlled (its list key is the `controlled` marker): the LREMs
         // ran in the MULTI, the LMOVEs found no list. Nothing taken; the worker learns of the
         // control at its next fetch.
@@ -196,9 +204,10 @@ fn is_out_of_memory(error: &redis::RedisError) -> bool {
 }
 
 /// [`ack_and_take`] through `ack_plain.lua`, one call per success, for a Redis at `maxmemory`
-/// (its `allow-oom` flag lets it settle where the `MULTI` was refused). The first call takes
-/// the jobs.
-async fn ack_at_maxmemory(
+/// (its `allow-oom` flag lets it settle where the `MULTI` was refused), and for a batch with a
+/// job stored aside (the script deletes its side key if the job was in flight). The first
+/// call takes the jobs.
+async fn ack_by_script(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     acks: &[Ack<'_>],
@@ -207,9 +216,12 @@ async fn ack_at_maxmemory(
     let mut acked = Acked::default();
     for (i, ack) in acks.iter().enumerate() {
         let job = ack.job;
-        let reply: Vec<redis::Value> = scripts::ACK_PLAIN
-            .key(keys.inflight(&job.queue, &job.process))
-            .key(keys.queue(&job.queue))
+        let mut call = scripts::ACK_PLAIN.key(keys.inflight(&job.queue, &job.process));
+        call.key(keys.queue(&job.queue));
+        if let Some(side) = super::aside::key_of(keys, job) {
+            call.key(side);
+        }
+        let reply: Vec<redis::Value> = call
             .arg(&job.raw)
             .arg(ack.record)
             .arg(super::status::retention_ms(ack.retention))

@@ -180,7 +180,12 @@ pub async fn admit(
         .arg(shared.map(SharedStart::arg).unwrap_or_default())
         .arg(super::status::retention_ms(retention));
     for (job, tail) in acks.iter().take(MAX_ACKS) {
-        call.arg(job.raw.as_slice()).arg(*tail);
+        call.arg(job.raw.as_slice());
+        if crate::payload::aside::marked(&job.raw) {
+            call.arg(format!("~{tail}"));
+        } else {
+            call.arg(*tail);
+        }
     }
     let reply: Vec<Value> = call.invoke_async(conn).await?;
     admitted(reply, queue, process)
@@ -262,8 +267,11 @@ pub async fn ack(
     job: &Fetched,
     done: &super::status::Done<'_>,
 ) -> Result<bool> {
-    let acked: i64 = scripts::FLOW_ACK
-        .key(keys.inflight(&job.queue, &job.process))
+    let mut call = scripts::FLOW_ACK.key(keys.inflight(&job.queue, &job.process));
+    if let Some(side) = super::aside::key_of(keys, job) {
+        call.key(side);
+    }
+    let acked: i64 = call
         .arg(&job.raw)
         .arg(done.tail())
         .arg(super::status::retention_ms(done.retention))

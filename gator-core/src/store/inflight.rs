@@ -134,9 +134,12 @@ pub async fn ack(
         let acked = ack_and_take(conn, keys, &[Ack::new(job, &record, done)], 0).await?;
         return Ok(acked.removed.first() == Some(&true));
     };
-    let settled: i64 = scripts::ACK
-        .key(keys.inflight(&job.queue, &job.process))
-        .key(keys.outbox(&job.queue))
+    let mut call = scripts::ACK.key(keys.inflight(&job.queue, &job.process));
+    call.key(keys.outbox(&job.queue));
+    if let Some(side) = super::aside::key_of(keys, job) {
+        call.key(side);
+    }
+    let settled: i64 = call
         .arg(&job.raw)
         .arg(record)
         .arg(done.tail())

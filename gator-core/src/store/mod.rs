@@ -3,6 +3,7 @@
 
 pub mod ack;
 pub mod admit;
+pub mod aside;
 pub mod cancel;
 pub mod catalogue;
 pub mod chain;

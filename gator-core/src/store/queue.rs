@@ -19,20 +19,16 @@ use std::collections::BTreeMap;
 /// a per-queue script (Redis Cluster), and before it: a failure between the two can leave an
 /// empty queue listed, never a job nobody looks for. A client registers a queue on its first
 /// dispatch and then about once a minute (`client::Client` remembers), so most
-/// dispatches are a single command.
+/// dispatches are a single command. A plain job marked to go aside (`payload::aside`) is
+/// pushed as its marker, its side key `SET` in the same `MULTI`; on a queue whose jobs are
+/// parked it is stored whole.
 pub async fn enqueue(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     payloads: &[Payload],
     register: bool,
 ) -> Result<()> {
-    let mut by_queue: BTreeMap<&str, (bool, Vec<String>, Vec<&str>)> = BTreeMap::new();
-    for p in payloads {
-        let entry = by_queue.entry(p.queue.as_str()).or_default();
-        entry.0 |= p.flow.as_ref().is_some_and(|f| !f.is_empty());
-        entry.1.push(p.to_json());
-        entry.2.push(&p.jid);
-    }
+    let by_queue = grouped(keys, payloads);
     if register {
         let queues: Vec<&str> = by_queue.keys().copied().collect();
         redis::cmd("SADD")
@@ -43,31 +39,71 @@ pub async fn enqueue(
     }
     let controlled: Vec<&str> = by_queue
         .iter()
-        .filter(|(_, (flow, _, _))| *flow)
+        .filter(|(_, group)| group.flow)
         .map(|(queue, _)| *queue)
         .collect();
     if !controlled.is_empty() {
         super::flow::register(conn, keys, &controlled).await?;
     }
-    for (queue, (flow, jobs, jids)) in &by_queue {
-        if !*flow && push_plain(conn, keys, queue, jobs, jids).await? {
+    for (queue, group) in &by_queue {
+        if !group.flow && push_plain(conn, keys, queue, group).await? {
             continue;
         }
         let parked = scripts::ENQUEUE
             .key(keys.queue(queue))
             .key(keys.flow(queue))
-            .arg(if *flow { "f" } else { "-" })
-            .arg(jobs)
+            .arg(if group.flow { "f" } else { "-" })
+            .arg(&group.jobs)
             .invoke_async::<()>(conn)
             .await;
         if let Err(e) = parked {
-            if !*flow {
-                forget_records(conn, keys, queue, jids).await;
+            if !group.flow {
+                forget_records(conn, keys, queue, &group.jids).await;
+                super::aside::forget(conn, &group.sides).await;
             }
             return Err(e.into());
         }
     }
     Ok(())
+}
+
+/// The jobs of one queue for [`enqueue`]: their texts, jids and side keys.
+#[derive(Default)]
+struct Group<'a> {
+    /// Whether any has flow options: all are parked by `enqueue.lua`.
+    flow: bool,
+    jobs: Vec<String>,
+    jids: Vec<&'a str>,
+    /// The side keys of the jobs stored aside (`payload::aside`), with their bytes: set in
+    /// the `MULTI` of the plain path. A queue whose jobs are parked stores them whole.
+    sides: Vec<(String, Vec<u8>)>,
+}
+
+/// `payloads` by queue, as texts to store.
+fn grouped<'a>(keys: &Keys, payloads: &'a [Payload]) -> BTreeMap<&'a str, Group<'a>> {
+    let mut by_queue: BTreeMap<&str, Group<'a>> = BTreeMap::new();
+    for p in payloads {
+        let group = by_queue.entry(p.queue.as_str()).or_default();
+        group.flow |= p.flow.as_ref().is_some_and(|f| !f.is_empty());
+    }
+    for p in payloads {
+        // Only the plain path's MULTI writes a side key with its job.
+        let group = by_queue.entry(p.queue.as_str()).or_default();
+        let aside = if group.flow {
+            None
+        } else {
+            crate::payload::aside::split(p)
+        };
+        match aside {
+            Some((text, bytes)) => {
+                group.sides.push((keys.payload(&p.queue, &p.jid), bytes));
+                group.jobs.push(text);
+            }
+            None => group.jobs.push(p.to_json()),
+        }
+        group.jids.push(&p.jid);
+    }
+    by_queue
 }
 
 /// The plain path: `jobs` pushed to `queue`'s list with their queued marks in one `MULTI`,
@@ -77,16 +113,16 @@ async fn push_plain(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
-    jobs: &[String],
-    jids: &[&str],
+    group: &Group<'_>,
 ) -> Result<bool> {
     let mut pipe = redis::pipe();
     pipe.atomic();
-    record_queued(&mut pipe, keys, queue, jids);
+    record_queued(&mut pipe, keys, queue, &group.jids);
+    super::aside::set_all(&mut pipe, &group.sides);
     let replies = pipe
         .cmd("RPUSH")
         .arg(keys.queue(queue))
-        .arg(jobs)
+        .arg(&group.jobs)
         .query_async::<Vec<redis::Value>>(conn)
         .await;
     // The RPUSH's own reply says whether it pushed: an error inside a MULTI does not undo the
@@ -96,7 +132,11 @@ async fn push_plain(
         // enqueue.lua writes them again).
         Ok(Some(redis::Value::ServerError(e))) if e.code() == "WRONGTYPE" => Ok(false),
         Err(e) if is_wrong_type(&e) => Ok(false),
-        Ok(Some(redis::Value::ServerError(e))) => Err(redis::RedisError::from(e).into()),
+        Ok(Some(redis::Value::ServerError(e))) => {
+            // The SETs of the side keys ran, the push did not: no key without its job.
+            super::aside::forget(conn, &group.sides).await;
+            Err(redis::RedisError::from(e).into())
+        }
         Ok(_) => Ok(true),
         Err(e) => Err(e.into()),
     }

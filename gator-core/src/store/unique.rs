@@ -65,9 +65,12 @@ pub async fn ack(
     job: &Fetched,
     done: &Done<'_>,
 ) -> Result<bool> {
-    let settled: i64 = scripts::ACK
-        .key(keys.inflight(&job.queue, &job.process))
-        .key(keys.outbox(&job.queue))
+    let mut call = scripts::ACK.key(keys.inflight(&job.queue, &job.process));
+    call.key(keys.outbox(&job.queue));
+    if let Some(side) = super::aside::key_of(keys, job) {
+        call.key(side);
+    }
+    let settled: i64 = call
         .arg(&job.raw)
         .arg("")
         .arg(done.tail())

@@ -48,7 +48,8 @@
       if (pos.expected_start_ms) facts.push(["Expected start", `${when(pos.expected_start_ms)} (${relative(pos.expected_start_ms, now)})`]);
       else if (pos.no_estimate) facts.push(["Expected start", `unknown: ${pos.no_estimate}`]);
     }
-    if (job.packed) facts.push(["Arguments", `compressed (zstd): ${G.bytes(job.packed.raw)} stored in ${G.bytes(job.packed.stored)}`]);
+    if (job.packed && job.packed.aside) facts.push(["Arguments", `stored aside (${G.bytes(job.packed.stored)}; ${G.bytes(job.packed.raw)} decoded)`]);
+    else if (job.packed) facts.push(["Arguments", `compressed (zstd): ${G.bytes(job.packed.raw)} stored in ${G.bytes(job.packed.stored)}`]);
     // An expiring job: its deadline (Redis time), whether it has passed, and, once expired,
     // whether it is kept in the dead set.
     const deadline = s.deadline_ms || p.expires_at;

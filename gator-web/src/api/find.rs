@@ -343,9 +343,10 @@ async fn look_up(
     view.payload = serde_json::from_str(&hit.raw).ok();
     if let Some(serde_json::Value::Object(payload)) = &mut view.payload
         && payload.remove(gator_core::payload::packed::FIELD).is_some()
-        && let Ok(decoded) = gator_core::Payload::from_json(&hit.raw)
+        && let Ok(mut decoded) = gator_core::Payload::from_json(&hit.raw)
     {
-        // Packed arguments are shown decoded, with their sizes.
+        // Packed arguments are shown decoded, with their sizes; read from their key if aside.
+        app.admin.load_aside(&mut decoded).await?;
         payload.insert("args".to_owned(), decoded.args);
         view.packed = decoded.packing;
     }

@@ -124,11 +124,23 @@ async fn payload_fields(
         return Ok(Vec::new());
     };
     let mut fields = vec![("args", hit.args)];
-    if let Some(packing) = Payload::from_json(&hit.raw).ok().and_then(|p| p.packing) {
-        let sizes = format!(
-            "zstd: {} bytes of arguments stored in {}",
-            packing.raw, packing.stored
-        );
+    let Ok(mut payload) = Payload::from_json(&hit.raw) else {
+        return Ok(fields);
+    };
+    admin.load_aside(&mut payload).await?;
+    if let Some(packing) = payload.packing {
+        let sizes = if packing.aside {
+            fields[0].1 = gator_core::admin::preview::args(payload.args);
+            format!(
+                "stored aside: {} bytes of arguments in {}",
+                packing.raw, packing.stored
+            )
+        } else {
+            format!(
+                "zstd: {} bytes of arguments stored in {}",
+                packing.raw, packing.stored
+            )
+        };
         fields.push(("packed", sizes.into()));
     }
     Ok(fields)

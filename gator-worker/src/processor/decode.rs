@@ -5,9 +5,10 @@ use super::{Early, Processor};
 use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
 use crate::run::panic_message;
-use gator_core::payload::PayloadDocument;
+use gator_core::payload::{PayloadDocument, aside};
 use gator_core::unique::UniqueUntil;
 use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
+use serde_json::value::RawValue;
 use tracing::{info, warn};
 
 /// How long a job handed back waits before it is on its queue again: long enough that this
@@ -80,9 +81,43 @@ impl Processor {
             Early::Failed(Failure::Run(JobError::new(reason)), policy)
         })?;
         let max = self.client.max_payload();
-        match decode_args(registration, doc, ctx.clone(), max) {
+        let aside = self.aside_args(doc, job, max, policy).await?;
+        match decode_args(registration, doc, aside, ctx.clone(), max) {
             Ok(execution) => Ok((ctx, execution)),
             Err(reason) => Err(Early::Failed(Failure::Unrunnable(reason), policy)),
+        }
+    }
+
+    /// Step 4, for a job stored aside (`gator_core::payload::aside`) only: its arguments, read
+    /// from its side key (one `GET`, in the slot of its queue), decoded up to `max` bytes.
+    /// `None` for any other job, which pays the look at its `packed` field only if it has one.
+    /// A key that cannot be read now is the attempt's failure (retried, the key kept); a key
+    /// that is gone or unreadable makes the job unrunnable.
+    async fn aside_args(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+        max: usize,
+        policy: Policy,
+    ) -> Result<Option<Box<RawValue>>, Early> {
+        let Some(marker) = doc.packed_text().and_then(aside::marker) else {
+            return Ok(None);
+        };
+        let unrunnable = |reason: String| Early::Failed(Failure::Unrunnable(reason), policy);
+        let mut conn = self.client.connection();
+        let keys = self.client.keys();
+        match gator_core::store::aside::get(&mut conn, keys, &job.fetched.queue, doc.jid()).await {
+            Ok(Some(bytes)) => aside::unpack(&marker, bytes, max).map(Some).map_err(|e| {
+                unrunnable(format!("arguments of job {:?} unreadable: {e}", doc.job()))
+            }),
+            Ok(None) => Err(unrunnable(format!(
+                "the arguments of job {:?} were stored aside and their key is gone",
+                doc.job()
+            ))),
+            Err(e) => {
+                let reason = format!("could not read the arguments stored aside: {e}");
+                Err(Early::Failed(Failure::Run(JobError::new(reason)), policy))
+            }
         }
     }
 
@@ -157,17 +192,22 @@ impl Processor {
 }
 
 /// Decodes the payload's arguments for `registration`, into the work to run with `ctx`; or
-/// why they do not fit. Packed arguments are decoded first, up to `max` bytes. A
+/// why they do not fit. Packed arguments are decoded first, up to `max` bytes; arguments read
+/// aside (`aside`) are used as they are. A
 /// `Deserialize` that panics is bad input too: the same bytes would panic again.
 fn decode_args(
     registration: &JobRegistration,
     doc: &PayloadDocument<'_>,
+    aside: Option<Box<RawValue>>,
     ctx: Context,
     max: usize,
 ) -> Result<Execution, String> {
-    let args = doc
-        .args_unpacked(max)
-        .map_err(|e| format!("arguments of job {:?} unreadable: {e}", doc.job()))?;
+    let args = match aside {
+        Some(args) => std::borrow::Cow::Owned(args),
+        None => doc
+            .args_unpacked(max)
+            .map_err(|e| format!("arguments of job {:?} unreadable: {e}", doc.job()))?,
+    };
     let args = args.get();
     let decoded = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         (registration.run)(args, ctx)

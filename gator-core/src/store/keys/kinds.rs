@@ -97,6 +97,7 @@ kinds! {
     DEAD = "dead", "dead", ZSET, Queue;
     JOB = "job", "job:", STRING, Queue;
     PROGRESS = "progress", "progress:", STRING, Queue;
+    PAYLOAD = "payload", "payload:", STRING, Queue;
     QUEUED = "queued", "queued:", HASH, Queue;
     FINISHED = "finished", "finished", LIST, Queue;
     REPLY_WAITS = "reply_waits", "waits", HASH, Replies;

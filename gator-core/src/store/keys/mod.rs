@@ -275,6 +275,12 @@ impl Keys {
         self.of_queue(queue, &PROGRESS, jid)
     }
 
+    /// `<namespace>:{<queue>}:payload:<jid>` (STRING): the arguments of a job stored aside
+    /// (`payload::aside`), in the slot of its queue.
+    pub fn payload(&self, queue: &str, jid: &str) -> String {
+        self.of_queue(queue, &PAYLOAD, jid)
+    }
+
     /// `<namespace>:{<queue>}:finished` (LIST): the jids of the queue's finished jobs whose
     /// records are kept, newest first, so that the oldest go once there are too many (see
     /// `store::finished`).

@@ -18,6 +18,8 @@
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  LIST  gator:{<queue>}:outbox
+-- KEYS[3]  STRING  gator:{<queue>}:payload:<jid>, the job's side key: only for a job stored
+--          aside (payload::aside), deleted with it; absent for any other
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  the hand-off: the step's chain link as JSON ({id, list_queue, next_jid, next_queue}),
 --          or a workflow step's report to its workflow (store::workflow::Report); '' for none
@@ -31,6 +33,7 @@ local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
+if KEYS[3] then redis.call('DEL', KEYS[3]) end
 if ARGV[2] ~= '' then
   redis.call('RPUSH', KEYS[2], ARGV[2])
 end

@@ -50,7 +50,8 @@
 --          and the others go on); empty for none
 -- ARGV[5]  how long (ms) a success's status record is kept (its result with it)
 -- ARGV[6..] the process's jobs that succeeded, as pairs: the payload, and the tail of its
---          status record, `<attempts> <result JSON>` (the result empty for none); acked first (taken out of the in-flight list, their units
+--          status record, `<attempts> <result JSON>` (the result empty for none), prefixed
+--          `~` for a job stored aside (payload::aside: its side key is deleted with it); acked first (taken out of the in-flight list, their units
 --          released, their status set to `done`), as flow_ack.lua does for one
 -- Returns  { state, now, next, acked, job1, job2, ... }: state 0 (looked), 1 (paused), -1 (the
 --          process holds no live lease: take one and admit again) or 2 (the queue has time
@@ -76,10 +77,15 @@ local retention = tonumber(ARGV[5])
 -- admission below, so a job that ends frees its units for the next one in the same call.
 local acked, settled = {}, {}
 for i = 6, #ARGV, 2 do
+  local tail = ARGV[i + 1]
+  -- `~`: a job stored aside (payload::aside), whose side key goes with it.
+  local aside = string.byte(tail, 1) == 126
+  if aside then tail = string.sub(tail, 2) end
   if redis.call('LREM', KEYS[1], 1, ARGV[i]) == 1 then
     acked[#acked + 1] = '1'
     settled[#settled + 1] = ARGV[i]
-    set_status(prefix, ARGV[i], 'done ' .. now .. ' ' .. ARGV[i + 1], retention)
+    set_status(prefix, ARGV[i], 'done ' .. now .. ' ' .. tail, retention)
+    if aside then redis.call('DEL', qkey(prefix, 'payload', jid_of(ARGV[i]) or '')) end
   else
     acked[#acked + 1] = '0'
   end

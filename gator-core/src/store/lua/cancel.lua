@@ -7,6 +7,7 @@
 -- it and records it cancelled (cancelled.lua).
 -- A unique job removed here releases its lock (unique_lib.lua) in the same step; a marked one
 -- releases it when its worker settles it.
+-- A job removed here loses its side key (payload::aside), if it has one, in the same step.
 -- allow-oom: it only removes, and a Redis at maxmemory must still let a job be cancelled.
 --
 -- KEYS[1]  LIST or ZSET  where the job waits: gator:{<queue>}:queue, :scheduled or :retry
@@ -60,6 +61,7 @@ local jid = jid_of(ARGV[2])
 if jid then
   unmark(prefix, jid)
   kept_finished(prefix, jid, 'cancelled')
+  redis.call('DEL', qkey(prefix, 'payload', jid))
 end
 redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
 return 1

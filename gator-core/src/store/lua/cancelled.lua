@@ -7,11 +7,13 @@
 -- meanwhile: its recovered copy is settled the same way by the worker that fetches it).
 -- A workflow step's end is also recorded in the queue's outbox, as kill.lua does.
 -- A unique job's lock (unique_lib.lua) is released in the same step.
+-- A job stored aside (payload::aside) loses its side key in the same step: it will not run.
 -- allow-oom: it only removes, and a Redis at maxmemory must still settle jobs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
 -- KEYS[2]  SET   gator:{<queue>}:cancelling
 -- KEYS[3]  LIST  gator:{<queue>}:outbox
+-- (and the job's side key, gator:{<queue>}:payload:<ARGV[2]>, deleted: same slot)
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  its jid
 -- ARGV[3]  how long (ms) the cancelled record is kept
@@ -45,6 +47,7 @@ end
 free_units(KEYS[1], ARGV[1])
 unique_release(queue_prefix(KEYS[1]), ARGV[1])
 redis.call('SREM', KEYS[2], ARGV[2])
+redis.call('DEL', qkey(queue_prefix(KEYS[1]), 'payload', ARGV[2]))
 local state = (ARGV[5] and ARGV[5] ~= '') and ARGV[5] or 'cancelled'
 local tail = (ARGV[6] and ARGV[6] ~= '') and (' ' .. ARGV[6]) or ''
 set_status(queue_prefix(KEYS[1]), ARGV[1], state .. ' ' .. now .. tail, tonumber(ARGV[3]))

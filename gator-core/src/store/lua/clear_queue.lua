@@ -6,7 +6,8 @@
 -- allow-oom: it only removes, and at maxmemory freeing memory is what an operator needs.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:queue
--- (and each removed job's record and queued mark, of the same queue's prefix: same slot)
+-- (and each removed job's record, queued mark and side key (payload::aside), of the same
+-- queue's prefix: same slot)
 -- ARGV[1]  the most jobs to remove in this call
 -- Returns  how many were removed, or -1 if the queue is controlled (its key is the `controlled`
 --          marker, its jobs are parked: they are cancelled one by one instead)
@@ -20,7 +21,7 @@ local prefix = queue_prefix(KEYS[1])
 for _, job in ipairs(jobs) do
   local jid = jid_of(job)
   if jid then
-    redis.call('DEL', qkey(prefix, 'job', jid))
+    redis.call('DEL', qkey(prefix, 'job', jid), qkey(prefix, 'payload', jid))
     unmark(prefix, jid)
   end
   unique_release(prefix, job)

@@ -8,7 +8,8 @@
 -- allow-oom: it only removes, and at maxmemory freeing memory is what an operator needs.
 --
 -- KEYS[1]  ZSET  gator:{<queue>}:scheduled, gator:{<queue>}:retry or gator:{<queue>}:dead
--- (and each removed job's record and queued mark, of the same queue's prefix: same slot)
+-- (and each removed job's record, queued mark and side key (payload::aside), of the same
+-- queue's prefix: same slot)
 -- ARGV[1..]  the entries exactly as stored
 -- Returns  one character per entry: '1' if it was removed, '0' if it was gone already
 -- @unique_lib
@@ -20,7 +21,7 @@ for i = 1, #ARGV do
     removed[i] = '1'
     local jid = jid_of(ARGV[i])
     if jid then
-      redis.call('DEL', qkey(prefix, 'job', jid))
+      redis.call('DEL', qkey(prefix, 'job', jid), qkey(prefix, 'payload', jid))
       unmark(prefix, jid)
     end
     unique_release(prefix, ARGV[i])

@@ -6,6 +6,8 @@
 -- allow-oom: it only removes a job.
 --
 -- KEYS[1]  LIST  gator:{<queue>}:inflight:<process id>
+-- KEYS[2]  STRING  gator:{<queue>}:payload:<jid>, the job's side key: only for a job stored
+--          aside (payload::aside), deleted with it; absent for any other
 -- ARGV[1]  the payload exactly as fetched
 -- ARGV[2]  `<attempts> <result JSON>` (the result empty for none): its status record is
 --          `done <now> ` and this
@@ -15,6 +17,7 @@
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
   return 0
 end
+if KEYS[2] then redis.call('DEL', KEYS[2]) end
 free_units(KEYS[1], ARGV[1])
 set_status(queue_prefix(KEYS[1]), ARGV[1], 'done ' .. now_ms() .. ' ' .. ARGV[2], tonumber(ARGV[3]))
 return 1

@@ -10,6 +10,8 @@
 -- Trimmed entries that are chain steps with a step after them are returned, so the caller
 -- deletes their chains' waiting lists (which may live under another queue's hash tag).
 -- A unique job's lock (unique_lib.lua) is released in the same step: a dead job holds nothing.
+-- A dead job stored aside (payload::aside) keeps its side key; a trimmed entry's goes (same
+-- slot: gator:{<queue>}:payload:<jid>).
 -- allow-oom: it only moves a job and removes old ones.
 --
 -- Its KEYS and ARGV follow the outcome scripts' order (ack.lua, retry.lua): the in-flight
@@ -77,8 +79,11 @@ end
 local oldest = '(' .. (now - tonumber(ARGV[4]))
 local keep = tonumber(ARGV[3])
 local result = { 0 }
+local prefix = queue_prefix(KEYS[2])
 local function note_chains(entries)
   for _, entry in ipairs(entries) do
+    local jid = jid_of(entry)
+    if jid then redis.call('DEL', qkey(prefix, 'payload', jid)) end
     if string.find(entry, '"next_jid"', 1, true) then
       local ok, doc = pcall(cjson.decode, entry)
       if ok and type(doc) == 'table' and type(doc['chain']) == 'table' then
