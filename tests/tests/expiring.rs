@@ -4,6 +4,8 @@
 //! the producer's or the worker's clock says. Every job here runs in real worker processes
 //! (the test worker binary), against a real redis-server.
 
+#[path = "support/router.rs"]
+mod router;
 use gator_core::expiry::OnExpire;
 use gator_core::flow::FlowSetting;
 use gator_core::{Client, JobStatus, job};
@@ -334,39 +336,6 @@ async fn the_deadline_follows_redis_time_whatever_the_producers_clock_says() {
     assert!(started(&redis, 10) && !started(&redis, 11));
 }
 
-/// One request to the dashboard's router; the answer's status and JSON body.
-async fn call(
-    app: &axum::Router,
-    method: &str,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> (u16, serde_json::Value) {
-    use tower::ServiceExt;
-    let mut request = axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("authorization", "Bearer t0ken-for-the-expiring-tests");
-    let body = match body {
-        Some(json) => {
-            request = request.header("content-type", "application/json");
-            axum::body::Body::from(json.to_string())
-        }
-        None => axum::body::Body::empty(),
-    };
-    let response = app
-        .clone()
-        .oneshot(request.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let bytes = axum::body::to_bytes(response.into_body(), 10 << 20)
-        .await
-        .unwrap();
-    let json = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| serde_json::Value::String(String::from_utf8_lossy(&bytes).into()));
-    (status, json)
-}
-
 /// The HTTP API takes `expires_in` (and `on_expire`), refuses bad ones with a 400 saying why,
 /// and shows an expired job's state, deadline and reason; the dashboard's job page and dead
 /// set show it too.
@@ -377,7 +346,7 @@ async fn the_http_api_takes_expires_in_and_shows_the_expired_job() {
     let client = client(&redis.url()).await;
     let app = gator_web::router(
         client.clone(),
-        gator_web::WebConfig::new().auth_token("t0ken-for-the-expiring-tests"),
+        gator_web::WebConfig::new().auth_token(router::TOKEN),
     );
     let path = "/api/queues/default/jobs";
     for (bad, why) in [
@@ -392,12 +361,12 @@ async fn the_http_api_takes_expires_in_and_shows_the_expired_job() {
         body.as_object_mut()
             .unwrap()
             .extend(bad.as_object().unwrap().clone());
-        let (status, answer) = call(&app, "POST", path, Some(body)).await;
+        let (status, answer) = router::call(&app, "POST", path, Some(body)).await;
         assert_eq!(status, 400, "{bad}: {answer}");
         let error = answer["error"].as_str().unwrap_or_default();
         assert!(error.contains(why), "{bad}: {answer}");
     }
-    let (status, answer) = call(
+    let (status, answer) = router::call(
         &app,
         "POST",
         path,
@@ -410,11 +379,11 @@ async fn the_http_api_takes_expires_in_and_shows_the_expired_job() {
     let _worker = worker(&redis, "default");
     wait_for_expired(&client, &jid).await;
     assert!(!started(&redis, 12));
-    let (_, job) = call(&app, "GET", &format!("/api/jobs/{jid}"), None).await;
+    let (_, job) = router::call(&app, "GET", &format!("/api/jobs/{jid}"), None).await;
     assert_eq!(job["status"]["state"], "expired", "{job}");
     assert_eq!(job["status"]["kept"], true, "{job}");
     assert!(job["status"]["deadline_ms"].is_u64(), "{job}");
-    let (_, dead) = call(&app, "GET", "/api/sets/dead", None).await;
+    let (_, dead) = router::call(&app, "GET", "/api/sets/dead", None).await;
     assert!(
         dead.to_string()
             .contains("expired: not started by its deadline"),

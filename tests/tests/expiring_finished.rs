@@ -5,6 +5,8 @@
 //! HTTP API's and CLI's explicit fair key (part 2). Every job runs in real worker processes
 //! (the test worker binary), against a real redis-server.
 
+#[path = "support/router.rs"]
+mod router;
 use gator_core::workflow::{OnFailure, Step, StepState, WorkflowState};
 use gator_core::{Admin, Chain, Client, JobStatus, SetKind, Workflow, job};
 use gator_tests::{
@@ -152,7 +154,7 @@ async fn dispatches_by_name_get_the_jobs_expires_in_from_the_catalogue_unless_th
     // then both the request's.
     let app = gator_web::router(
         client.clone(),
-        gator_web::WebConfig::new().auth_token("t0ken-for-the-expiring-tests"),
+        gator_web::WebConfig::new().auth_token(router::TOKEN),
     );
     let body = |queue: &str, extra: Value| {
         let mut body = json!({"job": "note_time_expiring", "args": [42], "queue": queue});
@@ -172,7 +174,8 @@ async fn dispatches_by_name_get_the_jobs_expires_in_from_the_catalogue_unless_th
             Value::Null,
         ),
     ] {
-        let (status, answer) = call(&app, "POST", "/api/jobs", Some(body(queue, extra))).await;
+        let (status, answer) =
+            router::call(&app, "POST", "/api/jobs", Some(body(queue, extra))).await;
         assert_eq!(status, 201, "{answer}");
         let payload = queued(&redis, queue);
         let deadline = payload["expires_at"].as_u64().expect("a deadline");
@@ -184,7 +187,7 @@ async fn dispatches_by_name_get_the_jobs_expires_in_from_the_catalogue_unless_th
     }
 
     // The dashboard's Jobs page lists the job's deadline among its options.
-    let (status, page) = call(&app, "GET", "/assets/jobs.js", None).await;
+    let (status, page) = router::call(&app, "GET", "/assets/jobs.js", None).await;
     assert_eq!(status, 200);
     assert!(
         page.to_string()
@@ -362,9 +365,9 @@ async fn an_explicit_fair_key_over_http_or_the_cli_wins_over_the_catalogues_argu
     .await;
     let app = gator_web::router(
         client.clone(),
-        gator_web::WebConfig::new().auth_token("t0ken-for-the-expiring-tests"),
+        gator_web::WebConfig::new().auth_token(router::TOKEN),
     );
-    let post = |body: Value| call(&app, "POST", "/api/jobs", Some(body));
+    let post = |body: Value| router::call(&app, "POST", "/api/jobs", Some(body));
     let base = json!({"job": "fair_note", "args": ["acme", 1], "queue": "fq"});
     for (extra, fair) in [(json!({}), "acme"), (json!({"fair_key": "vip"}), "vip")] {
         let mut body = base.clone();
@@ -406,32 +409,4 @@ async fn an_explicit_fair_key_over_http_or_the_cli_wins_over_the_catalogues_argu
     // It runs, fair key and all.
     let _fq = worker(&redis, "fq");
     wait_for_state(&client, jid, "done").await;
-}
-
-/// One request to the dashboard's router; the answer's status and JSON body.
-async fn call(app: &axum::Router, method: &str, path: &str, body: Option<Value>) -> (u16, Value) {
-    use tower::ServiceExt;
-    let mut request = axum::http::Request::builder()
-        .method(method)
-        .uri(path)
-        .header("authorization", "Bearer t0ken-for-the-expiring-tests");
-    let body = match body {
-        Some(json) => {
-            request = request.header("content-type", "application/json");
-            axum::body::Body::from(json.to_string())
-        }
-        None => axum::body::Body::empty(),
-    };
-    let response = app
-        .clone()
-        .oneshot(request.body(body).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let bytes = axum::body::to_bytes(response.into_body(), 10 << 20)
-        .await
-        .unwrap();
-    let json = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
-    (status, json)
 }
