@@ -114,26 +114,7 @@ impl Processor {
                 .await
             }
         };
-        match verdict {
-            Ok(Verdict::InTime { at_ms }) => Ok(Some(at_ms)),
-            Ok(Verdict::Expired(killed)) => {
-                info!(
-                    deadline_ms = deadline,
-                    "job expired before it started: not run"
-                );
-                Err(Outcome::Expired {
-                    settled: killed.settled,
-                    handoff,
-                    orphaned_chains: killed.orphaned_chains,
-                })
-            }
-            Err(e) => {
-                warn!(error = %e, "cannot read Redis's clock to check the job's deadline; putting it back");
-                Err(Outcome::Reschedule {
-                    delay: CLOCK_UNREAD,
-                })
-            }
-        }
+        after_judging(verdict, deadline, handoff)
     }
 
     /// The dead-set entry of a job kept once expired: its payload with the reason, stamped
@@ -169,5 +150,35 @@ impl Processor {
         Some(Outcome::Reschedule {
             delay: Duration::from_millis(delay),
         })
+    }
+}
+
+/// What the gate makes of the script's `verdict` on a job with `deadline` (ms): in time, its
+/// start; expired, settled already, with `handoff` left to carry on; no answer, put back for
+/// [`CLOCK_UNREAD`].
+fn after_judging(
+    verdict: gator_core::Result<Verdict>,
+    deadline: u64,
+    handoff: Option<String>,
+) -> Result<Option<u64>, Outcome> {
+    match verdict {
+        Ok(Verdict::InTime { at_ms }) => Ok(Some(at_ms)),
+        Ok(Verdict::Expired(killed)) => {
+            info!(
+                deadline_ms = deadline,
+                "job expired before it started: not run"
+            );
+            Err(Outcome::Expired {
+                settled: killed.settled,
+                handoff,
+                orphaned_chains: killed.orphaned_chains,
+            })
+        }
+        Err(e) => {
+            warn!(error = %e, "cannot read Redis's clock to check the job's deadline; putting it back");
+            Err(Outcome::Reschedule {
+                delay: CLOCK_UNREAD,
+            })
+        }
     }
 }

@@ -107,28 +107,12 @@ async fn try_write(
             timeout,
         } => await_reply(client, job, record, key, *timeout).await,
         Outcome::Discard { jid, tail, handoff } => {
-            let recorded = ("discarded", tail.as_str());
-            given_up(
-                client,
-                job,
-                jid,
-                handoff.as_deref(),
-                recorded,
-                kept.retention,
-            )
-            .await
+            let ended = (jid.as_str(), handoff.as_deref());
+            given_up(client, job, ended, ("discarded", tail), kept.retention).await
         }
         Outcome::Cancelled { jid, handoff } => {
-            let recorded = ("cancelled", "");
-            given_up(
-                client,
-                job,
-                jid,
-                handoff.as_deref(),
-                recorded,
-                kept.retention,
-            )
-            .await
+            let ended = (jid.as_str(), handoff.as_deref());
+            given_up(client, job, ended, ("cancelled", ""), kept.retention).await
         }
         Outcome::Dead { entry } => kill(client, job, entry, kept).await,
         // Settled by the script that judged it at the gate: only the hand-offs are left.
@@ -240,13 +224,12 @@ async fn after_death(
 }
 
 /// Settles a job that will not run again and is not kept in the dead set (cancelled, or
-/// discarded by its retry strategy), recording `recorded` (state, tail); a workflow step's
-/// `handoff` is carried on at once.
+/// discarded by its retry strategy): `(jid, a workflow step's hand-off)`, recording `recorded`
+/// (state, tail); the hand-off is carried on at once.
 async fn given_up(
     client: &Client,
     job: &Fetched,
-    jid: &str,
-    handoff: Option<&str>,
+    (jid, handoff): (&str, Option<&str>),
     recorded: (&str, &str),
     retention: std::time::Duration,
 ) -> gator_core::Result<bool> {
