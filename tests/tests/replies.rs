@@ -86,6 +86,28 @@ async fn wait_for_state(client: &Client, jid: &str, state: &str) -> JobStatus {
     client.status(jid).await.unwrap()
 }
 
+/// Waits until the wait for `key` is registered in the replies' slot. A job is recorded
+/// `awaiting` in its queue's slot first and its wait reaches the replies' slot through the
+/// queue's outbox a moment later (two slots on a cluster: not one script); a reply in between
+/// is kept and matched when the wait registers, which `a_reply_before_the_wait_is_kept_and_matched`
+/// covers. The tests that reply "after the wait" wait for the registration itself.
+async fn wait_for_wait(client: &Client, key: &str) {
+    let waits = client.keys().reply_waits();
+    wait_until(
+        &format!("the wait for {key} to be registered"),
+        Duration::from_secs(15),
+        || async {
+            redis::cmd("HEXISTS")
+                .arg(&waits)
+                .arg(key)
+                .query_async::<bool>(&mut client.connection())
+                .await
+                .unwrap()
+        },
+    )
+    .await;
+}
+
 fn yes(order: u64) -> Confirmation {
     Confirmation {
         order,
@@ -106,6 +128,7 @@ async fn a_reply_after_the_wait_reaches_the_handler_typed() {
         JobStatus::AwaitingReply { key, .. } => assert_eq!(key, "after:1"),
         other => panic!("{other:?}"),
     }
+    wait_for_wait(&client, "after:1").await;
     assert_eq!(
         client.reply("after:1", &yes(1)).await.unwrap(),
         Delivery::Delivered
@@ -160,6 +183,7 @@ async fn the_first_reply_wins_and_duplicates_are_dropped_and_counted() {
         .await
         .unwrap();
     wait_for_state(&client, &jid, "awaiting").await;
+    wait_for_wait(&client, "dup:3").await;
     let first = client.reply("dup:3", &yes(3)).await.unwrap();
     let second = client
         .reply(
@@ -279,6 +303,7 @@ async fn a_wait_survives_its_workers_restart_and_can_be_cancelled() {
         .unwrap();
     wait_for_state(&client, &kept, "awaiting").await;
     wait_for_state(&client, &cancelled, "awaiting").await;
+    wait_for_wait(&client, "restart:5").await;
     worker.stop().await;
 
     // No worker runs: the reply completes the job from here, and its handler waits queued.
