@@ -1,8 +1,9 @@
-//! Every ```rust block of the README is compiled by some test (issue 32). Each `readme_*.rs`
-//! test names the blocks it compiles by calling `readme_check::assert_shows("heading", nth, ..)`
-//! with literal arguments; this test reads those calls from every `readme_*.rs` file in this
-//! folder and fails on a README block that no file claims, on a claim that names no block, and
-//! on a block claimed twice. So a block added to the README without a test fails here.
+//! Every ```rust block of the README and the book (`docs/`) is compiled by some test (issues 32
+//! and 36). Each `readme_*.rs` test names the blocks it compiles by calling
+//! `readme_check::assert_shows("page", "heading", nth, ..)` with literal arguments; this test
+//! reads those calls from every `readme_*.rs` file in this folder and fails on a block that no
+//! file claims, on a claim that names no block, and on a block claimed twice. So a block added
+//! to a page without a test fails here.
 
 #[path = "readme/check.rs"]
 mod readme_check;
@@ -13,30 +14,43 @@ use std::path::Path;
 /// The call each test makes for each block it compiles.
 const CLAIM: &str = "assert_shows(";
 
-/// The (heading, nth) of every `assert_shows("heading", nth, ..)` call in `source`; panics on
-/// a call whose first two arguments are not literals, which this test could not read.
-fn claims(file: &str, source: &str) -> Vec<(String, usize)> {
+/// A block's name: its page, its heading line, its ordinal under that heading.
+type Name = (String, String, usize);
+
+/// One literal string argument at the start of `rest`, and what follows its comma.
+fn literal(rest: &str) -> Option<(String, &str)> {
+    let rest = rest.trim_start().strip_prefix('"')?;
+    let (text, rest) = rest.split_once('"')?;
+    Some((text.to_owned(), rest.trim_start().strip_prefix(',')?))
+}
+
+/// The (page, heading, nth) of every `assert_shows("page", "heading", nth, ..)` call in
+/// `source`; panics on a call whose first three arguments are not literals, which this test
+/// could not read.
+fn claims(file: &str, source: &str) -> Vec<Name> {
     let mut found = Vec::new();
     for (at, _) in source.match_indices(CLAIM) {
-        let rest = source[at + CLAIM.len()..].trim_start();
-        let parsed = rest.strip_prefix('"').and_then(|rest| {
-            let (heading, rest) = rest.split_once('"')?;
-            let rest = rest.trim_start().strip_prefix(',')?.trim_start();
-            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-            Some((heading.to_owned(), digits.parse().ok()?))
+        let parsed = literal(&source[at + CLAIM.len()..]).and_then(|(page, rest)| {
+            let (heading, rest) = literal(rest)?;
+            let digits: String = rest
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            Some((page, heading, digits.parse().ok()?))
         });
         match parsed {
             Some(claim) => found.push(claim),
-            None => panic!("{file}: an `{CLAIM}` call without a literal heading and nth"),
+            None => panic!("{file}: an `{CLAIM}` call without a literal page, heading and nth"),
         }
     }
     found
 }
 
 /// Every claim of every `readme_*.rs` file here, with the files that make it.
-fn all_claims() -> BTreeMap<(String, usize), Vec<String>> {
+fn all_claims() -> BTreeMap<Name, Vec<String>> {
     let folder = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
-    let mut all: BTreeMap<(String, usize), Vec<String>> = BTreeMap::new();
+    let mut all: BTreeMap<Name, Vec<String>> = BTreeMap::new();
     for entry in std::fs::read_dir(&folder).expect("the tests folder") {
         let path = entry.expect("a directory entry").path();
         let name = path
@@ -55,55 +69,67 @@ fn all_claims() -> BTreeMap<(String, usize), Vec<String>> {
     all
 }
 
+/// Every ```rust block of every page, by name, with its first line.
+fn all_blocks() -> BTreeMap<Name, String> {
+    let mut all = BTreeMap::new();
+    for page in readme_check::pages() {
+        let text = readme_check::read(&page);
+        let blocks = readme_check::rust_blocks(&text);
+        // A second count, by fence lines alone, so that a parser that skips a block cannot hide it.
+        let fences = text
+            .lines()
+            .filter(|l| l.trim_start().starts_with("```rust"))
+            .count();
+        assert_eq!(
+            blocks.len(),
+            fences,
+            "{page}'s ```rust blocks were not all found"
+        );
+        for b in blocks {
+            let first = b.lines.first().cloned().unwrap_or_default();
+            all.insert((page.clone(), b.heading, b.nth), first);
+        }
+    }
+    all
+}
+
 #[test]
-fn every_rust_block_of_the_readme_is_compiled_by_a_test() {
-    let blocks = readme_check::rust_blocks(readme_check::README);
-    // A second count, by fence lines alone, so that a parser that skips a block cannot hide it.
-    let fences = readme_check::README
-        .lines()
-        .filter(|l| l.trim_start().starts_with("```rust"))
-        .count();
-    assert_eq!(
-        blocks.len(),
-        fences,
-        "the README's ```rust blocks were not all found"
+fn every_rust_block_of_the_readme_and_the_book_is_compiled_by_a_test() {
+    let blocks = all_blocks();
+    assert!(
+        blocks
+            .keys()
+            .any(|(page, ..)| page.starts_with("docs/guide/")),
+        "no ```rust block found in the book's guide: were the pages read?"
     );
     let claimed = all_claims();
     let uncovered: Vec<String> = blocks
         .iter()
-        .filter(|b| !claimed.contains_key(&(b.heading.clone(), b.nth)))
-        .map(|b| {
-            format!(
-                "{} #{}: {}",
-                b.heading,
-                b.nth,
-                b.lines.first().map_or("", |l| l)
-            )
-        })
+        .filter(|(name, _)| !claimed.contains_key(*name))
+        .map(|((page, heading, nth), first)| format!("{page} {heading} #{nth}: {first}"))
         .collect();
     assert!(
         uncovered.is_empty(),
-        "README blocks no readme_*.rs test compiles: {uncovered:#?}"
+        "blocks no readme_*.rs test compiles: {uncovered:#?}"
     );
-    for ((heading, nth), files) in &claimed {
-        let exists = blocks
-            .iter()
-            .any(|b| b.heading == *heading && b.nth == *nth);
+    for ((page, heading, nth), files) in &claimed {
+        let name = (page.clone(), heading.clone(), *nth);
         assert!(
-            exists,
-            "{files:?} claim block #{nth} under {heading:?}, which the README lacks"
+            blocks.contains_key(&name),
+            "{files:?} claim block #{nth} under {heading:?} of {page}, which it lacks"
         );
         assert!(
             files.len() == 1,
-            "block #{nth} under {heading:?} is claimed by {files:?}"
+            "block #{nth} under {heading:?} of {page} is claimed by {files:?}"
         );
     }
 }
 
 #[test]
 fn claims_are_read_whatever_the_layout() {
-    let source = "x.assert_shows(\n    \"### Chains\",\n    2,\n    here,\n);";
-    assert_eq!(claims("a.rs", source), vec![("### Chains".to_owned(), 2)]);
+    let source = "x.assert_shows(\n    \"docs/a.md\",\n    \"### Chains\",\n    2,\n    here,\n);";
+    let expected = ("docs/a.md".to_owned(), "### Chains".to_owned(), 2);
+    assert_eq!(claims("a.rs", source), vec![expected]);
 }
 
 #[test]

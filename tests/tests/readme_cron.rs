@@ -35,6 +35,6 @@ async fn at_run_time(client: Client) -> gator::Result<()> {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_cron.rs");
-    readme_check::assert_shows("### Cron and periodic jobs", 1, here);
-    readme_check::assert_shows("### Cron and periodic jobs", 2, here);
+    readme_check::assert_shows("docs/guide/cron.md", "# Cron and periodic jobs", 1, here);
+    readme_check::assert_shows("docs/guide/cron.md", "# Cron and periodic jobs", 2, here);
 }

@@ -114,7 +114,12 @@ mod dashboard {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_embedding.rs");
-    readme_check::assert_shows("### Middleware", 1, here);
-    readme_check::assert_shows("## Run the worker inside your app", 1, here);
-    readme_check::assert_shows("### Run the dashboard", 1, here);
+    readme_check::assert_shows("docs/guide/middleware.md", "## Middleware", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/worker.md",
+        "## Run the worker inside your app",
+        1,
+        here,
+    );
+    readme_check::assert_shows("docs/operate/dashboard.md", "## Run the dashboard", 1, here);
 }

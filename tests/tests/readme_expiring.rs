@@ -33,5 +33,5 @@ SendOffer::call(9).expires_at(closing_time).on_expire(OnExpire::Drop).dispatch()
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_expiring.rs");
-    readme_check::assert_shows("### Expiring jobs", 1, here);
+    readme_check::assert_shows("docs/guide/scheduling.md", "## Expiring jobs", 1, here);
 }

@@ -117,15 +117,21 @@ mod fair_keys {
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_flow.rs");
     // One call per block, with literals: readme_coverage.rs reads them.
-    readme_check::assert_shows("### Recipes", 1, here);
-    readme_check::assert_shows("### Recipes", 2, here);
-    readme_check::assert_shows("### Recipes", 3, here);
-    readme_check::assert_shows("### Recipes", 4, here);
-    readme_check::assert_shows("### Recipes", 5, here);
-    readme_check::assert_shows("### Recipes", 6, here);
-    readme_check::assert_shows("#### No overlap: one job per key at a time", 1, here);
+    readme_check::assert_shows("docs/guide/flow-control.md", "## Recipes", 1, here);
+    readme_check::assert_shows("docs/guide/flow-control.md", "## Recipes", 2, here);
+    readme_check::assert_shows("docs/guide/flow-control.md", "## Recipes", 3, here);
+    readme_check::assert_shows("docs/guide/flow-control.md", "## Recipes", 4, here);
+    readme_check::assert_shows("docs/guide/flow-control.md", "## Recipes", 5, here);
+    readme_check::assert_shows("docs/guide/flow-control.md", "## Recipes", 6, here);
     readme_check::assert_shows(
-        "#### Fair keys: one tenant's backlog never holds back another's",
+        "docs/guide/flow-control.md",
+        "### No overlap: one job per key at a time",
+        1,
+        here,
+    );
+    readme_check::assert_shows(
+        "docs/guide/flow-control.md",
+        "### Fair keys: one tenant's backlog never holds back another's",
         1,
         here,
     );

@@ -160,9 +160,31 @@ mod context_and_state {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_jobs.rs");
-    readme_check::assert_shows("## A job, a dispatch, a worker", 1, here);
-    readme_check::assert_shows("## A job, a dispatch, a worker", 2, here);
-    readme_check::assert_shows("### Job options", 1, here);
-    readme_check::assert_shows("### Chains", 1, here);
-    readme_check::assert_shows("### Job context and application state", 1, here);
+    readme_check::assert_shows("README.md", "## Gator in a minute", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/jobs.md",
+        "## A job, a dispatch, a worker",
+        1,
+        here,
+    );
+    readme_check::assert_shows("README.md", "## Gator in a minute", 2, here);
+    readme_check::assert_shows(
+        "docs/guide/jobs.md",
+        "## A job, a dispatch, a worker",
+        2,
+        here,
+    );
+    readme_check::assert_shows(
+        "docs/guide/scheduling.md",
+        "## Retries and backoff",
+        1,
+        here,
+    );
+    readme_check::assert_shows("docs/guide/chains-workflows.md", "## Chains", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/context.md",
+        "# Context and application state",
+        1,
+        here,
+    );
 }

@@ -130,7 +130,12 @@ mod cancelling {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_lifecycle.rs");
-    readme_check::assert_shows("### Job status and results", 1, here);
-    readme_check::assert_shows("### Jobs that wait for a reply", 1, here);
-    readme_check::assert_shows("### Cancelling a job", 1, here);
+    readme_check::assert_shows("docs/guide/status.md", "## Job status and results", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/replies.md",
+        "# Jobs that wait for a reply",
+        1,
+        here,
+    );
+    readme_check::assert_shows("docs/guide/cancel.md", "# Cancelling a job", 1, here);
 }

@@ -34,5 +34,5 @@ mod progress_and_position {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_progress.rs");
-    readme_check::assert_shows("### Progress and position", 1, here);
+    readme_check::assert_shows("docs/guide/status.md", "## Progress and position", 1, here);
 }

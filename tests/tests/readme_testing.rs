@@ -81,5 +81,10 @@ async fn a_reminder_waits_an_hour_and_a_retry_15_s() {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_testing.rs");
-    readme_check::assert_shows("### Testing your app's jobs", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/testing.md",
+        "# Testing your app's jobs",
+        1,
+        here,
+    );
 }

@@ -48,5 +48,10 @@ async fn edit(doc: u64, text: String) -> gator::Result<()> {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_unique.rs");
-    readme_check::assert_shows("### Unique jobs and debounce", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/unique.md",
+        "# Unique jobs and debounce",
+        1,
+        here,
+    );
 }

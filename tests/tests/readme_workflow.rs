@@ -49,5 +49,10 @@ async fn ship(ctx: Context, order: u64) -> Result<(), JobError> {
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_workflow.rs");
-    readme_check::assert_shows("### Workflows: fan-out and fan-in", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/chains-workflows.md",
+        "## Workflows: fan-out and fan-in",
+        1,
+        here,
+    );
 }
