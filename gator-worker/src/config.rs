@@ -161,8 +161,9 @@ pub fn parse_scaling_target(text: &str) -> Result<gator_core::admin::ScalingPoli
     long_about = "Runs the #[job]s linked into this binary, taking them from Redis queues.\n\n\
         Stops on SIGINT or SIGTERM: it stops fetching, lets running jobs finish for up to \
         --shutdown-timeout, puts any still running back at the head of their queues, and exits 0.\n\n\
-        The subcommands dead, retry and scheduled inspect and repair those sets instead of \
-        running the worker."
+        The subcommands inspect and repair the fleet (its queues, sets, jobs and periodic jobs) \
+        instead of running the worker. Every flag and variable: the book's page \
+        docs/operate/worker-flags.md."
 )]
 pub struct Cli {
     /// Queues to work, in order: `critical,default` tries them strictly in that order;
@@ -265,7 +266,7 @@ pub struct Cli {
 
     /// Serves the worker's metrics to Prometheus at `http://ADDR/metrics` (e.g.
     /// `127.0.0.1:9091`): job counts, durations and waits by queue and job, queue depth and
-    /// latency, limiter waits. The README's "Operate" section lists them.
+    /// latency, limiter waits. The book's page "Metrics, autoscaling and history" lists them.
     #[arg(long, env = "GATOR_METRICS_BIND", value_name = "ADDR")]
     pub metrics_bind: Option<std::net::SocketAddr>,
 

@@ -50,7 +50,7 @@
 //! - `cli` (the `cli` feature, on by default): the admin subcommands (`dead list`, `queue
 //!   pause`, `stats` ...). An application that embeds a worker and needs no subcommands can
 //!   leave them out, and comfy-table with them:
-//!   `gator-worker = { version = "0.1", default-features = false }`.
+//!   `gator-worker = { version = "0.9", default-features = false }`.
 //!
 //! # Tracing events
 //! Every event at `info` and above that the worker (and the client inside it) emits is listed

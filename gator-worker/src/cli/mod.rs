@@ -82,7 +82,7 @@ pub enum AdminCommand {
     Shards(shards::ShardsArgs),
     /// A queue's controls: pause, resume, clear, limit, share, rate, aging, order, windows, show.
     #[command(
-        long_about = "Flow control of a queue, for every worker at once (README, \"Flow \
+        long_about = "Flow control of a queue, for every worker at once (the book's guide, \"Flow \
         control\"): `queue pause mail`, `queue resume mail`, `queue clear mail`, `queue limit partner 10`, `queue \
         share partner east 40`, `queue rate mail 100/1s [--limiter email]`, `queue aging mail \
         30s`, `queue order mail due`, `queue windows batch 22:00-06:00 --tz Europe/Berlin`, \
@@ -107,7 +107,7 @@ pub enum AdminCommand {
     },
     /// Periodic jobs: list, pause, resume, run now, remove.
     #[command(
-        long_about = "Periodic jobs (README, \"Cron and periodic jobs\"), for every worker at \
+        long_about = "Periodic jobs (the book's guide, \"Cron and periodic jobs\"), for every worker at \
         once: `cron list [--json]` shows each entry's schedule, job, queue, state, last and next \
         tick; `cron pause NAME` and `cron resume NAME` stop and restart its ticks (resumed, it \
         waits for its next tick); `cron run NAME` enqueues its job once now; `cron remove NAME` \
@@ -147,7 +147,7 @@ pub enum AdminCommand {
         the age of the oldest (latency), jobs held by live workers over what they may hold \
         (busy/capacity), live workers serving it, attempts ended per second over the last 5 \
         minutes, and the workers suggested to keep the latency under `--target-latency` \
-        (default 30s), at most `--max-workers` (default 100). README, \"Autoscaling\". \
+        (default 30s), at most `--max-workers` (default 100). The book, \"Autoscaling the workers\". \
         `--json` for the JSON of `GET /api/scaling`."
     )]
     Scaling(scaling::ScalingArgs),
