@@ -47,7 +47,7 @@ pub fn report(eviction: &Eviction) {
         error!(
             maxmemory_policy = %eviction.policy,
             maxmemory = eviction.maxmemory,
-            "redis may evict keys under memory pressure, and with them jobs it accepted: set maxmemory-policy to noeviction (README, \"Never lose a job\")"
+            "redis may evict keys under memory pressure, and with them jobs it accepted: set maxmemory-policy to noeviction (docs/guarantees.md, \"What Redis must be\")"
         );
     }
 }

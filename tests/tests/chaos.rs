@@ -308,7 +308,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
 /// Redis with AOF and `appendfsync always`: Redis fsyncs before it replies, so its SIGKILL
 /// loses no write a worker saw succeed. With `everysec` the last second of fetches and acks
 /// could vanish, and a job could run twice or an acked chain step lose its successor for a
-/// reason that is Redis's durability, not Gator's (README, "Never lose a job").
+/// reason that is Redis's durability, not Gator's (docs/guarantees.md).
 fn redis_server() -> RedisServer {
     RedisServer::start_with(ServerOptions {
         appendonly: true,

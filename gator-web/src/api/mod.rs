@@ -1,5 +1,5 @@
 //! The JSON API under `/api`: what the pages fetch, and what scripts and other languages use.
-//! The README's "HTTP API" lists every route with a `curl` example.
+//! The book's page "The HTTP API" (docs/operate/http-api.md) lists every route with a `curl` example.
 
 mod act;
 mod enqueue;
