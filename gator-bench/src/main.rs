@@ -1,5 +1,5 @@
 //! `gator-bench MODE N`: Gator's figures against the Redis at `REDIS_URL`, one `RESULT {json}`
-//! line per measurement in the shape `../shared/peers-bench/run-all` reads, so Gator runs side
+//! line per measurement in the shape `bench/peers/run-all` reads (`scripts/peers-bench`), so Gator runs side
 //! by side with Sidekiq, BullMQ and the rest.
 //!
 //! Modes: `single`, `bulk`, `concurrent` (enqueue rates); `process` (N queued jobs through a
