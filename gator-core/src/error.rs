@@ -312,7 +312,9 @@ impl Error {
     /// connection), not a refusal of what was asked.
     pub fn is_connection(&self) -> bool {
         match self {
-            Error::Connect { .. } => true,
+            // A refused password or a certificate that does not verify will be refused again:
+            // waiting for it would look like an outage that never ends.
+            Error::Connect { source, .. } => !is_refusal(source),
             Error::Redis(e) => {
                 e.is_io_error()
                     || e.is_timeout()
@@ -322,6 +324,17 @@ impl Error {
             _ => false,
         }
     }
+}
+
+/// Whether connecting failed because the server refused who we are (a wrong password or user,
+/// `WRONGPASS`/`NOAUTH`) or its certificate did not verify: no retry will change that.
+fn is_refusal(error: &redis::RedisError) -> bool {
+    let text = error.to_string();
+    error.kind() == redis::ErrorKind::AuthenticationFailed
+        || has_server_code(error, "WRONGPASS")
+        || has_server_code(error, "NOAUTH")
+        || text.contains("certificate")
+        || text.contains("UnknownIssuer")
 }
 
 /// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a

@@ -73,7 +73,7 @@ impl Catalogue {
     fn report(&self, published: &Published) {
         for (name, holder) in &published.differs {
             if self.first_time(&format!("differs {name}")) {
-                warn!(job = %name, writer = %holder, "this worker's definition of the job differs from the catalogue's, which another live worker wrote: producers by name apply that one until its lease ends (60 s after that worker stops)");
+                warn!(job = %name, writer = %holder, "this worker's definition of the job differs from the catalogue's, which another live worker wrote: producers by name apply that one until its lease ends (when that worker stops, or 60 s after it died)");
             }
         }
         for name in &published.full {

@@ -4,7 +4,7 @@
 //! concurrent dispatches (more than there are direct connections) all land.
 
 use gator_core::{Client, job};
-use gator_tests::{RedisServer, ServerOptions};
+use gator_tests::{RedisServer, ServerOptions, WorkerCommand};
 use std::collections::HashSet;
 use std::time::Duration;
 
@@ -14,6 +14,9 @@ fn ping(n: i64) {
 }
 
 const QUEUE_KEY: &str = "gator:{conn}:queue";
+
+/// The worker binary the process tests run.
+const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
 
 async fn queue_len(url: &str) -> usize {
     let mut conn = redis::Client::open(url)
@@ -57,6 +60,41 @@ async fn a_wrong_password_is_an_error_not_a_lost_job() {
             || err.to_string().to_lowercase().contains("auth"),
         "the error says what is wrong: {err}"
     );
+    assert!(
+        !err.is_connection(),
+        "a refused password is not an outage to wait out: {err:?}"
+    );
+}
+
+/// A worker given a wrong password stops at start with the reason (exit status not 0), instead
+/// of logging "cannot reach redis; retrying" for ever as if Redis were down.
+#[test]
+fn a_worker_with_a_wrong_password_stops_and_says_why() {
+    let server = RedisServer::start();
+    server.cli(&["CONFIG", "SET", "requirepass", "right"]);
+    let url = format!("redis://:wrong@127.0.0.1:{}/", server.port());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("worker.log");
+    let mut worker = WorkerCommand::new(WORKER, &url, "conn")
+        .log_to(&log)
+        .spawn();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = worker.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker still runs 30 s after its password was refused: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(!status.success(), "exit status {status}; log: {said}");
+    assert!(said.contains("cannot connect to redis"), "log: {said}");
+    assert!(!said.contains("retrying"), "log: {said}");
+    assert!(!said.contains("wrong@"), "the password is redacted: {said}");
 }
 
 // A multi-thread runtime, as applications run: its I/O driver sees Redis close the idle
