@@ -29,7 +29,10 @@ pub(crate) async fn confirm(
         tags.push(tag);
         let mut cmd = redis::cmd("WAIT");
         cmd.arg(wait.replicas).arg(timeout_ms);
-        let confirmed: u32 = conn.query_on_node_of(&key, cmd).await?;
+        let reply = conn.send_to_node_of(&key, &cmd).await?;
+        // As `query_async` reads a reply: a server error is an error, then the count.
+        let confirmed: u32 =
+            redis::from_redis_value(reply.extract_error()?).map_err(redis::RedisError::from)?;
         if confirmed < wait.replicas {
             return Err(Error::NotReplicated {
                 confirmed,

@@ -6,8 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-/// What builds a command.
-const BUILDS: [&str; 4] = ["redis::cmd", "redis::Script", "redis::pipe", "pipe()"];
+/// What builds a command, or runs one as a typed query.
+const BUILDS: [&str; 6] = [
+    "redis::cmd",
+    "redis::Script",
+    "redis::pipe",
+    "pipe()",
+    "query_async",
+    "invoke_async",
+];
 
 /// What builds or sends a command.
 const SPELLS: [&str; 7] = [
@@ -23,8 +30,9 @@ const SPELLS: [&str; 7] = [
 /// Where they may be written, relative to the workspace.
 const STORE: &str = "gator-core/src/store/";
 
-/// The connections' plumbing, which sends what `store` built (to the node of a key, for
-/// `WAIT`: `Connection::query_on_node_of`) but builds nothing.
+/// The connections' plumbing, which sends what `store` built as packed bytes (to the node of a
+/// key, for `WAIT`: `Connection::send_to_node_of`) and hands back the raw reply: it builds no
+/// command and runs none as a typed query (`query_async`), which is `store`'s.
 const FORWARDERS: [&str; 2] = [
     "gator-core/src/transport/connection.rs",
     "gator-core/src/transport/open.rs",

@@ -314,19 +314,14 @@ fn never_sent<T>(result: &RedisResult<T>) -> bool {
 }
 
 impl Connection {
-    /// Sends `cmd`, built by `store`, to the node that holds `key`. On one server that is the
-    /// server; on a cluster, the master of `key`'s slot. A per-connection command (`WAIT`,
-    /// which counts the writes of that node's connection) must go where the write went:
-    /// without a key, the cluster client would send it to every master.
-    pub async fn query_on_node_of<T: redis::FromRedisValue>(
-        &mut self,
-        key: &str,
-        cmd: Cmd,
-    ) -> RedisResult<T> {
+    /// Sends `cmd`, built by `store`, to the node that holds `key`, and hands back its raw
+    /// reply for `store` to read. On one server that is the server; on a cluster, the master of
+    /// `key`'s slot. A per-connection command (`WAIT`, which counts the writes of that node's
+    /// connection) must go where the write went: without a key, the cluster client would send
+    /// it to every master.
+    pub async fn send_to_node_of(&mut self, key: &str, cmd: &Cmd) -> RedisResult<Value> {
         self.refresh();
         let result = match &mut self.manager {
-            Link::Single(manager) => cmd.query_async(manager).await,
-            Link::Direct(connection) => cmd.query_async(connection).await,
             #[cfg(feature = "cluster")]
             Link::Cluster(cluster) => {
                 use redis::cluster_routing::{
@@ -334,13 +329,13 @@ impl Connection {
                 };
                 let route = Route::with_slot(Slot::for_key(key), SlotAddr::Master);
                 let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(route));
-                cluster.route_command(cmd, routing).await.and_then(|value| {
-                    redis::from_redis_value(value).map_err(redis::RedisError::from)
-                })
+                cluster.route_command(cmd.clone(), routing).await
+            }
+            link => {
+                let _ = key; // one server holds every key
+                link.send_packed_command(cmd).await
             }
         };
-        #[cfg(not(feature = "cluster"))]
-        let _ = key;
         self.after(result)
     }
 }
