@@ -329,12 +329,16 @@ impl Error {
 /// Whether connecting failed because the server refused who we are (a wrong password or user,
 /// `WRONGPASS`/`NOAUTH`) or its certificate did not verify: no retry will change that.
 fn is_refusal(error: &redis::RedisError) -> bool {
-    let text = error.to_string();
     error.kind() == redis::ErrorKind::AuthenticationFailed
         || has_server_code(error, "WRONGPASS")
         || has_server_code(error, "NOAUTH")
-        || text.contains("certificate")
-        || text.contains("UnknownIssuer")
+        || is_unverified_certificate(&error.to_string())
+}
+
+/// Whether a connection error's text says the server's certificate did not verify (rustls
+/// names it; redis-rs has no kind for it).
+fn is_unverified_certificate(text: &str) -> bool {
+    text.contains("certificate") || text.contains("UnknownIssuer")
 }
 
 /// Whether Redis refused a command (or one in a `MULTI`) for a key of the wrong type: on a
@@ -366,7 +370,7 @@ fn redis_text(error: &redis::RedisError) -> String {
 /// A pointer to the likely fix when a TLS handshake failed on the server's certificate.
 fn connect_reason(error: &redis::RedisError) -> String {
     let text = error.to_string();
-    if text.contains("certificate") || text.contains("UnknownIssuer") {
+    if is_unverified_certificate(&text) {
         format!(
             "{text} (the server's certificate did not verify: give the CA that signed it with --redis-ca-cert or GATOR_REDIS_CA_CERT, or check the host name in the URL)"
         )
