@@ -81,6 +81,14 @@ fn own_flags(command: &Command, globals: bool) -> BTreeMap<String, Said> {
         .collect()
 }
 
+/// The keys of `these` that `those` lacks.
+fn absent<'a, V, W>(
+    these: &'a BTreeMap<String, V>,
+    those: &BTreeMap<String, W>,
+) -> Vec<&'a String> {
+    these.keys().filter(|k| !those.contains_key(*k)).collect()
+}
+
 #[test]
 fn every_flag_of_the_worker_is_in_the_table_with_its_variable_and_default() {
     let command = Cli::command();
@@ -94,14 +102,8 @@ fn every_flag_of_the_worker_is_in_the_table_with_its_variable_and_default() {
         let flag = flag.unwrap_or_else(|| panic!("a row without a --flag: {row:?}"));
         documented.insert(flag, (row[1].clone(), row[2].clone()));
     }
-    let missing: Vec<&String> = shown
-        .keys()
-        .filter(|f| !documented.contains_key(*f))
-        .collect();
-    let gone: Vec<&String> = documented
-        .keys()
-        .filter(|f| !shown.contains_key(*f))
-        .collect();
+    let missing = absent(&shown, &documented);
+    let gone = absent(&documented, &shown);
     assert!(
         missing.is_empty(),
         "flags --help shows that the table lacks: {missing:?}"
@@ -161,10 +163,7 @@ fn every_subcommand_is_in_the_table_with_its_own_flags() {
             ),
         }
     }
-    let gone: Vec<&String> = documented
-        .keys()
-        .filter(|p| !commands.contains_key(*p))
-        .collect();
+    let gone = absent(&documented, &commands);
     assert!(
         gone.is_empty(),
         "commands the table names that do not exist: {gone:?}"
