@@ -79,7 +79,7 @@ async fn list(admin: &Admin, as_json: bool, out: &mut impl Write) -> Result<(), 
     let entries = admin.periodic_entries().await?;
     if as_json {
         let all: Vec<_> = entries.iter().map(to_json).collect();
-        writeln!(out, "{}", serde_json::Value::Array(all))?;
+        writeln!(out, "{}", table::json_text(&all, false)?)?;
         return Ok(());
     }
     if entries.is_empty() {
@@ -93,16 +93,19 @@ async fn list(admin: &Admin, as_json: bool, out: &mut impl Write) -> Result<(), 
     for p in &entries {
         let e = &p.entry;
         let state = if p.paused { "paused" } else { "active" };
-        rows.add_row([
-            e.name.clone(),
-            e.cron.clone(),
-            e.tz.clone(),
-            e.job.clone(),
-            e.queue.clone(),
-            state.to_owned(),
-            p.last_fired.map_or("-".to_owned(), time),
-            p.next.filter(|_| !p.paused).map_or("-".to_owned(), time),
-        ]);
+        table::add_row(
+            &mut rows,
+            [
+                e.name.clone(),
+                e.cron.clone(),
+                e.tz.clone(),
+                e.job.clone(),
+                e.queue.clone(),
+                state.to_owned(),
+                p.last_fired.map_or("-".to_owned(), time),
+                p.next.filter(|_| !p.paused).map_or("-".to_owned(), time),
+            ],
+        );
     }
     table::print(out, &rows)?;
     Ok(())

@@ -53,13 +53,16 @@ fn print_stats(
         ("retries", overview.retries),
         ("dead", overview.dead),
     ] {
-        totals.add_row([name.to_owned(), n.to_string()]);
+        table::add_row(&mut totals, [name.to_owned(), n.to_string()]);
     }
     table::print(out, &totals)?;
     writeln!(out)?;
     let mut recent = table::new(&["last", "processed", "failed"]);
     for (span, processed, failed) in spans {
-        recent.add_row([span.to_string(), processed.to_string(), failed.to_string()]);
+        table::add_row(
+            &mut recent,
+            [span.to_string(), processed.to_string(), failed.to_string()],
+        );
     }
     table::print(out, &recent)?;
     writeln!(out)?;
@@ -79,7 +82,7 @@ fn print_stats(
         writeln!(
             out,
             "BROKEN queues, left out of the totals (see `gator-worker queues`): {}",
-            overview.broken_queues.join(", ")
+            gator_rules::escape(&overview.broken_queues.join(", "))
         )?;
     }
     Ok(())
@@ -115,27 +118,31 @@ pub async fn queues(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Resu
         let limit = q
             .limit
             .map_or(String::new(), |limit| format!("{}/{limit}", q.units_in_use));
-        rows.add_row([
-            q.name.clone(),
-            q.size.to_string(),
-            q.latency_ms.map_or("-".to_owned(), table::age),
-            q.busy.to_string(),
-            q.scheduled.to_string(),
-            q.retries.to_string(),
-            q.dead.to_string(),
-            state.to_owned(),
-            limit,
-            q.parked.to_string(),
-            q.processed.to_string(),
-            q.failed.to_string(),
-        ]);
+        table::add_row(
+            &mut rows,
+            [
+                q.name.clone(),
+                q.size.to_string(),
+                q.latency_ms.map_or("-".to_owned(), table::age),
+                q.busy.to_string(),
+                q.scheduled.to_string(),
+                q.retries.to_string(),
+                q.dead.to_string(),
+                state.to_owned(),
+                limit,
+                q.parked.to_string(),
+                q.processed.to_string(),
+                q.failed.to_string(),
+            ],
+        );
     }
     table::print(out, &rows)?;
     writeln!(out, "{} queues", queues.len())?;
     // Why a queue is broken: below the table, which keeps its width.
     for q in &queues {
         if let Some(reason) = &q.broken {
-            writeln!(out, "queue {} is BROKEN: {reason}", q.name)?;
+            let (name, reason) = (gator_rules::escape(&q.name), gator_rules::escape(reason));
+            writeln!(out, "queue {name} is BROKEN: {reason}")?;
         }
     }
     Ok(())
@@ -154,15 +161,18 @@ pub async fn processes(
     let mut rows = table::new(&["process", "host", "pid", "queues", "busy", "beat", "up"]);
     let now = admin.client().redis_time().await?;
     for p in &processes {
-        rows.add_row([
-            p.id.clone(),
-            p.host.clone(),
-            p.pid.to_string(),
-            p.queues.clone(),
-            format!("{}/{}", p.busy, p.concurrency),
-            format!("{} ago", table::age(p.heartbeat_age_ms)),
-            table::age(now.saturating_sub(p.started_at_ms)),
-        ]);
+        table::add_row(
+            &mut rows,
+            [
+                p.id.clone(),
+                p.host.clone(),
+                p.pid.to_string(),
+                p.queues.clone(),
+                format!("{}/{}", p.busy, p.concurrency),
+                format!("{} ago", table::age(p.heartbeat_age_ms)),
+                table::age(now.saturating_sub(p.started_at_ms)),
+            ],
+        );
     }
     table::print(out, &rows)?;
     let running: Vec<_> = processes
@@ -179,15 +189,18 @@ pub async fn processes(
         writeln!(out)?;
         let mut jobs = table::new(&["process", "queue", "jid", "job", "attempt", "running for"]);
         for (p, j) in running {
-            jobs.add_row([
-                p.id.clone(),
-                j.queue.clone(),
-                j.jid.clone(),
-                j.job.clone(),
-                j.attempt.to_string(),
-                j.running_for_ms
-                    .map_or("just started".to_owned(), table::age),
-            ]);
+            table::add_row(
+                &mut jobs,
+                [
+                    p.id.clone(),
+                    j.queue.clone(),
+                    j.jid.clone(),
+                    j.job.clone(),
+                    j.attempt.to_string(),
+                    j.running_for_ms
+                        .map_or("just started".to_owned(), table::age),
+                ],
+            );
         }
         table::print(out, &jobs)?;
     }

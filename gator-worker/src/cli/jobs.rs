@@ -55,13 +55,16 @@ pub async fn list(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Result
     let mut rows = table::new(&["JOB", "QUEUE", "ARGS", "OPTIONS", "WORKERS"]);
     for job in &jobs {
         let def = &job.definition;
-        rows.add_row(vec![
-            def.job.clone(),
-            def.queue.clone(),
-            params(def),
-            options(def),
-            workers(job),
-        ]);
+        table::add_row(
+            &mut rows,
+            vec![
+                def.job.clone(),
+                def.queue.clone(),
+                params(def),
+                options(def),
+                workers(job),
+            ],
+        );
     }
     table::print(out, &rows)?;
     Ok(())

@@ -49,15 +49,13 @@ pub async fn run(
         LimiterAction::List(JsonFlag { json }) => {
             let limiters = admin.shared_limiters().await?;
             if json {
-                let text = serde_json::to_string_pretty(&limiters)
-                    .map_err(|e| AdminError::Core(gator_core::Error::Json(e)))?;
-                writeln!(out, "{text}")?;
+                table::print_json(out, &limiters)?;
             } else {
                 for limiter in &limiters {
                     writeln!(
                         out,
                         "{}  {}  next start {}",
-                        limiter.name,
+                        gator_rules::escape(&limiter.name),
                         limiter.rate,
                         table::next_start(limiter.next_allowed_ms)
                     )?;

@@ -219,7 +219,8 @@ pub fn main(
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("gator-worker: {e}");
+            // Escaped: an error may quote text from Redis.
+            eprintln!("gator-worker: {}", gator_rules::escape(&e.to_string()));
             ExitCode::FAILURE
         }
     }

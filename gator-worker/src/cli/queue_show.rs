@@ -15,9 +15,7 @@ pub async fn run(
 ) -> Result<(), AdminError> {
     let status = admin.flow_status(queue).await?;
     if json {
-        let text = serde_json::to_string_pretty(&status)
-            .map_err(|e| AdminError::Core(gator_core::Error::Json(e)))?;
-        writeln!(out, "{text}")?;
+        table::print_json(out, &status)?;
     } else {
         show(&status, out)?;
     }
@@ -41,7 +39,7 @@ fn show(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
         let name = if rate.name.is_empty() {
             "the queue's".to_owned()
         } else {
-            format!("limiter {:?}", rate.name)
+            format!("limiter {}", quoted(&rate.name))
         };
         writeln!(
             out,
@@ -57,9 +55,9 @@ fn show(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
             humantime::format_duration(aging)
         )?;
     }
-    writeln!(out, "  order: {}", status.order)?;
+    writeln!(out, "  order: {}", gator_rules::escape(&status.order))?;
     if let Some(windows) = &status.windows {
-        writeln!(out, "  windows: {windows}")?;
+        writeln!(out, "  windows: {}", gator_rules::escape(windows))?;
     }
     Ok(())
 }
@@ -75,10 +73,10 @@ fn units(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
         None => writeln!(out, "  limit: none")?,
     }
     for (key, units) in &status.units_by_key {
-        writeln!(out, "    key {key:?}: {units} units")?;
+        writeln!(out, "    key {}: {units} units", quoted(key))?;
     }
     for (key, percent) in &status.shares {
-        writeln!(out, "  share: key {key:?} {percent} %")?;
+        writeln!(out, "  share: key {} {percent} %", quoted(key))?;
     }
     if let Some(percent) = status.default_share {
         writeln!(out, "  share: unlisted keys {percent} %")?;
@@ -89,7 +87,7 @@ fn units(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
 /// The fair keys' weights, and how many keys take turns now.
 fn fair(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
     for (key, weight) in &status.fair_weights {
-        writeln!(out, "  fair weight: key {key:?} {weight}")?;
+        writeln!(out, "  fair weight: key {} {weight}", quoted(key))?;
     }
     if let Some(weight) = status.default_fair_weight {
         writeln!(out, "  fair weight: unlisted keys {weight}")?;
@@ -119,17 +117,19 @@ fn parked(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
         let rate = parked
             .rate
             .as_ref()
-            .map(|r| format!(", limiter {r:?}"))
+            .map(|r| format!(", limiter {}", quoted(r)))
             .unwrap_or_default();
         let overlap = parked
             .overlap
             .as_ref()
-            .map(|o| format!(", overlap key {o:?}"))
+            .map(|o| format!(", overlap key {}", quoted(o)))
             .unwrap_or_default();
         writeln!(
             out,
-            "    key {:?}{rate}{overlap}: {} jobs ({})",
-            parked.key, parked.jobs, parked.state
+            "    key {}{rate}{overlap}: {} jobs ({})",
+            quoted(&parked.key),
+            parked.jobs,
+            parked.state
         )?;
     }
     if status.critical_waiting > 0 {
@@ -139,4 +139,9 @@ fn parked(status: &FlowStatus, out: &mut impl Write) -> std::io::Result<()> {
         writeln!(out, "  backlog still to park: {}", status.backlog)?;
     }
     Ok(())
+}
+
+/// A key or name from Redis in quotes, escaped ([`gator_rules::escape`]).
+fn quoted(text: &str) -> String {
+    format!("\"{}\"", gator_rules::escape(text))
 }

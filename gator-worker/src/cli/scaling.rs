@@ -47,16 +47,19 @@ pub async fn run(admin: &Admin, args: ScalingArgs, out: &mut impl Write) -> Resu
             (Some(_), _) => "BROKEN".to_owned(),
             (None, basis) => format!("{basis:?}").to_lowercase(),
         };
-        rows.add_row([
-            queue.clone(),
-            row.backlog.to_string(),
-            table::age((row.latency_seconds * 1000.0) as u64),
-            format!("{}/{}", row.busy, row.capacity),
-            row.workers.to_string(),
-            format!("{:.2}", row.throughput),
-            row.suggested_workers.to_string(),
-            basis,
-        ]);
+        table::add_row(
+            &mut rows,
+            [
+                queue.clone(),
+                row.backlog.to_string(),
+                table::age((row.latency_seconds * 1000.0) as u64),
+                format!("{}/{}", row.busy, row.capacity),
+                row.workers.to_string(),
+                format!("{:.2}", row.throughput),
+                row.suggested_workers.to_string(),
+                basis,
+            ],
+        );
     }
     table::print(out, &rows)?;
     writeln!(

@@ -122,7 +122,7 @@ async fn list(
         };
         let mut rows = table::new(&[time, "queue", "jid", "job", "attempt", "error"]);
         for entry in &entries {
-            rows.add_row(entry_row(entry));
+            table::add_row(&mut rows, entry_row(entry));
         }
         table::print(out, &rows)?;
     }
@@ -281,7 +281,7 @@ fn every(queue: Option<&str>) -> String {
 }
 
 /// One row: time, queue, jid, job, attempt, and the error, or for an entry that is not a
-/// payload, its text.
+/// payload, its text; as stored, to be escaped by [`table::add_row`].
 fn entry_row(entry: &SetEntry) -> [String; 6] {
     const NOT_A_PAYLOAD: &str = "(not a payload)";
     let time = humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(entry.score_ms));
@@ -313,22 +313,13 @@ fn entry_row(entry: &SetEntry) -> [String; 6] {
     ]
 }
 
-/// `text` with control characters (line breaks) escaped, cut to [`MAX_TEXT_CHARS`]
-/// characters with a trailing `…`.
+/// `text` cut to [`MAX_TEXT_CHARS`] characters with a trailing `…`; escaped when the row is
+/// added ([`table::add_row`]), so that a line break shows as `\n` and the entry keeps one line.
 fn one_line(text: &str) -> String {
-    let mut line = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX_TEXT_CHARS {
-            line.push('…');
-            break;
-        }
-        if c.is_control() {
-            line.extend(c.escape_default());
-        } else {
-            line.push(c);
-        }
+    match text.char_indices().nth(MAX_TEXT_CHARS) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
     }
-    line
 }
 
 /// `1 entry`, `2 entries`.
@@ -365,7 +356,7 @@ mod tests {
                 "j1",
                 "send_email",
                 "3",
-                "smtp\\ndown"
+                "smtp\ndown"
             ]
         );
     }

@@ -24,7 +24,7 @@ pub async fn run(admin: &Admin, args: ShardsArgs, out: &mut impl Write) -> Resul
             let mut sharded: Vec<_> = counts.into_iter().collect();
             sharded.sort();
             for (queue, count) in &sharded {
-                writeln!(out, "{queue}: {count} shards")?;
+                writeln!(out, "{}: {count} shards", gator_rules::escape(queue))?;
             }
             if sharded.is_empty() {
                 writeln!(out, "no queue is sharded")?;

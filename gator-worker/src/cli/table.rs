@@ -1,5 +1,13 @@
 //! How the CLI prints: tables of aligned columns under a header, no borders, so output reads
 //! well in a terminal and still greps well (one row per line); JSON; ages and times.
+//!
+//! Every text the CLI prints from Redis goes through one escaping function,
+//! [`gator_rules::escape`] (the worker's log uses it too): a job name, an error, a key or a
+//! process id that a hostile producer stored with terminal escapes, line breaks or
+//! bidirectional controls is shown as `\u{1b}`, `\n`, `\u{202e}`, and can neither forge a line
+//! nor act on the terminal. Table cells are escaped as they are added ([`add_row`]), fields as
+//! they are printed ([`print_fields`]), JSON as it is written ([`json_text`]); a line written
+//! by hand escapes its stored parts with [`gator_rules::escape`].
 
 use comfy_table::{ContentArrangement, Table, presets};
 use std::io::Write;
@@ -15,6 +23,16 @@ pub fn new(header: &[&str]) -> Table {
     table
 }
 
+/// Adds a row of `cells` to `table`, each escaped ([`gator_rules::escape`]): a cell is text
+/// from Redis, so one with a line break would otherwise add a line to the table.
+pub fn add_row<S: AsRef<str>>(table: &mut Table, cells: impl IntoIterator<Item = S>) {
+    table.add_row(
+        cells
+            .into_iter()
+            .map(|cell| gator_rules::escape(cell.as_ref()).into_owned()),
+    );
+}
+
 /// Writes `table` without the padding of its outer edges (every line's first space, and the
 /// trailing ones).
 pub fn print(out: &mut impl Write, table: &Table) -> std::io::Result<()> {
@@ -27,13 +45,42 @@ pub fn print(out: &mut impl Write, table: &Table) -> std::io::Result<()> {
 
 /// `value` as pretty JSON on its own line (the `--json` of every listing).
 pub fn print_json(out: &mut impl Write, value: &impl serde::Serialize) -> std::io::Result<()> {
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    writeln!(out, "{text}")
+    writeln!(out, "{}", json_text(value, true)?)
+}
+
+/// `value` as JSON text, pretty or on one line, with every hidden character
+/// ([`gator_rules::is_hidden`]) written as a JSON escape (`\u202e`): the same value, safe to
+/// print. serde_json escapes the controls below U+0020 inside strings, but writes DEL, the C1
+/// controls (U+009B is a terminal's CSI) and the format and separator characters (U+202E
+/// reverses what follows) as they are. Outside strings it writes only ASCII, and its line
+/// breaks are the layout's, so a line break is never escaped here.
+pub fn json_text(value: &impl serde::Serialize, pretty: bool) -> std::io::Result<String> {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)
+    } else {
+        serde_json::to_string(value)
+    }
+    .map_err(std::io::Error::other)?;
+    let hidden = |c: char| c != '\n' && gator_rules::is_hidden(c);
+    if !text.chars().any(hidden) {
+        return Ok(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !hidden(c) {
+            safe.push(c);
+            continue;
+        }
+        for unit in c.encode_utf16(&mut [0; 2]) {
+            safe.push_str(&format!("\\u{unit:04x}"));
+        }
+    }
+    Ok(safe)
 }
 
 /// A record's named fields, in order: one `name  value` line each, names padded to one width
-/// (a string printed bare, any other value as JSON), or with `json` one JSON object (the
-/// `job show` and `job position` output).
+/// (a string printed bare, escaped, any other value as JSON), or with `json` one JSON object
+/// (the `job show` and `job position` output).
 pub fn print_fields(
     out: &mut impl Write,
     fields: Vec<(&str, serde_json::Value)>,
@@ -42,12 +89,12 @@ pub fn print_fields(
     if json {
         let object: serde_json::Map<String, serde_json::Value> =
             fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
-        return writeln!(out, "{}", serde_json::Value::Object(object));
+        return writeln!(out, "{}", json_text(&object, false)?);
     }
     for (name, value) in fields {
         let text = match value {
-            serde_json::Value::String(s) => s,
-            other => other.to_string(),
+            serde_json::Value::String(s) => gator_rules::escape(&s).into_owned(),
+            other => json_text(&other, false)?,
         };
         writeln!(out, "{name:<9} {text}")?;
     }
@@ -106,6 +153,31 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "{\"jid\":\"j1\",\"position\":3}\n"
         );
+    }
+
+    #[test]
+    fn stored_text_is_printed_escaped_in_cells_fields_and_json() {
+        let hostile = "a\u{1b}[2J\nforged\u{202e}\u{9b}";
+        let mut table = new(&["job"]);
+        add_row(&mut table, [hostile]);
+        let mut out = Vec::new();
+        print(&mut out, &table).unwrap();
+        print_fields(&mut out, vec![("error", hostile.into())], false).unwrap();
+        let json = json_text(&serde_json::json!({ "job": hostile }), true).unwrap();
+        let text = String::from_utf8(out).unwrap() + &json;
+        assert_eq!(
+            text.lines().collect::<Vec<_>>(),
+            [
+                "job",
+                "a\\u{1b}[2J\\nforged\\u{202e}\\u{9b}",
+                "error     a\\u{1b}[2J\\nforged\\u{202e}\\u{9b}",
+                "{",
+                "  \"job\": \"a\\u001b[2J\\nforged\\u202e\\u009b\"",
+                "}",
+            ]
+        );
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["job"], hostile, "the JSON holds the same text");
     }
 
     #[test]
