@@ -177,11 +177,14 @@ pub enum Error {
         /// The job's jid.
         jid: String,
     },
-    /// A correlation key that is empty or longer than 512 bytes.
-    #[error("a reply's correlation key must be 1 to 512 bytes: {key:?}")]
+    /// A correlation key that is empty, longer than 512 bytes, or holds a character that does
+    /// not show as itself ([`gator_rules::visible_name`]).
+    #[error("invalid reply key {key:?}: it {reason}")]
     InvalidReplyKey {
         /// The key (its first 64 characters).
         key: String,
+        /// What is wrong with it, completing "it ...".
+        reason: String,
     },
     /// In inline testing mode (`testing::inline`), the job run at its dispatch
     /// failed.

@@ -53,14 +53,21 @@ pub struct ReplyStats {
     pub timeouts: u64,
 }
 
-/// A correlation key: 1 to 512 bytes.
+/// The longest correlation key, in bytes.
+pub const MAX_KEY: usize = 512;
+
+/// A correlation key: 1 to [`MAX_KEY`] bytes that show as themselves
+/// ([`gator_rules::visible_name`], the rule of every name or key a user gives).
 pub fn validate_key(key: &str) -> Result<()> {
-    if key.is_empty() || key.len() > 512 {
-        return Err(crate::error::Error::InvalidReplyKey {
-            key: key.chars().take(64).collect(),
-        });
-    }
-    Ok(())
+    let problem = if key.len() > MAX_KEY {
+        Err(format!("is {} bytes long (at most {MAX_KEY})", key.len()))
+    } else {
+        gator_rules::visible_name(key)
+    };
+    problem.map_err(|reason| crate::error::Error::InvalidReplyKey {
+        key: key.chars().take(64).collect(),
+        reason,
+    })
 }
 
 /// What a job that waits for a reply calls on its context (the rest of the wait is in

@@ -135,6 +135,22 @@ pub fn default_key(job: &str, args: &serde_json::Value) -> String {
     format!("{job}:{args}")
 }
 
+/// Checks a unique key a dispatch gives (`PendingJob::unique_key`): one that shows as itself
+/// ([`gator_rules::visible_name`], the rule of every name or key a user gives), so two keys
+/// that look alike are one. A key derived from the arguments ([`default_key`]) is not held to
+/// it: it is data, hashed by the scripts, never a name anyone reads.
+pub fn check_key(key: String) -> Result<String> {
+    match gator_rules::visible_name(&key) {
+        Ok(()) => Ok(key),
+        Err(problem) => Err(Error::InvalidUnique {
+            reason: format!(
+                "unique key \"{}\": it {problem}",
+                gator_rules::escape(&gator_rules::cut(&key, 100))
+            ),
+        }),
+    }
+}
+
 /// What `Client::dispatch_unique` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dispatched {

@@ -68,7 +68,7 @@ use quote::quote;
 /// | `cost = 2` | 1 | Flow control: units of the queue's concurrency limit (and places in its rate limiters) the job takes; 1 or more. |
 /// | `critical` | off | Flow control, a bare flag: runs outside the queue's concurrency limit, before its other jobs. |
 /// | `limit_key = region` | none | Flow control: the wire argument (by name; not a `Context` or `State` parameter) whose value, by `ToString`, is the job's limit key, for per-key shares. |
-/// | `rate = "email"` | none | Flow control: the named rate limiter the job obeys (1 to 128 bytes, no control characters); its rate is set in Redis. |
+/// | `rate = "email"` | none | Flow control: the named rate limiter the job obeys (1 to 128 bytes that show as themselves: no control, format, default-ignorable or blank-looking character); its rate is set in Redis. |
 /// | `windows = ["05:00-07:00"]` | any time | Flow control: the daily windows the job may start in, `HH:MM-HH:MM` (00:00 to 24:00, 24:00 only as an end; across midnight if the end comes first). |
 /// | `tz = "Europe/Berlin"` | UTC | The IANA time zone of `windows` and `cron` (only with one of them; the zone is checked at dispatch, and by the worker at start for `cron`). |
 /// | `cron = "*/5 * * * *"` | none | A periodic job: enqueued on this schedule (5 fields, or 6 with seconds first; `@daily`...) in `tz`, once per tick across all workers. Only for a job without arguments; the expression is checked by the worker at start. See `gator_core::cron`. |

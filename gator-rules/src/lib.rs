@@ -14,10 +14,11 @@
 //! assert_eq!(gator_rules::cron_shape("* * * *"), Err(4));
 //! ```
 //!
-//! - **Names** ([`queue_name`], [`job_name`], [`flow_name`]): queues, jobs, and what flow
-//!   control keeps (limit keys, rate limiter names, overlap keys). A naming rule answers
-//!   `Err(problem)` with a lowercase phrase that completes "invalid queue name ...: it ...",
-//!   so every side words its errors alike.
+//! - **Names** ([`queue_name`], [`job_name`], [`flow_name`], [`visible_name`]): queues, jobs,
+//!   what flow control keeps (limit keys, rate limiter names, fair and overlap keys), and the
+//!   one rule every name or key a user gives follows ([`visible_name`]: every character shows
+//!   as itself, [`is_invisible`]). A naming rule answers `Err(problem)` with a lowercase phrase
+//!   that completes "invalid queue name ...: it ...", so every side words its errors alike.
 //! - **Time windows** ([`window`]): the `HH:MM-HH:MM` grammar; gator-core adds the zone.
 //! - **Durations** ([`parse_duration`], [`millis`]): the notation (`30s`, `1h 30m`) as the
 //!   command line reads it, and the ms the wire stores.
@@ -38,6 +39,7 @@ mod durations;
 mod flow;
 mod names;
 mod text;
+mod visible;
 mod windows;
 
 pub use cron::cron_shape;
@@ -45,4 +47,5 @@ pub use durations::{DurationError, millis, parse_duration};
 pub use flow::{CostError, DEFAULT_PRIORITY, MAX_PRIORITY, cost, priority};
 pub use names::{MAX_FLOW_NAME, MAX_JOB_NAME, MAX_QUEUE_NAME, flow_name, job_name, queue_name};
 pub use text::{MAX_ERROR_TEXT, cut, escape, is_hidden};
+pub use visible::{is_invisible, visible_name};
 pub use windows::{MINUTES_PER_DAY, Window, WindowError, WindowProblem, window};

@@ -353,7 +353,7 @@ async fn stored_payload(redis: &RedisServer, queue: &str, jid: &str) -> Value {
 
 /// `"fair_key"` in the HTTP enqueue body and `enqueue --fair-key` give a dispatch by name its
 /// fair key, over the one the job takes from an argument (`#[job(fair_key = tenant)]`, from
-/// the catalogue); bounded as `.fair_key()` is (1 to 128 bytes, no control characters).
+/// the catalogue); bounded as `.fair_key()` is (1 to 128 bytes that show as themselves).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_explicit_fair_key_over_http_or_the_cli_wins_over_the_catalogues_argument() {
     let redis = RedisServer::start_single();

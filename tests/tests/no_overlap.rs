@@ -222,7 +222,10 @@ async fn a_bad_overlap_key_is_refused_at_dispatch_and_nothing_is_queued() {
         .dispatch(probe(1, "k", 0).overlap_key("a\u{7}b"))
         .await
         .unwrap_err();
-    assert!(err.to_string().contains("control characters"), "{err}");
+    assert!(
+        err.to_string().contains("invisible character U+0007"),
+        "{err}"
+    );
     // A long key is stored as its digest, and works.
     let long = "x".repeat(300);
     client.dispatch(probe(1, &long, 0)).await.unwrap();

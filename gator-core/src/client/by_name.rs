@@ -170,7 +170,8 @@ impl ByName<'_> {
 
     /// Gives it the fair key `key` (see [`crate::flow`]), instead of the one the job takes from
     /// its arguments (`#[job(fair_key = arg)]`), as `.fair_key(..)` does on a typed dispatch;
-    /// checked when sent (1 to 128 bytes, no control characters, as every flow name).
+    /// checked when sent (1 to 128 bytes that show as themselves, as every flow name:
+    /// `gator_rules::visible_name`).
     pub fn fair_key(mut self, key: impl Into<String>) -> Self {
         self.fair_key = Some(key.into());
         self

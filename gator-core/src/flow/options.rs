@@ -109,18 +109,17 @@ pub fn check_limiter_name(name: &str) -> crate::error::Result<()> {
     check_name("rate limiter", name)
 }
 
-/// A limit key, limiter name or overlap key: the rule `#[job(rate = ..)]` checks too
-/// ([`gator_rules::flow_name`]), worded for the run-time API.
+/// A limit key, limiter name, fair key or overlap key: the rule `#[job(rate = ..)]` checks too
+/// ([`gator_rules::flow_name`]: 1 to 128 bytes that show as themselves), worded for the
+/// run-time API. The name is quoted escaped: it may hold what the rule refuses.
 pub(crate) fn check_name(what: &str, name: &str) -> crate::error::Result<()> {
-    if gator_rules::flow_name(name).is_err() {
-        return Err(crate::error::Error::InvalidFlow {
-            reason: format!(
-                "{what} {name:?} must be 1 to {} bytes without control characters",
-                gator_rules::MAX_FLOW_NAME
-            ),
-        });
-    }
-    Ok(())
+    gator_rules::flow_name(name).map_err(|problem| crate::error::Error::InvalidFlow {
+        reason: format!(
+            "{what} \"{}\": it {problem} (a {what} is 1 to {} bytes that show as themselves)",
+            gator_rules::escape(&gator_rules::cut(name, 100)),
+            gator_rules::MAX_FLOW_NAME
+        ),
+    })
 }
 
 #[cfg(test)]

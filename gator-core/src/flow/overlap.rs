@@ -31,25 +31,28 @@ pub const MAX_KEY_BYTES: usize = gator_rules::MAX_FLOW_NAME;
 
 /// `key` as the queue stores it: itself if it is at most [`MAX_KEY_BYTES`] long, else
 /// `sha1:` and the hex SHA-1 digest of it. (A dispatch still refuses an empty key or one with
-/// control characters, which a digest would hide.)
+/// an invisible character, [`gator_rules::is_invisible`], which a digest would hide.)
 pub fn fit_key(key: impl Into<String>) -> String {
     let key = key.into();
-    if key.len() <= MAX_KEY_BYTES || key.chars().any(char::is_control) {
+    if key.len() <= MAX_KEY_BYTES || key.chars().any(gator_rules::is_invisible) {
         return key;
     }
     format!("sha1:{}", digest(&key))
 }
 
 /// The default overlap key of a job named `name` with `args`: `<name>:<canonical args JSON>`,
-/// or `<name>:sha1:<digest of the JSON>` if that is too long (and [`fit_key`] of it all if the
-/// name alone is too long).
+/// or `<name>:sha1:<digest of the JSON>` if that is too long or holds a character a key may
+/// not ([`gator_rules::visible_name`]) (and [`fit_key`] of it all if the name alone is too
+/// long).
 pub fn default_key<A: Serialize + ?Sized>(name: &str, args: &A) -> String {
     // Arguments that do not serialize fail the dispatch anyway (encode); the key is moot.
     let json = serde_json::to_value(args)
         .map(|v| sorted(v).to_string())
         .unwrap_or_default();
     let key = format!("{name}:{json}");
-    if key.len() <= MAX_KEY_BYTES {
+    // Arguments are data, not a name someone chose: a text with a joiner (an emoji family) or a
+    // non-breaking space is digested, not refused as a key given so would be.
+    if key.len() <= MAX_KEY_BYTES && gator_rules::visible_name(&key).is_ok() {
         return key;
     }
     fit_key(format!("{name}:sha1:{}", digest(&json)))

@@ -192,12 +192,7 @@ pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
         Some(options) => {
             options.validate()?;
             let key = match job.unique_key {
-                Some(key) if key.is_empty() => {
-                    return Err(Error::InvalidUnique {
-                        reason: "a unique key must not be empty".to_owned(),
-                    });
-                }
-                Some(key) => key,
+                Some(key) => crate::unique::check_key(key)?,
                 None => crate::unique::default_key(J::NAME, &args),
             };
             // Duplicates must meet on one shard of a sharded queue: placed by their key.

@@ -110,10 +110,14 @@ impl CronEntry {
             name: name.to_owned(),
             reason,
         };
-        if name.is_empty() || name.len() > 200 || name.chars().any(char::is_control) {
-            return Err(invalid(
-                "a name is 1 to 200 bytes without control characters".to_owned(),
-            ));
+        if name.len() > 200 {
+            return Err(invalid(format!(
+                "a name is 1 to 200 bytes, not {}",
+                name.len()
+            )));
+        }
+        if let Err(problem) = gator_rules::visible_name(name) {
+            return Err(invalid(format!("the name {problem}")));
         }
         let tz = tz.unwrap_or(DEFAULT_TZ);
         Schedule::parse(cron, tz).map_err(invalid)?;

@@ -81,7 +81,7 @@ pub(super) fn rate(options: &mut JobOptions, meta: &Meta, key: &Ident) -> syn::R
             rate.span(),
             format!(
                 "invalid rate limiter name: it {problem}; a name is 1 to {MAX_FLOW_NAME} bytes \
-                 without control characters, as in `rate = \"email\"` (its rate is set in \
+                 that show as themselves, as in `rate = \"email\"` (its rate is set in \
                  Redis: `gator-worker queue rate QUEUE 100/1s --limiter NAME`)"
             ),
         ));

@@ -2,7 +2,9 @@
 //! not written in Rust. The job catalogue gives the job its queue (for `/api/jobs`), its flow
 //! and unique options, and checks its arguments; a name no worker published is refused (422,
 //! with the known names) unless the body says `"force": true`. The body's shape is checked here
-//! (unknown fields, args not an array, a bad time are 400s); the names by gator-core.
+//! (unknown fields, args not an array, a bad time are 400s); the names and keys by gator-core,
+//! by the one rule of gator-rules (`visible_name`): a 400 that names the field (`invalid job
+//! name`, `fair key`).
 
 use crate::App;
 use crate::error::{ApiError, Body, Segments};
@@ -74,9 +76,6 @@ async fn dispatch(
     queue: Option<String>,
     body: Enqueue,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    if body.job.trim().is_empty() {
-        return Err(ApiError::bad_request("\"job\" must name a job"));
-    }
     if !body.args.is_array() {
         return Err(ApiError::bad_request(
             "\"args\" must be an array, one element per argument of the job",

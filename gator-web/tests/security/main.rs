@@ -13,5 +13,6 @@ mod connections;
 mod inputs;
 mod jobs;
 mod logs;
+mod names;
 mod payloads;
 mod rebinding;
