@@ -288,16 +288,22 @@ fn discard(doc: &PayloadDocument<'_>, error: &JobError, failures: u32, took: f64
 }
 
 /// Bytes that are not a payload: to the dead set, kept whole. UTF-8 text is kept verbatim in
-/// `raw`; other bytes in `raw_base64` (standard alphabet, with padding).
+/// `raw`; other bytes in `raw_base64` (standard alphabet, with padding). A payload too deep to
+/// parse (`DocumentError::TooDeep`) keeps the jid and name its envelope says, so it is listed,
+/// retried (as it came) and deleted by its jid.
 pub fn malformed(job: &Fetched, reason: &DocumentError, clock: &RedisClock) -> Outcome {
     // Cut: a parse error may quote a value of the payload, which may be megabytes.
-    let reason = gator_rules::cut(&reason.to_string(), gator_rules::MAX_ERROR_TEXT).into_owned();
-    error!(queue = %job.queue, error = %gator_rules::escape(&reason), "malformed payload: moved to the dead set as it was");
+    let text = gator_rules::cut(&reason.to_string(), gator_rules::MAX_ERROR_TEXT).into_owned();
+    error!(queue = %job.queue, error = %gator_rules::escape(&text), "malformed payload: moved to the dead set as it was");
     let now = clock.now_ms();
     let mut entry = Payload::new("", &job.queue, serde_json::Value::Array(Vec::new()));
+    if let DocumentError::TooDeep(deep) = reason {
+        entry.jid = deep.jid.clone().unwrap_or(entry.jid);
+        entry.job = deep.job.clone().unwrap_or_default();
+    }
     entry.created_at = now;
     entry.enqueued_at = now;
-    entry.error = Some(format!("malformed payload: {reason}"));
+    entry.error = Some(format!("malformed payload: {text}"));
     entry.failed_at = Some(now);
     let kept = match std::str::from_utf8(&job.raw) {
         Ok(text) => ("raw", text.to_owned()),

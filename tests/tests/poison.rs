@@ -297,3 +297,46 @@ async fn a_queue_with_broken_keys_does_not_stop_promotion_or_recovery_of_the_oth
     .await;
     worker.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_payload_too_deep_to_parse_is_listed_retried_and_deleted_by_its_jid_with_the_cli() {
+    let redis = RedisServer::start_single();
+    redis.cli(&["SADD", "gator:queues", "poison"]);
+    let jid = "0193a5f0-0000-7000-8000-0000000dee03";
+    let deep = format!("[{}{}]", "[".repeat(100_000), "]".repeat(100_000));
+    let text = payload(jid, "note", &deep);
+    let mut conn = redis.client().await;
+    let push = || {
+        redis::cmd("RPUSH")
+            .arg("gator:{poison}:queue")
+            .arg(&text)
+            .clone()
+    };
+    push().query_async::<()>(&mut conn).await.unwrap();
+    let cli = |args: &[&str]| {
+        gator_tests::run_cli(env!("CARGO_BIN_EXE_gator-test-worker"), &redis.url(), args)
+    };
+    let taker = worker(&redis, "poison", 1);
+    let entry = &dead(&redis, 1).await[0];
+    taker.stop().await;
+    assert_eq!(
+        (entry["jid"].as_str(), entry["job"].as_str()),
+        (Some(jid), Some("note"))
+    );
+    let listed = String::from_utf8(cli(&["dead", "list"]).stdout).unwrap();
+    assert!(
+        listed.contains(jid) && listed.contains("nested deeper than 127"),
+        "{listed}"
+    );
+    // Retried by its jid: back on its queue as it came.
+    assert!(cli(&["dead", "retry", jid]).status.success());
+    assert_eq!(redis.cli(&["LINDEX", "gator:{poison}:queue", "0"]), text);
+    assert_eq!(redis.cli(&["ZCARD", "gator:{poison}:dead"]), "0");
+    // Dead again once a worker takes it; deleted by its jid.
+    let taker = worker(&redis, "poison", 1);
+    dead(&redis, 1).await;
+    taker.stop().await;
+    assert!(cli(&["dead", "delete", jid]).status.success());
+    assert_eq!(redis.cli(&["ZCARD", "gator:{poison}:dead"]), "0");
+    assert_eq!(redis.cli(&["LLEN", "gator:{poison}:queue"]), "0");
+}

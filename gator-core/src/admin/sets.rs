@@ -39,6 +39,12 @@
 //! `raw`). No worker can run them, so moving them would only send them round queue → retry →
 //! dead again over three weeks. They are listed ([`SetEntry::unparsed_text`]) so an operator
 //! can look at them, and deleted with [`Admin::delete_job`] or [`Admin::clear_set`].
+//!
+//! A payload too deep to parse (arguments nested past what serde_json reads) is wrapped the
+//! same way, but with the jid and name its envelope still says
+//! ([`crate::payload::envelope`]): it is listed, deleted and retried by its jid, and a retry
+//! puts the payload back as it came ([`crate::payload::Payload::unread_text`]), for a worker
+//! to dead-letter again with its reason unless it can now be read.
 
 use super::Admin;
 use crate::error::{Error, Result};

@@ -26,6 +26,10 @@ pub enum DocumentError {
     /// or has one of the wrong type.
     #[error("not a payload: {0}")]
     Invalid(#[from] serde_json::Error),
+    /// A field (the arguments) is nested deeper than anything parses
+    /// ([`super::envelope::MAX_DEPTH`]); the envelope still says the job's jid and name.
+    #[error("{0}")]
+    TooDeep(Box<super::envelope::TooDeep>),
 }
 
 /// A payload parsed for running: the fields a worker needs, borrowed from the stored text.
@@ -94,7 +98,14 @@ impl<'a> PayloadDocument<'a> {
             // serde would read a JSON array into the fields by position.
             return Err(DocumentError::NotObject);
         }
-        let needed: Needed<'a> = serde_json::from_str(text)?;
+        let needed: Needed<'a> = serde_json::from_str(text).map_err(|e| {
+            // Only a failure pays the scan: a payload whose envelope is readable but one of whose
+            // values is too deep (or never closes) keeps its jid and name.
+            match super::envelope::too_deep(text) {
+                Some(deep) => DocumentError::TooDeep(Box::new(deep)),
+                None => DocumentError::Invalid(e),
+            }
+        })?;
         Ok(PayloadDocument {
             text,
             jid: needed.jid,

@@ -6,6 +6,7 @@
 
 pub mod aside;
 mod document;
+pub mod envelope;
 mod lenient;
 pub mod limit;
 pub mod packed;
@@ -147,6 +148,16 @@ impl Payload {
                 .map_err(<serde_json::Error as serde::de::Error>::custom)?;
         }
         Ok(payload)
+    }
+
+    /// For a dead entry a worker wrote around a payload too deep to parse
+    /// ([`envelope::TooDeep`]): that payload's text as it came (its `raw` field), which is what
+    /// goes back to the queue if the job is retried. `None` for any other payload; the text
+    /// must name this entry's jid, so a producer's own field called `raw` is never taken for it.
+    pub fn unread_text(&self) -> Option<&str> {
+        let raw = self.extra.get("raw")?.as_str()?;
+        let deep = envelope::too_deep(raw)?;
+        (deep.jid.as_deref() == Some(self.jid.as_str())).then_some(raw)
     }
 
     /// The JSON text stored in Redis. A payload read packed is written packed again.

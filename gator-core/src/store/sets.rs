@@ -280,15 +280,22 @@ pub async fn find(
 /// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
 /// (attempt 0) without its deadline (`expires_at`: the operator asked for it to run, and an
 /// expired job would otherwise expire again at once); from the scheduled or retry set it
-/// keeps its count and its deadline. Returns false if the entry
-/// was no longer in the set (someone else moved or deleted it).
+/// keeps its count and its deadline. A dead entry a worker wrote around a payload too deep to
+/// parse goes back as that payload came ([`crate::payload::Payload::unread_text`]). Returns
+/// false if the entry was no longer in the set (someone else moved or deleted it).
 pub async fn move_to_queue(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     entry: &SetEntry,
 ) -> Result<bool> {
-    let requeued = match &entry.payload {
-        Some(payload) => {
+    // Not a payload: there is nothing a worker could run. Keep it where it is.
+    let Some(payload) = &entry.payload else {
+        return Ok(false);
+    };
+    let requeued = match payload.unread_text() {
+        // A payload too deep to parse, which a worker wrapped: back as it came.
+        Some(text) => text.to_owned(),
+        None => {
             let mut payload = payload.clone();
             if entry.kind == SetKind::Dead {
                 payload.attempt = 0;
@@ -298,8 +305,6 @@ pub async fn move_to_queue(
             payload.enqueued_at = now_ms();
             payload.to_json()
         }
-        // Not a payload: there is nothing a worker could run. Keep it where it is.
-        None => return Ok(false),
     };
     let moved: i64 = scripts::MOVE_TO_QUEUE
         .key(entry.kind.key(keys, &entry.queue))

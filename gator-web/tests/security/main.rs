@@ -10,6 +10,7 @@ mod bounds;
 mod broken;
 mod common;
 mod connections;
+mod deep;
 mod inputs;
 mod jobs;
 mod logs;

@@ -5,7 +5,7 @@ use super::{Early, Processor};
 use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
 use crate::run::panic_message;
-use gator_core::payload::{PayloadDocument, aside};
+use gator_core::payload::{DocumentError, PayloadDocument, aside, envelope};
 use gator_core::unique::UniqueUntil;
 use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
 use serde_json::value::RawValue;
@@ -84,8 +84,37 @@ impl Processor {
         let aside = self.aside_args(doc, job, max, policy).await?;
         match decode_args(registration, doc, aside, ctx.clone(), max) {
             Ok(execution) => Ok((ctx, execution)),
-            Err(reason) => Err(Early::Failed(Failure::Unrunnable(reason), policy)),
+            Err(reason) => Err(self.undecodable(doc, job, reason, policy)),
         }
+    }
+
+    /// Step 4, when the arguments do not decode: the job is unrunnable (dead with its reason,
+    /// its payload kept). But arguments nested deeper than anything parses
+    /// ([`envelope::MAX_DEPTH`]) make a dead entry no listing could read either: that payload
+    /// is wrapped as one that does not parse ([`crate::outcome::malformed`]), with its jid and
+    /// name, so it is listed, retried and deleted by its jid. Only a failure pays the scan.
+    fn undecodable(
+        &self,
+        doc: &PayloadDocument<'_>,
+        job: &Job,
+        reason: String,
+        policy: Policy,
+    ) -> Early {
+        if envelope::nesting(doc.args().get()) <= envelope::MAX_DEPTH {
+            return Early::Failed(Failure::Unrunnable(reason), policy);
+        }
+        let deep = envelope::TooDeep {
+            jid: Some(doc.jid().to_owned()),
+            job: Some(doc.job().to_owned()),
+            field: "args".to_owned(),
+            cut_short: false,
+        };
+        let reason = DocumentError::TooDeep(Box::new(deep));
+        Early::Outcome(crate::outcome::malformed(
+            &job.fetched,
+            &reason,
+            &self.clock,
+        ))
     }
 
     /// Step 4, for a job stored aside (`gator_core::payload::aside`) only: its arguments, read
