@@ -117,7 +117,9 @@ impl CronEntry {
             )));
         }
         if let Err(problem) = gator_rules::visible_name(name) {
-            return Err(invalid(format!("the name {problem}")));
+            return Err(invalid(format!(
+                "a name is 1 to 200 bytes that show as themselves; it {problem}"
+            )));
         }
         let tz = tz.unwrap_or(DEFAULT_TZ);
         Schedule::parse(cron, tz).map_err(invalid)?;
