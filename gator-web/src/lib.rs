@@ -64,6 +64,7 @@ mod error;
 mod host;
 mod layers;
 mod pages;
+mod secret;
 mod serve;
 mod session;
 pub mod throttle;
@@ -71,7 +72,7 @@ pub mod throttle;
 pub use config::{
     BasicAuth, ConfigError, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SESSION_TTL, MAX_ALLOWED_HOSTS, MAX_SECRET_BYTES, MAX_SESSION_TTL, MIN_SECRET_CHARS,
-    WebConfig,
+    MIN_SECRET_DISTINCT_CHARS, WebConfig,
 };
 pub use error::ApiError;
 pub use serve::{ServeLimits, serve};

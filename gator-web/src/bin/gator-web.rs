@@ -8,8 +8,10 @@
 //!
 //! At start, in order, each refusal exiting with status 2 and the reason on stderr:
 //!
-//! 1. a token or basic-auth password shorter than 16 characters, or blank, is refused, and so
-//!    is a malformed `--allowed-host` or a zero limit;
+//! 1. a weak token or basic-auth password is refused (shorter than 16 characters, blank, fewer
+//!    than 6 different characters, one of them more than half, a piece repeated, or mostly
+//!    runs or sequences: `gator_web::WebConfig::validate`), and so is a malformed
+//!    `--allowed-host`, a zero limit, or a body timeout not shorter than the request timeout;
 //! 2. an address other than loopback is refused without `--auth-token` or `--basic-auth`,
 //!    unless told `--insecure-no-auth` (something in front of it authenticates), which is
 //!    then logged as a warning;
@@ -34,7 +36,9 @@ use std::time::Duration;
         job, workflows, cron, limits, search) and its JSON HTTP API.\n\n\
         It binds to 127.0.0.1:9090 by default, and refuses a non-loopback address without \
         --auth-token or --basic-auth unless given --insecure-no-auth. A token or basic-auth \
-        password must have at least 16 characters. Without auth it answers only requests \
+        password must have at least 16 characters, at least 6 different ones, none of them more \
+        than half, and be neither a piece repeated nor mostly runs or sequences (aaaa, abcd, \
+        1234): head -c 24 /dev/urandom | base64 makes one. Without auth it answers only requests \
         addressed to localhost, 127.0.0.1, [::1] or the bound address (DNS rebinding); \
         --allowed-host adds names, and once given is enforced with auth too."
 )]
@@ -82,13 +86,13 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_BIND", default_value = "127.0.0.1:9090")]
     bind: SocketAddr,
 
-    /// Require this bearer token (at least 16 characters): `Authorization: Bearer <token>`, or
-    /// in a browser open the dashboard once with `?token=<token>` (it sets a session cookie).
+    /// Require this bearer token (at least 16 characters, 6 different, not repetitive):
+    /// `Authorization: Bearer <token>`, or in a browser open the dashboard once with
+    /// `?token=<token>` (it sets a session cookie).
     #[arg(long, env = "GATOR_WEB_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
 
-    /// Require HTTP basic auth with this `user:password` (a password of at least 16
-    /// characters).
+    /// Require HTTP basic auth with this `user:password` (a password as strong as a token).
     #[arg(
         long,
         env = "GATOR_WEB_BASIC_AUTH",
@@ -131,8 +135,9 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     header_timeout: Duration,
 
-    /// How long a request body may take to arrive, in all (408 past it).
-    #[arg(long, env = "GATOR_WEB_BODY_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    /// How long a request body may take to arrive, in all (408 past it); shorter than
+    /// --request-timeout.
+    #[arg(long, env = "GATOR_WEB_BODY_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     body_timeout: Duration,
 
     /// How long a request may take, head to answer (503 `timeout` past it).
@@ -318,6 +323,7 @@ mod tests {
             "--max-body-bytes",
             "--max-connections",
             "16 characters",
+            "6 different",
         ] {
             assert!(help.contains(flag), "--help does not mention {flag}");
         }
@@ -330,10 +336,13 @@ mod tests {
             &["gator-web", "--auth-token", "   \t           "],
             &["gator-web", "--auth-token", "fifteen-chars-x"],
             &["gator-web", "--basic-auth", "ops:pw"],
+            &["gator-web", "--auth-token", "abababababababababab"],
         ] {
             let reason = refused(weak).unwrap_or_default();
             assert!(reason.contains("too weak"), "{weak:?}: {reason}");
         }
+        let late = refused(&["gator-web", "--body-timeout", "30s"]).unwrap_or_default();
+        assert!(late.contains("shorter than the request timeout"), "{late}");
         let cli = Cli::try_parse_from(
             "gator-web --basic-auth ops:a-password-of-20-ch --read-only --allowed-host a.example,b.example:8443 --allowed-host c.example".split(' '),
         )
