@@ -16,8 +16,8 @@
 //!    unless told `--insecure-no-auth` (something in front of it authenticates), which is
 //!    then logged as a warning;
 //! 3. once bound, the address actually bound (port 0 made concrete) joins the allowed hosts,
-//!    and it serves with `gator_web::serve`: header timeout, connection cap, peer addresses
-//!    for the auth throttle.
+//!    and it serves with `gator_web::serve`: header and write timeouts, the connection caps
+//!    (in all and per client), the pipeline cap, peer addresses for the auth throttle.
 
 use clap::Parser;
 use gator_web::{BasicAuth, ServeLimits, WebConfig};
@@ -151,6 +151,22 @@ struct Cli {
     /// The most connections open at once; past it a new one is closed at once.
     #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+
+    /// The most connections one client (an IPv4 address, an IPv6 /64) holds at once; past it
+    /// its new ones are closed at once. Behind a proxy every client is the proxy: raise it to
+    /// --max-connections.
+    #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS_PER_CLIENT", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: u32,
+
+    /// How long a write of an answer may wait for the client to read before the connection is
+    /// closed (a client that asks and never reads).
+    #[arg(long, env = "GATOR_WEB_WRITE_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    write_timeout: Duration,
+
+    /// The most requests answered in a row on one connection without the client waiting for
+    /// them (HTTP pipelining); the last says `Connection: close` and the connection ends.
+    #[arg(long, env = "GATOR_WEB_MAX_PIPELINED_REQUESTS", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_pipelined_requests: u32,
 }
 
 impl Cli {
@@ -171,7 +187,10 @@ impl Cli {
     fn limits(&self) -> ServeLimits {
         ServeLimits {
             header_timeout: self.header_timeout,
+            write_timeout: self.write_timeout,
             max_connections: self.max_connections as usize,
+            max_connections_per_client: self.max_connections_per_client as usize,
+            max_pipelined_requests: self.max_pipelined_requests as usize,
             ..ServeLimits::default()
         }
     }
@@ -181,8 +200,8 @@ impl Cli {
         if let Err(error) = config.validate() {
             return Some(format!("error: {error}"));
         }
-        if self.header_timeout.is_zero() {
-            return Some("error: --header-timeout must be above zero".to_owned());
+        if let Err(error) = self.limits().validate() {
+            return Some(format!("error: {error}"));
         }
         if !self.bind.ip().is_loopback() && !config.has_auth() && !self.insecure_no_auth {
             return Some(format!(
@@ -299,7 +318,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn help_explains_every_flag_and_a_weak_or_blank_token_is_refused() {
+    fn help_explains_every_flag_and_its_default_limits_are_serve_limits_default() {
         use clap::CommandFactory;
         let help = Cli::command().render_long_help().to_string();
         for flag in [
@@ -322,15 +341,26 @@ mod tests {
             "--request-timeout",
             "--max-body-bytes",
             "--max-connections",
+            "--max-connections-per-client",
+            "--write-timeout",
+            "--max-pipelined-requests",
             "16 characters",
             "6 different",
         ] {
             assert!(help.contains(flag), "--help does not mention {flag}");
         }
-        let refused = |args: &[&str]| {
-            let cli = Cli::try_parse_from(args).expect("parses");
-            cli.refusal(&cli.config())
-        };
+        let defaults = Cli::try_parse_from(["gator-web"]).expect("parses");
+        assert_eq!(defaults.limits(), ServeLimits::default());
+    }
+
+    /// Why `args` are refused at start, if they are.
+    fn refused(args: &[&str]) -> Option<String> {
+        let cli = Cli::try_parse_from(args).expect("parses");
+        cli.refusal(&cli.config())
+    }
+
+    #[test]
+    fn weak_secrets_unsound_limits_and_malformed_flags_are_refused() {
         for weak in [
             &["gator-web", "--auth-token", ""][..],
             &["gator-web", "--auth-token", "   \t           "],
@@ -356,5 +386,7 @@ mod tests {
         assert!(Cli::try_parse_from(["gator-web", "--basic-auth", "nopassword"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--bind", "localhost:80"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--max-connections", "0"]).is_err());
+        let zero = refused(&["gator-web", "--write-timeout", "0s"]).unwrap_or_default();
+        assert!(zero.contains("--write-timeout"), "{zero}");
     }
 }

@@ -210,7 +210,14 @@ fn a_body_sent_slowly_under_the_default_timeouts_is_answered_408_at_the_body_tim
 
 #[test]
 fn a_request_past_the_request_timeout_is_answered_503_timeout() {
-    let web = Web::start(&["--auth-token", TOKEN, "--request-timeout", "1s"]);
+    let web = Web::start(&[
+        "--auth-token",
+        TOKEN,
+        "--body-timeout",
+        "500ms",
+        "--request-timeout",
+        "1s",
+    ]);
     assert_eq!(status(&web.get("/api/overview", &bearer())), 200);
     // Redis frozen: the read would wait for the client's own 5 s response timeout.
     web.redis.pause();

@@ -27,7 +27,8 @@ fn refused(stream: &mut TcpStream) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_readers_from_one_address_hold_only_their_share_and_another_address_is_served() {
-    // Timeouts far away: only the per-address cap can keep a connection for 127.0.0.1.
+    // Timeouts and pipeline cap far away: only the per-address cap can keep a connection for
+    // 127.0.0.1.
     let web = Web::start(&[
         "--max-connections",
         "16",
@@ -37,6 +38,8 @@ async fn slow_readers_from_one_address_hold_only_their_share_and_another_address
         "60s",
         "--write-timeout",
         "60s",
+        "--max-pipelined-requests",
+        "1000",
     ]);
     let requests = pipeline(&web, "/", 50);
     let mut attackers = Vec::new();
