@@ -163,6 +163,16 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_WRITE_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
     write_timeout: Duration,
 
+    /// The kernel's send buffer of each connection, in bytes: what a client that does not read
+    /// can pin; answers go out at most this much per round trip.
+    #[arg(
+        long,
+        env = "GATOR_WEB_SEND_BUFFER_BYTES",
+        value_name = "BYTES",
+        default_value_t = 65536
+    )]
+    send_buffer_bytes: usize,
+
     /// The most requests answered in a row on one connection without the client waiting for
     /// them (HTTP pipelining); the last says `Connection: close` and the connection ends.
     #[arg(long, env = "GATOR_WEB_MAX_PIPELINED_REQUESTS", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
@@ -188,6 +198,7 @@ impl Cli {
         ServeLimits {
             header_timeout: self.header_timeout,
             write_timeout: self.write_timeout,
+            send_buffer_bytes: self.send_buffer_bytes,
             max_connections: self.max_connections as usize,
             max_connections_per_client: self.max_connections_per_client as usize,
             max_pipelined_requests: self.max_pipelined_requests as usize,
@@ -343,6 +354,7 @@ mod tests {
             "--max-connections",
             "--max-connections-per-client",
             "--write-timeout",
+            "--send-buffer-bytes",
             "--max-pipelined-requests",
             "16 characters",
             "6 different",

@@ -48,9 +48,10 @@ const ACCEPT_BACKOFF: Duration = Duration::from_millis(100);
 ///    the router's ([`WebConfig`](crate::WebConfig)), so they hold however it is served. The
 ///    [`ServeLimits::max_pipelined_requests`]-th request answered in a row without the server
 ///    waiting for the client is answered with `Connection: close`, which ends the connection.
-/// 4. **Write the answer.** A write that waits [`ServeLimits::write_timeout`] for the client
-///    to read, without a byte going out, closes the connection: a client that asks and never
-///    reads gives its connection (and the kernel's buffers) back.
+/// 4. **Write the answer.** Into a kernel send buffer of [`ServeLimits::send_buffer_bytes`].
+///    A write that waits [`ServeLimits::write_timeout`] for the client to read, without a byte
+///    going out, resets the connection: a client that asks and never reads gives its
+///    connection, and the kernel's buffers, back.
 /// 5. **Shut down.** Stop accepting, let each connection finish the request in flight and
 ///    close, and wait for them at most [`ServeLimits::shutdown_grace`].
 ///
@@ -98,6 +99,7 @@ where
         let Some(held) = gate.admit(peer) else {
             continue;
         };
+        size_send_buffer(&stream, limits.send_buffer_bytes);
         let watch = Watch::new();
         let socket = TokioIo::new(Watched::new(stream, watch.clone()));
         let service = service(
@@ -189,6 +191,13 @@ impl Gate {
         };
         self.at_cap = false;
         Some((permit, slot))
+    }
+}
+
+/// Step 4: a send buffer of `bytes`, not one the kernel grows for a client that does not read.
+fn size_send_buffer(stream: &TcpStream, bytes: usize) {
+    if let Err(error) = socket2::SockRef::from(stream).set_send_buffer_size(bytes) {
+        tracing::debug!(error = %error, "could not size a connection's send buffer");
     }
 }
 

@@ -6,6 +6,11 @@
 //! Only the socket knows: a handler still working on its answer writes nothing, so it never
 //! looks stalled (the request timeout bounds it), and a pipelining client is told apart from a
 //! keep-alive one by whether the server ever waits for its next request.
+//!
+//! A connection that ends while a write waits for its client (the watchdog's doing, or the
+//! header timeout's) is reset rather than closed: the kernel drops the answers the client did
+//! not read at once, instead of keeping them for minutes in a closed socket that probes a
+//! shut window.
 
 use std::io;
 use std::pin::Pin;
@@ -14,6 +19,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
 use tokio::time::Instant;
 
 /// One connection's progress, shared by its socket ([`Watched`]), its service and its
@@ -60,13 +66,18 @@ impl Watch {
         }
     }
 
-    /// A write, flush or shutdown was polled: it waits for the client (`pending`), or it went
-    /// through.
+    /// A write was polled: it waits for the client (`pending`), or bytes went out.
     fn wrote(&self, pending: bool) {
         if !pending {
             self.blocked_since.store(0, Relaxed);
             return;
         }
+        self.waits();
+    }
+
+    /// A write, flush or shutdown waits for the client. A flush or shutdown that goes through
+    /// is no progress: a socket shut for writing may still hold what its client did not read.
+    fn waits(&self) {
         let elapsed = self.started.elapsed().as_millis();
         let now = u64::try_from(elapsed).unwrap_or(u64::MAX - 1) + 1;
         // Only the first wait sets it: a write polled again is still the same wait.
@@ -76,20 +87,41 @@ impl Watch {
     }
 }
 
+/// A socket that can be closed with a reset.
+pub(super) trait Reset {
+    /// Makes closing the socket reset it (`SO_LINGER` 0): what it still holds to send is
+    /// dropped. Best effort.
+    fn reset_on_close(&self);
+}
+
+impl Reset for TcpStream {
+    fn reset_on_close(&self) {
+        let _ = self.set_zero_linger();
+    }
+}
+
 /// A socket that tells its [`Watch`] what its reads and writes did.
 #[derive(Debug)]
-pub(super) struct Watched<T> {
+pub(super) struct Watched<T: Reset> {
     io: T,
     watch: Arc<Watch>,
 }
 
-impl<T> Watched<T> {
+impl<T: Reset> Watched<T> {
     pub(super) fn new(io: T, watch: Arc<Watch>) -> Watched<T> {
         Watched { io, watch }
     }
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
+impl<T: Reset> Drop for Watched<T> {
+    fn drop(&mut self) {
+        if self.watch.blocked_since.load(Relaxed) != 0 {
+            self.io.reset_on_close();
+        }
+    }
+}
+
+impl<T: AsyncRead + Reset + Unpin> AsyncRead for Watched<T> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -104,7 +136,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for Watched<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
+impl<T: AsyncWrite + Reset + Unpin> AsyncWrite for Watched<T> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -131,13 +163,17 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let polled = Pin::new(&mut self.io).poll_flush(cx);
-        self.watch.wrote(polled.is_pending());
+        if polled.is_pending() {
+            self.watch.waits();
+        }
         polled
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let polled = Pin::new(&mut self.io).poll_shutdown(cx);
-        self.watch.wrote(polled.is_pending());
+        if polled.is_pending() {
+            self.watch.waits();
+        }
         polled
     }
 }
@@ -145,7 +181,11 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for Watched<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    impl Reset for DuplexStream {
+        fn reset_on_close(&self) {}
+    }
 
     #[tokio::test(start_paused = true)]
     async fn a_write_the_client_does_not_take_is_stalled_after_the_timeout_not_before() {
