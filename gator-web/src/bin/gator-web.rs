@@ -152,9 +152,8 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
 
-    /// The most connections one client (an IPv4 address, an IPv6 /64) holds at once; past it
-    /// its new ones are closed at once. Behind a proxy every client is the proxy: raise it to
-    /// --max-connections.
+    /// The most connections one client (an IPv4 address, an IPv6 /64) holds; past it, new ones
+    /// are closed at once. Behind a proxy every client is the proxy: raise it to --max-connections.
     #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS_PER_CLIENT", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections_per_client: u32,
 
@@ -165,13 +164,8 @@ struct Cli {
 
     /// The kernel's send buffer of each connection, in bytes: what a client that does not read
     /// can pin; answers go out at most this much per round trip.
-    #[arg(
-        long,
-        env = "GATOR_WEB_SEND_BUFFER_BYTES",
-        value_name = "BYTES",
-        default_value_t = 65536
-    )]
-    send_buffer_bytes: usize,
+    #[arg(long, env = "GATOR_WEB_SEND_BUFFER_BYTES", value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u32).range(4096..))]
+    send_buffer_bytes: u32,
 
     /// The most requests answered in a row on one connection without the client waiting for
     /// them (HTTP pipelining); the last says `Connection: close` and the connection ends.
@@ -198,7 +192,7 @@ impl Cli {
         ServeLimits {
             header_timeout: self.header_timeout,
             write_timeout: self.write_timeout,
-            send_buffer_bytes: self.send_buffer_bytes,
+            send_buffer_bytes: self.send_buffer_bytes as usize,
             max_connections: self.max_connections as usize,
             max_connections_per_client: self.max_connections_per_client as usize,
             max_pipelined_requests: self.max_pipelined_requests as usize,
@@ -398,6 +392,7 @@ mod tests {
         assert!(Cli::try_parse_from(["gator-web", "--basic-auth", "nopassword"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--bind", "localhost:80"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--max-connections", "0"]).is_err());
+        assert!(Cli::try_parse_from(["gator-web", "--send-buffer-bytes", "4095"]).is_err());
         let zero = refused(&["gator-web", "--write-timeout", "0s"]).unwrap_or_default();
         assert!(zero.contains("--write-timeout"), "{zero}");
     }
