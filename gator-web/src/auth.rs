@@ -6,12 +6,16 @@
 //! 2. **Throttle.** With auth, a client address whose burst of failed logins is spent is
 //!    answered 429 with `Retry-After`, its credentials unchecked ([`crate::throttle`]).
 //! 3. **Who.** With auth, a request must carry the bearer token (`Authorization: Bearer`),
-//!    basic auth, or the session cookie a `?token=` login set; else 401, and a wrong token
-//!    or password counts as a failure.
+//!    basic auth, or the session cookie a `?token=` login set; else 401. A request with an
+//!    `Authorization` header is judged by it alone. Every wrong token or password (in the
+//!    header or a `?token=`) counts as a failure, before anything else may refuse the
+//!    request: no guess escapes the throttle, whatever answers it.
 //! 4. **Same site.** A request the browser marks `Sec-Fetch-Site: cross-site` is refused
-//!    (403 `cross_site`), GETs too: another site can neither act nor make the server do
-//!    expensive reads with the browser's cookie or cached basic auth. Only `Authorization:
-//!    Bearer` is exempt: no browser adds that header by itself.
+//!    (403 `cross_site`), GETs too, with the same answer whether its credentials were right or
+//!    wrong: another site can neither act nor make the server do expensive reads with the
+//!    browser's cookie or cached basic auth, and the refusal tells nothing of a guess. Only a
+//!    request carrying `Authorization: Bearer` is exempt, right or wrong (step 3 judges it
+//!    as any other): no browser adds that header by itself.
 //! 5. **Login.** A page opened with a right `?token=` gets a session cookie (not the token:
 //!    `session.rs`) and a redirect to itself without the token, so it stays out of
 //!    history and logs. The redirect is relative and names a page of the dashboard, never
@@ -99,6 +103,16 @@ impl Identity {
     }
 }
 
+/// What a request's credentials say.
+struct Credentials {
+    /// Who they prove the request is, if anyone.
+    identity: Option<Identity>,
+    /// Whether it presented a token or password (in `Authorization`) that was wrong.
+    wrong: bool,
+    /// It carries `Authorization: Bearer`, right or wrong: no browser adds that by itself.
+    bearer: bool,
+}
+
 /// Steps 2 to 5: who is asking, or the answer that ends the request here.
 fn authenticate(app: &App, req: &Request) -> ControlFlow<Response, Identity> {
     let client = Client::of(
@@ -112,60 +126,71 @@ fn authenticate(app: &App, req: &Request) -> ControlFlow<Response, Identity> {
     {
         return ControlFlow::Break(throttled(wait));
     }
-    let (identity, presented) = identify(app, req.headers());
-    if identity != Some(Identity::Bearer) && cross_site(req.headers()) {
+    let credentials = identify(app, req.headers());
+    let login = token_login(app, req);
+    // Counted first: were a refusal below to come before, a guess would be free, and a right
+    // one told apart by its answer.
+    let wrong_login = login.as_ref().is_some_and(|login| !login.right);
+    for _ in 0..u8::from(credentials.wrong) + u8::from(wrong_login) {
+        app.throttle.fail(client, now);
+    }
+    let exempt = app.config.has_auth() && credentials.bearer;
+    if !exempt && cross_site(req.headers()) {
         let refused = ApiError::forbidden(
             "cross_site",
             "cross-site requests are refused: open the dashboard by its own address",
         );
         return ControlFlow::Break(refused.into_response());
     }
-    if let Some(login) = token_login(app, req) {
-        if login.status() == StatusCode::UNAUTHORIZED {
-            app.throttle.fail(client, now);
-        }
-        return ControlFlow::Break(login);
+    if let Some(answer) = login.and_then(|login| login_answer(app, req, login)) {
+        return ControlFlow::Break(answer);
     }
-    match identity {
+    match credentials.identity {
         Some(identity) => ControlFlow::Continue(identity),
-        None => {
-            if presented {
-                app.throttle.fail(client, now);
-            }
-            ControlFlow::Break(unauthorized(app))
-        }
+        None => ControlFlow::Break(unauthorized(app)),
     }
 }
 
-/// Who the request is, and whether it presented a token or password (right or wrong).
-fn identify(app: &App, headers: &HeaderMap) -> (Option<Identity>, bool) {
+/// Who the request is (step 3): by its `Authorization` header alone if it has one, else by
+/// its session cookie.
+fn identify(app: &App, headers: &HeaderMap) -> Credentials {
+    let judged = |identity: Option<Identity>, bearer: bool| Credentials {
+        wrong: identity.is_none(),
+        identity,
+        bearer,
+    };
     if !app.config.has_auth() {
-        return (Some(Identity::Open), false);
+        return Credentials {
+            identity: Some(Identity::Open),
+            wrong: false,
+            bearer: false,
+        };
     }
     let authorization = headers.get(AUTHORIZATION).and_then(|v| v.to_str().ok());
-    let bearer = authorization.and_then(|a| a.strip_prefix("Bearer "));
-    let basic = authorization.and_then(|a| a.strip_prefix("Basic "));
-    let presented = bearer.is_some() || basic.is_some();
-    if let (Some(token), Some(given)) = (&app.config.auth_token, bearer)
-        && same(token.as_bytes(), given.trim().as_bytes())
-    {
-        return (Some(Identity::Bearer), presented);
+    if let Some(given) = authorization.and_then(|a| a.strip_prefix("Bearer ")) {
+        let token = app.config.auth_token.as_deref();
+        let right = token.is_some_and(|token| same(token.as_bytes(), given.trim().as_bytes()));
+        return judged(right.then_some(Identity::Bearer), true);
     }
-    if let (Some(expected), Some(given)) = (&app.config.basic_auth, basic) {
-        let expected = format!("{}:{}", expected.user, expected.password);
-        let decoded = base64::engine::general_purpose::STANDARD
-            .decode(given.trim())
-            .unwrap_or_default();
-        if same(expected.as_bytes(), &decoded) {
-            return (Some(Identity::Ambient), presented);
-        }
+    if let Some(given) = authorization.and_then(|a| a.strip_prefix("Basic ")) {
+        let right = app.config.basic_auth.as_ref().is_some_and(|expected| {
+            let expected = format!("{}:{}", expected.user, expected.password);
+            let decoded = base64::engine::general_purpose::STANDARD
+                .decode(given.trim())
+                .unwrap_or_default();
+            same(expected.as_bytes(), &decoded)
+        });
+        return judged(right.then_some(Identity::Ambient), false);
     }
-    if let Some(sessions) = &app.sessions
-        && sessions.verify(headers, SystemTime::now())
-    {
-        return (Some(Identity::Ambient), presented);
+    let session = app
+        .sessions
+        .as_ref()
+        .is_some_and(|sessions| sessions.verify(headers, SystemTime::now()));
+    Credentials {
+        identity: session.then_some(Identity::Ambient),
+        wrong: false,
+        bearer: false,
     }
-    (None, presented)
 }
 
 /// `Sec-Fetch-Site: cross-site`: the browser says another site made this request.
@@ -175,11 +200,16 @@ fn cross_site(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.as_bytes() == b"cross-site")
 }
 
-/// A GET of a page with `?token=`: the right token sets the session cookie and redirects to
-/// the same page without it; a wrong one is a 401. `None` for any other request, including a
-/// path that is not one of the dashboard's pages.
-fn token_login(app: &App, req: &Request) -> Option<Response> {
-    let sessions = app.sessions.as_ref()?;
+/// A `?token=` login: whether the token is right, and the rest of the query.
+struct Login<'a> {
+    right: bool,
+    rest: Vec<&'a str>,
+}
+
+/// A GET of a page with `?token=`, checked. `None` for any other request, including a path
+/// that is not one of the dashboard's pages.
+fn token_login<'a>(app: &App, req: &'a Request) -> Option<Login<'a>> {
+    app.sessions.as_ref()?;
     let token = app.config.auth_token.as_ref()?;
     if req.method() != Method::GET || !crate::pages::is_page(req.uri().path()) {
         return None;
@@ -193,8 +223,15 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
             None => rest.push(pair),
         }
     }
-    let given = given?;
-    if !same(token.as_bytes(), given.as_bytes()) {
+    let right = same(token.as_bytes(), given?.as_bytes());
+    Some(Login { right, rest })
+}
+
+/// Step 5: the right token sets the session cookie and redirects to the same page without
+/// it; a wrong one is a 401.
+fn login_answer(app: &App, req: &Request, login: Login<'_>) -> Option<Response> {
+    let sessions = app.sessions.as_ref()?;
+    if !login.right {
         return Some(unauthorized(app));
     }
     let original = req
@@ -202,8 +239,8 @@ fn token_login(app: &App, req: &Request) -> Option<Response> {
         .get::<OriginalUri>()
         .map_or(req.uri().path(), |uri| uri.path());
     let mut location = back_to(req.uri().path(), original);
-    if !rest.is_empty() {
-        location = format!("{location}?{}", rest.join("&"));
+    if !login.rest.is_empty() {
+        location = format!("{location}?{}", login.rest.join("&"));
     }
     let cookie = sessions.set_cookie(&sessions.mint(SystemTime::now()), req.headers());
     let mut response = StatusCode::SEE_OTHER.into_response();

@@ -3,17 +3,13 @@
 //! says what a sound configuration is; the binary calls it at start, [`crate::router`] too.
 
 use crate::host::HostPattern;
+use crate::secret::check_secret;
+pub use crate::secret::{BasicAuth, MAX_SECRET_BYTES, MIN_SECRET_CHARS, MIN_SECRET_DISTINCT_CHARS};
 use crate::throttle::AuthThrottle;
 use std::fmt;
 use std::net::SocketAddr;
-use std::str::FromStr;
 use std::time::Duration;
 
-/// The fewest characters a token or basic-auth password may have. A shorter secret is
-/// refused: online guessing is throttled, but a short secret still falls to patience.
-pub const MIN_SECRET_CHARS: usize = 16;
-/// The most bytes a token or password may have (every input is bounded, the config too).
-pub const MAX_SECRET_BYTES: usize = 1024;
 /// The most entries [`WebConfig::allowed_hosts`] may hold.
 pub const MAX_ALLOWED_HOSTS: usize = 64;
 /// How long a browser login lasts by default.
@@ -22,8 +18,10 @@ pub const DEFAULT_SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 pub const MAX_SESSION_TTL: Duration = Duration::from_secs(30 * 24 * 3600);
 /// The largest request body taken by default: a job's args are JSON, never files.
 pub const DEFAULT_MAX_BODY_BYTES: usize = 1 << 20;
-/// How long a request body may take to arrive by default, in all.
-pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a request body may take to arrive by default, in all: a third of
+/// [`DEFAULT_REQUEST_TIMEOUT`], so that a slow body is answered 408 at its own deadline, and a
+/// handler still has time to answer a body that arrived just in time.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a request may take by default, from its head read to its answer.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -38,10 +36,11 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct WebConfig {
     /// A bearer token: `Authorization: Bearer <token>` for API clients, or `?token=<token>`
     /// once in a browser, which sets a session cookie (not the token). At least
-    /// [`MIN_SECRET_CHARS`] characters.
+    /// [`MIN_SECRET_CHARS`] characters, of which [`MIN_SECRET_DISTINCT_CHARS`] different, and
+    /// not repetitive (the rules: [`WebConfig::validate`]).
     pub auth_token: Option<String>,
-    /// HTTP basic auth, which a browser asks for itself; the password has at least
-    /// [`MIN_SECRET_CHARS`] characters.
+    /// HTTP basic auth, which a browser asks for itself; the password follows the token's
+    /// rules.
     pub basic_auth: Option<BasicAuth>,
     /// Refuse every action (each POST answers 403) and hide the buttons.
     pub read_only: bool,
@@ -60,7 +59,9 @@ pub struct WebConfig {
     pub session_ttl: Duration,
     /// The largest request body taken: a longer `Content-Length` is answered 413 at once.
     pub max_body_bytes: usize,
-    /// How long a request body may take to arrive, in all (a slow sender is cut off).
+    /// How long a request body may take to arrive, in all (a slow sender is cut off: 408
+    /// `request_timeout`). Shorter than [`WebConfig::request_timeout`], which would otherwise
+    /// answer first.
     pub body_timeout: Duration,
     /// How long a request may take, from its head to its answer (503 `timeout` past it).
     pub request_timeout: Duration,
@@ -89,13 +90,16 @@ impl Default for WebConfig {
 /// Why [`WebConfig::validate`] refused a configuration.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
-    /// A token or password too short, blank, or too long.
+    /// A token or password too short, blank, too long, of too few different characters, or
+    /// repetitive (the rules are in [`WebConfig::validate`]).
     #[error(
-        "the {what} is too weak: use {MIN_SECRET_CHARS} to {MAX_SECRET_BYTES} bytes, not only whitespace (e.g. head -c 24 /dev/urandom | base64)"
+        "the {what} is too weak: {why}. Use {MIN_SECRET_CHARS} characters to {MAX_SECRET_BYTES} bytes, at least {MIN_SECRET_DISTINCT_CHARS} different ones, none of them more than half, not a piece repeated nor mostly runs or sequences (e.g. head -c 24 /dev/urandom | base64)"
     )]
     WeakSecret {
         /// `auth token` or `basic-auth password`.
         what: &'static str,
+        /// Which rule it breaks: `it has fewer than 6 different characters`, say.
+        why: &'static str,
     },
     /// An allowed host that is not a host name or address with an optional port.
     #[error("allowed host {entry:?} is not a host name or address with an optional port: {reason}")]
@@ -202,9 +206,19 @@ impl WebConfig {
         self.auth_token.is_some() || self.basic_auth.is_some()
     }
 
-    /// Checks the configuration: secrets of at least [`MIN_SECRET_CHARS`] characters and not
-    /// only whitespace, well-formed allowed hosts, limits above zero. The binary exits 2 with
-    /// the message; [`crate::router`] panics with it.
+    /// Checks the configuration; the binary exits 2 with the message, [`crate::router`] panics
+    /// with it:
+    ///
+    /// - a token or password has [`MIN_SECRET_CHARS`] characters or more, at most
+    ///   [`MAX_SECRET_BYTES`] bytes, and is not blank; it has at least
+    ///   [`MIN_SECRET_DISTINCT_CHARS`] different characters, none of them more than half of it;
+    ///   it is not a shorter piece repeated (`passwordpassword`), nor mostly runs or sequences
+    ///   (at most two thirds of its neighbouring pairs the same character or neighbours:
+    ///   `aaaabbbb`, `abcdefgh`). A random secret passes: `head -c 24 /dev/urandom | base64`;
+    /// - allowed hosts are well formed;
+    /// - limits are above zero, the session ttl at most [`MAX_SESSION_TTL`], and the body
+    ///   timeout shorter than the request timeout (else a slow body would be answered 503
+    ///   `timeout` at the request timeout, never 408 at its own).
     pub fn validate(&self) -> Result<(), ConfigError> {
         if let Some(token) = &self.auth_token {
             check_secret("auth token", token)?;
@@ -231,6 +245,12 @@ impl WebConfig {
                 rule: "at most 30 days",
             });
         }
+        if self.body_timeout >= self.request_timeout {
+            return Err(ConfigError::BadLimit {
+                what: "the body timeout (--body-timeout)",
+                rule: "shorter than the request timeout (--request-timeout), which would otherwise answer a slow body 503 first",
+            });
+        }
         self.auth_throttle.validate()
     }
 
@@ -253,18 +273,6 @@ impl WebConfig {
     }
 }
 
-/// Long enough, short enough, and not blank.
-fn check_secret(what: &'static str, secret: &str) -> Result<(), ConfigError> {
-    let weak = secret.chars().count() < MIN_SECRET_CHARS
-        || secret.len() > MAX_SECRET_BYTES
-        || secret.trim().is_empty();
-    if weak {
-        Err(ConfigError::WeakSecret { what })
-    } else {
-        Ok(())
-    }
-}
-
 impl fmt::Debug for WebConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WebConfig")
@@ -280,38 +288,6 @@ impl fmt::Debug for WebConfig {
             .field("request_timeout", &self.request_timeout)
             .field("auth_throttle", &self.auth_throttle)
             .finish()
-    }
-}
-
-/// A user and password for HTTP basic auth; parsed from `user:password`.
-#[derive(Clone, PartialEq, Eq)]
-pub struct BasicAuth {
-    /// The user name.
-    pub user: String,
-    /// The password.
-    pub password: String,
-}
-
-impl fmt::Debug for BasicAuth {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("BasicAuth")
-            .field("user", &self.user)
-            .field("password", &"***")
-            .finish()
-    }
-}
-
-impl FromStr for BasicAuth {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<BasicAuth, String> {
-        match text.split_once(':') {
-            Some((user, password)) if !user.is_empty() && !password.is_empty() => Ok(BasicAuth {
-                user: user.to_owned(),
-                password: password.to_owned(),
-            }),
-            _ => Err("expected user:password, both non-empty".to_owned()),
-        }
     }
 }
 
@@ -337,23 +313,19 @@ mod tests {
     }
 
     #[test]
-    fn secrets_shorter_than_sixteen_characters_or_blank_are_refused() {
-        let weak =
-            |config: WebConfig| matches!(config.validate(), Err(ConfigError::WeakSecret { .. }));
-        assert!(weak(WebConfig::new().auth_token("fifteen-chars-x")));
-        assert!(weak(WebConfig::new().auth_token(" ".repeat(20))));
-        assert!(weak(WebConfig::new().auth_token("")));
-        assert!(weak(
-            WebConfig::new().auth_token("x".repeat(MAX_SECRET_BYTES + 1))
-        ));
-        assert!(weak(WebConfig::new().basic_auth("ops", "short")));
-        // Characters, not bytes: sixteen of them are enough whatever their encoding.
+    fn weak_tokens_and_passwords_are_refused_with_the_rule_they_break() {
+        let weak = |config: WebConfig| match config.validate() {
+            Err(error @ ConfigError::WeakSecret { .. }) => error.to_string(),
+            other => panic!("{other:?}"),
+        };
+        assert!(weak(WebConfig::new().auth_token("fifteen-chars-x")).contains("shorter than 16"));
+        let repeated = weak(WebConfig::new().auth_token("x".repeat(16)));
         assert!(
-            WebConfig::new()
-                .auth_token("ü".repeat(16))
-                .validate()
-                .is_ok()
+            repeated.starts_with("the auth token is too weak: it has fewer than 6 different")
+                && repeated.contains("head -c 24"),
+            "{repeated}"
         );
+        assert!(weak(WebConfig::new().basic_auth("ops", "passwordpassword")).contains("password"));
         assert!(
             WebConfig::new()
                 .auth_token("sixteen-chars-xx")
@@ -361,6 +333,25 @@ mod tests {
                 .is_ok()
         );
         assert!(WebConfig::new().validate().is_ok());
+    }
+
+    #[test]
+    fn a_body_timeout_not_shorter_than_the_request_timeout_is_refused() {
+        let seconds = Duration::from_secs;
+        for (body, request) in [(30, 30), (31, 30)] {
+            let config = WebConfig::new().timeouts(seconds(body), seconds(request));
+            assert!(
+                matches!(config.validate(), Err(ConfigError::BadLimit { what, .. }) if what.contains("body timeout")),
+                "{body} s, {request} s"
+            );
+        }
+        assert!(
+            WebConfig::new()
+                .timeouts(seconds(29), seconds(30))
+                .validate()
+                .is_ok()
+        );
+        assert!(DEFAULT_BODY_TIMEOUT < DEFAULT_REQUEST_TIMEOUT);
     }
 
     #[test]

@@ -8,15 +8,17 @@
 //! 2. **JSON errors.** What the tower-http layers below answer themselves (413, 503) gets
 //!    the API's JSON body, `{"error": "...", "code": "..."}`.
 //! 3. **Request timeout.** A request not answered within [`WebConfig::request_timeout`] is
-//!    answered 503 `timeout` (a slow Redis, a slow body), and its handler dropped.
+//!    answered 503 `timeout` (a slow Redis, say), and its handler dropped.
 //! 4. **Body limit.** A `Content-Length` above [`WebConfig::max_body_bytes`] is answered 413
 //!    `payload_too_large` at once, before any of the body is read; a chunked body is cut off
 //!    at the limit, with the same answer.
 //! 5. **Body deadline.** A body not all arrived within [`WebConfig::body_timeout`] of the head
-//!    is cut off: 408 `request_timeout`, however often a byte trickles in.
+//!    is cut off: 408 `request_timeout`, however often a byte trickles in. Both deadlines start
+//!    with the request, so the body's must be the shorter ([`WebConfig::validate`] says so),
+//!    or step 3 would answer a slow body 503 first.
 //!
-//! The connection itself (header read timeout, idle keep-alive, connection cap) is the
-//! server's: see [`crate::serve`].
+//! The connection itself (header read and write timeouts, idle keep-alive, the caps on
+//! connections and pipelined requests) is the server's: see [`crate::serve`].
 
 use crate::WebConfig;
 use crate::error::ApiError;

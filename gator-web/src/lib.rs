@@ -33,23 +33,29 @@
 //!   requests addressed to `localhost`, `127.0.0.1`, `[::1]`, the bound address or an allowed
 //!   host are answered; else 421 `host_not_allowed`.
 //! - **Another site.** `Sec-Fetch-Site: cross-site` is refused on every request (403
-//!   `cross_site`) unless it carries `Authorization: Bearer`; every POST from a browser needs
-//!   the page's CSRF token. A read-only mode refuses every POST.
-//! - **Guessing.** Tokens and passwords have at least [`MIN_SECRET_CHARS`] characters. Failed
-//!   logins are throttled per client address ([`AuthThrottle`]): past a burst, 429 with
-//!   `Retry-After`, credentials unchecked. The peer address comes from axum's
-//!   `ConnectInfo<SocketAddr>`, which [`serve`] sets; without it every client shares one bucket.
+//!   `cross_site`, the same answer whether its credentials were right or wrong) unless it
+//!   carries `Authorization: Bearer`; every POST from a browser needs the page's CSRF token. A
+//!   read-only mode refuses every POST.
+//! - **Guessing.** Tokens and passwords have at least [`MIN_SECRET_CHARS`] characters, of which
+//!   [`MIN_SECRET_DISTINCT_CHARS`] different, and are not repetitive ([`WebConfig::validate`]).
+//!   Every wrong one counts, whatever else refuses the request, and failed logins are throttled
+//!   per client address ([`AuthThrottle`]): past a burst, 429 with `Retry-After`, credentials
+//!   unchecked. The peer address comes from axum's `ConnectInfo<SocketAddr>`, which [`serve`]
+//!   sets; without it every client shares one bucket.
 //! - **Sessions.** A `?token=` login sets an HMAC session cookie with an expiry, not the token:
 //!   `HttpOnly`, `SameSite=Strict`, `Max-Age`, `Secure` over HTTPS. A new token or a restart
 //!   ends every session.
 //! - **Bounded requests**, as layers of the router, so a mounted router keeps them: a body over
 //!   [`WebConfig::max_body_bytes`] is answered 413 `payload_too_large` from its
 //!   `Content-Length`, before it is read; a body slower than [`WebConfig::body_timeout`] 408
-//!   `request_timeout`; a request slower than [`WebConfig::request_timeout`] 503 `timeout`.
+//!   `request_timeout` (the body timeout is the shorter); a request slower than
+//!   [`WebConfig::request_timeout`] 503 `timeout`.
 //!   Every answer carries `X-Content-Type-Options: nosniff` and `Referrer-Policy: no-referrer`,
 //!   and `Cache-Control: no-store` unless it says otherwise.
 //! - **Bounded connections**, in [`serve`]: a header read timeout that also ends idle
-//!   keep-alive connections, and a cap on open connections ([`ServeLimits`]).
+//!   keep-alive connections; a cap on open connections, in all and per client address; a
+//!   write timeout and a bounded send buffer for clients that do not read their answers; a cap
+//!   on pipelined requests ([`ServeLimits`]).
 //!
 //! Errors are JSON `{"error": "...", "code": "..."}` ([`ApiError`]); Redis being away is a
 //! 503, never a crash.
@@ -64,6 +70,7 @@ mod error;
 mod host;
 mod layers;
 mod pages;
+mod secret;
 mod serve;
 mod session;
 pub mod throttle;
@@ -71,7 +78,7 @@ pub mod throttle;
 pub use config::{
     BasicAuth, ConfigError, DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY_BYTES, DEFAULT_REQUEST_TIMEOUT,
     DEFAULT_SESSION_TTL, MAX_ALLOWED_HOSTS, MAX_SECRET_BYTES, MAX_SESSION_TTL, MIN_SECRET_CHARS,
-    WebConfig,
+    MIN_SECRET_DISTINCT_CHARS, WebConfig,
 };
 pub use error::ApiError;
 pub use serve::{ServeLimits, serve};
@@ -149,9 +156,10 @@ pub fn try_router(client: Client, config: WebConfig) -> Result<Router, ConfigErr
 ///
 /// # Panics
 ///
-/// If `config` does not validate ([`WebConfig::validate`]): a token or basic-auth password
-/// shorter than [`MIN_SECRET_CHARS`] characters or blank, a malformed allowed host, a limit of
-/// zero. Use [`try_router`] to get the error instead.
+/// If `config` does not validate ([`WebConfig::validate`]): a weak token or basic-auth
+/// password (shorter than [`MIN_SECRET_CHARS`] characters, blank, or repetitive), a malformed
+/// allowed host, a limit of zero, a body timeout not shorter than the request timeout. Use
+/// [`try_router`] to get the error instead.
 pub fn router(client: Client, config: WebConfig) -> Router {
     match try_router(client, config) {
         Ok(router) => router,

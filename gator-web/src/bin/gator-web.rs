@@ -8,14 +8,16 @@
 //!
 //! At start, in order, each refusal exiting with status 2 and the reason on stderr:
 //!
-//! 1. a token or basic-auth password shorter than 16 characters, or blank, is refused, and so
-//!    is a malformed `--allowed-host` or a zero limit;
+//! 1. a weak token or basic-auth password is refused (shorter than 16 characters, blank, fewer
+//!    than 6 different characters, one of them more than half, a piece repeated, or mostly
+//!    runs or sequences: `gator_web::WebConfig::validate`), and so is a malformed
+//!    `--allowed-host`, a zero limit, or a body timeout not shorter than the request timeout;
 //! 2. an address other than loopback is refused without `--auth-token` or `--basic-auth`,
 //!    unless told `--insecure-no-auth` (something in front of it authenticates), which is
 //!    then logged as a warning;
 //! 3. once bound, the address actually bound (port 0 made concrete) joins the allowed hosts,
-//!    and it serves with `gator_web::serve`: header timeout, connection cap, peer addresses
-//!    for the auth throttle.
+//!    and it serves with `gator_web::serve`: header and write timeouts, the connection caps
+//!    (in all and per client), the pipeline cap, peer addresses for the auth throttle.
 
 use clap::Parser;
 use gator_web::{BasicAuth, ServeLimits, WebConfig};
@@ -34,7 +36,9 @@ use std::time::Duration;
         job, workflows, cron, limits, search) and its JSON HTTP API.\n\n\
         It binds to 127.0.0.1:9090 by default, and refuses a non-loopback address without \
         --auth-token or --basic-auth unless given --insecure-no-auth. A token or basic-auth \
-        password must have at least 16 characters. Without auth it answers only requests \
+        password must have at least 16 characters, at least 6 different ones, none of them more \
+        than half, and be neither a piece repeated nor mostly runs or sequences (aaaa, abcd, \
+        1234): head -c 24 /dev/urandom | base64 makes one. Without auth it answers only requests \
         addressed to localhost, 127.0.0.1, [::1] or the bound address (DNS rebinding); \
         --allowed-host adds names, and once given is enforced with auth too."
 )]
@@ -82,13 +86,13 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_BIND", default_value = "127.0.0.1:9090")]
     bind: SocketAddr,
 
-    /// Require this bearer token (at least 16 characters): `Authorization: Bearer <token>`, or
-    /// in a browser open the dashboard once with `?token=<token>` (it sets a session cookie).
+    /// Require this bearer token (at least 16 characters, 6 different, not repetitive):
+    /// `Authorization: Bearer <token>`, or in a browser open the dashboard once with
+    /// `?token=<token>` (it sets a session cookie).
     #[arg(long, env = "GATOR_WEB_TOKEN", hide_env_values = true)]
     auth_token: Option<String>,
 
-    /// Require HTTP basic auth with this `user:password` (a password of at least 16
-    /// characters).
+    /// Require HTTP basic auth with this `user:password` (a password as strong as a token).
     #[arg(
         long,
         env = "GATOR_WEB_BASIC_AUTH",
@@ -131,8 +135,9 @@ struct Cli {
     #[arg(long, env = "GATOR_WEB_HEADER_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     header_timeout: Duration,
 
-    /// How long a request body may take to arrive, in all (408 past it).
-    #[arg(long, env = "GATOR_WEB_BODY_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    /// How long a request body may take to arrive, in all (408 past it); shorter than
+    /// --request-timeout.
+    #[arg(long, env = "GATOR_WEB_BODY_TIMEOUT", value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     body_timeout: Duration,
 
     /// How long a request may take, head to answer (503 `timeout` past it).
@@ -146,6 +151,26 @@ struct Cli {
     /// The most connections open at once; past it a new one is closed at once.
     #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS", value_name = "N", default_value_t = 512, value_parser = clap::value_parser!(u32).range(1..))]
     max_connections: u32,
+
+    /// The most connections one client (an IPv4 address, an IPv6 /64) holds; past it, new ones
+    /// are closed at once. Behind a proxy every client is the proxy: raise it to --max-connections.
+    #[arg(long, env = "GATOR_WEB_MAX_CONNECTIONS_PER_CLIENT", value_name = "N", default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: u32,
+
+    /// How long a write of an answer may wait for the client to read before the connection is
+    /// closed (a client that asks and never reads).
+    #[arg(long, env = "GATOR_WEB_WRITE_TIMEOUT", value_name = "DURATION", default_value = "30s", value_parser = humantime::parse_duration)]
+    write_timeout: Duration,
+
+    /// The kernel's send buffer of each connection, in bytes: what a client that does not read
+    /// can pin; answers go out at most this much per round trip.
+    #[arg(long, env = "GATOR_WEB_SEND_BUFFER_BYTES", value_name = "BYTES", default_value_t = 65536, value_parser = clap::value_parser!(u32).range(4096..))]
+    send_buffer_bytes: u32,
+
+    /// The most requests answered in a row on one connection without the client waiting for
+    /// them (HTTP pipelining); the last says `Connection: close` and the connection ends.
+    #[arg(long, env = "GATOR_WEB_MAX_PIPELINED_REQUESTS", value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u32).range(1..))]
+    max_pipelined_requests: u32,
 }
 
 impl Cli {
@@ -166,7 +191,11 @@ impl Cli {
     fn limits(&self) -> ServeLimits {
         ServeLimits {
             header_timeout: self.header_timeout,
+            write_timeout: self.write_timeout,
+            send_buffer_bytes: self.send_buffer_bytes as usize,
             max_connections: self.max_connections as usize,
+            max_connections_per_client: self.max_connections_per_client as usize,
+            max_pipelined_requests: self.max_pipelined_requests as usize,
             ..ServeLimits::default()
         }
     }
@@ -176,8 +205,8 @@ impl Cli {
         if let Err(error) = config.validate() {
             return Some(format!("error: {error}"));
         }
-        if self.header_timeout.is_zero() {
-            return Some("error: --header-timeout must be above zero".to_owned());
+        if let Err(error) = self.limits().validate() {
+            return Some(format!("error: {error}"));
         }
         if !self.bind.ip().is_loopback() && !config.has_auth() && !self.insecure_no_auth {
             return Some(format!(
@@ -294,7 +323,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn help_explains_every_flag_and_a_weak_or_blank_token_is_refused() {
+    fn help_explains_every_flag_and_its_default_limits_are_serve_limits_default() {
         use clap::CommandFactory;
         let help = Cli::command().render_long_help().to_string();
         for flag in [
@@ -317,23 +346,39 @@ mod tests {
             "--request-timeout",
             "--max-body-bytes",
             "--max-connections",
+            "--max-connections-per-client",
+            "--write-timeout",
+            "--send-buffer-bytes",
+            "--max-pipelined-requests",
             "16 characters",
+            "6 different",
         ] {
             assert!(help.contains(flag), "--help does not mention {flag}");
         }
-        let refused = |args: &[&str]| {
-            let cli = Cli::try_parse_from(args).expect("parses");
-            cli.refusal(&cli.config())
-        };
+        let defaults = Cli::try_parse_from(["gator-web"]).expect("parses");
+        assert_eq!(defaults.limits(), ServeLimits::default());
+    }
+
+    /// Why `args` are refused at start, if they are.
+    fn refused(args: &[&str]) -> Option<String> {
+        let cli = Cli::try_parse_from(args).expect("parses");
+        cli.refusal(&cli.config())
+    }
+
+    #[test]
+    fn weak_secrets_unsound_limits_and_malformed_flags_are_refused() {
         for weak in [
             &["gator-web", "--auth-token", ""][..],
             &["gator-web", "--auth-token", "   \t           "],
             &["gator-web", "--auth-token", "fifteen-chars-x"],
             &["gator-web", "--basic-auth", "ops:pw"],
+            &["gator-web", "--auth-token", "abababababababababab"],
         ] {
             let reason = refused(weak).unwrap_or_default();
             assert!(reason.contains("too weak"), "{weak:?}: {reason}");
         }
+        let late = refused(&["gator-web", "--body-timeout", "30s"]).unwrap_or_default();
+        assert!(late.contains("shorter than the request timeout"), "{late}");
         let cli = Cli::try_parse_from(
             "gator-web --basic-auth ops:a-password-of-20-ch --read-only --allowed-host a.example,b.example:8443 --allowed-host c.example".split(' '),
         )
@@ -347,5 +392,8 @@ mod tests {
         assert!(Cli::try_parse_from(["gator-web", "--basic-auth", "nopassword"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--bind", "localhost:80"]).is_err());
         assert!(Cli::try_parse_from(["gator-web", "--max-connections", "0"]).is_err());
+        assert!(Cli::try_parse_from(["gator-web", "--send-buffer-bytes", "4095"]).is_err());
+        let zero = refused(&["gator-web", "--write-timeout", "0s"]).unwrap_or_default();
+        assert!(zero.contains("--write-timeout"), "{zero}");
     }
 }

@@ -22,14 +22,7 @@ fn guess(web: &Web, times: usize) -> Vec<u16> {
 
 /// `GET /api/overview` with the right token from 127.0.0.2, another client address.
 async fn from_another_address(web: &Web) -> String {
-    let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
-    let stream = socket.connect(web.address.parse().unwrap()).await.unwrap();
-    let mut stream = stream.into_std().unwrap();
-    stream.set_nonblocking(false).unwrap();
-    stream
-        .set_read_timeout(Some(crate::common::ANSWER_DEADLINE))
-        .unwrap();
+    let mut stream = web.connect_from("127.0.0.2", None).await;
     let request = format!(
         "GET /api/overview HTTP/1.1\r\nHost: {}\r\n{}Connection: close\r\n\r\n",
         web.address,
@@ -60,6 +53,56 @@ async fn guessing_gets_a_burst_of_tries_then_429_with_retry_after_unchecked_per_
         200,
         "another address has its own bucket: {other}"
     );
+}
+
+#[test]
+fn a_cross_site_guess_is_answered_as_any_guess_counted_throttled_and_logged() {
+    let web = Web::start(&[
+        "--auth-token",
+        TOKEN,
+        "--basic-auth",
+        "ops:a-password-of-20-ch",
+    ]);
+    let cross = "Sec-Fetch-Site: cross-site\r\n";
+    // From another site, the right password is refused exactly as a wrong one (which counts).
+    let basic = |encoded: &str| format!("Authorization: Basic {encoded}\r\n{cross}");
+    let right = web.get("/api/overview", &basic("b3BzOmEtcGFzc3dvcmQtb2YtMjAtY2g="));
+    let wrong = web.get(
+        "/api/overview",
+        &basic("b3BzOmEtd3JvbmctcGFzc3dvcmQtZ3Vlc3M="),
+    );
+    assert_eq!(
+        (status(&right), json(&right)),
+        (status(&wrong), json(&wrong))
+    );
+    assert_eq!(json(&wrong)["code"], "cross_site", "{wrong}");
+    // A bearer token is no browser's: it is judged as it would be without the header.
+    let started = std::time::Instant::now();
+    let statuses: Vec<u16> = (0..300)
+        .map(|i| {
+            let guess = format!("Authorization: Bearer wrong-guess-{i:04}-of-the-token\r\n");
+            status(&web.get("/api/overview", &format!("{guess}{cross}")))
+        })
+        .collect();
+    // The burst is 10 (the wrong password was one), then one more every 6 s that passed.
+    let refills = started.elapsed().as_secs() / 6;
+    let count = |code| statuses.iter().filter(|s| **s == code).count();
+    assert!(statuses[..9].iter().all(|s| *s == 401), "{statuses:?}");
+    assert_eq!(statuses[9], 429, "{statuses:?}");
+    assert_eq!(count(401) + count(429), 300, "{statuses:?}");
+    assert!(count(401) <= 9 + refills as usize, "{statuses:?}");
+    let answer = web.get("/api/overview", &format!("{}{cross}", bearer()));
+    assert_eq!(
+        status(&answer),
+        429,
+        "the address waits, right token or not: {answer}"
+    );
+    let log = web.stop();
+    let logged = log
+        .lines()
+        .filter(|l| l.contains("failed dashboard login") && l.contains("127.0.0.1"))
+        .count();
+    assert_eq!(logged, 1, "{log}");
 }
 
 #[test]
@@ -141,6 +184,53 @@ fn a_token_or_password_shorter_than_16_characters_or_blank_is_refused_at_start_w
             "{stderr}"
         );
     }
+}
+
+#[test]
+fn a_token_or_password_of_few_or_repetitive_characters_is_refused_at_start_with_exit_2() {
+    let weak: [(&[&str], &str); 4] = [
+        (
+            &["--auth-token", "aaaaaaaaaaaaaaaa"],
+            "fewer than 6 different characters",
+        ),
+        (
+            &["--auth-token", "abcdefghijklmnopqrst"],
+            "runs or sequences",
+        ),
+        (&["--auth-token", "x7#kQ2x7#kQ2x7#kQ2"], "piece repeated"),
+        (&["--basic-auth", "ops:passwordpassword"], "piece repeated"),
+    ];
+    for (args, why) in weak {
+        let out = bare()
+            .args([
+                "--bind",
+                "127.0.0.1:0",
+                "--redis-url",
+                "redis://127.0.0.1:1",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("too weak") && stderr.contains(why),
+            "{args:?}: {stderr}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_router_refuses_a_repetitive_secret_for_embedders_too() {
+    let redis = RedisServer::start();
+    let client = gator_tests::client(&redis.url()).await;
+    let refused = try_router(client, WebConfig::new().auth_token("a".repeat(16))).err();
+    assert!(
+        matches!(refused, Some(ConfigError::WeakSecret { .. })),
+        "{refused:?}"
+    );
+    let reason = refused.unwrap().to_string();
+    assert!(reason.contains("different characters"), "{reason}");
 }
 
 #[tokio::test]

@@ -85,6 +85,23 @@ impl Web {
         stream
     }
 
+    /// A new connection from `source` (`127.0.0.2`: Linux routes all of 127/8 to loopback, so
+    /// a test can be several client addresses), with a receive buffer of about `recv_buffer`
+    /// bytes if given (set before connecting, so the window the server sees is small too),
+    /// blocking, with a read deadline.
+    pub async fn connect_from(&self, source: &str, recv_buffer: Option<u32>) -> TcpStream {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        if let Some(bytes) = recv_buffer {
+            socket.set_recv_buffer_size(bytes).unwrap();
+        }
+        let stream = socket.connect(self.address.parse().unwrap()).await.unwrap();
+        let stream = stream.into_std().unwrap();
+        stream.set_nonblocking(false).unwrap();
+        stream.set_read_timeout(Some(ANSWER_DEADLINE)).unwrap();
+        stream
+    }
+
     /// The port the binary bound.
     pub fn port(&self) -> u16 {
         self.address.rsplit(':').next().unwrap().parse().unwrap()

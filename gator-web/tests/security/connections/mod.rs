@@ -1,5 +1,8 @@
 //! Item 7 of issue 29: a connection cannot be held forever, idle or trickling, nor can a body
-//! claimed huge or sent slowly; and every answer carries the safety headers.
+//! claimed huge or sent slowly; and every answer carries the safety headers. Item 1 of issue 45
+//! (slow readers, pipelines, one address's share of the connections) is in `slow_readers`.
+
+mod slow_readers;
 
 use crate::common::{ANSWER_DEADLINE, TOKEN, Web, bearer, header, json, read_all, status};
 use gator_tests::wait_until;
@@ -9,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// Whether the server closed `stream` (end of file or reset) within `deadline`; whatever it
 /// answered before closing is ignored.
-fn closed_within(stream: &mut TcpStream, deadline: Duration) -> bool {
+pub(crate) fn closed_within(stream: &mut TcpStream, deadline: Duration) -> bool {
     stream.set_read_timeout(Some(deadline)).unwrap();
     let mut buffer = [0; 4096];
     let end = Instant::now() + deadline;
@@ -87,9 +90,20 @@ fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connections_past_the_cap_are_closed_at_once_and_served_again_once_one_ends() {
-    let web = Web::start(&["--max-connections", "3", "--header-timeout", "60s"]);
-    let mut idle: Vec<TcpStream> = (0..3).map(|_| web.connect()).collect();
-    let mut fourth = web.connect();
+    // Each from an address of its own, two allowed per address: only the global cap refuses.
+    let web = Web::start(&[
+        "--max-connections",
+        "3",
+        "--max-connections-per-client",
+        "2",
+        "--header-timeout",
+        "60s",
+    ]);
+    let mut idle = Vec::new();
+    for source in ["127.0.0.2", "127.0.0.3", "127.0.0.4"] {
+        idle.push(web.connect_from(source, None).await);
+    }
+    let mut fourth = web.connect_from("127.0.0.5", None).await;
     let _ = write!(
         fourth,
         "GET /api/queues HTTP/1.1\r\nHost: {}\r\n\r\n",
@@ -128,7 +142,7 @@ fn a_claimed_one_gigabyte_body_is_answered_413_at_once_without_waiting_for_it() 
         "--body-timeout",
         "5m",
         "--request-timeout",
-        "5m",
+        "10m",
     ]);
     let answer = web.send(&enqueue_head(&web, "Content-Length: 1000000000\r\n"));
     assert_eq!(status(&answer), 413, "{answer}");
@@ -152,19 +166,18 @@ fn a_chunked_body_past_the_limit_is_cut_off_with_413() {
     assert_eq!(json(&answer)["code"], "payload_too_large", "{answer}");
 }
 
-#[test]
-fn a_body_sent_slowly_is_cut_off_by_the_body_timeout() {
-    let web = Web::start(&["--auth-token", TOKEN, "--body-timeout", "1s"]);
+/// Sends the head of an enqueue that claims a body of 1,000 bytes, then a byte of it every
+/// 200 ms; the answer, once it is complete, the server closes, or `deadline` passes.
+fn trickle_a_body(web: &Web, deadline: Duration) -> String {
     let mut stream = web.connect();
     stream
-        .write_all(enqueue_head(&web, "Content-Length: 100\r\n").as_bytes())
+        .write_all(enqueue_head(web, "Content-Length: 1000\r\n").as_bytes())
         .unwrap();
-    // A byte every 200 ms would take 20 s; the answer must come long before.
     stream
         .set_read_timeout(Some(Duration::from_millis(200)))
         .unwrap();
     let mut answer = Vec::new();
-    let end = Instant::now() + ANSWER_DEADLINE;
+    let end = Instant::now() + deadline;
     while Instant::now() < end && !answer.ends_with(b"}") {
         let _ = stream.write_all(b" ");
         let mut buffer = [0; 4096];
@@ -174,14 +187,37 @@ fn a_body_sent_slowly_is_cut_off_by_the_body_timeout() {
             Err(_) => {}
         }
     }
-    let answer = String::from_utf8_lossy(&answer);
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+#[test]
+fn a_body_sent_slowly_is_cut_off_by_the_body_timeout() {
+    let web = Web::start(&["--auth-token", TOKEN, "--body-timeout", "1s"]);
+    // A byte every 200 ms would take 200 s; the answer must come long before.
+    let answer = trickle_a_body(&web, ANSWER_DEADLINE);
+    assert_eq!(status(&answer), 408, "{answer}");
+    assert_eq!(json(&answer)["code"], "request_timeout", "{answer}");
+}
+
+#[test]
+fn a_body_sent_slowly_under_the_default_timeouts_is_answered_408_at_the_body_timeout_not_503() {
+    // The defaults, as an operator runs it: the body's deadline (10 s) must come first.
+    let web = Web::start(&["--auth-token", TOKEN]);
+    let answer = trickle_a_body(&web, Duration::from_secs(45));
     assert_eq!(status(&answer), 408, "{answer}");
     assert_eq!(json(&answer)["code"], "request_timeout", "{answer}");
 }
 
 #[test]
 fn a_request_past_the_request_timeout_is_answered_503_timeout() {
-    let web = Web::start(&["--auth-token", TOKEN, "--request-timeout", "1s"]);
+    let web = Web::start(&[
+        "--auth-token",
+        TOKEN,
+        "--body-timeout",
+        "500ms",
+        "--request-timeout",
+        "1s",
+    ]);
     assert_eq!(status(&web.get("/api/overview", &bearer())), 200);
     // Redis frozen: the read would wait for the client's own 5 s response timeout.
     web.redis.pause();
