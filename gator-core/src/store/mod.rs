@@ -18,6 +18,7 @@ pub mod inflight;
 pub mod journeys;
 pub mod keys;
 pub mod lease;
+pub mod locate;
 pub mod position;
 pub mod processes;
 pub mod progress;

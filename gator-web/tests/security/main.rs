@@ -5,6 +5,7 @@
 //! `logs` are what the workers run and log. Run with `cargo test -p gator-web --test security`.
 #![allow(clippy::unwrap_used)]
 
+mod actions;
 mod auth;
 mod bounds;
 mod broken;
