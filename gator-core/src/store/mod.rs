@@ -4,6 +4,7 @@
 pub mod ack;
 pub mod admit;
 pub mod aside;
+pub mod broken;
 pub mod cancel;
 pub mod catalogue;
 pub mod chain;

@@ -11,6 +11,7 @@ mod bounds;
 mod broken;
 mod common;
 mod connections;
+mod global_keys;
 mod inputs;
 mod jobs;
 mod logs;
