@@ -89,7 +89,8 @@ fn two_queues() -> (Web, String) {
 }
 
 #[test]
-fn no_route_answers_500_for_a_global_key_of_the_wrong_type_and_the_overview_names_it() {
+fn no_route_answers_500_for_a_global_key_of_the_wrong_type_the_overview_names_it_and_the_log_once()
+{
     let mut every = Vec::new();
     for (key, kind) in GLOBAL_KEYS {
         let (web, jid) = two_queues();
@@ -117,6 +118,14 @@ fn no_route_answers_500_for_a_global_key_of_the_wrong_type_and_the_overview_name
                 "the overview does not name it: {}",
                 overview["broken_keys"]
             ));
+        }
+        // Logged once, not once a request.
+        let log = web.stop();
+        let lines = (log.lines())
+            .filter(|l| l.contains("WRONGTYPE") || l.contains("did not write"))
+            .count();
+        if lines > 1 {
+            failed.push(format!("logged {lines} times"));
         }
         println!("{key}: {} failures", failed.len());
         every.extend(failed.into_iter().map(|f| format!("{key}: {f}")));
