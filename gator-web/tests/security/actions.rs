@@ -88,6 +88,11 @@ fn acting_on_a_jid_issues_as_many_commands_with_50000_dead_entries_as_with_10() 
     for (i, verb) in [(0, "retry"), (1, "delete")] {
         assert_eq!(status(&known(&web, i, verb).0), 200);
     }
+    let page = |web: &Web, i: u64| {
+        commands_of(web, || web.get(&format!("/api/jobs/{}", jid(i)), &bearer()))
+    };
+    let (answer, small_page) = page(&web, 7);
+    assert_eq!(json(&answer)["place"], "dead", "{answer}");
     let (answer, small_unknown) = unknown(&web);
     assert_eq!(status(&answer), 404, "{answer}");
     let (answer, small_known) = known(&web, 5, "retry");
@@ -96,6 +101,11 @@ fn acting_on_a_jid_issues_as_many_commands_with_50000_dead_entries_as_with_10() 
     assert_eq!(status(&answer), 200, "{answer}");
 
     fill_dead(&web, 10, 50_000);
+    // The job's page finds its payload the same way.
+    let (answer, large_page) = page(&web, 40_000);
+    assert_eq!(json(&answer)["payload"]["jid"], jid(40_000), "{answer}");
+    println!("job page, 10 entries: {small_page:?}; 50,010: {large_page:?}");
+    assert_eq!(total(&large_page), total(&small_page), "{large_page:?}");
     let (answer, large_unknown) = unknown(&web);
     assert_eq!(status(&answer), 404, "{answer}");
     let (answer, large_known) = known(&web, 30_000, "retry");
