@@ -18,6 +18,18 @@ pub enum Error {
         /// What Redis said, without script details.
         reason: String,
     },
+    /// A global key (not of one queue: the known-queues set, the job catalogue, the cron index,
+    /// the replies' keys, ...) holds what Gator did not write there: what needs it is refused,
+    /// and reads of it answer as empty ([`crate::store::broken`]).
+    #[error(
+        "key {key} is broken: {reason}; it holds data Gator did not write (delete or repair it with redis-cli)"
+    )]
+    BrokenKey {
+        /// The key.
+        key: String,
+        /// What is wrong with it, without script details.
+        reason: String,
+    },
     /// Redis could not be reached, or refused the connection (a TLS certificate it does not
     /// accept, or one that does not verify, a wrong password).
     #[error("could not connect to Redis at {url}: {}", connect_reason(source))]
@@ -291,7 +303,7 @@ impl Error {
     /// of one queue, not Redis as a whole.
     pub fn is_broken_data(&self) -> bool {
         match self {
-            Error::BrokenQueue { .. } => true,
+            Error::BrokenQueue { .. } | Error::BrokenKey { .. } => true,
             Error::Redis(e) => {
                 is_wrong_type(e) || e.kind() == redis::ErrorKind::UnexpectedReturnType
             }
@@ -362,7 +374,7 @@ pub fn has_server_code(error: &redis::RedisError, code: &str) -> bool {
 
 /// What Redis said, without the name and line of the script that said it (`script: <sha>, on
 /// @user_script:12.`): a user cannot act on those.
-fn redis_text(error: &redis::RedisError) -> String {
+pub(crate) fn redis_text(error: &redis::RedisError) -> String {
     let text = error.to_string();
     match text.find(" script: ") {
         Some(at) => text[..at].trim_end_matches([',', ' ']).to_owned(),

@@ -85,6 +85,7 @@ impl From<gator_core::Error> for ApiError {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "unknown_job", message)
             }
             E::BrokenQueue { .. } => ApiError::new(StatusCode::CONFLICT, "broken_queue", message),
+            E::BrokenKey { .. } => ApiError::new(StatusCode::CONFLICT, "broken_key", message),
             E::PayloadTooLarge { .. } => {
                 ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
             }

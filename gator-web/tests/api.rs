@@ -536,7 +536,10 @@ async fn delete_takes_one_job_the_selected_ones_or_all_and_search_finds_by_args(
     )
     .await;
     assert_eq!(status, StatusCode::OK);
-    assert_eq!(answer, json!({"done": 2, "missing": ["no-such-jid"]}));
+    assert_eq!(
+        answer,
+        json!({"done": 2, "missing": ["no-such-jid"], "remaining": [], "next_cursor": null, "max_per_request": 1000})
+    );
     assert_eq!(get(&app, "/api/sets/dead").await["total"], 2);
     let (status, _) = post(
         &app,
@@ -550,7 +553,10 @@ async fn delete_takes_one_job_the_selected_ones_or_all_and_search_finds_by_args(
         "a selection is jids or all"
     );
     let (_, answer) = post(&app, "/api/sets/dead/delete", json!({"all": true})).await;
-    assert_eq!(answer["done"], 2);
+    assert_eq!(
+        (&answer["done"], &answer["next_cursor"]),
+        (&json!(2), &json!(null))
+    );
     assert_eq!(get(&app, "/api/overview").await["dead"], 0);
 }
 

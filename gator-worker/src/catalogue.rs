@@ -101,6 +101,7 @@ impl Catalogue {
                     .into_iter()
                     .map(|k| (k.definition.job, k.definition.queue)),
             ),
+            Err(e) if crate::outage::is_logged_already(&e) => {}
             Err(e) => warn!(error = %e, "could not read the job catalogue"),
         }
         let mut left: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -143,8 +144,11 @@ impl Catalogue {
         }
         let names: Vec<String> = self.jobs.iter().map(|(name, _)| name.clone()).collect();
         let mut conn = self.client.connection();
-        if let Err(e) = stored::withdraw(&mut conn, self.client.keys(), &self.id, &names).await {
-            warn!(error = %e, "could not give up this worker's leases in the job catalogue; they end within 60 s");
+        match stored::withdraw(&mut conn, self.client.keys(), &self.id, &names).await {
+            Err(e) if !crate::outage::is_logged_already(&e) => {
+                warn!(error = %e, "could not give up this worker's leases in the job catalogue; they end within 60 s");
+            }
+            _ => {}
         }
     }
 

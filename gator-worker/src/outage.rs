@@ -4,8 +4,10 @@
 //! for 8 processors on 3 queues, burying whatever else the log said.
 //!
 //! Only connection failures count ([`gator_core::Error::is_connection`]); any other error (a
-//! key of the wrong type) is about one queue, and its caller logs it as before. The healthy
-//! path reads one atomic flag.
+//! key of the wrong type) is about one queue, and its caller logs it as before, except a broken
+//! global key ([`gator_core::Error::BrokenKey`]), which gator-core's `store::broken` logged
+//! where it found it, at most once per key per 10 minutes. The healthy path reads one atomic
+//! flag.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -63,7 +65,7 @@ impl Outage {
     /// Runs `log` (the caller's warning about `error`) unless `error` is an outage's, which
     /// is counted in the outage's lines instead.
     pub fn unless_outage(&self, error: &gator_core::Error, log: impl FnOnce()) {
-        if !self.failed(error) {
+        if !self.failed(error) && !is_logged_already(error) {
             log();
         }
     }
@@ -85,6 +87,12 @@ impl Outage {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Whether `error` is a broken global key, which gator-core logged where it found it (at most
+/// once per key per `store::broken::LOG_EVERY`): its caller says nothing of it.
+pub fn is_logged_already(error: &gator_core::Error) -> bool {
+    matches!(error, gator_core::Error::BrokenKey { .. })
 }
 
 #[cfg(test)]

@@ -612,3 +612,46 @@ fn cli_errors_exit_1_with_a_clear_message() {
         "moved job d1 to the tail of queue \"mail\" (attempt reset to 0)\n"
     );
 }
+
+#[test]
+fn cli_delete_all_sweeps_2500_entries_a_thousand_at_a_time_to_the_end() {
+    let redis = RedisServer::start();
+    let members: Vec<String> = (0..2_500)
+        .map(|i| payload(&format!("d{i}"), "bulk", 25))
+        .collect();
+    let entries: Vec<(u64, &str)> = members
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (T0 + i as u64 / 3, m.as_str()))
+        .collect();
+    zadd(&redis, "bulk", "dead", &entries);
+
+    let out = stdout(&gator(
+        &redis,
+        &["dead", "delete", "--all", "--queue", "bulk"],
+    ));
+
+    assert_eq!(
+        out,
+        "deleted 2500 entries from the dead set of queue \"bulk\"\n"
+    );
+    assert_eq!(zcard(&redis, "bulk", "dead"), "0");
+}
+
+#[test]
+fn cli_queues_and_stats_name_a_broken_global_key_and_still_read_the_queue_asked_for() {
+    let redis = RedisServer::start();
+    zadd(&redis, "mail", "dead", &[(T0, &payload("d1", "mail", 25))]);
+    redis.cli(&["DEL", "gator:queues"]);
+    redis.cli(&["SET", "gator:queues", "x"]);
+
+    let said = "key gator:queues is BROKEN: holds a string, not a set";
+    for command in ["queues", "stats"] {
+        let out = stdout(&gator(&redis, &[command]));
+        assert!(out.contains(said), "{command}:\n{out}");
+    }
+    let out = stdout(&gator(&redis, &["dead", "list", "--queue", "mail"]));
+    assert!(out.contains("d1"), "{out}");
+    let out = stdout(&gator(&redis, &["dead", "retry", "d1", "--queue", "mail"]));
+    assert!(out.starts_with("moved job d1"), "{out}");
+}

@@ -2,7 +2,7 @@
 //! retried, and leave no keys behind.
 
 use gator_core::store::inflight::Batch;
-use gator_core::store::sets::{SetKind, find, move_to_queue};
+use gator_core::store::sets::{SetKind, move_to_queue};
 use gator_core::{Chain, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use std::sync::Mutex;
@@ -113,7 +113,8 @@ async fn a_dead_step_halts_the_chain_and_retrying_it_resumes_the_chain() {
         .as_str()
         .unwrap()
         .to_owned();
-    let entry = find(&mut conn, &keys, SetKind::Dead, "c2", &jid)
+    let entry = gator_core::Admin::new(client.clone())
+        .find_job(SetKind::Dead, Some("c2"), &jid)
         .await
         .unwrap()
         .expect("the dead step");

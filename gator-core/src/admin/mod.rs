@@ -36,6 +36,7 @@
 //! `enqueued_at` was stamped by its producer (from its estimate of Redis time for scheduled
 //! jobs), so a latency is as good as that producer's clock: it is shown, never acted on.
 
+pub mod bulk;
 pub mod cron;
 pub mod flow;
 mod history;
@@ -51,6 +52,7 @@ mod search_terms;
 mod set_pages;
 pub mod sets;
 
+pub use bulk::{Bulk, BulkAction, MAX_BULK};
 pub use cron::{Fire, Periodic};
 pub use history::{HistoryPoint, HistorySpan};
 pub use journeys::JourneyInFlight;

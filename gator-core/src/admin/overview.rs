@@ -2,6 +2,7 @@
 
 use super::Admin;
 use crate::error::Result;
+use crate::store::broken::BrokenKey;
 use serde::Serialize;
 
 /// Totals over every known queue, the fleet, and the Redis server.
@@ -28,6 +29,9 @@ pub struct Overview {
     /// The queues that could not be read ([`QueueInfo::broken`](crate::admin::QueueInfo::broken) says why); the totals
     /// above are of the others.
     pub broken_queues: Vec<String>,
+    /// The global keys (not of one queue) that hold what Gator did not write there, with the
+    /// reason ([`crate::store::broken`]): what reads them sees them empty.
+    pub broken_keys: Vec<BrokenKey>,
     /// Redis's clock when this was read (ms since the epoch).
     pub now_ms: u64,
     /// The Redis server (on a cluster: the masters, summed).
@@ -78,9 +82,16 @@ impl Admin {
                 .filter(|q| q.broken.is_some())
                 .map(|q| q.name.clone())
                 .collect(),
+            broken_keys: self.broken_keys().await?,
             now_ms,
             redis: self.redis_info().await?,
         })
+    }
+
+    /// The global keys (not of one queue) that hold what Gator did not write there, with the
+    /// reason: one `TYPE` each, in one pipeline ([`crate::store::broken`]).
+    pub async fn broken_keys(&self) -> Result<Vec<BrokenKey>> {
+        crate::store::broken::check(&mut self.connection(), self.keys()).await
     }
 
     /// What `INFO` says of the server; on a cluster, of every node, summed.

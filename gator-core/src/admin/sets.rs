@@ -19,8 +19,9 @@
 //! # Which queues
 //! Every method takes `queue: Option<&str>`: `Some(q)` acts on that queue's set only (the name
 //! is validated first), `None` on the sets of every known queue ([`Admin::known_queues`]),
-//! one queue after the other. A jid is unique, so looking one up everywhere is safe; it costs
-//! a scan of each queue's set.
+//! one queue after the other. A jid is unique, so looking one up everywhere is safe: it is
+//! found through its job's status record, a few reads whatever the sets hold (see
+//! [`super::bulk`]).
 //!
 //! # What "run now" means
 //! - **scheduled, retry:** the job goes to the tail of its queue now and keeps its `attempt`,
@@ -47,16 +48,13 @@
 //! to dead-letter again with its reason unless it can now be read.
 
 use super::Admin;
+use super::bulk::{BulkAction, Finder};
 use crate::error::{Error, Result};
 use crate::store::sets::{self, SetEntry, SetKind};
 
 /// How deep [`Admin::list_set`] pages by offset over several queues merged: it reads this
 /// many entries of each at most.
 pub const MAX_MERGED_DEPTH: usize = 2000;
-
-/// How many entries [`Admin::run_all_now`] reads per page: large enough to need few
-/// ZRANGEs, small enough that neither Redis nor this process holds a big reply at once.
-const PAGE: usize = 500;
 
 // Here rather than in `store::sets`: what may be moved is admin policy, not storage.
 impl SetEntry {
@@ -134,20 +132,15 @@ impl Admin {
         Ok(entries.into_iter().skip(offset).take(count).collect())
     }
 
-    /// The entry with `jid` in the `kind` set of `queue` (`None`: of any known queue).
+    /// The entry with `jid` in the `kind` set of `queue` (`None`: of any known queue), found
+    /// through its status record (see [`super::bulk`]): a few reads whatever the sets hold.
     pub async fn find_job(
         &self,
         kind: SetKind,
         queue: Option<&str>,
         jid: &str,
     ) -> Result<Option<SetEntry>> {
-        let mut conn = self.connection();
-        for queue in self.target_queues(queue).await? {
-            if let Some(entry) = sets::find(&mut conn, self.keys(), kind, &queue, jid).await? {
-                return Ok(Some(entry));
-            }
-        }
-        Ok(None)
+        Finder::new(self, kind, queue).await?.find(jid).await
     }
 
     /// Moves the job `jid` of the `kind` set to the tail of its queue now; from the dead set
@@ -173,17 +166,13 @@ impl Admin {
     /// Moves every runnable entry of the `kind` set to the tail of its queue, oldest first,
     /// as [`Admin::run_now`] does; returns how many were moved.
     ///
-    /// It reads the set a page at a time and moves each entry with the atomic script (one
-    /// round trip per entry), so it works on sets of any size, and an entry taken meanwhile by
-    /// a worker or another admin is skipped, never enqueued twice. It moves at most as many entries as each set held when
-    /// it started: a job that fails again at once returns to the retry set, and is not chased
-    /// for as long as it keeps failing.
+    /// It follows [`Admin::act_on_all`]'s cursor to the end, [`super::MAX_BULK`] entries a
+    /// call, each moved by the atomic script (one round trip per entry), so it works on sets of
+    /// any size, and an entry taken meanwhile by a worker or another admin is skipped, never
+    /// enqueued twice. It moves only entries with a score up to the highest each set held when
+    /// it reached it: a job that dies again at once is not chased.
     pub async fn run_all_now(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
-        let mut moved = 0;
-        for queue in self.target_queues(queue).await? {
-            moved += self.run_all_in(kind, &queue).await?;
-        }
-        Ok(moved)
+        self.sweep_all(BulkAction::Run, kind, queue).await
     }
 
     /// Deletes the job `jid` from the `kind` set. Returns false if there is no such entry
@@ -201,48 +190,29 @@ impl Admin {
         sets::delete(&mut self.connection(), self.keys(), entry).await
     }
 
-    /// Empties the `kind` set of `queue` (`None`: of every known queue); returns how many
-    /// entries were deleted.
+    /// Empties the `kind` set of `queue` (`None`: of every known queue) of what it held when
+    /// it began, following [`Admin::act_on_all`]'s cursor to the end; returns how many entries
+    /// were deleted.
     pub async fn clear_set(&self, kind: SetKind, queue: Option<&str>) -> Result<usize> {
-        let mut conn = self.connection();
-        let mut cleared = 0;
-        for queue in self.target_queues(queue).await? {
-            cleared += sets::clear(&mut conn, self.keys(), kind, &queue).await?;
-        }
-        Ok(cleared)
+        self.sweep_all(BulkAction::Delete, kind, queue).await
     }
 
-    /// [`Admin::run_all_now`] for one queue's set.
-    async fn run_all_in(&self, kind: SetKind, queue: &str) -> Result<usize> {
-        let (keys, mut conn) = (self.keys(), self.connection());
-        let cap = sets::len(&mut conn, keys, kind, queue).await?;
-        let mut moved = 0;
+    /// [`Admin::act_on_all`] from the start to the end; how many entries it acted on.
+    async fn sweep_all(
+        &self,
+        action: BulkAction,
+        kind: SetKind,
+        queue: Option<&str>,
+    ) -> Result<usize> {
+        let (mut done, mut cursor) = (0, None);
         loop {
-            // 1. One pass, oldest first. Moved entries leave the set, so the next page starts
-            //    where this one ended; entries that stay are stepped over with `offset`.
-            let (mut offset, mut moved_in_pass) = (0, 0);
-            loop {
-                let page = sets::list(&mut conn, keys, kind, queue, offset, PAGE).await?;
-                if page.is_empty() {
-                    break;
-                }
-                for entry in &page {
-                    if moved == cap {
-                        return Ok(moved);
-                    }
-                    if !entry.is_runnable() {
-                        offset += 1;
-                    } else if sets::move_to_queue(&mut conn, keys, entry).await? {
-                        moved += 1;
-                        moved_in_pass += 1;
-                    }
-                }
-            }
-            // 2. Entries stepped over may be deleted while we page, which shifts the ones
-            //    after them below `offset`: another pass finds those. With nothing stepped
-            //    over the set was read to its end; a pass that moved nothing found nothing.
-            if offset == 0 || moved_in_pass == 0 {
-                return Ok(moved);
+            let step = self
+                .act_on_all(action, kind, queue, cursor.as_deref())
+                .await?;
+            done += step.done;
+            match step.next_cursor {
+                Some(next) => cursor = Some(next),
+                None => return Ok(done),
             }
         }
     }

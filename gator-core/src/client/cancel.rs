@@ -14,7 +14,8 @@ impl Client {
     /// worker stop it if it is running. A cancelled job is recorded `cancelled` (kept 24 h) and
     /// never retried. A queued job is found by reading its queue's list page by page, so the
     /// cost grows with the queue's length (about a millisecond per 10,000 jobs queued before
-    /// it); a scheduled or retrying one with a `ZSCAN` of its set.
+    /// it); a scheduled or retrying one from its record's due time (`locate.lua`: a few reads
+    /// whatever the set holds).
     pub async fn cancel(&self, jid: &str) -> Result<Cancellation> {
         for _ in 0..TRIES {
             if let Some(done) = self.try_cancel(jid).await? {
@@ -51,12 +52,12 @@ impl Client {
                     .then_some(Cancellation::Removed));
             }
             JobStatus::Queued => return self.cancel_queued(queue, jid).await,
-            JobStatus::Scheduled { .. } => {
-                self.remove_from_set(queue, jid, SetKind::Scheduled, Waiting::Scheduled)
+            status @ JobStatus::Scheduled { .. } => {
+                self.remove_from_set(queue, jid, &status, Waiting::Scheduled)
                     .await?
             }
-            JobStatus::Retrying { .. } => {
-                self.remove_from_set(queue, jid, SetKind::Retry, Waiting::Retrying)
+            status @ JobStatus::Retrying { .. } => {
+                self.remove_from_set(queue, jid, &status, Waiting::Retrying)
                     .await?
             }
             JobStatus::AwaitingReply { key, .. } => {
@@ -88,16 +89,25 @@ impl Client {
         Ok(removed.then_some(Cancellation::Removed))
     }
 
-    /// Removes `jid` from `queue`'s `kind` set, if it is still there.
+    /// Removes `jid` from the set of `queue` its record (`status`) says it waits in, if it is
+    /// still there with the due time the record gave.
     async fn remove_from_set(
         &self,
         queue: &str,
         jid: &str,
-        kind: SetKind,
+        status: &JobStatus,
         at: Waiting,
     ) -> Result<bool> {
+        let kind = match at {
+            Waiting::Retrying => SetKind::Retry,
+            Waiting::Scheduled | Waiting::Queued => SetKind::Scheduled,
+        };
+        let Some(due) = store::locate::score_in(kind, status) else {
+            return Ok(false);
+        };
         let mut conn = self.connection();
-        let found = store::cancel::find_in_set(&mut conn, self.keys(), kind, queue, jid).await?;
+        let found =
+            store::cancel::find_in_set(&mut conn, self.keys(), kind, queue, jid, due).await?;
         self.remove(queue, jid, at, found).await
     }
 

@@ -1,6 +1,6 @@
 //! Cancellation in Redis (`cancel.lua`, `cancelled.lua`). A job waiting in its queue's list
-//! or its scheduled or retry set is found by jid (a scan from the client: the list in pages of
-//! [`PAGE`], the set with `ZSCAN`), then removed and recorded cancelled in one script, only if
+//! or its scheduled or retry set is found by jid (the list read from the client in pages of
+//! [`PAGE`]; the set through `locate.lua`, from its status record's due time), then removed and recorded cancelled in one script, only if
 //! it is still there. A running job, or one parked on a controlled queue, is marked in the
 //! queue's cancelling set: every worker reads the sets of its queues each [`CANCEL_POLL`]
 //! (one `SMEMBERS` per queue in one pipeline, whatever the number of jobs), stops the jobs it
@@ -11,7 +11,7 @@ use crate::store::expiry::Verdict;
 use crate::store::inflight::{Fetched, Killed};
 use crate::store::keys::Keys;
 use crate::store::scripts;
-use crate::store::sets::{self, SetKind};
+use crate::store::sets::SetKind;
 use redis::aio::ConnectionLike;
 use std::collections::HashSet;
 use std::time::Duration;
@@ -53,15 +53,17 @@ pub async fn find_queued(
     }
 }
 
-/// The payload of `jid` in `queue`'s scheduled or retry set, if it is there (`ZSCAN`).
+/// The payload of `jid` in `queue`'s scheduled or retry set, if it is there with the score its
+/// status record gave (`due_ms`): found by `locate.lua`, in bounded work whatever the set holds.
 pub async fn find_in_set(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     kind: SetKind,
     queue: &str,
     jid: &str,
+    due_ms: u64,
 ) -> Result<Option<String>> {
-    Ok(sets::find(conn, keys, kind, queue, jid)
+    Ok(super::locate::locate(conn, keys, kind, queue, jid, due_ms)
         .await?
         .map(|entry| entry.raw))
 }

@@ -54,7 +54,10 @@ pub async fn publish(
     for (name, definition) in jobs {
         call.arg(name).arg(definition);
     }
-    let (differs, full): (Vec<String>, Vec<String>) = call.invoke_async(conn).await?;
+    let (differs, full): (Vec<String>, Vec<String>) = call
+        .invoke_async(conn)
+        .await
+        .map_err(super::broken::of_script)?;
     let differs = differs
         .into_iter()
         .filter_map(|d| d.split_once(' ').map(|(n, h)| (n.to_owned(), h.to_owned())))
@@ -74,14 +77,17 @@ pub async fn withdraw(
     for name in names {
         call.arg(name);
     }
-    call.invoke_async::<u64>(conn).await?;
+    call.invoke_async::<u64>(conn)
+        .await
+        .map_err(super::broken::of_script)?;
     Ok(())
 }
 
 type Row = (String, String, String, u64, Vec<String>);
 
 /// The known jobs among `names` (every known job if empty, forgetting those no worker renewed
-/// for `recent_ms`), with their live runners (`catalogue_read.lua`).
+/// for `recent_ms`), with their live runners (`catalogue_read.lua`). A catalogue key of
+/// another type is [`crate::Error::BrokenKey`] ([`super::broken`]).
 pub async fn read(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -95,7 +101,10 @@ pub async fn read(
     for name in names {
         call.arg(*name);
     }
-    let (now, rows): (u64, Vec<Row>) = call.invoke_async(conn).await?;
+    let (now, rows): (u64, Vec<Row>) = call
+        .invoke_async(conn)
+        .await
+        .map_err(super::broken::of_script)?;
     Ok(rows
         .into_iter()
         .map(|(name, definition, writer, lease_end, runners)| StoredJob {

@@ -41,17 +41,19 @@ pub enum Fire {
     Early,
 }
 
-/// The queue entry `name` lives in, from the index.
+/// The queue entry `name` lives in, from the index (none if the index is not a hash,
+/// [`super::broken`]).
 pub async fn queue_of(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     name: &str,
 ) -> Result<Option<String>> {
-    Ok(redis::cmd("HGET")
+    let read = redis::cmd("HGET")
         .arg(keys.cron_index())
         .arg(name)
         .query_async(conn)
-        .await?)
+        .await;
+    super::broken::or_empty(&keys.cron_index(), read)
 }
 
 /// Stores entry `name` with `definition` in `queue`'s slot (`cron_add.lua`), after recording it
@@ -74,7 +76,8 @@ pub async fn add(
         .arg(name)
         .arg(queue)
         .query_async::<()>(conn)
-        .await?;
+        .await
+        .map_err(|e| super::broken::of_key(&keys.cron_index(), e))?;
     Ok(scripts::CRON_ADD
         .key(keys.cron_entries(queue))
         .key(keys.cron_fired(queue))
@@ -119,10 +122,11 @@ async fn forget_in(
 /// Every entry, by name. Index entries whose queue holds no definition (a removal or a move
 /// that stopped halfway) are skipped.
 pub async fn list(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<StoredEntry>> {
-    let index: HashMap<String, String> = redis::cmd("HGETALL")
+    let read = redis::cmd("HGETALL")
         .arg(keys.cron_index())
         .query_async(conn)
-        .await?;
+        .await;
+    let index: HashMap<String, String> = super::broken::or_empty(&keys.cron_index(), read)?;
     let mut by_queue: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for (name, queue) in &index {
         by_queue.entry(queue).or_default().push(name);

@@ -32,14 +32,15 @@ pub async fn set(
     Ok(())
 }
 
-/// Records `queues` in the global set of controlled queues (idempotent).
+/// Records `queues` in the global set of controlled queues (idempotent); skipped if the set
+/// is not one ([`super::broken`]): a worker learns a queue is controlled from its first fetch.
 pub async fn register(conn: &mut impl ConnectionLike, keys: &Keys, queues: &[&str]) -> Result<()> {
-    redis::cmd("SADD")
+    let added = redis::cmd("SADD")
         .arg(keys.flow_queues())
         .arg(queues)
         .query_async::<()>(conn)
-        .await?;
-    Ok(())
+        .await;
+    super::broken::or_empty(&keys.flow_queues(), added)
 }
 
 /// How many jobs wait parked in controlled `queue` (and in its backlog), whatever holds them
@@ -106,12 +107,13 @@ pub fn parked_payload(member: &str) -> &str {
     }
 }
 
-/// The queues known to be controlled.
+/// The queues known to be controlled (none if the set is not one, [`super::broken`]).
 pub async fn controlled(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<HashSet<String>> {
-    Ok(redis::cmd("SMEMBERS")
+    let read = redis::cmd("SMEMBERS")
         .arg(keys.flow_queues())
         .query_async(conn)
-        .await?)
+        .await;
+    super::broken::or_empty(&keys.flow_queues(), read)
 }
 
 /// Sets (or with `None` removes) shared rate limiter `name`: obeyed by the jobs that name it
@@ -127,11 +129,12 @@ pub async fn set_shared_rate(
     crate::flow::check_limiter_name(name)?;
     match rate {
         Some(rate) => {
-            redis::cmd("SADD")
+            let added = redis::cmd("SADD")
                 .arg(keys.limiters())
                 .arg(name)
                 .query_async::<()>(conn)
-                .await?;
+                .await;
+            super::broken::or_empty(&keys.limiters(), added)?;
             redis::cmd("SET")
                 .arg(keys.limiter_rate(name))
                 .arg(rate.stored())
@@ -143,11 +146,12 @@ pub async fn set_shared_rate(
                 .arg(keys.limiter_rate(name))
                 .query_async::<()>(conn)
                 .await?;
-            redis::cmd("SREM")
+            let removed = redis::cmd("SREM")
                 .arg(keys.limiters())
                 .arg(name)
                 .query_async::<()>(conn)
-                .await?;
+                .await;
+            super::broken::or_empty(&keys.limiters(), removed)?;
         }
     }
     Ok(())
@@ -159,10 +163,11 @@ pub async fn shared_limiters(
     conn: &mut crate::connection::Connection,
     keys: &Keys,
 ) -> Result<Vec<RateStatus>> {
-    let mut names: Vec<String> = redis::cmd("SMEMBERS")
+    let read = redis::cmd("SMEMBERS")
         .arg(keys.limiters())
         .query_async(conn)
-        .await?;
+        .await;
+    let mut names: Vec<String> = super::broken::or_empty(&keys.limiters(), read)?;
     names.sort();
     let mut limiters = Vec::with_capacity(names.len());
     for name in names {

@@ -4,6 +4,7 @@
 pub mod ack;
 pub mod admit;
 pub mod aside;
+pub mod broken;
 pub mod cancel;
 pub mod catalogue;
 pub mod chain;
@@ -18,6 +19,7 @@ pub mod inflight;
 pub mod journeys;
 pub mod keys;
 pub mod lease;
+pub mod locate;
 pub mod position;
 pub mod processes;
 pub mod progress;

@@ -31,11 +31,13 @@ pub async fn enqueue(
     let by_queue = grouped(keys, payloads);
     if register {
         let queues: Vec<&str> = by_queue.keys().copied().collect();
-        redis::cmd("SADD")
+        let added = redis::cmd("SADD")
             .arg(keys.queues())
             .arg(&queues)
             .query_async::<()>(conn)
-            .await?;
+            .await;
+        // A known-queues set of another type is an index lost, not a reason to lose the job.
+        super::broken::or_empty(&keys.queues(), added)?;
     }
     let controlled: Vec<&str> = by_queue
         .iter()
@@ -217,11 +219,12 @@ pub async fn enqueue_with_ticket(
     register: bool,
 ) -> Result<Option<StoredTicket>> {
     if register {
-        redis::cmd("SADD")
+        let added = redis::cmd("SADD")
             .arg(keys.queues())
             .arg(&payload.queue)
             .query_async::<()>(conn)
-            .await?;
+            .await;
+        super::broken::or_empty(&keys.queues(), added)?;
     }
     let flow = payload.flow.as_ref().is_some_and(|f| !f.is_empty());
     if flow {
@@ -244,7 +247,8 @@ pub async fn enqueue_with_ticket(
         }))
 }
 
-/// Records `queues` in the known-queues set (a worker does this for the queues it serves).
+/// Records `queues` in the known-queues set (a worker does this for the queues it serves);
+/// skipped if the set is not one ([`super::broken`]).
 pub async fn register(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -253,12 +257,12 @@ pub async fn register(
     if queues.is_empty() {
         return Ok(());
     }
-    redis::cmd("SADD")
+    let added = redis::cmd("SADD")
         .arg(keys.queues())
         .arg(queues)
         .query_async::<()>(conn)
-        .await?;
-    Ok(())
+        .await;
+    super::broken::or_empty(&keys.queues(), added)
 }
 
 /// How many jobs wait in `queue`. On a queue under flow control, the jobs parked there.
@@ -310,12 +314,14 @@ pub async fn clear_chunk(
 
 /// The known-queues set, sorted: the queues clients dispatched to and workers serve. Members
 /// that are not valid queue names (the set is written by other tools too) are left out, and
-/// named in a warning: a name such as `""` would give keys without a hash tag.
+/// named in a warning: a name such as `""` would give keys without a hash tag. A set that is
+/// not one reads as empty ([`super::broken`]).
 pub async fn known(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<String>> {
-    let members: Vec<Vec<u8>> = redis::cmd("SMEMBERS")
+    let read = redis::cmd("SMEMBERS")
         .arg(keys.queues())
         .query_async(conn)
-        .await?;
+        .await;
+    let members: Vec<Vec<u8>> = super::broken::or_empty(&keys.queues(), read)?;
     let mut queues = Vec::with_capacity(members.len());
     for member in members {
         match String::from_utf8(member) {

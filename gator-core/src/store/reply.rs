@@ -121,7 +121,8 @@ pub async fn register(
         .arg(record.timeout_ms)
         .arg(super::status::retention_ms(lookback))
         .invoke_async(conn)
-        .await?;
+        .await
+        .map_err(super::broken::of_script)?;
     Ok(outcome != "waiting")
 }
 
@@ -146,7 +147,8 @@ pub async fn reply(
         .arg(reply)
         .arg(super::status::retention_ms(lookback))
         .invoke_async(conn)
-        .await?;
+        .await
+        .map_err(super::broken::of_script)?;
     Ok(match outcome.as_str() {
         "delivered" => Delivery::Delivered,
         "kept" => Delivery::Kept,
@@ -165,7 +167,8 @@ pub async fn expire(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<usize
         .arg("")
         .arg("")
         .invoke_async(conn)
-        .await?;
+        .await
+        .map_err(super::broken::of_script)?;
     Ok(ended)
 }
 
@@ -186,7 +189,8 @@ pub async fn end_wait(
         .arg(key)
         .arg(jid)
         .invoke_async(conn)
-        .await?;
+        .await
+        .map_err(super::broken::of_script)?;
     Ok(ended.and_then(|record| serde_json::from_str(&record).ok()))
 }
 
@@ -197,12 +201,13 @@ pub async fn drain(
     keys: &Keys,
     wait: Option<&ReplicaWait>,
 ) -> Result<usize> {
-    let records: Vec<String> = redis::cmd("LRANGE")
+    let read = redis::cmd("LRANGE")
         .arg(keys.reply_outbox())
         .arg(0)
         .arg(99)
         .query_async(conn)
-        .await?;
+        .await;
+    let records: Vec<String> = super::broken::or_empty(&keys.reply_outbox(), read)?;
     for record in &records {
         complete(conn, keys, record, wait).await?;
     }
@@ -313,14 +318,15 @@ async fn failed(
 
 /// Counters of the replies: `(delivered, kept, duplicates, timeouts)`.
 pub async fn stats(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<[u64; 4]> {
-    let values: Vec<Option<u64>> = redis::cmd("HMGET")
+    let read = redis::cmd("HMGET")
         .arg(keys.reply_stats())
         .arg("delivered")
         .arg("kept")
         .arg("duplicates")
         .arg("timeouts")
         .query_async(conn)
-        .await?;
+        .await;
+    let values: Vec<Option<u64>> = super::broken::or_empty(&keys.reply_stats(), read)?;
     let mut out = [0; 4];
     for (slot, value) in out.iter_mut().zip(values) {
         *slot = value.unwrap_or(0);

@@ -124,6 +124,8 @@ scripts! {
     RELEASE => "release.lua";
     /// `lua/clear_queue.lua`: delete jobs from the head of a queue's list, with their records.
     CLEAR_QUEUE => "clear_queue.lua";
+    /// `lua/locate.lua`: a job's entry in a set, from the score its status record gives.
+    LOCATE => "locate.lua";
     /// `lua/move_to_queue.lua`: move one entry of a set back to its queue.
     MOVE_TO_QUEUE => "move_to_queue.lua";
     /// `lua/unique_dispatch.lua`: dispatch a unique job with its lock, or find its duplicate.

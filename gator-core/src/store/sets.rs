@@ -146,17 +146,7 @@ pub async fn pages(
     }
     let mut pipe = redis::pipe();
     for (queue, from) in starts {
-        let min = match from.score {
-            None => "-inf".to_owned(),
-            Some(score) if from.inclusive => score.to_string(),
-            Some(score) => format!("({score}"),
-        };
-        pipe.cmd("ZRANGE")
-            .arg(kind.key(keys, queue))
-            .arg(min)
-            .arg("+inf");
-        pipe.arg("BYSCORE").arg("LIMIT").arg(from.skip).arg(count);
-        pipe.arg("WITHSCORES");
+        by_score(&mut pipe, &kind.key(keys, queue), from, "+inf", count);
     }
     let read: Vec<redis::RedisResult<Vec<(String, f64)>>> =
         pipe.ignore_errors().query_async(conn).await?;
@@ -169,6 +159,68 @@ pub async fn pages(
                 .collect()
         })
         .collect())
+}
+
+/// Adds to `pipe` a read of up to `count` entries of set `key` from `from` up to score `max`
+/// (`+inf`, or a score: inclusive), lowest first: `ZRANGE ... BYSCORE LIMIT`, O(log n + skip +
+/// count).
+fn by_score(pipe: &mut redis::Pipeline, key: &str, from: &Start, max: &str, count: usize) {
+    let min = match from.score {
+        None => "-inf".to_owned(),
+        Some(score) if from.inclusive => score.to_string(),
+        Some(score) => format!("({score}"),
+    };
+    pipe.cmd("ZRANGE").arg(key).arg(min).arg(max);
+    pipe.arg("BYSCORE").arg("LIMIT").arg(from.skip).arg(count);
+    pipe.arg("WITHSCORES");
+}
+
+/// Up to `count` entries of `kind` for `queue` from `from`, with a score of at most `until`,
+/// lowest first: one page of a bulk action's sweep (`admin::bulk`), read in O(log n + skip +
+/// count) however deep it is. A set that is not one is [`crate::Error::BrokenQueue`].
+pub async fn sweep(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+    (from, until): (&Start, f64),
+    count: usize,
+) -> Result<Vec<SetEntry>> {
+    let mut pipe = redis::pipe();
+    by_score(
+        &mut pipe,
+        &kind.key(keys, queue),
+        from,
+        &until.to_string(),
+        count,
+    );
+    let (rows,): (Vec<(String, f64)>,) = pipe
+        .query_async(conn)
+        .await
+        .map_err(|e| crate::error::Error::from(e).of_queue(queue))?;
+    Ok(rows
+        .into_iter()
+        .map(|(raw, score)| entry(kind, queue, raw, score))
+        .collect())
+}
+
+/// The highest score in `kind` for `queue`, `None` if the set is empty: where a bulk action's
+/// sweep of it stops, so that it does not chase entries added after it began.
+pub async fn highest(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+) -> Result<Option<f64>> {
+    let rows: Vec<(String, f64)> = redis::cmd("ZRANGE")
+        .arg(kind.key(keys, queue))
+        .arg(-1)
+        .arg(-1)
+        .arg("WITHSCORES")
+        .query_async(conn)
+        .await
+        .map_err(|e| crate::error::Error::from(e).of_queue(queue))?;
+    Ok(rows.first().map(|(_, score)| *score))
 }
 
 /// The entries a `ZRANGE` of `kind` for `queue` lists, with their scores.
@@ -246,37 +298,6 @@ pub async fn len(
         .await?)
 }
 
-/// The entry with `jid`, found by scanning the set (ZSCAN, so Redis is never blocked long).
-pub async fn find(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    kind: SetKind,
-    queue: &str,
-    jid: &str,
-) -> Result<Option<SetEntry>> {
-    let key = kind.key(keys, queue);
-    let mut cursor: u64 = 0;
-    loop {
-        let (next, rows): (u64, Vec<(String, f64)>) = redis::cmd("ZSCAN")
-            .arg(&key)
-            .arg(cursor)
-            .arg("COUNT")
-            .arg(500)
-            .query_async(conn)
-            .await?;
-        for (raw, score) in rows {
-            let candidate = entry(kind, queue, raw, score);
-            if candidate.jid() == Some(jid) {
-                return Ok(Some(candidate));
-            }
-        }
-        if next == 0 {
-            return Ok(None);
-        }
-        cursor = next;
-    }
-}
-
 /// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
 /// (attempt 0) without its deadline (`expires_at`: the operator asked for it to run, and an
 /// expired job would otherwise expire again at once); from the scheduled or retry set it
@@ -337,28 +358,20 @@ async fn remove(conn: &mut impl ConnectionLike, key: &str, members: &[&str]) -> 
     Ok(removed.bytes().filter(|b| *b == b'1').count())
 }
 
-/// How many entries [`clear`] removes per round trip.
-const CLEAR_PAGE: usize = 500;
-
-/// Empties `kind` for `queue`; returns how many entries it removed. Page by page, so that the
-/// waiting lists of dead chain steps can be deleted with them.
-pub async fn clear(
+/// Removes `entries` (all of one set) from it in one script; returns how many were still
+/// there. The waiting lists of the dead chain steps among them go with them.
+pub async fn delete_many(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    kind: SetKind,
-    queue: &str,
+    entries: &[SetEntry],
 ) -> Result<usize> {
-    let key = kind.key(keys, queue);
-    let mut cleared = 0;
-    loop {
-        let page = list(conn, keys, kind, queue, 0, CLEAR_PAGE).await?;
-        if page.is_empty() {
-            return Ok(cleared);
-        }
-        let members: Vec<&str> = page.iter().map(|entry| entry.raw.as_str()).collect();
-        cleared += remove(conn, &key, &members).await?;
-        super::chain::forget(conn, keys, &orphaned_chains(&page)).await?;
-    }
+    let Some(first) = entries.first() else {
+        return Ok(0);
+    };
+    let members: Vec<&str> = entries.iter().map(|entry| entry.raw.as_str()).collect();
+    let removed = remove(conn, &first.kind.key(keys, &first.queue), &members).await?;
+    super::chain::forget(conn, keys, &orphaned_chains(entries)).await?;
+    Ok(removed)
 }
 
 /// The chains whose waiting lists hang on these dead entries: chain steps with a next step.
@@ -372,7 +385,8 @@ fn orphaned_chains(entries: &[SetEntry]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {
+/// An entry of `kind` for `queue` as read: its member and score.
+pub(super) fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {
     let payload = Payload::from_json(&raw).ok();
     SetEntry {
         kind,

@@ -9,20 +9,23 @@ use std::collections::HashMap;
 
 /// The number of shards of `queue`: 1 when it is not sharded (or the entry is not a number).
 pub async fn count(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str) -> Result<u32> {
-    let raw: Option<String> = redis::cmd("HGET")
+    let read = redis::cmd("HGET")
         .arg(keys.shards())
         .arg(queue)
         .query_async(conn)
-        .await?;
+        .await;
+    let raw: Option<String> = super::broken::or_empty(&keys.shards(), read)?;
     Ok(parse(raw.as_deref()))
 }
 
-/// Every sharded queue and its number of shards.
+/// Every sharded queue and its number of shards (none if the hash is not one: every queue is
+/// one list, [`super::broken`]).
 pub async fn all(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<HashMap<String, u32>> {
-    let raw: HashMap<String, String> = redis::cmd("HGETALL")
+    let read = redis::cmd("HGETALL")
         .arg(keys.shards())
         .query_async(conn)
-        .await?;
+        .await;
+    let raw: HashMap<String, String> = super::broken::or_empty(&keys.shards(), read)?;
     Ok(raw
         .into_iter()
         .map(|(queue, count)| (queue, parse(Some(&count))))
@@ -39,20 +42,13 @@ pub async fn set(
     queue: &str,
     count: u32,
 ) -> Result<()> {
-    if count <= 1 {
-        redis::cmd("HDEL")
-            .arg(keys.shards())
-            .arg(queue)
-            .query_async::<()>(conn)
-            .await?;
-    } else {
-        redis::cmd("HSET")
-            .arg(keys.shards())
-            .arg(queue)
-            .arg(count)
-            .query_async::<()>(conn)
-            .await?;
+    let mut write = redis::cmd(if count <= 1 { "HDEL" } else { "HSET" });
+    write.arg(keys.shards()).arg(queue);
+    if count > 1 {
+        write.arg(count);
     }
+    let written = write.query_async::<()>(conn).await;
+    written.map_err(|e| super::broken::of_key(&keys.shards(), e))?;
     let mut queues = vec![queue.to_owned()];
     queues.extend(
         (0..count.max(1))

@@ -148,7 +148,26 @@ const G = (() => {
     flashTimer = setTimeout(() => (box.hidden = true), 5000);
   }
 
-  /** A button that POSTs (hidden in read-only mode); asks first if `question` is given; then calls `done`. */
+  /**
+   * POSTs a bulk action, then again as long as the answer says what is left (each request
+   * does a bounded part: the jids it handed back in `remaining`, or `next_cursor` of a sweep
+   * of every entry); the answers summed up.
+   */
+  async function postAll(path, body) {
+    const total = { done: 0, missing: [] };
+    let next = body;
+    while (next) {
+      const result = await post(path, next);
+      total.done += result.done || 0;
+      total.missing.push(...(result.missing || []));
+      if (result.remaining && result.remaining.length) next = { ...next, jids: result.remaining };
+      else if (result.next_cursor) next = { ...next, cursor: result.next_cursor };
+      else next = null;
+    }
+    return total;
+  }
+
+  /** A button that POSTs (hidden in read-only mode); asks first if `question` is given; then calls `done`. With `follow`, a bulk action is followed to its end (postAll). */
   function action(label, path, body, options) {
     const opts = options || {};
     if (readOnly) return null;
@@ -163,7 +182,8 @@ const G = (() => {
         if (opts.question && !window.confirm(opts.question)) return;
         button.disabled = true;
         try {
-          const result = await post(path, typeof body === "function" ? body() : body);
+          const sent = typeof body === "function" ? body() : body;
+          const result = await (opts.follow ? postAll : post)(path, sent);
           flash(opts.said ? opts.said(result) : `${label}: done`, "ok");
           if (opts.done) await opts.done(result);
         } catch (error) {

@@ -21,6 +21,7 @@
         ["Clients", num(r.connected_clients)],
         ["Uptime", duration(r.uptime_seconds * 1000)],
         ["Queues", num(o.queues) + (o.broken_queues.length ? ` (broken: ${o.broken_queues.join(", ")}; see Queues)` : "")],
+        ...(o.broken_keys || []).map((b) => ["Broken key", `${b.key} ${b.reason}: read as empty until it is deleted or repaired with redis-cli`]),
       ].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]),
     );
   }

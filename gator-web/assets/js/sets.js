@@ -54,10 +54,10 @@ const GatorSets = (() => {
     };
     fill(
       bulk,
-      action(labels.selected, base + "/retry", selection, { name: "retry-selected", said: (r) => `${labels.selected}: ${G.plural(r.done, "job")}`, done: afterBulk }),
-      action("Delete selected", base + "/delete", selection, { name: "delete-selected", danger: true, said: (r) => `Deleted ${G.plural(r.done, "job")}`, done: afterBulk }),
-      action(labels.all, base + "/retry", scope, { name: "retry-all", question: `${labels.all}: every job in ${labels.title}?`, said: (r) => `${labels.all}: ${G.plural(r.done, "job")}`, done: afterBulk }),
-      action("Delete all", base + "/delete", scope, { name: "delete-all", danger: true, question: `Delete every job in ${labels.title}?`, said: (r) => `Deleted ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action(labels.selected, base + "/retry", selection, { name: "retry-selected", follow: true, said: (r) => `${labels.selected}: ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action("Delete selected", base + "/delete", selection, { name: "delete-selected", follow: true, danger: true, said: (r) => `Deleted ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action(labels.all, base + "/retry", scope, { name: "retry-all", follow: true, question: `${labels.all}: every job in ${labels.title}?`, said: (r) => `${labels.all}: ${G.plural(r.done, "job")}`, done: afterBulk }),
+      action("Delete all", base + "/delete", scope, { name: "delete-all", follow: true, danger: true, question: `Delete every job in ${labels.title}?`, said: (r) => `Deleted ${G.plural(r.done, "job")}`, done: afterBulk }),
     );
 
     function row(entry, now) {

@@ -8,6 +8,7 @@ use crate::App;
 use crate::error::{ApiError, ApiResult, Body, Segments};
 use axum::Json;
 use axum::extract::State;
+use gator_core::admin::{BulkAction, MAX_BULK};
 use gator_core::cancel::Cancellation;
 use gator_core::reply::Delivery;
 use serde::{Deserialize, Serialize};
@@ -17,27 +18,33 @@ use serde_json::{Value, json};
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct Selection {
-    /// The jids to act on.
+    /// The jids to act on: the first `MAX_BULK` of them this request, the rest handed back.
     #[serde(default)]
     jids: Vec<String>,
-    /// Act on every entry of the set (of `queue`, if given).
+    /// Act on every entry of the set (of `queue`, if given), `MAX_BULK` a request.
     #[serde(default)]
     all: bool,
-    /// Only this queue's set (also makes finding each jid cheaper).
+    /// With `all`: where this request goes on (the `next_cursor` of the one before).
+    cursor: Option<String>,
+    /// Only this queue's set.
     queue: Option<String>,
 }
 
-/// How many entries an action moved or deleted, and the jids it did not find.
+/// What a bulk request did, and what is left for the next one: a request acts on at most
+/// `max_per_request` entries, whatever the sets hold.
 #[derive(Debug, Serialize)]
 pub(crate) struct Outcome {
+    /// How many entries it moved or deleted.
     done: usize,
+    /// The jids it looked for and did not find (or, to retry, found not runnable).
     missing: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy)]
-enum SetAction {
-    Retry,
-    Delete,
+    /// The jids given past `max_per_request`, not looked at: send them again.
+    remaining: Vec<String>,
+    /// With `all`: where the next request goes on (`"cursor"`); `null` once every entry was
+    /// seen.
+    next_cursor: Option<String>,
+    /// The most jids, or entries of `all`, one request takes.
+    max_per_request: usize,
 }
 
 pub(crate) async fn retry_selected(
@@ -45,7 +52,7 @@ pub(crate) async fn retry_selected(
     Segments(set): Segments<String>,
     Body(selection): Body<Selection>,
 ) -> ApiResult<Outcome> {
-    on_selection(&app, &set, selection, SetAction::Retry).await
+    on_selection(&app, &set, selection, BulkAction::Run).await
 }
 
 pub(crate) async fn delete_selected(
@@ -53,14 +60,14 @@ pub(crate) async fn delete_selected(
     Segments(set): Segments<String>,
     Body(selection): Body<Selection>,
 ) -> ApiResult<Outcome> {
-    on_selection(&app, &set, selection, SetAction::Delete).await
+    on_selection(&app, &set, selection, BulkAction::Delete).await
 }
 
 async fn on_selection(
     app: &App,
     set: &str,
-    selection: Selection,
-    action: SetAction,
+    mut selection: Selection,
+    action: BulkAction,
 ) -> ApiResult<Outcome> {
     let kind = set_kind(set)?;
     let queue = selection.queue.as_deref().filter(|q| !q.is_empty());
@@ -69,32 +76,30 @@ async fn on_selection(
             "give either \"jids\": [...] or \"all\": true",
         ));
     }
-    if selection.all {
-        let done = match action {
-            SetAction::Retry => app.admin.run_all_now(kind, queue).await?,
-            SetAction::Delete => app.admin.clear_set(kind, queue).await?,
-        };
-        return Ok(Json(Outcome {
-            done,
-            missing: Vec::new(),
-        }));
+    let cursor = selection.cursor.as_deref().filter(|c| !c.is_empty());
+    if cursor.is_some() && !selection.all {
+        return Err(ApiError::bad_request("\"cursor\" goes with \"all\": true"));
     }
-    let mut outcome = Outcome {
-        done: 0,
-        missing: Vec::new(),
+    let remaining = if selection.all {
+        Vec::new()
+    } else {
+        let cut = selection.jids.len().min(MAX_BULK);
+        selection.jids.split_off(cut)
     };
-    for jid in selection.jids {
-        let acted = match action {
-            SetAction::Retry => app.admin.run_now(kind, queue, &jid).await?,
-            SetAction::Delete => app.admin.delete_job(kind, queue, &jid).await?,
-        };
-        if acted {
-            outcome.done += 1;
-        } else {
-            outcome.missing.push(jid);
-        }
-    }
-    Ok(Json(outcome))
+    let bulk = if selection.all {
+        app.admin.act_on_all(action, kind, queue, cursor).await?
+    } else {
+        (app.admin)
+            .act_on_jids(action, kind, queue, &selection.jids)
+            .await?
+    };
+    Ok(Json(Outcome {
+        done: bulk.done,
+        missing: bulk.missing,
+        remaining,
+        next_cursor: bulk.next_cursor,
+        max_per_request: MAX_BULK,
+    }))
 }
 
 pub(crate) async fn retry_one(

@@ -4,6 +4,7 @@
 mod act;
 mod enqueue;
 mod find;
+mod job;
 mod position;
 mod read;
 mod scaling;
@@ -34,7 +35,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/sets/{set}/jobs/{jid}/delete", post(act::delete_one))
         .route("/api/jobs", post(enqueue::enqueue_by_name))
         .route("/api/catalogue", get(read::catalogue))
-        .route("/api/jobs/{jid}", get(find::job))
+        .route("/api/jobs/{jid}", get(job::job))
         .route("/api/jobs/{jid}/position", get(position::position))
         .route("/api/jobs/{jid}/cancel", post(act::cancel_job))
         .route("/api/flows", get(read::flows))

@@ -152,10 +152,16 @@ pub(crate) async fn limits(State(app): State<App>) -> ApiResult<Limits> {
 #[derive(Debug, Serialize)]
 pub(crate) struct CatalogueList {
     jobs: Vec<gator_core::catalogue::Known>,
+    /// Why the catalogue could not be read (a key of it holds what Gator did not write): it is
+    /// shown empty.
+    broken: Option<String>,
 }
 
 pub(crate) async fn catalogue(State(app): State<App>) -> ApiResult<CatalogueList> {
-    Ok(Json(CatalogueList {
-        jobs: app.client.catalogue().await?,
-    }))
+    let (jobs, broken) = match app.client.catalogue().await {
+        Ok(jobs) => (jobs, None),
+        Err(e @ gator_core::Error::BrokenKey { .. }) => (Vec::new(), Some(e.to_string())),
+        Err(e) => return Err(e.into()),
+    };
+    Ok(Json(CatalogueList { jobs, broken }))
 }

@@ -5,12 +5,14 @@
 //! `logs` are what the workers run and log. Run with `cargo test -p gator-web --test security`.
 #![allow(clippy::unwrap_used)]
 
+mod actions;
 mod auth;
 mod bounds;
 mod broken;
 mod common;
 mod connections;
 mod deep;
+mod global_keys;
 mod inputs;
 mod jobs;
 mod logs;

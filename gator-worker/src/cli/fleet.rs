@@ -85,6 +85,22 @@ fn print_stats(
             gator_rules::escape(&overview.broken_queues.join(", "))
         )?;
     }
+    broken_keys(out, &overview.broken_keys)
+}
+
+/// One line per broken global key (a known-queues set, a catalogue ... of another type): what
+/// reads it sees it empty ([`gator_core::store::broken`]).
+fn broken_keys(
+    out: &mut impl Write,
+    broken: &[gator_core::store::broken::BrokenKey],
+) -> std::io::Result<()> {
+    for key in broken {
+        writeln!(
+            out,
+            "key {} is BROKEN: {}; read as empty until it is deleted or repaired with redis-cli",
+            key.key, key.reason
+        )?;
+    }
     Ok(())
 }
 
@@ -145,7 +161,7 @@ pub async fn queues(admin: &Admin, args: JsonFlag, out: &mut impl Write) -> Resu
             writeln!(out, "queue {name} is BROKEN: {reason}")?;
         }
     }
-    Ok(())
+    Ok(broken_keys(out, &admin.broken_keys().await?)?)
 }
 
 /// `gator-worker processes`: one row per live worker process, and under it the jobs it runs.

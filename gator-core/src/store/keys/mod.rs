@@ -86,6 +86,20 @@ impl Keys {
         format!("{}:{}{name}", self.namespace, kind.suffix)
     }
 
+    /// The key of `kind` if it is one fixed key of the namespace (a global, catalogue or replies
+    /// kind that takes no name): what `store::broken::check` reads the type of.
+    pub fn fixed(&self, kind: &Kind) -> Option<String> {
+        if kind.is_named() {
+            return None;
+        }
+        match kind.scope {
+            Scope::Global => Some(self.global(kind, "")),
+            Scope::Catalogue => Some(self.of_catalogue(kind, "")),
+            Scope::Replies => Some(self.of_replies(kind, "")),
+            Scope::Queue | Scope::Limiter => None,
+        }
+    }
+
     /// SET of every queue name a job was ever dispatched to (global).
     pub fn queues(&self) -> String {
         self.global(&QUEUES, "")

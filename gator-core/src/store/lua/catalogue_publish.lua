@@ -17,7 +17,11 @@
 -- ARGV[5..] pairs: a job's name, its definition
 -- Returns  { differs, full }: 'name holder' for each name whose definition another worker's
 --          lease holds and that differs from ours; the names refused because the catalogue is
---          full
+--          full; a WRONGTYPE error naming the key if one of them holds another type, before
+--          anything is written (store::broken)
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'hash')
+for i = 5, #ARGV, 2 do bad = bad or wrong_type(KEYS[3] .. ARGV[i], 'hash') end
+if bad then return bad end
 local now = now_ms()
 local me, lease, queues, max = ARGV[1], tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
 local differs, full = {}, {}

@@ -11,7 +11,10 @@
 -- ARGV[1]  how long a name stays known after its writer lease ended, ms
 -- ARGV[2..] the names to read; none: all
 -- Returns  { now, entries }: an entry is { name, definition, writer, lease end,
---          { worker, '<lease end> <queues>', ... } }, for known names only
+--          { worker, '<lease end> <queues>', ... } }, for known names only; a WRONGTYPE error
+--          naming the key if one of them holds another type (store::broken)
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'hash')
+if bad then return bad end
 local now = now_ms()
 local recent = tonumber(ARGV[1])
 local names = {}
@@ -28,6 +31,8 @@ for _, name in ipairs(names) do
   ends = tonumber(ends) or 0
   if def and ends + recent > now then
     local runners = {}
+    bad = wrong_type(KEYS[3] .. name, 'hash')
+    if bad then return bad end
     local all = redis.call('HGETALL', KEYS[3] .. name)
     for j = 1, #all, 2 do
       if (tonumber(string.match(all[j + 1], '^(%d+)')) or 0) > now then

@@ -7,7 +7,11 @@
 -- KEYS[2]  the runners' prefix gator:{catalogue}:runners:
 -- ARGV[1]  the worker's id
 -- ARGV[2..] the job names it published
--- Returns  how many runner leases it gave up
+-- Returns  how many runner leases it gave up; a WRONGTYPE error naming the key if one of them
+--          holds another type, before anything is written (store::broken)
+local bad = wrong_type(KEYS[1], 'hash')
+for i = 2, #ARGV do bad = bad or wrong_type(KEYS[2] .. ARGV[i], 'hash') end
+if bad then return bad end
 local now = now_ms()
 local me, given = ARGV[1], 0
 for i = 2, #ARGV do

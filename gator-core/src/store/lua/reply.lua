@@ -15,7 +15,11 @@
 -- ARGV[1]  the correlation key
 -- ARGV[2]  the reply (JSON)
 -- ARGV[3]  the lookback window, ms
--- Returns  `delivered`, `kept` or `duplicate`
+-- Returns  `delivered`, `kept` or `duplicate`; a WRONGTYPE error naming the key if one of
+--          the replies' keys holds another type, before anything is written (store::broken)
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'zset')
+  or wrong_type(KEYS[5], 'list') or wrong_type(KEYS[6], 'hash')
+if bad then return bad end
 local key = ARGV[1]
 local waiter = redis.call('HGET', KEYS[1], key)
 if waiter then

@@ -13,7 +13,11 @@
 -- ARGV[2]  (a cancel) the correlation key, or ''
 -- ARGV[3]  (a cancel) the jid that must be waiting for it
 -- Returns  the number of waits that timed out; for a cancel, the wait record if the wait was
---          there, else nil
+--          there, else nil; a WRONGTYPE error naming the key if one of the replies' keys
+--          holds another type, before anything is written (store::broken)
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'zset')
+  or wrong_type(KEYS[3], 'list') or wrong_type(KEYS[4], 'hash')
+if bad then return bad end
 if ARGV[2] ~= '' then
   local waiter = redis.call('HGET', KEYS[1], ARGV[2])
   if not waiter then return false end

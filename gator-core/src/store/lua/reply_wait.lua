@@ -17,7 +17,11 @@
 -- ARGV[4]  the timeout, ms
 -- ARGV[5]  the lookback window, ms
 -- Returns  `waiting`, `matched` (a reply was there: completed), or `conflict` (another job
---          waits for the key: this wait failed)
+--          waits for the key: this wait failed); a WRONGTYPE error naming the key if one of
+--          the replies' keys holds another type, before anything is written (store::broken)
+local bad = wrong_type(KEYS[1], 'hash') or wrong_type(KEYS[2], 'zset')
+  or wrong_type(KEYS[5], 'list') or wrong_type(KEYS[6], 'hash')
+if bad then return bad end
 local key, jid = ARGV[1], ARGV[2]
 local existing = redis.call('HGET', KEYS[1], key)
 if existing then
