@@ -158,6 +158,24 @@ async fn mounted_without_connect_info_every_client_shares_one_bucket() {
     );
 }
 
+/// Starts the binary with `args` (and a Redis it never reaches); asserts it exits 2 before
+/// serving, and returns what it said on stderr.
+fn refused_at_start(args: &[&str]) -> String {
+    let out = bare()
+        .args([
+            "--bind",
+            "127.0.0.1:0",
+            "--redis-url",
+            "redis://127.0.0.1:1",
+        ])
+        .args(args)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+    stderr
+}
+
 #[test]
 fn a_token_or_password_shorter_than_16_characters_or_blank_is_refused_at_start_with_exit_2() {
     let weak: [&[&str]; 4] = [
@@ -167,18 +185,7 @@ fn a_token_or_password_shorter_than_16_characters_or_blank_is_refused_at_start_w
         &["--basic-auth", "ops:fifteen-chars-x"],
     ];
     for args in weak {
-        let out = bare()
-            .args([
-                "--bind",
-                "127.0.0.1:0",
-                "--redis-url",
-                "redis://127.0.0.1:1",
-            ])
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = refused_at_start(args);
         assert!(
             stderr.contains("too weak") && stderr.contains("16"),
             "{stderr}"
@@ -201,18 +208,7 @@ fn a_token_or_password_of_few_or_repetitive_characters_is_refused_at_start_with_
         (&["--basic-auth", "ops:passwordpassword"], "piece repeated"),
     ];
     for (args, why) in weak {
-        let out = bare()
-            .args([
-                "--bind",
-                "127.0.0.1:0",
-                "--redis-url",
-                "redis://127.0.0.1:1",
-            ])
-            .args(args)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        let stderr = refused_at_start(args);
         assert!(
             stderr.contains("too weak") && stderr.contains(why),
             "{args:?}: {stderr}"

@@ -4,9 +4,11 @@
 
 use crate::common::{TOKEN, Web, bearer, json, post, status};
 
-/// A dashboard over two queues with a job each: `high` and `low`.
-fn two_queues() -> Web {
+/// A dashboard over queues `high` and `low`, each with a job scheduled in an hour; the jid of
+/// `high`'s.
+pub(crate) fn two_queues() -> (Web, String) {
     let web = Web::start(&["--auth-token", TOKEN]);
+    let mut jid = String::new();
     for queue in ["high", "low"] {
         let answer = post(
             &web,
@@ -15,8 +17,9 @@ fn two_queues() -> Web {
             r#"{"force": true, "job": "send_email", "args": ["a"], "in": "1h"}"#,
         );
         assert_eq!(status(&answer), 201, "{answer}");
+        jid = json(&answer)["jid"].as_str().unwrap().to_owned();
     }
-    web
+    (web, jid)
 }
 
 #[test]
@@ -28,7 +31,7 @@ fn a_key_of_the_wrong_type_breaks_its_own_queue_row_and_no_other_read() {
         &["SET", "gator:{high}:scheduled", "x"],
         &["SET", "gator:{high}:leases", "x"],
     ] {
-        let web = two_queues();
+        let (web, _) = two_queues();
         if breakage[1].ends_with(":scheduled") {
             web.redis.cli(&["DEL", breakage[1]]);
         }
@@ -78,7 +81,7 @@ fn a_key_of_the_wrong_type_breaks_its_own_queue_row_and_no_other_read() {
 
 #[test]
 fn enqueueing_to_a_broken_queue_says_so_without_script_details_and_stores_nothing() {
-    let web = two_queues();
+    let (web, _) = two_queues();
     web.redis.cli(&["HSET", "gator:{high}:queue", "a", "b"]);
     let answer = post(
         &web,

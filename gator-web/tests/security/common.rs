@@ -229,3 +229,14 @@ pub async fn dead_lettered(redis: &RedisServer) {
     )
     .await;
 }
+
+/// The dead set of `web`, raw: each member as stored.
+pub async fn dead_raw(redis: &RedisServer) -> Vec<String> {
+    redis::cmd("ZRANGE")
+        .arg("gator:{web}:dead")
+        .arg(0)
+        .arg(-1)
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap()
+}

@@ -2,7 +2,7 @@
 //! be read without parsing the arguments (the jid, the name) is kept, so the dead entry shows
 //! its reason and is retried or deleted by its jid, over HTTP and with the CLI's `Admin`.
 
-use crate::common::{TOKEN, Web, bearer, dead_lettered, json, post, status};
+use crate::common::{TOKEN, Web, bearer, dead_lettered, dead_raw, json, post, status};
 use gator_tests::{RedisServer, TestWorker};
 
 const DEPTH: usize = 100_000;
@@ -34,17 +34,6 @@ async fn push_text(redis: &RedisServer, text: &str) {
         .await
         .unwrap();
     redis.cli(&["SADD", "gator:queues", "web"]);
-}
-
-/// The dead set of `web`, each member as stored.
-async fn dead_raw(redis: &RedisServer) -> Vec<String> {
-    redis::cmd("ZRANGE")
-        .arg("gator:{web}:dead")
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut redis.client().await)
-        .await
-        .unwrap()
 }
 
 /// A worker takes the job from `web`'s queue, and it is dead-lettered; the worker stops.

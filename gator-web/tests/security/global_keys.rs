@@ -3,7 +3,8 @@
 //! of a queue breaks that queue only: no route answers 500, the key is named with its reason,
 //! and a worker keeps serving its queues, logging the key at most once.
 
-use crate::common::{TOKEN, Web, bearer, json, post, status};
+use crate::broken::two_queues;
+use crate::common::{bearer, json, post, status};
 use crate::jobs::RAN;
 use crate::logs;
 use gator_tests::TestWorker;
@@ -68,24 +69,6 @@ fn routes(jid: &str) -> Vec<(&'static str, String, &'static str)> {
         post("/api/replies", r#"{"key": "approve:1", "value": true}"#),
         post("/api/queues/low/clear", ""),
     ]
-}
-
-/// A dashboard over queues `high` and `low`, each with a job scheduled in an hour; the jid of
-/// `high`'s.
-fn two_queues() -> (Web, String) {
-    let web = Web::start(&["--auth-token", TOKEN]);
-    let mut jid = String::new();
-    for queue in ["high", "low"] {
-        let answer = post(
-            &web,
-            &format!("/api/queues/{queue}/jobs"),
-            &bearer(),
-            r#"{"force": true, "job": "send_email", "args": ["a"], "in": "1h"}"#,
-        );
-        assert_eq!(status(&answer), 201, "{answer}");
-        jid = json(&answer)["jid"].as_str().unwrap().to_owned();
-    }
-    (web, jid)
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! it is stored; one that arrives by another path is dead-lettered unrun, kept once; an
 //! argument that does not fit is kept once, its error cut; listings serve arguments cut.
 
-use crate::common::{TOKEN, Web, dead_lettered, json, post, push_raw, status};
+use crate::common::{TOKEN, Web, dead_lettered, dead_raw, json, post, push_raw, status};
 use crate::{jobs, logs};
 use gator_core::Error;
 use gator_tests::{RedisServer, TestWorker};
@@ -14,17 +14,6 @@ fn payload(jid: &str, job: &str, args: serde_json::Value) -> serde_json::Value {
     serde_json::json!({
         "jid": jid, "job": job, "args": args, "queue": "web", "created_at": 1, "enqueued_at": 1,
     })
-}
-
-/// The dead set of `web`, raw: each member as stored.
-async fn dead_raw(redis: &RedisServer) -> Vec<String> {
-    redis::cmd("ZRANGE")
-        .arg("gator:{web}:dead")
-        .arg(0)
-        .arg(-1)
-        .query_async(&mut redis.client().await)
-        .await
-        .unwrap()
 }
 
 fn worker_with_limit(redis: &RedisServer, max_payload: Option<usize>) -> TestWorker {
