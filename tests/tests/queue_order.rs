@@ -129,6 +129,23 @@ async fn without_queues_a_worker_serves_every_known_queue_even_ones_created_late
     worker.stop().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_knows_no_queue_yet_is_listed_among_the_processes() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let worker = TestWorker::start(&redis.url(), None, 2);
+    wait_until(
+        "the worker to register",
+        Duration::from_secs(10),
+        || async { redis.cli(&["ZCARD", "gator:processes"]) == "1" },
+    )
+    .await;
+    let processes = gator_core::Admin::new(client.clone()).processes().await;
+    let processes = processes.expect("the processes are listed with no queue known");
+    assert_eq!(processes.len(), 1, "{processes:?}");
+    worker.stop().await;
+}
+
 static SERVED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 #[job]
