@@ -81,7 +81,7 @@ impl Settler {
             .admit(&queue, Some((fetched, done.tail())), own.is_some())
             .await
         {
-            Ok(turn) => match own.map(|own| self.fetcher.hand_out(turn.jobs, own)) {
+            Ok(turn) => match own.map(|own| Job::first_of(turn.jobs, own)) {
                 Some(Ok(next)) => Next::Job(next),
                 Some(Err(_)) | None => Next::Fetch(drawn),
             },
