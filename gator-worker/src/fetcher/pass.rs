@@ -96,8 +96,17 @@ impl Fetcher {
         let keys = self.client.keys();
         let mut conn = self.client.connection();
         let mut retried = false;
+        let passed = self.order.passing().names(queue);
         loop {
-            match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
+            let process = self.process.as_str();
+            let batch = match &passed {
+                None => inflight::fetch_batch(&mut conn, keys, queue, process, want).await?,
+                // Jobs this worker does not run stay in the queue for the workers that do.
+                Some(names) => {
+                    inflight::fetch_except(&mut conn, keys, (queue, process), want, names).await?
+                }
+            };
+            match batch {
                 Batch::Jobs(jobs) => {
                     self.hold(&jobs);
                     return Ok(jobs);

@@ -31,6 +31,8 @@ pub struct QueueOrder {
     generation: AtomicU64,
     /// Wakes the parked processors when a refresh finds a list not served before.
     grew: Notify,
+    /// The jobs this worker passes over on lists it shares with workers that run them.
+    passing: super::Passing,
 }
 
 /// The queues and shards as last read from Redis.
@@ -69,7 +71,13 @@ impl QueueOrder {
             controlled: RwLock::new(HashSet::new()),
             generation: AtomicU64::new(0),
             grew: Notify::new(),
+            passing: super::Passing::default(),
         }
+    }
+
+    /// The jobs this worker passes over, per list (see [`super::passing`]).
+    pub fn passing(&self) -> &super::Passing {
+        &self.passing
     }
 
     /// How many times the lists served grew (a queue discovered, a queue sharded): read before a
