@@ -224,6 +224,18 @@ async fn number(conn: &mut gator_core::Connection, args: &[&str]) -> u64 {
     value.unwrap_or(0)
 }
 
+/// The units running now over every process, and the ids started so far, read together.
+async fn running_and_starts(conn: &mut gator_core::Connection) -> (u64, Vec<u64>) {
+    let (running, order): (Option<u64>, Vec<u64>) = redis::pipe()
+        .atomic()
+        .get("{flow}:running")
+        .lrange("{flow}:order", 0, -1)
+        .query_async(conn)
+        .await
+        .unwrap();
+    (running.unwrap_or(0), order)
+}
+
 /// Unit-seconds of `limit` left idle while jobs waited (fewer than `dispatched` had started),
 /// from the first start until `done`, sampled every 10 ms: what a work-conserving policy keeps
 /// near zero.
@@ -248,8 +260,9 @@ async fn idle_units_while_jobs_wait(
 }
 
 /// The case: a limit of 4 with shares east 50 %, west 25 %, every other key 25 %. East
-/// has no job; west and north, both waiting, share its 2 idle units: 4 run, not 1 + 1. East
-/// returns and takes its 2 units back as borrowed jobs end, while west and north still wait.
+/// has no job; west and north, both waiting, share its 2 idle units: 4 run, not 1 + 1 (before,
+/// only a key left waiting alone could borrow). East returns and takes its 2 units back as
+/// borrowed jobs end, while west and north still wait.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn idle_shares_are_lent_to_the_keys_that_wait_and_come_back_to_their_owner() {
     let redis = RedisServer::start();
@@ -281,11 +294,16 @@ async fn idle_shares_are_lent_to_the_keys_that_wait_and_come_back_to_their_owner
     let _w = [worker(&redis, "lend", 3), worker(&redis, "lend", 3)];
     let mut conn = redis.client().await;
     wait_until(
-        "4 units running, west and north only",
+        "4 units running while west and north both wait",
         Duration::from_secs(10),
         || {
             let mut conn = conn.clone();
-            async move { number(&mut conn, &["GET", "{flow}:max"]).await >= 4 }
+            async move {
+                let (running, order) = running_and_starts(&mut conn).await;
+                let west = order.iter().filter(|id| **id < 100).count();
+                let north = order.iter().filter(|id| (100..200).contains(*id)).count();
+                running >= 4 && west < 12 && north < 12
+            }
         },
     )
     .await;
@@ -300,13 +318,7 @@ async fn idle_shares_are_lent_to_the_keys_that_wait_and_come_back_to_their_owner
             let mut conn = conn.clone();
             async move {
                 let east = number(&mut conn, &["HGET", "{flow}:running_by", "east"]).await;
-                let order: Vec<u64> = redis::cmd("LRANGE")
-                    .arg("{flow}:order")
-                    .arg(0)
-                    .arg(-1)
-                    .query_async(&mut conn)
-                    .await
-                    .unwrap();
+                let (_, order) = running_and_starts(&mut conn).await;
                 east >= 2 && order.iter().filter(|id| **id < 200).count() < 24
             }
         },
