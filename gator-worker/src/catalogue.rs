@@ -1,7 +1,8 @@
 //! This worker's part in the job catalogue ([`gator_core::catalogue`]): it publishes the jobs
 //! it runs at start, renews its leases on them every [`RENEW_EVERY`], gives them up when it
-//! stops; it says at start when it runs only some of the jobs on a queue it serves; and it
-//! tells the processors whether a job it does not run is run by a live worker elsewhere.
+//! stops; it says at start when it runs only some of the jobs on a queue it serves; it tells
+//! the processors whether a job it does not run is run by a live worker elsewhere; and it
+//! stops passing over such jobs once no live worker runs them.
 
 use crate::outage::Outage;
 use crate::queues::QueueOrder;
@@ -134,11 +135,26 @@ impl Catalogue {
         elsewhere
     }
 
-    /// Renews every [`RENEW_EVERY`] until `stop`, then gives the leases up.
+    /// Stops passing over the jobs no live worker runs any more from a list this worker
+    /// shares ([`crate::queues::passing`]): it takes them again, and fails them as jobs whose
+    /// code is missing.
+    async fn recheck_passing(&self) {
+        for (list, name) in self.order.passing().all() {
+            if !self.run_elsewhere(&name, &list).await {
+                self.order.passing().remove(&list, &name);
+            }
+        }
+    }
+
+    /// Renews every [`RENEW_EVERY`] until `stop`, then gives the leases up; rechecks the jobs
+    /// this worker passes over after each renewal.
     pub async fn run(self: Arc<Self>, stop: CancellationToken) {
         loop {
             tokio::select! {
-                _ = tokio::time::sleep(RENEW_EVERY) => self.publish().await,
+                _ = tokio::time::sleep(RENEW_EVERY) => {
+                    self.publish().await;
+                    self.recheck_passing().await;
+                }
                 _ = stop.cancelled() => break,
             }
         }

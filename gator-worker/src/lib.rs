@@ -70,7 +70,7 @@
 //! | info | `job cancelled`, `job cancelled before it started` | `duration_ms`, `outcome = "cancelled"` (after a run) |
 //! | info | `job expired before it started: not run` | `deadline_ms` |
 //! | warn | `cannot read Redis's clock to check the job's deadline; putting it back` | `error` |
-//! | info | `job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` |
+//! | info | `job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` (none if it returned `Ok` without `ctx.finished_despite_shutdown()`) |
 //! | info | `job interrupted: it runs again in a second, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` |
 //! | info | `job cancelled: telling it to stop` | `jid` |
 //! | warn | `cannot read Redis's clock to check the job's time windows; running it` | `error` |

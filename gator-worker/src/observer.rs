@@ -123,9 +123,10 @@ impl Observer {
         let failed = match outcome {
             Outcome::Done { .. } | Outcome::AwaitReply { .. } => false,
             Outcome::Retry { .. } | Outcome::Dead { .. } | Outcome::Discard { .. } => true,
-            // Not an attempt that ended: moved to its window, stopped by a cancel, expired
-            // before it started, or interrupted by a shutdown.
+            // Not an attempt that ended: moved to its window, handed back, stopped by a cancel,
+            // expired before it started, or interrupted by a shutdown.
             Outcome::Reschedule { .. }
+            | Outcome::HandBack
             | Outcome::Cancelled { .. }
             | Outcome::Expired { .. }
             | Outcome::Interrupted => {

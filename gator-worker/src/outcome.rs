@@ -44,6 +44,10 @@ pub enum Outcome {
         /// How long until its next window opens.
         delay: Duration,
     },
+    /// This worker does not run it, and another live worker runs it from its queue (the job
+    /// catalogue says): it goes back to the head of its queue at once, unrun and unchanged,
+    /// for that worker (`release.lua`), and this worker passes over it from now on.
+    HandBack,
     /// It stopped because its worker is shutting down (its context was cancelled by the
     /// shutdown, or it said [`JobError::interrupted`] while the worker stops): not a failure.
     /// It stays in flight, and the stopping worker puts it back at the head of its queue

@@ -28,6 +28,21 @@ impl Job {
             slot: Slot(Arc::new(slot)),
         }
     }
+
+    /// What one fetch for one slot found (held already), holding the slot; or the slot back,
+    /// if it found nothing. A success that took its processor's next job in its own round
+    /// trip ([`crate::settle`]) hands it over the same way.
+    pub(crate) fn first_of(
+        jobs: Vec<Fetched>,
+        slot: OwnedSemaphorePermit,
+    ) -> Result<Job, OwnedSemaphorePermit> {
+        // A fetch asks for one job: none is left over. (Were one, it would stay in flight,
+        // unheld, and recovery would put it back.)
+        match jobs.into_iter().next() {
+            Some(fetched) => Ok(Job::new(fetched, slot)),
+            None => Err(slot),
+        }
+    }
 }
 
 impl Slot {

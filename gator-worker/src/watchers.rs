@@ -130,12 +130,14 @@ impl Watchers {
             return Ok(None);
         };
         let blocked = loop {
-            match self.block_on(&queue).await {
+            match self.block_on(&queue, stop).await {
                 // Compared with the queues served now: a queue that became known since is
-                // unwatched, and the caller's pass finds and watches it.
+                // unwatched, and the caller's pass finds and watches it. A queue whose jobs
+                // this worker passes over in part is looked at by the caller's pass instead.
                 Ok(None)
                     if !stop.is_cancelled()
-                        && self.blocked.load(Ordering::SeqCst) >= self.order.len() => {}
+                        && self.blocked.load(Ordering::SeqCst) >= self.order.len()
+                        && !self.order.passing().passes(&queue) => {}
                 done => break done,
             }
         };
@@ -144,10 +146,24 @@ impl Watchers {
     }
 
     /// One wait on `queue`: a BLMOVE into this process's in-flight list, or, on a queue under
-    /// flow control, [`Watchers::wait_on_controlled`].
-    async fn block_on(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
+    /// flow control, [`Watchers::wait_on_controlled`]. On a queue whose jobs this worker passes
+    /// over in part ([`crate::queues::passing`]), a BLMOVE would take whatever comes, and one
+    /// that came back at once would spin: it waits [`FETCH_TIMEOUT`] instead, and the caller
+    /// looks again with a fetch that passes over them.
+    async fn block_on(
+        &self,
+        queue: &str,
+        stop: &CancellationToken,
+    ) -> gator_core::Result<Option<Fetched>> {
         if self.order.is_controlled(queue) {
             return self.wait_on_controlled(queue).await;
+        }
+        if self.order.passing().passes(queue) {
+            tokio::select! {
+                _ = tokio::time::sleep(FETCH_TIMEOUT) => {}
+                _ = stop.cancelled() => {}
+            }
+            return Ok(None);
         }
         // BLMOVE cannot check a lease, so the lease must outlast the wait: a process that
         // could not renew stops here before its lease runs out.

@@ -188,8 +188,12 @@ async fn a_timeout_cancels_a_sync_jobs_context_and_the_shutdown_deadline_an_asyn
     running.await.expect("join").expect("worker ran");
     let lines = log_lines(&redis).await;
     assert_eq!(lines[1..], [format!("async {waiting} saw the deadline")]);
-    // It stopped when told and was settled as done: nothing was put back to run again.
-    assert_eq!(redis.cli(&["LLEN", "gator:{ctx-slow}:queue"]), "0");
+    // It stopped when told, and returned `Ok` without saying it finished: its work may be cut
+    // short, so it goes back to the head of its queue to run again, its attempt not counted.
+    let back = redis.cli(&["LRANGE", "gator:{ctx-slow}:queue", "0", "-1"]);
+    let payload: serde_json::Value = serde_json::from_str(&back).expect("one job back");
+    assert_eq!(payload["jid"], waiting.as_str());
+    assert_eq!(payload["attempt"], 0, "{payload}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Fair keys across real worker processes on a real Redis: one key's backlog does not hold
 //! back another key's first jobs, weights share the starts, and fair keys combine with
-//! priority and a concurrency limit. Runs on a cluster too (`GATOR_TEST_REDIS=cluster`), but
-//! for the 100,000-job measure.
+//! priority and a concurrency limit; and shares of a limit are work-conserving, idle units lent
+//! to the keys that wait. Runs on a cluster too (`GATOR_TEST_REDIS=cluster`), but for the
+//! 100,000-job measure.
 //!
 //! Every job is the test worker binary's `flow_probe`, which appends its id to `{flow}:order`
 //! at each start (and counts the units running at that moment in `{flow}:max`).
@@ -11,7 +12,9 @@ use gator_core::flow::FlowSetting;
 use gator_tests::{
     RedisServer, WorkerProcess, client, set_flow, spawn_worker_process_with, wait_until,
 };
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The test worker binary's `flow_probe`, named here so the test can dispatch it typed.
 #[gator_core::job(name = "flow_probe")]
@@ -202,5 +205,131 @@ async fn fair_keys_keep_the_limit_and_priority() {
     assert!(
         max <= 2,
         "the limit of 2 holds with fair keys: {max} ran at once"
+    );
+}
+
+/// Probe `id` counted under limit key `key` on queue `lend`, running `millis`.
+fn limited(id: u64, key: &str, millis: u64) -> PendingJob<FlowProbe> {
+    FlowProbe::call(id, key.to_owned(), 1, millis)
+        .queue("lend")
+        .limit_key(key)
+}
+
+async fn number(conn: &mut gator_core::Connection, args: &[&str]) -> u64 {
+    let mut cmd = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        cmd.arg(*arg);
+    }
+    let value: Option<u64> = cmd.query_async(conn).await.unwrap();
+    value.unwrap_or(0)
+}
+
+/// The units running now over every process, and the ids started so far, read together.
+async fn running_and_starts(conn: &mut gator_core::Connection) -> (u64, Vec<u64>) {
+    let (running, order): (Option<u64>, Vec<u64>) = redis::pipe()
+        .atomic()
+        .get("{flow}:running")
+        .lrange("{flow}:order", 0, -1)
+        .query_async(conn)
+        .await
+        .unwrap();
+    (running.unwrap_or(0), order)
+}
+
+/// Unit-seconds of `limit` left idle while jobs waited (fewer than `dispatched` had started),
+/// from the first start until `done`, sampled every 10 ms: what a work-conserving policy keeps
+/// near zero.
+async fn idle_units_while_jobs_wait(
+    mut conn: gator_core::Connection,
+    limit: u64,
+    dispatched: Arc<AtomicU64>,
+    done: Arc<AtomicBool>,
+) -> f64 {
+    let (mut idle, mut last) = (0.0, Instant::now());
+    while !done.load(Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let started = number(&mut conn, &["LLEN", "{flow}:order"]).await;
+        let running = number(&mut conn, &["GET", "{flow}:running"]).await;
+        let now = Instant::now();
+        if started > 0 && started < dispatched.load(Ordering::SeqCst) {
+            idle += limit.saturating_sub(running) as f64 * (now - last).as_secs_f64();
+        }
+        last = now;
+    }
+    idle
+}
+
+/// The case: a limit of 4 with shares east 50 %, west 25 %, every other key 25 %. East
+/// has no job; west and north, both waiting, share its 2 idle units: 4 run, not 1 + 1 (before,
+/// only a key left waiting alone could borrow). East returns and takes its 2 units back as
+/// borrowed jobs end, while west and north still wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_shares_are_lent_to_the_keys_that_wait_and_come_back_to_their_owner() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let share = |key: Option<&str>, percent| FlowSetting::Share {
+        key: key.map(str::to_owned),
+        percent: Some(percent),
+    };
+    let settings = [
+        FlowSetting::Limit(Some(4)),
+        share(Some("east"), 50),
+        share(Some("west"), 25),
+        share(None, 25),
+    ];
+    set_flow(&client, "lend", &settings).await;
+    let mut jobs: Vec<_> = (0..12).map(|id| limited(id, "west", 600)).collect();
+    jobs.extend((100..112).map(|id| limited(id, "north", 600)));
+    client.dispatch_many(jobs).await.unwrap();
+    let (dispatched, done) = (
+        Arc::new(AtomicU64::new(24)),
+        Arc::new(AtomicBool::new(false)),
+    );
+    let sampler = tokio::spawn(idle_units_while_jobs_wait(
+        redis.client().await,
+        4,
+        dispatched.clone(),
+        done.clone(),
+    ));
+    let _w = [worker(&redis, "lend", 3), worker(&redis, "lend", 3)];
+    let mut conn = redis.client().await;
+    wait_until(
+        "4 units running while west and north both wait",
+        Duration::from_secs(10),
+        || {
+            let mut conn = conn.clone();
+            async move {
+                let (running, order) = running_and_starts(&mut conn).await;
+                let west = order.iter().filter(|id| **id < 100).count();
+                let north = order.iter().filter(|id| (100..200).contains(*id)).count();
+                running >= 4 && west < 12 && north < 12
+            }
+        },
+    )
+    .await;
+
+    let east: Vec<_> = (200..206).map(|id| limited(id, "east", 600)).collect();
+    dispatched.fetch_add(6, Ordering::SeqCst);
+    client.dispatch_many(east).await.unwrap();
+    wait_until(
+        "east back at its 2 units while the others wait",
+        Duration::from_secs(10),
+        || {
+            let mut conn = conn.clone();
+            async move {
+                let east = number(&mut conn, &["HGET", "{flow}:running_by", "east"]).await;
+                let (_, order) = running_and_starts(&mut conn).await;
+                east >= 2 && order.iter().filter(|id| **id < 200).count() < 24
+            }
+        },
+    )
+    .await;
+    first_starts(&redis, 30).await;
+    done.store(true, Ordering::SeqCst);
+    let idle = sampler.await.unwrap();
+    eprintln!("idle unit-seconds while jobs waited: {idle:.2}");
+    assert!(
+        number(&mut conn, &["GET", "{flow}:max"]).await <= 4,
+        "the limit held"
     );
 }

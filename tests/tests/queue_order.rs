@@ -129,6 +129,72 @@ async fn without_queues_a_worker_serves_every_known_queue_even_ones_created_late
     worker.stop().await;
 }
 
+static FIRST: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+#[job]
+async fn first_of_its_queue(queue: String) {
+    FIRST.lock().unwrap().push(queue);
+}
+
+/// A worker that knows no queue yet parks its processors; the poller's discovery of the first
+/// queue wakes them (before, they slept out their 60 s idle recheck: the job started ~58 s late).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_on_an_empty_redis_runs_the_first_job_of_a_new_queue_within_seconds() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    // As `gator-worker` without `--queues`: every known queue, the default poll interval.
+    let config = gator_worker::WorkerConfig::new(redis.url());
+    assert_eq!(config.queues, QueueSelection::AllKnown);
+    let worker = TestWorker::start_with(config);
+    // Up and idle a while, as a worker waiting for its first job: its processors found
+    // nothing to fetch and parked.
+    let admin = gator_core::Admin::new(client.clone());
+    wait_until("the worker up 2 s", Duration::from_secs(10), || async {
+        let now = client.redis_time().await.unwrap();
+        let processes = admin.processes().await.unwrap();
+        processes
+            .first()
+            .is_some_and(|p| now >= p.started_at_ms + 2_000)
+    })
+    .await;
+    let dispatched = std::time::Instant::now();
+    FirstOfItsQueue::call("fresh".into())
+        .queue("fresh")
+        .dispatch_with(&client)
+        .await
+        .unwrap();
+    // Discovery takes one poller pass (0.5 to 1.5 s); 5 s is a wide margin.
+    wait_until(
+        "the first job of the new queue to run",
+        Duration::from_secs(5),
+        || async { !FIRST.lock().unwrap().is_empty() },
+    )
+    .await;
+    eprintln!(
+        "the first job of a new queue ran {:?} after its dispatch",
+        dispatched.elapsed()
+    );
+    assert_eq!(*FIRST.lock().unwrap(), vec!["fresh"]);
+    worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_knows_no_queue_yet_is_listed_among_the_processes() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let worker = TestWorker::start(&redis.url(), None, 2);
+    wait_until(
+        "the worker to register",
+        Duration::from_secs(10),
+        || async { redis.cli(&["ZCARD", "gator:processes"]) == "1" },
+    )
+    .await;
+    let processes = gator_core::Admin::new(client.clone()).processes().await;
+    let processes = processes.expect("the processes are listed with no queue known");
+    assert_eq!(processes.len(), 1, "{processes:?}");
+    worker.stop().await;
+}
+
 static SERVED: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
 #[job]

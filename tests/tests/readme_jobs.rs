@@ -145,9 +145,39 @@ mod context_and_state {
         println!("{} attempt {} on {}", ctx.jid(), ctx.attempt(), ctx.queue()); // attempt is 1 first
         tokio::select! {
             sent = mail_receipt(&db, order_id) => sent,
-            // At the timeout, or at the worker's shutdown deadline: stop cleanly.
+            // At the timeout, or at the worker's shutdown deadline: stop cleanly. At the
+            // shutdown it goes back to its queue whatever it returns, and runs again.
             _ = ctx.cancelled() => anyhow::bail!("cancelled"),
         }
+    }
+
+    /// Stands in for a batch's pages.
+    struct Page(bool);
+    impl Page {
+        fn is_last(&self) -> bool {
+            self.0
+        }
+        async fn send(&self) -> anyhow::Result<()> {
+            Ok(())
+        }
+    }
+    fn pages(batch: u64) -> Vec<Page> {
+        (0..batch).map(|page| Page(page + 1 == batch)).collect()
+    }
+
+    #[job(queue = "mail")]
+    pub async fn send_batch(batch: u64, ctx: Context) -> anyhow::Result<()> {
+        for page in pages(batch) {
+            page.send().await?;
+            if ctx.is_cancelled() {
+                if page.is_last() {
+                    // Told of the shutdown as the last page went out: nothing is left to do.
+                    ctx.finished_despite_shutdown();
+                }
+                return Ok(()); // otherwise it goes back to its queue, and runs again
+            }
+        }
+        Ok(())
     }
 
     #[allow(dead_code)] // needs Redis: compiled, never called

@@ -57,6 +57,8 @@ struct Inner {
     workflow: Option<(String, Vec<Parent>)>,
     /// Set when the job's cancellation was asked for (`Client::cancel`).
     cancel_requested: std::sync::atomic::AtomicBool,
+    /// Whether the job was told of its worker's shutdown, and whether it said it finished.
+    shutdown: cancel::Shutdown,
     /// What `await_reply` asked for, taken by the worker once the job returns.
     await_reply: std::sync::Mutex<Option<AwaitReply>>,
     /// For a handler job: the reply it was pushed with (JSON).
@@ -135,6 +137,7 @@ impl Context {
                 deadline,
                 workflow: None,
                 cancel_requested: std::sync::atomic::AtomicBool::new(false),
+                shutdown: cancel::Shutdown::default(),
                 await_reply: std::sync::Mutex::new(None),
                 reply: None,
                 headers: crate::payload::Headers::new(),
@@ -202,6 +205,7 @@ impl Context {
             deadline: shared.deadline.clone(),
             workflow: shared.workflow.clone(),
             cancel_requested: std::sync::atomic::AtomicBool::new(shared.is_cancel_requested()),
+            shutdown: shared.shutdown.copied(),
             await_reply: std::sync::Mutex::new(None),
             reply: shared.reply.clone(),
             headers: shared.headers.clone(),
@@ -321,7 +325,11 @@ impl fmt::Debug for Context {
             .field("queue", &self.queue())
             .field("attempt", &self.attempt())
             .field("chain_id", &self.chain_id())
-            .field("cancelled", &self.is_cancelled())
+            // Not `is_cancelled`: printing a context must not count as the job seeing the stop.
+            .field(
+                "cancelled",
+                &(self.inner.attempt.is_cancelled() || self.inner.deadline.is_cancelled()),
+            )
             .finish_non_exhaustive()
     }
 }

@@ -16,8 +16,9 @@
 //!   its `cost` in units. Each limit key may have a share (a percentage of the limit; unlisted
 //!   keys take the default share, 100 % if none is set). A key at its share waits *blocked*,
 //!   out of everyone's way, until one of its units is released; a key that runs nothing may
-//!   always start one job; and when no other key waits, a key may borrow idle shares
-//!   (work-conserving). Critical jobs run outside the limit.
+//!   always start one job; and idle units are lent to the keys that wait, in proportion to
+//!   their shares, and come back as their jobs end (work-conserving). Critical jobs run
+//!   outside the limit.
 //! - **Rate limits**: GCRA on Redis time, for the queue as a whole and for named limiters
 //!   that jobs opt into. A job over a limit stays parked until the time it may start.
 //!

@@ -64,6 +64,36 @@ pub async fn fetch_batch(
         .arg(process)
         .invoke_async(conn)
         .await?;
+    batch_of(reply, queue, process)
+}
+
+/// How many jobs from the head of a queue [`fetch_except`] looks at: a call costs a bounded
+/// scan, however long the queue.
+pub const EXCEPT_LOOKS_AT: usize = 100;
+
+/// [`fetch_batch`] for a process that does not run the jobs named `passed`, which other live
+/// workers run from `queue` (`fetch_except.lua`): those stay in the queue, in place, and the
+/// others of the first [`EXCEPT_LOOKS_AT`] are taken, oldest first, up to `max`.
+pub async fn fetch_except(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    (queue, process): (&str, &str),
+    max: usize,
+    passed: &[String],
+) -> Result<Batch> {
+    let mut call = scripts::FETCH_EXCEPT.key(keys.queue(queue));
+    call.key(keys.inflight(queue, process))
+        .key(keys.leases(queue))
+        .arg(max.clamp(1, MAX_BATCH))
+        .arg(process)
+        .arg(EXCEPT_LOOKS_AT)
+        .arg(passed);
+    let reply: redis::Value = call.invoke_async(conn).await?;
+    batch_of(reply, queue, process)
+}
+
+/// A fetch script's reply: the jobs moved, or -1 (no lease), or -2 (controlled).
+fn batch_of(reply: redis::Value, queue: &str, process: &str) -> Result<Batch> {
     if let redis::Value::Int(code) = reply {
         return Ok(if code == -2 {
             Batch::Controlled

@@ -141,6 +141,11 @@ pub async fn lease_holders(
     keys: &Keys,
     queues: &[String],
 ) -> Result<Vec<Vec<String>>> {
+    if queues.is_empty() {
+        // No queue known yet (a fleet started on an empty Redis): an empty pipeline is an
+        // error, not an empty answer.
+        return Ok(Vec::new());
+    }
     let mut pipe = redis::pipe();
     for queue in queues {
         pipe.zrange(keys.leases(queue), 0, -1);

@@ -82,6 +82,8 @@ scripts! {
     POSITION => "position.lua";
     /// `lua/fetch.lua`: move a batch of jobs from a queue into a process's in-flight list.
     FETCH => "fetch.lua";
+    /// `lua/fetch_except.lua`: `fetch.lua`, passing over the jobs of names other workers run.
+    FETCH_EXCEPT => "fetch_except.lua";
     /// `lua/ack.lua`: settle a chain step's success and record its next step's hand-off.
     ACK => "ack.lua";
     /// `lua/chain_take.lua`: take a chain's next step off its list, into the hand-off hash.

@@ -15,7 +15,8 @@ use tracing::info;
 const INTERRUPTED_AGAIN_IN: Duration = Duration::from_secs(1);
 
 impl Processor {
-    /// Step 7, classify: cancelled, waiting for a reply, done, or a failure to retry or bury.
+    /// Step 7, classify: cancelled, interrupted by the shutdown (whatever it returned, unless it
+    /// said it finished), waiting for a reply, done, or a failure to retry or bury.
     pub(super) fn classify(
         &self,
         doc: &PayloadDocument<'_>,
@@ -34,6 +35,17 @@ impl Processor {
             Err(error) => return Err(self.failed_or_interrupted(error, ctx, attempt, policy)),
             Ok(result) => result,
         };
+        // Told of the shutdown while it ran, it may have stopped halfway, whatever it returned:
+        // it runs again, unless it said its work is complete.
+        if ctx.cut_short_by_shutdown() {
+            let duration_ms = outcome::elapsed_ms(attempt.started);
+            info!(
+                duration_ms,
+                outcome = "interrupted",
+                "job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted"
+            );
+            return Ok(Outcome::Interrupted);
+        }
         // It returned `Ok` having asked to wait for a reply: its attempt ends waiting.
         if let Some(request) = ctx.take_await_reply() {
             return self

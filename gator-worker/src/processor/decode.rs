@@ -11,8 +11,9 @@ use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
 use serde_json::value::RawValue;
 use tracing::{info, warn};
 
-/// How long a job handed back waits before it is on its queue again: long enough that this
-/// worker, fetching again at once, does not take it straight back, and it is parked, not spun.
+/// How long a job handed back on a queue under flow control (or one this worker was meant to
+/// pass over already) waits before it is on its queue again: long enough that this worker,
+/// fetching again at once, does not take it straight back, and it is parked, not spun.
 pub const HAND_BACK_DELAY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl Processor {
@@ -36,24 +37,36 @@ impl Processor {
     }
 
     /// Step 3, before resolving: a job this worker does not run, which a live worker elsewhere
-    /// runs from this queue (the job catalogue says), goes back for that worker: to the
-    /// scheduled set, due in [`HAND_BACK_DELAY`], unrun and with no attempt used. Only a job
-    /// no live worker runs fails (in [`Processor::resolve`]), as before.
+    /// runs from this queue (the job catalogue says), goes back for that worker, unrun and
+    /// with no attempt used: to the head of its queue, at once, and this worker passes over
+    /// that job's name on this queue from now on ([`crate::queues::passing`]), so the job
+    /// waits in place for a worker that runs it. On a queue under flow control, or for a name
+    /// this worker was passing over already (a fetch that raced the first hand-back, a payload
+    /// the script reads otherwise), it is parked in the scheduled set for [`HAND_BACK_DELAY`]
+    /// instead, so it cannot bounce. Only a job no live worker runs fails (in
+    /// [`Processor::resolve`]), as before.
     pub(super) async fn hand_back(
         &self,
         doc: &PayloadDocument<'_>,
         job: &Job,
     ) -> Result<(), Early> {
+        let list = &job.fetched.queue;
         if self.registry.get(doc.job()).is_some()
-            || !self
-                .catalogue
-                .run_elsewhere(doc.job(), &job.fetched.queue)
-                .await
+            || !self.catalogue.run_elsewhere(doc.job(), list).await
         {
             return Ok(());
         }
-        Err(Early::Outcome(Outcome::Reschedule {
-            delay: HAND_BACK_DELAY,
+        let passing = self.fetcher.order().passing();
+        let parked = job.fetched.admitted
+            || self.fetcher.order().is_controlled(list)
+            || passing.passes_job(list, doc.job())
+            || !passing.add(list, doc.job());
+        Err(Early::Outcome(if parked {
+            Outcome::Reschedule {
+                delay: HAND_BACK_DELAY,
+            }
+        } else {
+            Outcome::HandBack
         }))
     }
 

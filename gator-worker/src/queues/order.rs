@@ -8,6 +8,8 @@ use rand::RngExt;
 use rand::seq::SliceRandom;
 use std::collections::{HashMap, HashSet};
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::Notify;
 
 /// The queues a worker serves and the order to try them in.
 ///
@@ -24,10 +26,17 @@ pub struct QueueOrder {
     /// controlled once it is), from the global set at each refresh and from a `fetch.lua` that
     /// answered "controlled".
     controlled: RwLock<HashSet<String>>,
+    /// Counts the refreshes that found a list not served before: a processor that found
+    /// nothing to fetch parks only if it has not moved since its pass ([`QueueOrder::grown`]).
+    generation: AtomicU64,
+    /// Wakes the parked processors when a refresh finds a list not served before.
+    grew: Notify,
+    /// The jobs this worker passes over on lists it shares with workers that run them.
+    passing: super::Passing,
 }
 
 /// The queues and shards as last read from Redis.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq, Eq)]
 struct Stored {
     /// For [`QueueSelection::AllKnown`]: the queues of the known-queues set (shards folded
     /// into their queue).
@@ -35,6 +44,21 @@ struct Stored {
     /// Each served queue stored as more than one list: every list to drain (the queue itself,
     /// its shards by the count in Redis, and shards the known-queues set still lists).
     lists: HashMap<String, Vec<String>>,
+}
+
+impl Stored {
+    /// Whether this serves a queue or a list that `before` did not.
+    fn adds_to(&self, before: &Stored) -> bool {
+        let new_queue = self.known.iter().any(|q| !before.known.contains(q));
+        let new_list = self
+            .lists
+            .iter()
+            .any(|(queue, lists)| match before.lists.get(queue) {
+                Some(old) => lists.iter().any(|l| !old.contains(l)),
+                None => true,
+            });
+        new_queue || new_list
+    }
 }
 
 impl QueueOrder {
@@ -45,7 +69,29 @@ impl QueueOrder {
             selection,
             stored: RwLock::new(Stored::default()),
             controlled: RwLock::new(HashSet::new()),
+            generation: AtomicU64::new(0),
+            grew: Notify::new(),
+            passing: super::Passing::default(),
         }
+    }
+
+    /// The jobs this worker passes over, per list (see [`super::passing`]).
+    pub fn passing(&self) -> &super::Passing {
+        &self.passing
+    }
+
+    /// How many times the lists served grew (a queue discovered, a queue sharded): read before a
+    /// fetch pass, and compared after registering on [`QueueOrder::grown`], so that a growth
+    /// between the pass and the wait is not missed.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Notified when a refresh finds a list not served before: processors that found nothing to
+    /// fetch park on it (with no queue known, the first queue discovered must wake them: they
+    /// have nothing to block on).
+    pub fn grown(&self) -> &Notify {
+        &self.grew
     }
 
     /// Whether `queue` is known to be under flow control.
@@ -104,7 +150,17 @@ impl QueueOrder {
                 lists.insert(queue, stored);
             }
         }
-        *self.stored.write().unwrap_or_else(|e| e.into_inner()) = Stored { known, lists };
+        let fresh = Stored { known, lists };
+        let grew = {
+            let mut stored = self.stored.write().unwrap_or_else(|e| e.into_inner());
+            let grew = fresh.adds_to(&stored);
+            *stored = fresh;
+            grew
+        };
+        if grew {
+            self.generation.fetch_add(1, Ordering::AcqRel);
+            self.grew.notify_waiters();
+        }
         Ok(())
     }
 

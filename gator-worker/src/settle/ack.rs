@@ -31,9 +31,11 @@ impl Settler {
         let Job { fetched, slot } = job;
         // One draw decides this fetch's first queue, here or in the next `next_from`.
         let drawn = self.fetcher.order().draw_first();
-        // The draw names a queue; the next job comes from the same list (shard) as this one.
+        // The draw names a queue; the next job comes from the same list (shard) as this one,
+        // unless this worker passes over some of its jobs: a plain LMOVE would take those too.
         let take = !stop.is_cancelled()
-            && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue));
+            && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue))
+            && !self.fetcher.order().passing().passes(&fetched.queue);
         let mut member = Member::new(fetched, done.record(), done.retention);
         match slot.into_own() {
             // Only its own slot: another processor's free slot would make its next job follow
@@ -81,7 +83,7 @@ impl Settler {
             .admit(&queue, Some((fetched, done.tail())), own.is_some())
             .await
         {
-            Ok(turn) => match own.map(|own| self.fetcher.hand_out(turn.jobs, own)) {
+            Ok(turn) => match own.map(|own| Job::first_of(turn.jobs, own)) {
                 Some(Ok(next)) => Next::Job(next),
                 Some(Err(_)) | None => Next::Fetch(drawn),
             },

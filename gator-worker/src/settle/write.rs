@@ -101,6 +101,11 @@ async fn try_write(
             let due = inflight::reschedule(&mut conn, keys, job, *delay).await?;
             Ok(due.is_some())
         }
+        // Back at the head of its queue, unchanged, for a worker that runs it.
+        Outcome::HandBack => {
+            let mut conn = client.connection();
+            inflight::release(&mut conn, keys, job).await
+        }
         Outcome::AwaitReply {
             record,
             key,

@@ -12,8 +12,8 @@
 --    - the queue's units in use plus its cost fit the limit (else nothing more starts: the
 --      total limit is first come, first served, so a costly job is not starved by cheap ones);
 --    - its limit key's units plus its cost fit the key's share, or the key runs nothing yet,
---      or no other parking key waits (work-conserving: an idle share may be borrowed); else
---      the parking key is *blocked* until one of its limit key's units is released;
+--      or no other parking key waits, or the key was lent a unit (step 5); else the parking
+--      key is *blocked* until one of its limit key's units is released;
 --    - the queue's rate limiter and its own allow it now; else the queue waits (queue limiter)
 --      or the parking key is *timed* until its limiter allows (named limiter);
 --    - if it has a no-overlap key, no other job holds that key's lock (`overlap`); else the
@@ -21,6 +21,12 @@
 --      (release_overlap). A job that starts takes the lock, in this step.
 --    A blocked, timed or waiting key leaves the ready set, so it never delays another key's
 --    jobs.
+-- 5. work-conserving shares: when no key is ready and units are free, they are lent to the
+--    keys blocked at their shares: all at once to a key that waits alone, else one job at a
+--    time to the waiting limit key with the least in use for its share ((units + 1) / share),
+--    so idle shares go to the keys that wait in proportion to their shares. A lent unit comes
+--    back when its job ends, to a key below its share first (a borrower is blocked again as
+--    soon as another key is ready).
 --
 -- Batches. A worker sends the successes and the fetches of all its processors that reached
 -- the queue while its previous call was in flight in one call (a group commit), so a call
@@ -248,10 +254,16 @@ local function used_of(lk)
   return n
 end
 
-local function share_cap(lk)
-  local pct = tonumber(cfg['share:' .. lk]) or tonumber(cfg['share_default']) or 100
-  return math.max(1, math.floor(limit * pct / 100))
+local function share_of(lk)
+  return tonumber(cfg['share:' .. lk]) or tonumber(cfg['share_default']) or 100
 end
+
+local function share_cap(lk)
+  return math.max(1, math.floor(limit * share_of(lk) / 100))
+end
+
+-- The limit key lent one job over its share (step 5), until that job starts.
+local lent_to = nil
 
 local function others_wait()
   return redis.call('ZCARD', ready) > 1 or redis.call('SCARD', blocked) > 0
@@ -369,7 +381,7 @@ local function admit_pass()
       local used_k = used_of(lk)
       if total > 0 and total + cost > limit then
         verdict = 'full'
-      elseif used_k > 0 and used_k + cost > share_cap(lk) and others_wait() then
+      elseif used_k > 0 and used_k + cost > share_cap(lk) and lk ~= lent_to and others_wait() then
         verdict = 'blocked'
       end
     end
@@ -396,6 +408,7 @@ local function admit_pass()
       redis.call('ZREM', ready, key)
       redis.call('ZADD', timed, wait, key)
     else
+      if lk == lent_to then lent_to = nil end
       taken[best] = taken[best] + 1
       -- Units are only counted under a limit (a queue given one later counts the jobs it
       -- starts from then on).
@@ -429,16 +442,32 @@ local function admit_pass()
   return changed, halt
 end
 
+-- Step 5, once no key is ready: lends free units to the keys blocked at their shares; false
+-- if there is none to lend, or no key to lend to.
+local function lend()
+  if not limit then return false end
+  local waiting = redis.call('SMEMBERS', blocked)
+  if #waiting == 1 and redis.call('ZCARD', timed) == 0 then
+    -- Alone: nobody to share with, so its jobs may take every free unit at once.
+    redis.call('SREM', blocked, waiting[1])
+    ready_head(prefix, waiting[1])
+    return true
+  end
+  if #waiting == 0 or total >= limit or #jobs >= max then return false end
+  local best, least
+  for _, pk in ipairs(waiting) do
+    local lk = limit_key_of(pk)
+    local load = (used_of(lk) + 1) / math.max(share_of(lk), 1)
+    if not least or load < least then best, least = lk, load end
+  end
+  lent_to = best
+  unblock(prefix, best)
+  return true
+end
+
 while #jobs < cap do
   local changed, halt = admit_pass()
-  if halt then break end
-  if not changed then
-    -- No key is ready. The only key that waits may borrow the idle shares.
-    if not (limit and redis.call('SCARD', blocked) == 1 and redis.call('ZCARD', timed) == 0) then
-      break
-    end
-    ready_head(prefix, redis.call('SPOP', blocked))
-  end
+  if halt or (not changed and not lend()) then break end
 end
 
 take_units_many(prefix, ARGV[1], units_job, units_key, units_cost)

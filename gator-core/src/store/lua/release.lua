@@ -2,7 +2,8 @@
 -- release.lua: put one job of a live process's in-flight list back at the head of its queue,
 -- atomically and only if it is still there. For a job the process fetched but never received
 -- (the fetch's reply was lost: a timeout, or Redis killed after running it), which nothing in
--- the process would ever settle. On a controlled queue its units are released and it is parked
+-- the process would ever settle; and for a job the process hands back to the workers that run
+-- it (see catalogue). On a controlled queue its units are released and it is parked
 -- first in line (flow_lib.lua).
 -- allow-oom: it only moves or removes jobs, and a Redis at maxmemory must still settle them.
 --

@@ -18,14 +18,18 @@
 //!    than there are queues ([`crate::watchers`]), so with enough idle processors every queue is
 //!    watched. (With fewer idle processors than queues, some queue is unwatched: each timeout
 //!    is followed by step 1.)
-//! 3. otherwise waits until it is woken: a processor got a job (there may be more), or a slot
-//!    came free.
+//! 3. otherwise waits until it is woken: a processor got a job (there may be more), a slot
+//!    came free, or the poller found a queue not served before (with no queue known yet, a
+//!    worker serving every known queue has nothing to block on: the first queue discovered
+//!    wakes it).
+
+mod pass;
 
 use crate::slot::FetchGuard;
 pub use crate::slot::{Job, Slot};
 
 use crate::admission::Admission;
-use crate::gather::{Gathers, Joined};
+use crate::gather::Gathers;
 use crate::held::Held;
 use crate::leases::Leases;
 use crate::outage::Outage;
@@ -33,13 +37,12 @@ use crate::queues::QueueOrder;
 use crate::watchers::{Blocked, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
-use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH};
+use gator_core::store::inflight::Fetched;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
 
 /// How long an idle processor blocks in Redis on one queue before looking at all of them
 /// again. Bounds how late a job on a queue nobody watches is seen, and how long shutdown waits
@@ -164,6 +167,8 @@ impl Fetcher {
             if stop.is_cancelled() {
                 return Ok(None);
             }
+            // Read before trying, so a queue discovered between the try and the wait is seen.
+            let generation = self.order.generation();
             // Registered before trying, so a wake-up between the try and the wait is kept.
             let woken = self.wake.notified();
             tokio::pin!(woken);
@@ -201,142 +206,35 @@ impl Fetcher {
                 Blocked::NotNeeded => {}
             }
             drop(fetching);
-            tokio::select! {
-                _ = &mut woken => {}
-                _ = tokio::time::sleep(IDLE_RECHECK) => {}
-                _ = stop.cancelled() => return Ok(None),
+            if !self.park(woken.as_mut(), generation, stop).await {
+                return Ok(None);
             }
         }
     }
 
-    /// Step 1: a job for this processor's own slot, on each queue in this fetch's order
-    /// (starting with the queue its last success drew, `first`) until one has a job.
-    ///
-    /// One job per processor, from its own draw: taking jobs for other idle processors from
-    /// this processor's queue would make their jobs follow this draw instead of their own, and
-    /// tilt the weights toward whichever queue they are on. Processors whose draws meet on one
-    /// queue share one call ([`Fetcher::fetch_one`]); a worker draining a queue takes its next
-    /// job with each success anyway ([`crate::settle`]).
-    async fn fetch_pass(
+    /// Step 3: waits until `woken`, until the poller finds a list not served before (with no
+    /// queue known yet, that is the only news there can be), or [`IDLE_RECHECK`]; false once
+    /// `stop` is cancelled. `woken` was registered, and `generation` read, before the fetch
+    /// pass, so nothing that happened since is missed.
+    async fn park(
         &self,
-        slot: OwnedSemaphorePermit,
-        first: Option<String>,
-    ) -> gator_core::Result<Found> {
-        let queues = match first {
-            Some(first) => self.order.order_starting_with(&first),
-            None => self.order.next_order(),
-        };
-        if queues.is_empty() {
-            // No queue known yet: nothing to fetch or block on. Wait as long as a blocking
-            // fetch would, then look again (the poller refreshes the known-queues set).
-            tokio::time::sleep(FETCH_TIMEOUT).await;
+        woken: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>,
+        generation: u64,
+        stop: &CancellationToken,
+    ) -> bool {
+        let grown = self.order.grown().notified();
+        tokio::pin!(grown);
+        grown.as_mut().enable();
+        if self.order.generation() != generation {
+            return true;
         }
-        let (mut failed, mut failures) = (None, 0);
-        let mut slot = slot;
-        for queue in &queues {
-            // A queue that fails (a key of the wrong type) must not starve the others.
-            let jobs = match self.fetch_one(queue).await {
-                Ok(job) => {
-                    self.outage.reached();
-                    job.into_iter().collect()
-                }
-                Err(e) => {
-                    // An outage is logged as one event; another error is this queue's.
-                    if !self.outage.failed(&e) {
-                        warn!(queue = %queue, error = %e, "could not fetch from the queue; trying the others");
-                    }
-                    failed = Some(e);
-                    failures += 1;
-                    continue;
-                }
-            };
-            match self.hand_out(jobs, slot) {
-                Ok(job) => return Ok(Found::Job(job)),
-                Err(unused) => slot = unused,
-            }
+        tokio::select! {
+            _ = woken => {}
+            _ = &mut grown => {}
+            _ = tokio::time::sleep(IDLE_RECHECK) => {}
+            _ = stop.cancelled() => return false,
         }
-        if let Some(e) = failed.filter(|_| failures == queues.len()) {
-            return Err(e);
-        }
-        Ok(Found::Nothing(slot))
-    }
-
-    /// Takes what one fetch for one slot found (held already): gives it its slot, or gives the
-    /// slot back if there was nothing. [`crate::settle`] hands over the next job a success
-    /// took in its own round trip with it too.
-    pub(crate) fn hand_out(
-        &self,
-        jobs: Vec<Fetched>,
-        slot: OwnedSemaphorePermit,
-    ) -> Result<Job, OwnedSemaphorePermit> {
-        let mut jobs = jobs.into_iter();
-        let Some(fetched) = jobs.next() else {
-            return Err(slot);
-        };
-        // A fetch asks for one job: none is left over. (Were one, it would stay in flight,
-        // unheld, and recovery would put it back.)
-        Ok(Job::new(fetched, slot))
-    }
-
-    /// One job of `queue` for an idle processor, fetched with those of the other idle
-    /// processors whose fetch reaches `queue` at the same moment ([`crate::gather`]): a burst
-    /// that wakes many idle processors costs one `fetch.lua` call per queue, not one per
-    /// processor, and each processor's job still comes from the queue its own draw named. A
-    /// processor that gets none (the queue held fewer jobs than processors asked) goes on to
-    /// the next queue of its draw. On a queue under flow control, one admission as before.
-    async fn fetch_one(&self, queue: &str) -> gator_core::Result<Option<Fetched>> {
-        if self.order.is_controlled(queue) {
-            return Ok(self.fetch_from(queue, 1).await?.into_iter().next());
-        }
-        let job = match self.fetches.of(queue).join((), MAX_BATCH).await {
-            Joined::Answer(job) => job,
-            Joined::Lead(members, replies) => {
-                let mut jobs = self.fetch_from(queue, members.len()).await?.into_iter();
-                return Ok(replies.send(members.iter().map(|()| jobs.next())).flatten());
-            }
-            // Its leader's fetch failed (the leader reports it): nothing here this time.
-            Joined::Lost => None,
-        };
-        // The leader's call found the queue under flow control (and got one admission, for
-        // itself): each of the others asks the admission for its own, as it would have.
-        if job.is_none() && self.order.is_controlled(queue) {
-            return Ok(self.fetch_from(queue, 1).await?.into_iter().next());
-        }
-        Ok(job)
-    }
-
-    /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
-    /// taking the lease first if this process holds none. The jobs come back held.
-    async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
-        if self.order.is_controlled(queue) {
-            return Ok(self.admission.admit(queue, None, want > 0).await?.jobs);
-        }
-        if !self.leases.valid_for(queue, Duration::ZERO) {
-            self.leases.acquire(queue).await?;
-        }
-        let keys = self.client.keys();
-        let mut conn = self.client.connection();
-        let mut retried = false;
-        loop {
-            match inflight::fetch_batch(&mut conn, keys, queue, &self.process, want).await? {
-                Batch::Jobs(jobs) => {
-                    self.hold(&jobs);
-                    return Ok(jobs);
-                }
-                Batch::Controlled => {
-                    // Became controlled since the last refresh: admit from now on.
-                    self.order.mark_controlled(queue);
-                    return Ok(self.admission.admit(queue, None, want > 0).await?.jobs);
-                }
-                // Expired on Redis's clock before our own count ran out (a slow renewal): take
-                // it again and retry once.
-                Batch::NoLease if !retried => {
-                    self.leases.acquire(queue).await?;
-                    retried = true;
-                }
-                Batch::NoLease => return Ok(Vec::new()),
-            }
-        }
+        true
     }
 
     /// Records that a fetch handed these jobs to this process.
