@@ -118,6 +118,7 @@
 //! | warn | `could not trim the queue's finished jobs' records; …` | `queue`, `error` |
 //! | info | `published the periodic jobs declared in code` | `entries` |
 //! | warn | `could not fire periodic jobs; trying again next pass` | `error` |
+//! | warn | `a global key holds data Gator did not write: what reads it sees it empty, what needs it is refused; delete or repair it with redis-cli` | `key`, `reason` (at most once per key every 10 minutes) |
 //! | warn | `could not fire a periodic job; trying again next pass` | `entry`, `tick`, `error` |
 //! | warn | `a periodic entry cannot be read; skipped` | `entry`, `error` |
 //! | warn | `could not look for stranded in-flight jobs` | `queue`, `error` |
