@@ -758,8 +758,9 @@ async fn unleash(
 async fn cut_off(redis: &RedisServer, fleet: &mut Fleet, proxy: &SilentProxy, log: &mut ChaosLog) {
     let pid = fleet.freeze(PROXIED);
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let process = process_id(redis, PROXIED, pid);
-    log.cut_off_ids = in_flight_of(redis, &process).await.into_iter().collect();
+    if let Some(process) = process_id(redis, PROXIED, pid) {
+        log.cut_off_ids = in_flight_of(redis, &process).await.into_iter().collect();
+    }
     proxy.cut();
     log.heal_at = Some(Instant::now() + CUT_OFF);
     fleet.thaw_all();
@@ -773,7 +774,12 @@ async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &
     // stopped process sends nothing, and 50 ms lets Redis apply what it had already sent.
     let pid = fleet.freeze(slot);
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let process = process_id(redis, slot, pid);
+    let Some(process) = process_id(redis, slot, pid) else {
+        // Killed before it started serving: it held nothing, so nothing is to be recovered.
+        fleet.kill(slot);
+        fleet.respawn(slot);
+        return;
+    };
     let orphans = in_flight_of(redis, &process).await;
     log.killed.insert(process.clone(), pid);
     fleet.kill(slot);
@@ -812,8 +818,11 @@ async fn kill_worker(redis: &RedisServer, fleet: &mut Fleet, slot: usize, log: &
 }
 
 /// The registered id of the worker process in `slot` with `pid`: `chaos-0:<nonce>` for slot
-/// 0 (its `--worker-id`), `<host>:<pid>:<nonce>` for the others.
-fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> String {
+/// 0 (its `--worker-id`), `<host>:<pid>:<nonce>` for the others. `None` for a process that is
+/// neither registered nor in a lease set: one respawned so recently (on a loaded machine, a
+/// second or more) that it has not yet registered nor fetched, and so holds no job, as a fetch
+/// joins the queue's lease set in the same script.
+fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> Option<String> {
     let registered = redis.cli(&["ZRANGE", "gator:processes", "0", "-1", "WITHSCORES"]);
     let entries: Vec<(&str, f64)> = registered
         .lines()
@@ -845,7 +854,7 @@ fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> String {
             .find(|id| id.contains(&format!(":{pid}:")))
     };
     if let Some(id) = found {
-        return id.to_owned();
+        return Some(id.to_owned());
     }
     // Not registered right now: after Redis was paused or its connections silenced, its
     // registration expired and was pruned, and this frozen process has not beaten again. Its
@@ -856,11 +865,6 @@ fn process_id(redis: &RedisServer, slot: usize, pid: u32) -> String {
             ids.lines().map(str::to_owned).collect::<Vec<_>>()
         })
         .find(|id| id.contains(&format!(":{pid}:")))
-        .unwrap_or_else(|| {
-            panic!(
-                "worker {slot} (pid {pid}) is neither registered nor in a lease set: {registered}"
-            )
-        })
 }
 
 /// The ids of the chaos jobs in the in-flight lists of `process` (`*`: of every process).
