@@ -124,7 +124,7 @@ impl Client {
             return Ok(None); // its reply came, or it timed out, meanwhile
         };
         let report =
-            store::inflight::handoff_on_end(&waiter.payload, "cancelled", DEFAULT_RETENTION)
+            store::handoff::on_end(&waiter.payload, "cancelled", DEFAULT_RETENTION)
                 .unwrap_or_default();
         store::cancel::mark_with(
             &mut conn,
@@ -138,7 +138,7 @@ impl Client {
         .await?;
         if !report.is_empty() {
             let wait = self.replica_wait();
-            store::chain::drain_outbox(&mut conn, keys, queue, wait).await?;
+            store::handoff::drain_outbox(&mut conn, keys, queue, wait).await?;
         }
         Ok(Some(Cancellation::Removed))
     }

@@ -2,7 +2,7 @@
 //! step: one `MULTI` of plain commands for every success that gathered on one in-flight list,
 //! `ack_plain.lua` when Redis is at `maxmemory`.
 
-use super::inflight::Fetched;
+use super::fetched::Fetched;
 use super::keys::Keys;
 use super::scripts;
 use super::status::Done;

@@ -3,7 +3,7 @@
 //! lone ack of an admitted job; shared limiters' starts; and the wait for a queue's signal.
 
 use crate::error::Result;
-use crate::store::inflight::{Fetched, MAX_BATCH};
+use crate::store::fetched::{Fetched, MAX_BATCH};
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::Value;

@@ -7,8 +7,7 @@
 //! runs that are marked and settles any marked job it fetches without running it.
 
 use crate::error::Result;
-use crate::store::expiry::Verdict;
-use crate::store::inflight::{Fetched, Killed};
+use crate::store::fetched::{Fetched, Killed, Verdict};
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use crate::store::sets::SetKind;
