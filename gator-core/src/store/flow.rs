@@ -157,7 +157,6 @@ pub async fn set_shared_rate(
     Ok(())
 }
 
-
 /// Every member of sorted set `key`, lowest score first.
 pub async fn zmembers(conn: &mut impl ConnectionLike, key: &str) -> Result<Vec<String>> {
     Ok(redis::cmd("ZRANGE")

@@ -227,14 +227,7 @@ async fn done(
         handed::push_once(conn, keys, &with_reply, handler.jid(), true, wait).await?;
     }
     if let Some(record) = handoff
-        && let Err(e) = Box::pin(advance(
-            conn,
-            keys,
-            &waiter.queue,
-            &record,
-            wait,
-        ))
-        .await
+        && let Err(e) = Box::pin(advance(conn, keys, &waiter.queue, &record, wait)).await
     {
         tracing::warn!(queue = %waiter.queue, error = %e, "could not hand a replied job's chain or workflow on yet; the next drain of the outbox will");
     }
