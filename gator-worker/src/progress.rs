@@ -1,6 +1,6 @@
 //! Where this worker's jobs' progress goes: the [`ProgressSink`] each attempt's `Context`
 //! writes through (`gator_core::context`'s flusher coalesces the reports; this writes one),
-//! `Run::write_progress` ([`crate::door::run`]) on the worker's shared connection.
+//! `Run::write_progress` (`door::run`) on the worker's shared connection.
 
 use gator_core::Client;
 use gator_core::context::{ProgressReport, ProgressSink, ProgressWriter};

@@ -1,8 +1,20 @@
 //! The only code that talks to Redis. Each fn wraps one command, pipeline or script and
 //! returns typed results; callers never spell a key or a command. Its rooms are the crate's
-//! own: outside `gator-core`, the store is reached through the handles in [`door`] (re-exported
-//! here with the types they take and return) and through [`crate::Admin`]. A room is not
-//! reachable from outside:
+//! own. Outside `gator-core` the store is a few handles, each holding its connection and key
+//! names, each with a small surface for one user, and [`crate::Admin`] for reading and
+//! repairing (the dashboard, the HTTP API, the CLI):
+//!
+//! | Handle | Offers | For |
+//! |---|---|---|
+//! | [`Fetch`] | batch, blocking and filtered fetches; admission of controlled queues | the worker's fetcher and admission |
+//! | [`Run`] | a job's set-aside payload and parents; its running record, progress, cancel marks | the worker's processor |
+//! | [`Settle`] | every outcome write and the hand-offs after it | the worker's settle room alone |
+//! | [`Recovery`] | every put-back; the drains that finish interrupted hand-offs | the worker's recovery and shutdown |
+//! | [`Presence`] | heartbeat, queue leases, job catalogue, server identity | the worker's heartbeat, leases, catalogue, launcher |
+//! | [`Upkeep`] | promote due jobs, trim finished ones, flush counters, fire cron; the reads that plan them | the worker's periodic loops |
+//!
+//! Re-exported here with them: the types their methods take and return. A room of the store
+//! is not reachable from outside:
 //!
 //! ```compile_fail
 //! use gator_core::store::inflight::fetch_batch; // a room of `store`: private to gator-core

@@ -40,7 +40,7 @@ pub struct WaitRecord {
     pub ret: u64,
 }
 
-/// What [`reply`] did with a reply.
+/// What `reply` did with a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     /// A job waited for it: it goes on with it.

@@ -1,5 +1,5 @@
 //! `gator-worker queue show QUEUE [--json]`: a queue's flow controls as they stand (see
-//! [`crate::door::FlowStatus`]), one line per control.
+//! [`FlowStatus`]), one line per control.
 
 use crate::cli::{AdminError, table};
 use crate::door::FlowStatus;

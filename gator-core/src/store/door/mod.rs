@@ -1,16 +1,6 @@
-//! The doors to the store: a few handles, each holding its connection and key names, each with
-//! a small surface for one user. Nothing outside `gator-core` reaches a room of `store`; it
-//! reaches these handles (and [`crate::Admin`] for reading and repairing), and the types their
-//! methods take and return, re-exported here.
-//!
-//! | Handle | Offers | For |
-//! |---|---|---|
-//! | [`Fetch`] | batch, blocking and filtered fetches; admission of controlled queues | the worker's fetcher and admission |
-//! | [`Run`] | a job's set-aside payload and parents; its running record, progress, cancel marks | the worker's processor |
-//! | [`Settle`] | every outcome write and the hand-offs after it | the worker's settle room alone |
-//! | [`Recovery`] | every put-back; the drains that finish interrupted hand-offs | the worker's recovery and shutdown |
-//! | [`Presence`] | heartbeat, queue leases, job catalogue, server identity | the worker's heartbeat, leases, catalogue, launcher |
-//! | [`Upkeep`] | promote due jobs, trim finished ones, flush counters, fire cron; the reads that plan them | the worker's periodic loops |
+//! The doors to the store: the handles (a file each) and the types their methods take and
+//! return, re-exported from `store` (whose docs list who may use which). Nothing outside
+//! `gator-core` reaches a room of `store` but through them.
 
 mod fetch;
 mod presence;
