@@ -104,7 +104,13 @@ fn no_room_of_the_store_is_public_outside_gator_core() {
     let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
     let mut offences = Vec::new();
     for file in ["mod.rs", "door/mod.rs"] {
-        let text = std::fs::read_to_string(store.join(file)).expect("a readable file");
+        // `store/mod.rs` must exist; a store without `door/` has no handles' files to check.
+        let read = std::fs::read_to_string(store.join(file));
+        let text = if file == "mod.rs" {
+            read.expect("store/mod.rs is readable")
+        } else {
+            read.unwrap_or_default()
+        };
         let mut gated = false;
         for (n, code) in code_lines(&text) {
             let code = code.trim();
