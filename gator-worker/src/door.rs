@@ -13,16 +13,21 @@
 //!
 //! A handle costs what `Client::connection` costs (a clone of the shared connection): make one
 //! where it is used.
+//!
+//! Beside them, the outbox records a job's end writes for its chain or workflow
+//! ([`handoff_on_success`], [`handoff_on_death`], [`handoff_on_end`]): pure functions, built by
+//! the step that classifies an outcome, written by the settle room.
 
 use gator_core::Client;
 use gator_core::store::{Presence, Recovery, Run};
 
 pub use gator_core::store::Recovery as PutBack;
 pub use gator_core::store::{
-    AdmitRequest, Admitted, Batch, BrokenKey, CANCEL_POLL, Counts, DEFAULT_KEEP, DEFAULT_NAMESPACE,
-    DEFAULT_RETENTION, DeadCap, Description, Fetch, Fetched, FlowStatus, LeaseState,
-    MAX_ADMIT_ACKS, MAX_BATCH, NextLook, Published, SharedStart, StoredEntry, Upkeep, WaitRecord,
-    WindowInterval, retention_ms, validate_queue,
+    Ack, Acked, AdmitRequest, Admitted, Batch, BrokenKey, CANCEL_POLL, Counts, DEFAULT_KEEP,
+    DEFAULT_NAMESPACE, DEFAULT_RETENTION, DeadCap, Description, Done, Fetch, Fetched, FlowStatus,
+    Judged, Killed, LeaseState, MAX_ACKS, MAX_ADMIT_ACKS, MAX_BATCH, NextLook, Published,
+    SharedStart, StoredEntry, Upkeep, Verdict, WaitRecord, WindowInterval, retention_ms,
+    validate_queue,
 };
 
 /// A [`Fetch`] on the client's shared connection.
@@ -57,4 +62,24 @@ pub fn recovery(client: &Client) -> Recovery<'_> {
 /// An [`Upkeep`] on the client's shared connection.
 pub fn upkeep(client: &Client) -> Upkeep<'_> {
     Upkeep::new(client.connection(), client.keys())
+}
+
+/// The outbox record a success of `doc` writes, if it has one (a workflow step's report with
+/// `result`, a chain step's link to its next step).
+pub fn handoff_on_success(
+    doc: &gator_core::payload::PayloadDocument<'_>,
+    result: Option<&str>,
+    retention: std::time::Duration,
+) -> Option<String> {
+    gator_core::store::Settle::handoff_on_success(doc, result, retention)
+}
+
+/// The outbox record a death writes: a workflow step's report, from its dead-set `entry`.
+pub fn handoff_on_death(entry: &str, retention: std::time::Duration) -> Option<String> {
+    gator_core::store::Settle::handoff_on_death(entry, retention)
+}
+
+/// The outbox record of a workflow step that ended otherwise (`end`: `dead`, `cancelled`).
+pub fn handoff_on_end(payload: &str, end: &str, retention: std::time::Duration) -> Option<String> {
+    gator_core::store::Settle::handoff_on_end(payload, end, retention)
 }

@@ -3,7 +3,7 @@
 //! that is not a payload at all is kept verbatim in a dead-set entry of its own.
 
 use crate::clock::RedisClock;
-use crate::settle::{Done, Fetched};
+use crate::door::{Done, Fetched};
 use base64::Engine;
 use gator_core::JobError;
 use gator_core::client::SCHEDULE_HORIZON;
@@ -86,7 +86,7 @@ pub enum Outcome {
         settled: bool,
         /// A workflow step's report of its end (as a death).
         handoff: Option<String>,
-        /// Chains whose dead step the dead set's trim removed (see `settle::Killed`).
+        /// Chains whose dead step the dead set's trim removed (see `door::Killed`).
         orphaned_chains: Vec<(String, String)>,
     },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
@@ -283,7 +283,7 @@ fn discard(doc: &PayloadDocument<'_>, error: &JobError, failures: u32, took: f64
     Outcome::Discard {
         jid: doc.jid().to_owned(),
         tail: format!("{failures} {}", error.message()),
-        handoff: crate::settle::handoff_on_end(doc.text(), "dead", Duration::from_secs(86_400)),
+        handoff: crate::door::handoff_on_end(doc.text(), "dead", Duration::from_secs(86_400)),
     }
 }
 

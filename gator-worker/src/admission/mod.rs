@@ -59,7 +59,7 @@ pub struct Admission {
 }
 
 /// A success handed to a queue's group: the job, and the tail of its status record
-/// ([`crate::settle::Done::tail`]: attempts and result).
+/// (`Done::tail`: attempts and result).
 pub type Success = (Fetched, String);
 
 /// What one processor's request got.

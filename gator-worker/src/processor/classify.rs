@@ -87,7 +87,7 @@ impl Processor {
     /// The outcome of a success: what it returned, and its chain's or workflow's hand-off.
     pub(super) fn done(&self, doc: &PayloadDocument<'_>, result: Option<String>) -> Outcome {
         Outcome::Done {
-            handoff: crate::settle::handoff_on_success(
+            handoff: crate::door::handoff_on_success(
                 doc,
                 result.as_deref(),
                 self.settler.kept().retention,
@@ -133,7 +133,7 @@ impl Processor {
         let retention = self.settler.kept().retention;
         Outcome::Cancelled {
             jid: doc.jid().to_owned(),
-            handoff: crate::settle::handoff_on_end(doc.text(), "cancelled", retention),
+            handoff: crate::door::handoff_on_end(doc.text(), "cancelled", retention),
         }
     }
 }

@@ -3,9 +3,10 @@
 //! outside its time windows, is settled as such.
 
 use super::{Early, Processor};
+use crate::door::{Judged, Verdict};
 use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
-use crate::settle::{Judged, Verdict, start::Expiry};
+use crate::settle::start::Expiry;
 use gator_core::expiry::OnExpire;
 use gator_core::payload::PayloadDocument;
 use std::time::Duration;
@@ -77,7 +78,7 @@ impl Processor {
             return Ok(None);
         };
         let retention = self.settler.kept().retention;
-        let handoff = crate::settle::handoff_on_end(doc.text(), "dead", retention);
+        let handoff = crate::door::handoff_on_end(doc.text(), "dead", retention);
         let judged = Judged {
             deadline,
             attempts: doc.attempt(),

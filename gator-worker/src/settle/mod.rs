@@ -30,14 +30,12 @@ pub mod write;
 pub use write::{is_passing, put_back};
 
 use crate::alarm::Alarm;
+pub use crate::door::{Ack, Acked, DeadCap, Done, Fetched, Judged, Killed, MAX_ACKS, Verdict};
 use crate::fetcher::{Fetcher, Job, Slot};
 use crate::leases::Leases;
 use crate::outcome::Outcome;
 use gator_core::Client;
 use gator_core::store::Settle;
-pub use gator_core::store::{
-    Ack, Acked, DeadCap, Done, Fetched, Judged, Killed, MAX_ACKS, Verdict,
-};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -183,24 +181,4 @@ pub(crate) fn not_in_flight(leases: &Leases, queue: &str, jobs: usize) {
 /// and only this room makes them.
 fn handle(client: &Client) -> Settle<'_> {
     Settle::new(client.connection(), client.keys(), client.replica_wait())
-}
-
-/// The outbox record a success of `doc` writes, if it has one (a workflow step's report with
-/// `result`, a chain step's link to its next step).
-pub fn handoff_on_success(
-    doc: &gator_core::payload::PayloadDocument<'_>,
-    result: Option<&str>,
-    retention: Duration,
-) -> Option<String> {
-    Settle::handoff_on_success(doc, result, retention)
-}
-
-/// The outbox record a death writes: a workflow step's report, from its dead-set `entry`.
-pub fn handoff_on_death(entry: &str, retention: Duration) -> Option<String> {
-    Settle::handoff_on_death(entry, retention)
-}
-
-/// The outbox record of a workflow step that ended otherwise (`end`: `dead`, `cancelled`).
-pub fn handoff_on_end(payload: &str, end: &str, retention: Duration) -> Option<String> {
-    Settle::handoff_on_end(payload, end, retention)
 }

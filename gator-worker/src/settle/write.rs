@@ -183,7 +183,7 @@ async fn kill(
         retention,
     }: Kept,
 ) -> gator_core::Result<bool> {
-    let handoff = super::handoff_on_death(entry, retention);
+    let handoff = crate::door::handoff_on_death(entry, retention);
     let Killed {
         settled,
         orphaned_chains,
