@@ -5,14 +5,14 @@
 //! (`store::handoff`) has [`hand_on`] move that step to its queue, which may live under
 //! another tag, on another cluster node.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::Payload;
-use crate::replication::ReplicaWait;
 use crate::store::handed::HANDED_GUARD;
 use crate::store::keys::Keys;
 use crate::store::schedule::{self, When};
 use crate::store::scripts;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use redis::aio::ConnectionLike;
 
 /// Stores a chain whose steps already carry their links: the queues go in the known set, then

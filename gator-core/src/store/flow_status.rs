@@ -130,7 +130,7 @@ pub(super) fn rate_status(name: String, stored: &str, tat: Option<f64>, now: u64
 
 /// Reads `queue`'s flow controls.
 pub async fn status(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
     queue: &str,
 ) -> Result<FlowStatus> {
@@ -288,7 +288,7 @@ fn parked_of(parking_key: &str, jobs: u64, state: &str) -> Parked {
 /// The shared rate limiters: name, rate, and the next allowed start if not now (ms, the
 /// limiter node's Redis time).
 pub async fn shared_limiters(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
 ) -> Result<Vec<RateStatus>> {
     let read = redis::cmd("SMEMBERS")

@@ -2,11 +2,11 @@
 //! (`chain_push.lua`, guarded by `gator:{<queue>}:handed:<guard>`). Chains, workflows and
 //! replies each finish a hand-off here, so none of them needs another's room.
 
-use crate::connection::Connection;
 use crate::error::Result;
-use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::scripts;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 
 /// How long the guard that makes a hand-off idempotent is kept: far longer than any outbox
 /// record waits for its drain.

@@ -6,13 +6,13 @@
 //! replies ([`reply`]) each own their own keys and never call each other: a hand-off between
 //! them goes through this room.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::{ChainLink, PayloadDocument};
-use crate::replication::ReplicaWait;
 use crate::store::keys::{Keys, validate_stored_queue};
 use crate::store::reply::{self, WaitRecord};
 use crate::store::{chain, handed, scripts, workflow};
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::time::Duration;

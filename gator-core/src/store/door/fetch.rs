@@ -1,11 +1,11 @@
 //! [`Fetch`]: how a worker takes jobs into flight, from a plain queue or a controlled one.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::admit::{self, AdmitRequest, Admitted, SharedStart};
 use crate::store::fetched::{Batch, Fetched};
 use crate::store::inflight;
 use crate::store::keys::Keys;
+use crate::transport::connection::Connection;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 

@@ -1,13 +1,13 @@
 //! [`Presence`]: what a worker process holds and announces: its heartbeat, its queue leases,
 //! its job catalogue.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::catalogue::{self, Published};
 use crate::store::keys::Keys;
 use crate::store::lease::{self, LeaseState};
 use crate::store::processes::{self, Beat};
 use crate::store::server::{self, Server};
+use crate::transport::connection::Connection;
 use std::time::Duration;
 
 /// A process's presence in Redis, each part held by a lease that expires on Redis's clock: its

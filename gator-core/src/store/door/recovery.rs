@@ -1,13 +1,13 @@
 //! [`Recovery`]: every put-back of jobs a process no longer runs, and the drains that finish
 //! what a crash left half done.
 
-use crate::connection::Connection;
 use crate::error::Result;
-use crate::replication::ReplicaWait;
 use crate::store::fetched::Fetched;
 use crate::store::keys::Keys;
 use crate::store::lease::{self, Recovered};
 use crate::store::{handoff, inflight, queue, reply, workflow};
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use std::time::Duration;
 
 /// Puts back what a dead (or stopping) process held and finishes interrupted hand-offs:

@@ -1,9 +1,9 @@
 //! [`Run`]: what a job reads and records around its run that is not its outcome.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::keys::Keys;
 use crate::store::{aside, cancel, progress, status, workflow};
+use crate::transport::connection::Connection;
 use std::collections::HashSet;
 
 /// Reads a job needs before it runs (its payload set aside, its workflow parents' results),

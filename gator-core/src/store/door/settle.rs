@@ -1,10 +1,8 @@
 //! [`Settle`]: every outcome write of a job in flight, each one script that takes the job out
 //! of its in-flight list and records the outcome together, and the hand-offs that follow.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::PayloadDocument;
-use crate::replication::ReplicaWait;
 use crate::store::ack::{Ack, Acked, ack_and_take};
 use crate::store::dead::DeadCap;
 use crate::store::expiry::{self, Judged};
@@ -12,6 +10,8 @@ use crate::store::fetched::{Fetched, Killed, Verdict};
 use crate::store::keys::Keys;
 use crate::store::status::Done;
 use crate::store::{cancel, chain, handoff, inflight, reply, unique};
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use std::time::Duration;
 
 /// Writes a fetched job's outcome: a success, a retry, a reschedule, a hand back, a death, a

@@ -1,6 +1,5 @@
 //! [`Upkeep`]: the periodic chores of a worker process and what it reads to plan them.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::Payload;
 use crate::store::cron::{self, Fire, StoredEntry};
@@ -8,6 +7,7 @@ use crate::store::keys::Keys;
 use crate::store::schedule::{self, Promoted};
 use crate::store::stats::{self, Counts};
 use crate::store::{finished, flow, queue, server, shards};
+use crate::transport::connection::Connection;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
