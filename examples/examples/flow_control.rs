@@ -41,7 +41,7 @@ async fn main() -> anyhow::Result<()> {
     since_start();
     let url = std::env::var("GATOR_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6380".into());
     let client = Client::connect(&url).await?;
-    let mut conn = client.connection();
+    let admin = gator::Admin::new(client.clone());
 
     // The queue's terms, in Redis for every worker: what `gator-worker queue ...` sets.
     let terms = [
@@ -55,7 +55,7 @@ async fn main() -> anyhow::Result<()> {
             rate: Some("10/1s".parse()?),
         },
     ];
-    gator::store::flow::set(&mut conn, client.keys(), "partner", &terms).await?;
+    admin.set_queue_flow("partner", &terms).await?;
     println!("==> partner: at most 3 at once (east 2 of them), 10 a second");
 
     for i in 0..6 {
@@ -81,16 +81,15 @@ async fn main() -> anyhow::Result<()> {
         .await?;
 
     // An evenly spaced queue: 4 a second, one every 250 ms over the whole fleet.
-    gator::store::flow::set(
-        &mut conn,
-        client.keys(),
-        "interval",
-        &[FlowSetting::Rate {
-            name: None,
-            rate: Some("4/1s".parse()?),
-        }],
-    )
-    .await?;
+    admin
+        .set_queue_flow(
+            "interval",
+            &[FlowSetting::Rate {
+                name: None,
+                rate: Some("4/1s".parse()?),
+            }],
+        )
+        .await?;
     println!("==> interval: one poll every 250 ms; each dispatch gets a ticket");
     let now = SystemTime::now();
     for n in 0..4 {

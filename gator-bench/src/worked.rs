@@ -62,7 +62,9 @@ pub(crate) async fn flow_process(mode: &str, n: usize) -> anyhow::Result<()> {
             rate: Some("10000000/1s".parse()?),
         }],
     };
-    gator_core::store::flow::set(&mut client.connection(), client.keys(), QUEUE, &settings).await?;
+    gator_core::Admin::new(client.clone())
+        .set_queue_flow(QUEUE, &settings)
+        .await?;
     let bar = progress(n, mode);
     const KEYS: [&str; 3] = ["east", "north", "west"];
     let mut start = 0;
@@ -105,10 +107,8 @@ pub(crate) async fn latency_worker(n: usize) -> anyhow::Result<()> {
     // Ready once this worker has registered and its processors had time to block in a fetch.
     let client = client().await?;
     let started = Instant::now();
-    while gator_core::store::processes::all(&mut client.connection(), client.keys())
-        .await?
-        .is_empty()
-    {
+    let admin = gator_core::Admin::new(client.clone());
+    while admin.processes().await?.is_empty() {
         if started.elapsed() > Duration::from_secs(10) {
             bail!("the worker did not register within 10 s");
         }

@@ -20,7 +20,7 @@ pub enum Error {
     },
     /// A global key (not of one queue: the known-queues set, the job catalogue, the cron index,
     /// the replies' keys, ...) holds what Gator did not write there: what needs it is refused,
-    /// and reads of it answer as empty ([`crate::store::broken`]).
+    /// and reads of it answer as empty (`crate::store::broken`).
     #[error(
         "key {key} is broken: {reason}; it holds data Gator did not write (delete or repair it with redis-cli)"
     )]

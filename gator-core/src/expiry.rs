@@ -25,7 +25,7 @@
 //! Redis's clock (`expires_at`). `expires_in` is turned into one by the dispatching client,
 //! which reads Redis's `TIME` (one round trip, for expiring jobs only), never its own clock. A
 //! worker about to start a job that has a deadline runs one script (again only for such a job,
-//! [`crate::store::expiry`]) that reads Redis's `TIME` itself and, past the deadline, settles
+//! `crate::store::expiry`) that reads Redis's `TIME` itself and, past the deadline, settles
 //! the job `expired` without running it, or else records it `running` since then
 //! ([`crate::Context::started_at`]): the decision and its effect are one atomic step.
 //!

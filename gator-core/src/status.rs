@@ -1,6 +1,6 @@
 //! Looking a job up by its jid: its status, the value it returned, and waiting for it to finish.
 //! The status records are written with every change of a job's state (see
-//! [`crate::store::status`] for the records and their cost).
+//! `crate::store::status` for the records and their cost).
 
 pub use crate::store::progress::Progress;
 pub use crate::store::status::JobStatus;

@@ -202,25 +202,20 @@ impl Scene {
 }
 
 /// Processed and failed counts for each of the last 90 minutes, written as a worker's
-/// once-a-second flush writes them (`store::stats::flush`), so the chart has a past to draw.
+/// once-a-second flush writes them (`Upkeep::flush_stats`), so the chart has a past to draw.
 /// Returns the processed total written.
 async fn seed_history(client: &Client) -> u64 {
-    use gator_core::store::stats::{Counts, flush};
+    use gator_core::store::{Counts, Upkeep};
     let now = client.redis_time().await.unwrap();
     let mut total = 0;
     for minute in 1..=90u64 {
         let processed = 40 + (minute * 37 % 23) * 3 + if minute % 30 < 8 { 60 } else { 0 };
         let failed = if minute % 17 == 3 { 9 } else { minute % 3 };
         let counts = Counts { processed, failed };
-        flush(
-            &mut client.connection(),
-            client.keys(),
-            "mail",
-            counts,
-            now - minute * 60_000,
-        )
-        .await
-        .unwrap();
+        Upkeep::new(client.connection(), client.keys())
+            .flush_stats("mail", counts, now - minute * 60_000)
+            .await
+            .unwrap();
         total += processed;
     }
     total

@@ -1,5 +1,5 @@
 //! Cancellation on the worker's side: every [`CANCEL_POLL`], one pipeline reads the cancelling
-//! sets of the queues this process fetches from (`store::cancel`); a marked job that runs here
+//! sets of the queues this process fetches from (`Run::marked_cancelled`); a marked job that runs here
 //! has its context cancelled ([`Context::request_cancel`]), and a marked job fetched here is
 //! settled as cancelled without running.
 //!
@@ -8,8 +8,8 @@
 //! processor checks against the last read (one atomic load while nothing is marked). So a
 //! stream of short jobs pays nothing for cancellation.
 
+use crate::door::CANCEL_POLL;
 use crate::leases::Leases;
-use gator_core::store::cancel::{self, CANCEL_POLL};
 use gator_core::{Client, Context};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,8 +82,9 @@ impl Cancels {
     /// One read of the cancelling sets; cancels the marked jobs running here.
     pub async fn tick(&self) -> gator_core::Result<()> {
         let queues = self.leases.queues();
-        let marked =
-            cancel::marked(&mut self.client.connection(), self.client.keys(), &queues).await?;
+        let marked = crate::door::run(&self.client)
+            .marked_cancelled(&queues)
+            .await?;
         let running = lock(&self.running);
         for jid in &marked {
             if let Some(ctx) = running.get(jid)

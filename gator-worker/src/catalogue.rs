@@ -4,10 +4,10 @@
 //! the processors whether a job it does not run is run by a live worker elsewhere; and it
 //! stops passing over such jobs once no live worker runs them.
 
+use crate::door::Published;
 use crate::outage::Outage;
 use crate::queues::QueueOrder;
 use gator_core::catalogue::{Definition, LEASE, MAX_JOBS, RENEW_EVERY};
-use gator_core::store::catalogue::{self as stored, Published};
 use gator_core::{Client, Registry};
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::{Arc, Mutex};
@@ -55,12 +55,12 @@ impl Catalogue {
 
     /// Publishes (or renews) this worker's jobs; logs what it could not publish, once.
     pub async fn publish(&self) {
-        let mut conn = self.client.connection();
         let lease = LEASE.as_millis() as u64;
         let queues = self.order.all();
-        let keys = self.client.keys();
-        match stored::publish(&mut conn, keys, &self.id, lease, &queues, MAX_JOBS, &self.jobs).await
-        {
+        let published = crate::door::presence(&self.client)
+            .publish_catalogue((&self.id, lease), &queues, MAX_JOBS, &self.jobs)
+            .await;
+        match published {
             Ok(published) => {
                 self.outage.reached();
                 self.report(&published);
@@ -159,8 +159,8 @@ impl Catalogue {
             }
         }
         let names: Vec<String> = self.jobs.iter().map(|(name, _)| name.clone()).collect();
-        let mut conn = self.client.connection();
-        match stored::withdraw(&mut conn, self.client.keys(), &self.id, &names).await {
+        let mut presence = crate::door::presence(&self.client);
+        match presence.withdraw_catalogue(&self.id, &names).await {
             Err(e) if !crate::outage::is_logged_already(&e) => {
                 warn!(error = %e, "could not give up this worker's leases in the job catalogue; they end within 60 s");
             }

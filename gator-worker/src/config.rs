@@ -24,7 +24,7 @@ pub struct WorkerConfig {
     /// The average interval between passes that move due scheduled and retry jobs.
     pub poll_interval: Duration,
     /// How much of each queue's dead set to keep.
-    pub dead_cap: gator_core::store::dead::DeadCap,
+    pub dead_cap: crate::door::DeadCap,
     /// How long a finished job's status record, and the result it returned, are kept
     /// (`Client::status`, `Client::result`).
     pub retention: Duration,
@@ -93,14 +93,14 @@ impl WorkerConfig {
     pub fn new(redis_url: impl Into<String>) -> WorkerConfig {
         WorkerConfig {
             redis_url: redis_url.into(),
-            namespace: gator_core::store::keys::DEFAULT_NAMESPACE.to_owned(),
+            namespace: crate::door::DEFAULT_NAMESPACE.to_owned(),
             queues: QueueSelection::AllKnown,
             concurrency: 10,
             shutdown_timeout: Duration::from_secs(25),
             poll_interval: Duration::from_secs(1),
-            dead_cap: gator_core::store::dead::DeadCap::default(),
-            finished_max_jobs: gator_core::store::finished::DEFAULT_KEEP,
-            retention: gator_core::store::status::DEFAULT_RETENTION,
+            dead_cap: crate::door::DeadCap::default(),
+            finished_max_jobs: crate::door::DEFAULT_KEEP,
+            retention: crate::door::DEFAULT_RETENTION,
             recovery_interval: crate::recovery::RECOVERY_INTERVAL,
             lease: crate::leases::DEFAULT_LEASE,
             worker_id: None,
@@ -241,7 +241,7 @@ pub struct Cli {
 
     /// The most finished jobs (done, cancelled, discarded) whose status and result each queue
     /// keeps; the oldest are trimmed first. They also expire after `--retention`.
-    #[arg(long, env = "GATOR_FINISHED_MAX_JOBS", default_value_t = gator_core::store::finished::DEFAULT_KEEP)]
+    #[arg(long, env = "GATOR_FINISHED_MAX_JOBS", default_value_t = crate::door::DEFAULT_KEEP)]
     pub finished_max_jobs: usize,
 
     /// How long a job stays in the dead set before it is trimmed (e.g. `180days`, `4w`).
@@ -327,7 +327,7 @@ impl Cli {
             concurrency: usize::from(self.concurrency),
             shutdown_timeout: self.shutdown_timeout,
             poll_interval: self.poll_interval,
-            dead_cap: gator_core::store::dead::DeadCap {
+            dead_cap: crate::door::DeadCap {
                 max_jobs: self.dead_max_jobs,
                 max_age: self.dead_max_age,
             },

@@ -13,11 +13,10 @@
 //! clock only times the sleep), but never longer than [`Cron::refresh`], so that entries added
 //! or changed elsewhere are picked up.
 
+use crate::door::{StoredEntry, Upkeep};
 use gator_core::Client;
 use gator_core::admin::Fire;
 use gator_core::cron::CronEntry;
-use gator_core::store;
-use gator_core::store::cron::StoredEntry;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -88,9 +87,8 @@ impl Cron {
             );
             self.declared.clear();
         }
-        let keys = self.client.keys();
-        let mut conn = self.client.connection();
-        let stored = store::cron::list(&mut conn, keys).await?;
+        let mut upkeep = crate::door::upkeep(&self.client);
+        let stored = upkeep.cron_entries().await?;
         if stored.is_empty() {
             // No entries: a worker of a fleet without periodic jobs pays one HGETALL a pass.
             return Ok(Pass::default());
@@ -102,7 +100,7 @@ impl Cron {
             ..Pass::default()
         };
         for stored in &stored {
-            self.fire(&mut conn, stored, now, &mut pass).await;
+            self.fire(&mut upkeep, stored, now, &mut pass).await;
         }
         Ok(pass)
     }
@@ -110,13 +108,7 @@ impl Cron {
     /// Step 3 for one entry: counts its next tick into `pass`, and fires its latest tick if it
     /// is newer than the last one fired. An entry that cannot be read or whose fire fails is
     /// logged and skipped.
-    async fn fire(
-        &self,
-        conn: &mut gator_core::Connection,
-        stored: &StoredEntry,
-        now: u64,
-        pass: &mut Pass,
-    ) {
+    async fn fire(&self, upkeep: &mut Upkeep<'_>, stored: &StoredEntry, now: u64, pass: &mut Pass) {
         let name = stored.name.as_str();
         let schedule = match CronEntry::from_json(&stored.definition)
             .map_err(gator_core::Error::from)
@@ -143,8 +135,7 @@ impl Cron {
             return;
         }
         let payload = entry.payload(Some(tick), now);
-        let keys = self.client.keys();
-        match store::cron::fire(conn, keys, name, Some(tick), &payload).await {
+        match upkeep.fire_cron(name, Some(tick), &payload).await {
             Ok(Fire::Pushed) => {
                 pass.fired += 1;
                 debug!(entry = name, tick, jid = %payload.jid, queue = %payload.queue, "enqueued a periodic job");

@@ -8,7 +8,6 @@ use crate::config::WorkerConfig;
 use crate::leases::Leases;
 use crate::memory::{self, Eviction};
 use gator_core::Client;
-use gator_core::store;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -47,7 +46,7 @@ impl Heartbeat {
         leases: Arc<Leases>,
         clock: Arc<RedisClock>,
     ) -> Heartbeat {
-        let info = serde_json::to_string(&store::processes::Description {
+        let info = serde_json::to_string(&crate::door::Description {
             id: id.clone(),
             host: hostname(),
             pid: std::process::id(),
@@ -98,14 +97,9 @@ impl Heartbeat {
         if !self.leases.renew_all().await {
             return Ok(false);
         }
-        let beat = store::processes::beat(
-            &mut self.client.connection(),
-            self.client.keys(),
-            &self.id,
-            &self.info,
-            self.leases.ttl(),
-        )
-        .await;
+        let beat = crate::door::presence(&self.client)
+            .beat(&self.id, &self.info, self.leases.ttl())
+            .await;
         let beat = match beat {
             Ok(beat) => beat,
             Err(e) => {
@@ -134,9 +128,9 @@ impl Heartbeat {
 
     /// Removes this process from the registry (a clean exit that put back everything it held).
     pub async fn deregister(&self) {
-        if let Err(e) =
-            store::processes::remove(&mut self.client.connection(), self.client.keys(), &self.id)
-                .await
+        if let Err(e) = crate::door::presence(&self.client)
+            .remove_process(&self.id)
+            .await
         {
             warn!(error = %e, "could not deregister this process; its registration expires by itself");
         }

@@ -2,7 +2,7 @@
 //! count, should one payload be in flight twice). Recovery reads it: an in-flight job missing
 //! here is stranded (its fetch's reply was lost), and is put back.
 
-use gator_core::store::inflight::Fetched;
+use crate::door::Fetched;
 use rustc_hash::FxHashMap;
 use std::sync::Mutex;
 

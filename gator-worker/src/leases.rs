@@ -10,8 +10,8 @@
 //! Redis started counting.
 
 use crate::clock::RedisClock;
+use crate::door::LeaseState;
 use gator_core::Client;
-use gator_core::store::lease::{self, LeaseState};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,14 +81,9 @@ impl Leases {
     /// had been lost meanwhile: its in-flight jobs of the queue may have been put back.
     pub async fn acquire(&self, queue: &str) -> gator_core::Result<bool> {
         let sent = Instant::now();
-        let (state, now) = lease::renew(
-            &mut self.client.connection(),
-            self.client.keys(),
-            queue,
-            &self.process,
-            self.ttl,
-        )
-        .await?;
+        let (state, now) = crate::door::presence(&self.client)
+            .renew_lease(queue, &self.process, self.ttl)
+            .await?;
         self.clock.observe(now);
         let held = self.lock().contains_key(queue);
         let lost = state == LeaseState::Expired || (held && state == LeaseState::New);
@@ -102,14 +97,9 @@ impl Leases {
     pub async fn renew_all(&self) -> bool {
         let queues: Vec<String> = self.lock().keys().cloned().collect();
         let sent = Instant::now();
-        let renewed = lease::renew_many(
-            &mut self.client.connection(),
-            self.client.keys(),
-            &queues,
-            &self.process,
-            self.ttl,
-        )
-        .await;
+        let renewed = crate::door::presence(&self.client)
+            .renew_leases(&queues, &self.process, self.ttl)
+            .await;
         let (states, now) = match renewed {
             Ok(renewed) => renewed,
             Err(e) => {

@@ -174,6 +174,7 @@ pub mod cli;
 pub mod clock;
 pub mod config;
 pub mod cron;
+pub(crate) mod door;
 pub mod fetcher;
 pub mod gather;
 pub mod heartbeat;

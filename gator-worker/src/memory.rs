@@ -30,7 +30,7 @@ impl Eviction {
 /// refuse `CONFIG GET`).
 /// On a cluster, the node that may lose jobs, if any does.
 pub async fn read(client: &Client) -> gator_core::Result<Option<Eviction>> {
-    let texts = gator_core::store::server::info(&mut client.connection(), &["memory"]).await?;
+    let texts = crate::door::upkeep(client).info(&["memory"]).await?;
     let mut nodes = texts.iter().filter_map(|text| parse(text));
     let first = nodes.next();
     Ok(match first {

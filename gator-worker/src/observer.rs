@@ -1,6 +1,6 @@
 //! What the worker tells the outside about the jobs it runs: the per-queue processed and failed
 //! counts kept in Redis for the dashboard's graphs and `gator-worker stats`
-//! ([`gator_core::store::stats`]), and, when metrics are on, the `metrics` facade's counters,
+//! (`Upkeep::flush_stats`), and, when metrics are on, the `metrics` facade's counters,
 //! histograms and gauges (served to Prometheus by `--metrics-bind`).
 //!
 //! # What it costs a job
@@ -28,9 +28,9 @@
 //! `gator_queue_busy`, `gator_queue_capacity`, `gator_queue_suggested_workers`, …).
 
 use crate::clock::RedisClock;
+use crate::door::Counts;
 use crate::outcome::Outcome;
 use gator_core::Client;
-use gator_core::store::stats::{self, Counts};
 use metrics::{Counter, Histogram};
 use rustc_hash::FxHashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -221,8 +221,9 @@ impl Observer {
     pub async fn flush(&self, client: &Client, clock: &RedisClock) {
         let now = clock.now_ms();
         for (queue, counts) in self.take() {
-            let written =
-                stats::flush(&mut client.connection(), client.keys(), &queue, counts, now).await;
+            let written = crate::door::upkeep(client)
+                .flush_stats(&queue, counts, now)
+                .await;
             if let Err(e) = written {
                 warn!(queue = %queue, error = %e, "could not record the queue's statistics; trying again in a second");
                 self.give_back(&queue, counts);

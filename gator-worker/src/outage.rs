@@ -5,7 +5,7 @@
 //!
 //! Only connection failures count ([`gator_core::Error::is_connection`]); any other error (a
 //! key of the wrong type) is about one queue, and its caller logs it as before, except a broken
-//! global key ([`gator_core::Error::BrokenKey`]), which gator-core's `store::broken` logged
+//! global key ([`gator_core::Error::BrokenKey`]), which gator-core's store logged
 //! where it found it, at most once per key per 10 minutes. The healthy path reads one atomic
 //! flag.
 
@@ -90,7 +90,7 @@ impl Outage {
 }
 
 /// Whether `error` is a broken global key, which gator-core logged where it found it (at most
-/// once per key per `store::broken::LOG_EVERY`): its caller says nothing of it.
+/// once per key every ten minutes): its caller says nothing of it.
 pub fn is_logged_already(error: &gator_core::Error) -> bool {
     matches!(error, gator_core::Error::BrokenKey { .. })
 }

@@ -3,12 +3,12 @@
 //! that is not a payload at all is kept verbatim in a dead-set entry of its own.
 
 use crate::clock::RedisClock;
+use crate::door::{Done, Fetched};
 use base64::Engine;
 use gator_core::JobError;
 use gator_core::client::SCHEDULE_HORIZON;
 use gator_core::payload::{DocumentError, Payload, PayloadDocument};
 use gator_core::retry::{RetryContext, RetryDecision};
-use gator_core::store::inflight::Fetched;
 use std::time::{Duration, Instant};
 use tracing::{error, warn};
 
@@ -18,7 +18,7 @@ pub enum Outcome {
     /// It succeeded; if it is a chain or workflow step, its chain or workflow moves on.
     Done {
         /// The outbox record of a chain step with a next step, or of a workflow step
-        /// (`store::inflight::handoff_on_success`).
+        /// (`settle::handoff_on_success`).
         handoff: Option<String>,
         /// What it returned, as JSON, kept in its status record.
         result: Option<String>,
@@ -55,7 +55,7 @@ pub enum Outcome {
     Interrupted,
     /// It returned having asked to wait for a reply: it leaves its queue waiting for it.
     AwaitReply {
-        /// Its wait record (`store::reply::WaitRecord`, JSON).
+        /// Its wait record (`door::WaitRecord`, JSON).
         record: String,
         /// The correlation key.
         key: String,
@@ -79,14 +79,14 @@ pub enum Outcome {
         handoff: Option<String>,
     },
     /// It was not started by its deadline (`gator_core::expiry`): never run, and already
-    /// settled by the script that judged it (`gator_core::store::expiry`), kept in the dead set
+    /// settled by the script that judged it (`Settler::judge`), kept in the dead set
     /// or dropped; what is left is carrying a workflow step's end on, as a death's.
     Expired {
         /// Whether it was still in flight when judged (and is now settled).
         settled: bool,
         /// A workflow step's report of its end (as a death).
         handoff: Option<String>,
-        /// Chains whose dead step the dead set's trim removed (see `store::inflight::Killed`).
+        /// Chains whose dead step the dead set's trim removed (see `door::Killed`).
         orphaned_chains: Vec<(String, String)>,
     },
     /// It will not run again: exhausted retries, bad input, or an unreadable payload.
@@ -99,14 +99,14 @@ pub enum Outcome {
 impl Outcome {
     /// What a success records with its settle (`None` for any other outcome), its record
     /// kept for `retention`.
-    pub fn done(&self, retention: Duration) -> Option<gator_core::store::status::Done<'_>> {
+    pub fn done(&self, retention: Duration) -> Option<Done<'_>> {
         match self {
             Outcome::Done {
                 result,
                 attempts,
                 at_ms,
                 ..
-            } => Some(gator_core::store::status::Done {
+            } => Some(Done {
                 result: result.as_deref(),
                 attempts: *attempts,
                 at_ms: *at_ms,
@@ -283,11 +283,7 @@ fn discard(doc: &PayloadDocument<'_>, error: &JobError, failures: u32, took: f64
     Outcome::Discard {
         jid: doc.jid().to_owned(),
         tail: format!("{failures} {}", error.message()),
-        handoff: gator_core::store::inflight::handoff_on_end(
-            doc.text(),
-            "dead",
-            Duration::from_secs(86_400),
-        ),
+        handoff: crate::door::handoff_on_end(doc.text(), "dead", Duration::from_secs(86_400)),
     }
 }
 

@@ -12,7 +12,6 @@
 use crate::alarm::Alarm;
 use crate::queues::QueueOrder;
 use gator_core::Client;
-use gator_core::store;
 use rand::RngExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -74,14 +73,13 @@ impl Poller {
     /// fails (a key of the wrong type) is logged and skipped; the others are still promoted.
     pub async fn tick(&self) -> gator_core::Result<Pass> {
         self.order.refresh(&self.client).await?;
-        let mut conn = self.client.connection();
-        let keys = self.client.keys();
+        let mut upkeep = crate::door::upkeep(&self.client);
         let mut pass = Pass {
             processes: self.fleet.load(Ordering::Relaxed).max(1),
             ..Pass::default()
         };
         for queue in self.order.all() {
-            let promoted = match store::schedule::promote_due(&mut conn, keys, &queue).await {
+            let promoted = match upkeep.promote_due(&queue).await {
                 Ok(promoted) => promoted,
                 Err(e) => {
                     self.outage.unless_outage(&e, || warn!(queue = %queue, error = %e, "could not promote the queue's due jobs; trying again next pass"));

@@ -1,6 +1,6 @@
 //! Where this worker's jobs' progress goes: the [`ProgressSink`] each attempt's `Context`
 //! writes through (`gator_core::context`'s flusher coalesces the reports; this writes one),
-//! `store::progress::write` on the worker's shared connection.
+//! `Run::write_progress` (`door::run`) on the worker's shared connection.
 
 use gator_core::Client;
 use gator_core::context::{ProgressReport, ProgressSink, ProgressWriter};
@@ -30,14 +30,12 @@ impl ProgressSink for ProgressStore {
         report: ProgressReport<'a>,
     ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
         Box::pin(async move {
-            let written = gator_core::store::progress::write(
-                &mut self.client.connection(),
-                self.client.keys(),
-                report.queue,
-                report.jid,
-                (report.fraction, report.attempt, report.note),
-            )
-            .await;
+            let written = crate::door::run(&self.client)
+                .write_progress(
+                    (report.queue, report.jid),
+                    (report.fraction, report.attempt, report.note),
+                )
+                .await;
             // Advisory: a lost report is replaced by the next one, or the last at the end.
             if let Err(error) = written {
                 warn!(error = %error, "could not record a job's progress");

@@ -1,5 +1,5 @@
 //! The pruner: keeps each served queue's finished jobs' status records to
-//! `--finished-max-jobs` (see `gator_core::store::finished`), as the dead set is kept to
+//! `--finished-max-jobs` (see `Upkeep::trim_finished`), as the dead set is kept to
 //! `--dead-max-jobs`, and ends the `done` records kept in queued-mark buckets once they are
 //! older than `--retention` (a record with a key of its own expires by itself). So Redis's
 //! memory does not grow with throughput × retention.
@@ -10,7 +10,6 @@
 
 use crate::queues::QueueOrder;
 use gator_core::Client;
-use gator_core::store::finished;
 use rand::RngExt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -53,16 +52,11 @@ impl Pruner {
 
     /// One pass over every served queue; a queue that fails is logged and left for the next.
     pub async fn pass(&self) {
-        let mut conn = self.client.connection();
+        let mut upkeep = crate::door::upkeep(&self.client);
         for queue in self.order.all() {
-            match finished::trim(
-                &mut conn,
-                self.client.keys(),
-                &queue,
-                self.keep,
-                self.retention,
-            )
-            .await
+            match upkeep
+                .trim_finished(&queue, self.keep, self.retention)
+                .await
             {
                 Ok(0) => {}
                 Ok(removed) => debug!(queue = %queue, removed, "trimmed finished jobs' records"),

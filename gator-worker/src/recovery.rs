@@ -8,11 +8,10 @@
 //! queue's lease set is its in-flight index, so nothing here needs the process registry, a
 //! host name or a pid.
 
+use crate::door::{Fetched, PutBack};
 use crate::fetcher::Fetcher;
 use crate::leases::{FORGET_AFTER, Leases};
 use gator_core::Client;
-use gator_core::store::inflight::{self, Fetched};
-use gator_core::store::{chain, lease, workflow};
 use rand::RngExt;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -89,9 +88,8 @@ impl Recovery {
 
     /// Ends the waits for replies whose time ran out, and carries every completion (a reply
     /// delivered, a wait ended) left in the replies' outbox to its job's queue.
-    async fn replies(&self, conn: &mut gator_core::Connection) {
-        let keys = self.client.keys();
-        match gator_core::store::reply::expire(conn, keys).await {
+    async fn replies(&self, store: &mut PutBack<'_>) {
+        match store.expire_replies().await {
             Ok(0) => {}
             Ok(ended) => warn!(waits = ended, "waits for replies timed out"),
             Err(e) => {
@@ -100,9 +98,7 @@ impl Recovery {
                 })
             }
         }
-        if let Err(e) =
-            gator_core::store::reply::drain(conn, keys, self.client.replica_wait()).await
-        {
+        if let Err(e) = store.drain_replies().await {
             self.fetcher.outage().unless_outage(&e, || {
                 warn!(error = %e, "could not carry replies to their jobs; trying again next pass");
             });
@@ -117,9 +113,8 @@ impl Recovery {
             recovered: self.release_stranded().await,
             ..Pass::default()
         };
-        let mut conn = self.client.connection();
-        let known = gator_core::store::queue::known(&mut conn, self.client.keys());
-        let mut queues = match known.await {
+        let mut store = crate::door::recovery(&self.client);
+        let mut queues = match store.known_queues().await {
             Ok(queues) => queues,
             Err(e) => {
                 self.fetcher.outage().unless_outage(&e, || {
@@ -135,9 +130,9 @@ impl Recovery {
         }
         let take_over = self.predecessors.as_deref().filter(|_| take_over);
         // Replies: waits whose time ran out, and completions a crash left (one slot for all).
-        self.replies(&mut conn).await;
+        self.replies(&mut store).await;
         for queue in &queues {
-            self.recover_queue(&mut conn, queue, take_over, &mut pass)
+            self.recover_queue(&mut store, queue, take_over, &mut pass)
                 .await;
         }
         pass
@@ -147,15 +142,13 @@ impl Recovery {
     /// a crash or an outage left: chain steps in its outbox, and released workflow steps.
     async fn recover_queue(
         &self,
-        conn: &mut gator_core::Connection,
+        store: &mut PutBack<'_>,
         queue: &str,
         take_over: Option<&str>,
         pass: &mut Pass,
     ) {
-        let keys = self.client.keys();
         let own = self.fetcher.process();
-        let recovered = match lease::recover(conn, keys, queue, own, FORGET_AFTER, take_over).await
-        {
+        let recovered = match store.recover((queue, own), FORGET_AFTER, take_over).await {
             Ok(recovered) => recovered,
             Err(e) => {
                 self.fetcher.outage().unless_outage(&e, || {
@@ -169,7 +162,7 @@ impl Recovery {
         }
         pass.recovered += recovered.jobs();
         // Hand-offs of chain steps a crash or an outage left in the outbox.
-        match chain::drain_outbox(conn, keys, queue, self.client.replica_wait()).await {
+        match store.drain_outbox(queue).await {
             Ok(0) => {}
             Ok(handoffs) => debug!(queue = %queue, handoffs, "drained the outbox"),
             Err(e) => {
@@ -180,8 +173,7 @@ impl Recovery {
         }
         // Workflow steps released (or dispatched) by a process that died before it pushed
         // them to their queues.
-        let wait = self.client.replica_wait();
-        if let Err(e) = workflow::drain_pushing(conn, keys, queue, wait).await {
+        if let Err(e) = store.drain_pushing(queue).await {
             self.fetcher.outage().unless_outage(&e, || {
                 warn!(queue = %queue, error = %e, "could not push the released steps of the queue's workflows; trying again next pass");
             });
@@ -197,14 +189,13 @@ impl Recovery {
     /// their outcome could not be written, so nothing here would ever settle them. One pass is
     /// not enough: a fetch whose reply is still on its way looks the same for a moment.
     async fn release_stranded(&self) -> usize {
-        let mut conn = self.client.connection();
-        let keys = self.client.keys();
+        let mut store = crate::door::recovery(&self.client);
         let process = self.fetcher.process();
         let before = std::mem::take(&mut *self.lock_unheld());
         let mut now_unheld = HashSet::new();
         let mut released = 0;
         for queue in self.leases.queues() {
-            let listed = match inflight::list(&mut conn, keys, &queue, process).await {
+            let listed = match store.in_flight(&queue, process).await {
                 Ok(listed) => listed,
                 Err(e) => {
                     self.fetcher.outage().unless_outage(&e, || {
@@ -228,7 +219,7 @@ impl Recovery {
                     raw: key.1,
                     admitted: false,
                 };
-                match inflight::release(&mut conn, keys, &job).await {
+                match store.release(&job).await {
                     Ok(put_back) => released += usize::from(put_back),
                     Err(e) => {
                         warn!(queue = %job.queue, error = %e, "could not put back a stranded in-flight job; trying again next pass");
@@ -253,12 +244,11 @@ impl Recovery {
     /// fetch can still land a job; if one might, the leases are kept, to expire, so the fleet
     /// recovers whatever lands. Returns whether everything was put back and every lease given up.
     pub async fn put_back_own(&self, fetches_done: bool, finished: bool) -> bool {
-        let mut conn = self.client.connection();
-        let keys = self.client.keys();
+        let mut store = crate::door::recovery(&self.client);
         let process = self.fetcher.process();
         let (mut put_back, mut complete) = (0, fetches_done);
         for queue in self.leases.queues() {
-            match lease::put_back(&mut conn, keys, &queue, process, fetches_done).await {
+            match store.put_back(&queue, process, fetches_done).await {
                 Ok(n) => {
                     put_back += n;
                     if fetches_done {

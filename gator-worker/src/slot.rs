@@ -3,7 +3,7 @@
 //! jobs, each with its slot from the moment it is fetched until its outcome is written (see
 //! [`crate::fetcher`]).
 
-use gator_core::store::inflight::Fetched;
+use crate::door::Fetched;
 use std::sync::Arc;
 use tokio::sync::OwnedSemaphorePermit;
 

@@ -10,6 +10,7 @@
 //! costs each node one BLMOVE per watcher per timeout, not a script per queue.
 
 use crate::admission::Admission;
+use crate::door::{Fetched, NextLook};
 use crate::fetcher::{FETCH_TIMEOUT, Job};
 use crate::held::Held;
 use crate::leases::Leases;
@@ -17,8 +18,6 @@ use crate::observer::Observer;
 use crate::queues::QueueOrder;
 use gator_core::Client;
 use gator_core::connection::Dedicated;
-use gator_core::store::admit::{self, NextLook};
-use gator_core::store::inflight::{self, Fetched};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -174,12 +173,14 @@ impl Watchers {
                 return Ok(None);
             }
         }
-        let mut conn = self.connection().await?;
-        let keys = self.client.keys();
-        match inflight::fetch_blocking(&mut conn, keys, queue, &self.process, FETCH_TIMEOUT).await {
+        let mut fetch = crate::door::blocking(&self.client, self.dedicated().await?);
+        let fetched = fetch
+            .fetch_blocking(queue, &self.process, FETCH_TIMEOUT)
+            .await;
+        match fetched {
             Ok(job) => {
                 self.held.hold(job.as_slice());
-                self.lock_connections().push(conn);
+                self.lock_connections().push(fetch.into_connection());
                 if job.is_some() && !self.leases.valid_for(queue, Duration::ZERO) {
                     // Paused past the lease while blocked: the list the job landed in may
                     // have been recovered and forgotten. Index it again before running it.
@@ -189,7 +190,7 @@ impl Watchers {
             }
             Err(e) if e.is_controlled_queue() => {
                 // The queue came under flow control: nothing moved; admit from it from now on.
-                self.lock_connections().push(conn);
+                self.lock_connections().push(fetch.into_connection());
                 self.order.mark_controlled(queue);
                 Ok(None)
             }
@@ -219,12 +220,11 @@ impl Watchers {
         match wait {
             Some(wait) if wait < FETCH_TIMEOUT => return self.wait_for_start(queue, wait).await,
             _ => {
-                let mut conn = self.connection().await?;
-                let keys = self.client.keys();
+                let mut fetch = crate::door::blocking(&self.client, self.dedicated().await?);
                 // A silent connection is closed rather than used again.
                 let wait = wait.unwrap_or(FETCH_TIMEOUT).min(FETCH_TIMEOUT);
-                admit::wait_for_signal(&mut conn, keys, queue, wait).await?;
-                self.lock_connections().push(conn);
+                fetch.wait_for_signal(queue, wait).await?;
+                self.lock_connections().push(fetch.into_connection());
             }
         }
         let admitted = self.admission.admit(queue, None, true).await?;
@@ -255,7 +255,7 @@ impl Watchers {
     }
 
     /// An idle dedicated connection, or a new one.
-    async fn connection(&self) -> gator_core::Result<Dedicated> {
+    async fn dedicated(&self) -> gator_core::Result<Dedicated> {
         // Taken apart from the match: the lock must not be held across the connect.
         let idle = self.lock_connections().pop();
         match idle {

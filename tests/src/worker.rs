@@ -62,7 +62,8 @@ pub async fn client(url: &str) -> Client {
 
 /// Writes flow-control `settings` for `queue` (making it controlled), as the CLI does.
 pub async fn set_flow(client: &Client, queue: &str, settings: &[gator_core::flow::FlowSetting]) {
-    gator_core::store::flow::set(&mut client.connection(), client.keys(), queue, settings)
+    gator_core::Admin::new(client.clone())
+        .set_queue_flow(queue, settings)
         .await
         .expect("flow settings are written");
 }

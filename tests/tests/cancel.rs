@@ -326,7 +326,7 @@ async fn job_cancel_in_the_cli() {
 async fn a_mark_left_by_a_job_that_finished_first_is_taken_out() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let (keys, mut conn) = (client.keys().clone(), client.connection());
+    let keys = client.keys();
     let done = Note::call("prune".into(), 1)
         .dispatch_with(&client)
         .await
@@ -335,24 +335,14 @@ async fn a_mark_left_by_a_job_that_finished_first_is_taken_out() {
         .dispatch_with(&client)
         .await
         .unwrap();
-    let store_mark = gator_core::store::cancel::mark;
+    // Both marked, as a cancel marks a job it cannot take out of its queue.
     for jid in [&done, &parked] {
-        assert!(
-            store_mark(
-                &mut conn,
-                &keys,
-                "cx",
-                jid,
-                "queued",
-                Duration::from_secs(60)
-            )
-            .await
-            .unwrap()
-        );
+        assert_eq!(redis.cli(&["SADD", "gator:{cx}:cancelling", jid]), "1");
     }
     // The first one's worker finished it before reading the mark.
     redis.cli(&["SET", &keys.job("cx", &done), "done 1 1 "]);
-    gator_core::store::cancel::marked(&mut conn, &keys, &["cx".to_owned()])
+    gator_core::store::Run::new(client.connection(), keys)
+        .marked_cancelled(&["cx".to_owned()])
         .await
         .unwrap();
     assert_eq!(

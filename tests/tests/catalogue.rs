@@ -291,10 +291,9 @@ async fn the_command_line_lists_the_catalogue_and_enqueues_by_name_through_it() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounded() {
-    use gator_core::store::catalogue::{publish, withdraw};
     let redis = RedisServer::start();
     let client = gator_tests::client(&redis.url()).await;
-    let (keys, mut conn) = (client.keys().clone(), client.connection());
+    let mut presence = gator_core::store::Presence::new(client.connection(), client.keys());
     let queues = vec!["q".to_owned()];
     let old = vec![(
         "job_a".to_owned(),
@@ -306,11 +305,13 @@ async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounde
     )];
 
     // The old version holds the writer lease: the new one is told, and does not overwrite it.
-    let first = publish(&mut conn, &keys, "old-worker", 60_000, &queues, 10, &old)
+    let first = presence
+        .publish_catalogue(("old-worker", 60_000), &queues, 10, &old)
         .await
         .unwrap();
     assert!(first.differs.is_empty());
-    let second = publish(&mut conn, &keys, "new-worker", 60_000, &queues, 10, &new)
+    let second = presence
+        .publish_catalogue(("new-worker", 60_000), &queues, 10, &new)
         .await
         .unwrap();
     assert_eq!(
@@ -322,10 +323,12 @@ async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounde
     assert_eq!(known.runners.len(), 2, "both run it");
 
     // Once the old one stops, the new one writes at its next renewal.
-    withdraw(&mut conn, &keys, "old-worker", &["job_a".to_owned()])
+    presence
+        .withdraw_catalogue("old-worker", &["job_a".to_owned()])
         .await
         .unwrap();
-    let third = publish(&mut conn, &keys, "new-worker", 60_000, &queues, 10, &new)
+    let third = presence
+        .publish_catalogue(("new-worker", 60_000), &queues, 10, &new)
         .await
         .unwrap();
     assert!(third.differs.is_empty());
@@ -341,7 +344,8 @@ async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounde
         "job_b".to_owned(),
         r#"{"job":"job_b","queue":"q","retries":1}"#.to_owned(),
     )];
-    publish(&mut conn, &keys, "dying", 200, &queues, 10, &short)
+    presence
+        .publish_catalogue(("dying", 200), &queues, 10, &short)
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -357,7 +361,8 @@ async fn one_worker_at_a_time_writes_a_definition_and_the_catalogue_stays_bounde
             )
         })
         .collect();
-    let full = publish(&mut conn, &keys, "w", 60_000, &queues, 4, &many)
+    let full = presence
+        .publish_catalogue(("w", 60_000), &queues, 4, &many)
         .await
         .unwrap();
     assert_eq!(full.full, ["extra_2"]);

@@ -1,8 +1,8 @@
 //! Chains: steps run one after another across queues, halt on a dead step, resume when it is
 //! retried, and leave no keys behind.
 
-use gator_core::store::inflight::Batch;
-use gator_core::store::sets::{SetKind, move_to_queue};
+use gator_core::SetKind;
+use gator_core::store::{Batch, Done, Fetch, Presence, Settle};
 use gator_core::{Chain, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use std::sync::Mutex;
@@ -106,19 +106,18 @@ async fn a_dead_step_halts_the_chain_and_retrying_it_resumes_the_chain() {
     assert_ne!(chain_keys(&redis), "", "the rest of the chain waits");
 
     FRAGILE_BROKEN.store(false, Ordering::SeqCst);
-    let keys = client.keys().clone();
-    let mut conn = client.connection();
     let dead = redis.cli(&["ZRANGE", "gator:{c2}:dead", "0", "0"]);
     let jid = serde_json::from_str::<serde_json::Value>(&dead).unwrap()["jid"]
         .as_str()
         .unwrap()
         .to_owned();
-    let entry = gator_core::Admin::new(client.clone())
+    let admin = gator_core::Admin::new(client.clone());
+    let entry = admin
         .find_job(SetKind::Dead, Some("c2"), &jid)
         .await
         .unwrap()
         .expect("the dead step");
-    assert!(move_to_queue(&mut conn, &keys, &entry).await.unwrap());
+    assert!(admin.run_entry(&entry).await.unwrap());
 
     wait_until("the chain to finish", Duration::from_secs(10), || async {
         events("b").len() == 5
@@ -173,15 +172,15 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
         .then(Step::call("d".into(), 2))
         .then(Step::call("d".into(), 3));
     client.dispatch_chain(chain, None).await.unwrap();
-    let keys = client.keys().clone();
-    let mut conn = client.connection();
-    gator_core::store::lease::renew(&mut conn, &keys, "c1", "p", Duration::from_secs(60))
+    let keys = client.keys();
+    Presence::new(client.connection(), keys)
+        .renew_lease("c1", "p", Duration::from_secs(60))
         .await
         .unwrap();
-    let Batch::Jobs(mut jobs) =
-        gator_core::store::inflight::fetch_batch(&mut conn, &keys, "c1", "p", 1)
-            .await
-            .unwrap()
+    let Batch::Jobs(mut jobs) = Fetch::new(client.connection(), keys)
+        .fetch_batch("c1", "p", 1)
+        .await
+        .unwrap()
     else {
         panic!("process p holds a lease on c1");
     };
@@ -189,22 +188,16 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
     let first: gator_core::Payload = serde_json::from_slice(&job.raw).unwrap();
     let link = first.chain.expect("a chain step carries its link");
     let link = serde_json::to_string(&link).unwrap();
-    let ack = gator_core::store::inflight::ack;
-    let done = gator_core::store::status::Done {
+    let mut settle = Settle::new(client.connection(), keys, None);
+    let done = Done {
         result: None,
         attempts: 1,
         at_ms: 0,
         retention: Duration::from_secs(60),
     };
+    assert!(settle.ack(&job, &done, Some(link.as_str())).await.unwrap());
     assert!(
-        ack(&mut conn, &keys, &job, &done, Some(link.as_str()), None)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !ack(&mut conn, &keys, &job, &done, Some(link.as_str()), None)
-            .await
-            .unwrap(),
+        !settle.ack(&job, &done, Some(link.as_str())).await.unwrap(),
         "a second ack is a no-op"
     );
     assert_eq!(

@@ -340,14 +340,10 @@ async fn control_flow_queue(client: &Client) {
             rate: Some("300/1s".parse().expect("a rate")),
         },
     ];
-    gator_core::store::flow::set(
-        &mut client.connection(),
-        client.keys(),
-        FLOW_QUEUE,
-        &settings,
-    )
-    .await
-    .expect("flow settings");
+    gator_core::Admin::new(client.clone())
+        .set_queue_flow(FLOW_QUEUE, &settings)
+        .await
+        .expect("flow settings");
 }
 
 /// After the drain, no unit of the controlled queue is held: every killed worker's units were

@@ -162,7 +162,7 @@ async fn a_chain_whose_steps_live_on_different_masters_runs_in_order() {
 /// processor and a recovery pass may run), puts the next step on its queue exactly once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hand_off_interrupted_after_either_half_moves_the_next_step_exactly_once() {
-    use gator_core::store::{chain, scripts};
+    use gator_core::store::{Recovery, crash as scripts};
     let cluster = RedisCluster::start(3, 0);
     let (a, b) = queues_on_two_masters(&cluster);
     let client = gator_core::Client::connect(&cluster.url()).await.unwrap();
@@ -203,16 +203,12 @@ async fn a_hand_off_interrupted_after_either_half_moves_the_next_step_exactly_on
             assert_eq!(pushed, 1);
         }
         // Recovery: two drains at once, then one more.
-        let (mut c1, mut c2) = (client.connection(), client.connection());
-        let (r1, r2) = tokio::join!(
-            chain::drain_outbox(&mut c1, &keys, &a, None),
-            chain::drain_outbox(&mut c2, &keys, &a, None)
-        );
+        let drains = |_| Recovery::new(client.connection(), &keys, None);
+        let (mut d1, mut d2) = (drains(1), drains(2));
+        let (r1, r2) = tokio::join!(d1.drain_outbox(&a), d2.drain_outbox(&a));
         r1.unwrap();
         r2.unwrap();
-        chain::drain_outbox(&mut conn, &keys, &a, None)
-            .await
-            .unwrap();
+        drains(3).drain_outbox(&a).await.unwrap();
 
         let queued = cluster.cli(&["LRANGE", &format!("gator:{{{b}}}:queue"), "0", "-1"]);
         assert_eq!(

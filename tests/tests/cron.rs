@@ -13,7 +13,8 @@
 
 use gator_core::admin::Fire;
 use gator_core::flow::FlowSetting;
-use gator_core::{Client, JobStatus, job, store};
+use gator_core::store::Upkeep;
+use gator_core::{Client, JobStatus, job};
 use gator_tests::{
     RedisServer, TestWorker, WorkerCommand, WorkerProcess, client, run_cli, wait_until,
 };
@@ -146,15 +147,10 @@ async fn concurrent_fires_of_one_tick_push_one_job() {
         let client = client.clone();
         let payload = entry.payload(Some(tick), now);
         async move {
-            store::cron::fire(
-                &mut client.connection(),
-                client.keys(),
-                "race",
-                Some(tick),
-                &payload,
-            )
-            .await
-            .unwrap()
+            Upkeep::new(client.connection(), client.keys())
+                .fire_cron("race", Some(tick), &payload)
+                .await
+                .unwrap()
         }
     });
     let outcomes = futures_join_all(fires).await;
@@ -177,15 +173,10 @@ async fn concurrent_fires_of_one_tick_push_one_job() {
     let fire = |tick, payload| {
         let client = client.clone();
         async move {
-            store::cron::fire(
-                &mut client.connection(),
-                client.keys(),
-                "race",
-                Some(tick),
-                &payload,
-            )
-            .await
-            .unwrap()
+            Upkeep::new(client.connection(), client.keys())
+                .fire_cron("race", Some(tick), &payload)
+                .await
+                .unwrap()
         }
     };
     assert_eq!(fire(tick - 1000, older.clone()).await, Fire::AlreadyFired);
@@ -272,15 +263,10 @@ async fn a_new_entry_fires_no_tick_from_before_it_was_added() {
     let entry = listed[0].entry.clone();
     let now = client.redis_time().await.unwrap();
     let earlier = entry.schedule().unwrap().latest_at_or_before(now).unwrap();
-    let outcome = store::cron::fire(
-        &mut client.connection(),
-        client.keys(),
-        "yearly",
-        Some(earlier),
-        &entry.payload(Some(earlier), now),
-    )
-    .await
-    .unwrap();
+    let outcome = Upkeep::new(client.connection(), client.keys())
+        .fire_cron("yearly", Some(earlier), &entry.payload(Some(earlier), now))
+        .await
+        .unwrap();
     assert_eq!(outcome, Fire::AlreadyFired);
     // A worker's passes fire nothing either.
     let worker = TestWorker::start(&redis.url(), Some("nothing"), 1);
@@ -510,19 +496,16 @@ async fn a_tick_on_a_paused_queue_is_parked_with_its_status_and_runs_on_resume()
     let now = client.redis_time().await.unwrap();
     let tick = entry.schedule().unwrap().latest_at_or_before(now).unwrap();
     let payload = entry.payload(Some(tick), now);
-    let fired = store::cron::fire(
-        &mut client.connection(),
-        client.keys(),
-        "parked",
-        Some(tick),
-        &payload,
-    )
-    .await
-    .unwrap();
-    assert_eq!(fired, Fire::Pushed);
-    let parked = store::flow::parked(&mut client.connection(), client.keys(), "cron")
+    let fired = Upkeep::new(client.connection(), client.keys())
+        .fire_cron("parked", Some(tick), &payload)
         .await
         .unwrap();
+    assert_eq!(fired, Fire::Pushed);
+    let flow = gator_core::Admin::new(client.clone())
+        .flow_status("cron")
+        .await
+        .unwrap();
+    let parked = flow.parked_jobs() + flow.critical_waiting + flow.backlog;
     assert_eq!(parked, 1, "the tick's job waits parked on the paused queue");
     assert_eq!(
         client.status(&payload.jid).await.unwrap(),

@@ -4,8 +4,7 @@
 //! directly, as one process, so what a single batch decides is visible without a worker.
 
 use gator_core::flow::FlowSetting;
-use gator_core::store::admit::{self, AdmitRequest, Admitted, NextLook};
-use gator_core::store::inflight::Fetched;
+use gator_core::store::{AdmitRequest, Admitted, Fetch, Fetched, NextLook, Presence};
 use gator_core::{Client, PendingJob};
 use gator_tests::{RedisServer, client, set_flow};
 use std::time::Duration;
@@ -27,16 +26,10 @@ fn probe(queue: &str, id: u64, key: &str) -> PendingJob<BatchProbe> {
 /// One `admit.lua` call for `max` jobs, settling `acks` first, as the worker's group sends it
 /// (with the process's lease taken first).
 async fn admit_batch(client: &Client, queue: &str, max: usize, acks: &[Fetched]) -> Admitted {
-    let mut conn = client.connection();
-    gator_core::store::lease::renew(
-        &mut conn,
-        client.keys(),
-        queue,
-        PROCESS,
-        Duration::from_secs(30),
-    )
-    .await
-    .expect("lease taken");
+    Presence::new(client.connection(), client.keys())
+        .renew_lease(queue, PROCESS, Duration::from_secs(30))
+        .await
+        .expect("lease taken");
     let acks: Vec<(&Fetched, &str)> = acks.iter().map(|job| (job, "1 ")).collect();
     let request = AdmitRequest {
         queue,
@@ -48,7 +41,8 @@ async fn admit_batch(client: &Client, queue: &str, max: usize, acks: &[Fetched])
         retention: Duration::from_secs(60),
         shared: None,
     };
-    admit::admit(&mut conn, client.keys(), &request)
+    Fetch::new(client.connection(), client.keys())
+        .admit(&request)
         .await
         .expect("admit.lua runs")
 }

@@ -178,7 +178,8 @@ async fn a_pause_holds_for_a_worker_that_starts_late_and_resume_keeps_the_order(
         order(&redis).await.is_empty(),
         "nothing runs on a paused queue"
     );
-    let status = gator_core::store::flow::status(&mut client.connection(), client.keys(), "paused")
+    let status = gator_core::Admin::new(client.clone())
+        .flow_status("paused")
         .await
         .unwrap();
     assert!(status.paused);

@@ -41,7 +41,7 @@ async fn fetch_many(redis: &RedisServer, spec: &str, n: usize) -> Vec<String> {
         Arc::new(leases),
         process,
         1,
-        gator_core::store::status::DEFAULT_RETENTION,
+        gator_core::store::DEFAULT_RETENTION,
     );
     let running = CancellationToken::new();
     let mut queues = Vec::with_capacity(n);

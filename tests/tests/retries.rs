@@ -1,7 +1,6 @@
 //! Retries: per-job counts and backoff, death after the last attempt, timeouts, the dead cap.
 
-use gator_core::store::dead::DeadCap;
-use gator_core::store::inflight::{Fetched, kill};
+use gator_core::store::{DeadCap, Fetched, Settle};
 use gator_core::{Client, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use serde_json::Value;
@@ -228,8 +227,8 @@ async fn an_async_job_past_its_timeout_is_cancelled_and_recorded_as_timed_out() 
 async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let keys = client.keys().clone();
     let mut conn = client.connection();
+    let mut settle = Settle::new(client.connection(), client.keys(), None);
     let cap = DeadCap {
         max_jobs: 5,
         max_age: Duration::from_secs(3600),
@@ -253,7 +252,7 @@ async fn the_dead_set_keeps_the_newest_entries_within_its_size_and_age() {
         let raw = format!("job-{i}");
         redis.cli(&["RPUSH", "gator:{r}:inflight:p", &raw]);
         let job = in_flight(&raw);
-        let killed = kill(&mut conn, &keys, &job, &raw, cap, None).await.unwrap();
+        let killed = settle.kill(&job, &raw, cap, None).await.unwrap();
         assert!(killed.settled);
         // Entries die 1 ms apart at least, so the order of the survivors is the order of death.
         tokio::time::sleep(Duration::from_millis(2)).await;

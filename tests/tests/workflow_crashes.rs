@@ -1,15 +1,14 @@
 //! Workflows when a process dies at each step of a hand-off. A step's success crosses from
 //! its queue's slot to its workflow's home slot and on to its children's queues in separate
-//! steps (see `store::workflow`); each test leaves Redis exactly as a process killed after one
+//! steps (see `gator_core::workflow`); each test leaves Redis exactly as a process killed after one
 //! of them would (the scripts it had run, nothing after), then checks that the rest happens
 //! once: a parent counted once, a child pushed once, and recovery finishing what was left.
 //! The workflows' queues are on three slots, so on a cluster (`scripts/test-cluster`) every
 //! hand-off crosses nodes.
 
 use gator_core::payload::PayloadDocument;
-use gator_core::store::inflight::{self, Batch, Fetched, handoff_on_success};
-use gator_core::store::status::Done;
-use gator_core::store::{chain, lease, scripts, workflow};
+use gator_core::store::crash::{self as scripts, split_id};
+use gator_core::store::{Batch, Done, Fetch, Fetched, Presence, Recovery, Settle};
 use gator_core::workflow::StepState;
 use gator_core::{Client, JobStatus, Workflow, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
@@ -30,11 +29,12 @@ const RETENTION: Duration = Duration::from_secs(600);
 /// Fetches the one job waiting on `queue` into process `p`'s in-flight list.
 async fn fetch_one(client: &Client, queue: &str) -> Fetched {
     let keys = client.keys();
-    let mut conn = client.connection();
-    lease::renew(&mut conn, keys, queue, "p", Duration::from_secs(60))
+    Presence::new(client.connection(), keys)
+        .renew_lease(queue, "p", Duration::from_secs(60))
         .await
         .unwrap();
-    let Batch::Jobs(mut jobs) = inflight::fetch_batch(&mut conn, keys, queue, "p", 1)
+    let Batch::Jobs(mut jobs) = Fetch::new(client.connection(), keys)
+        .fetch_batch(queue, "p", 1)
         .await
         .unwrap()
     else {
@@ -46,7 +46,8 @@ async fn fetch_one(client: &Client, queue: &str) -> Fetched {
 /// The outbox record a success of `job` returning `result` writes.
 fn record_of(job: &Fetched, result: &str) -> String {
     let doc = PayloadDocument::parse(&job.raw).unwrap();
-    handoff_on_success(&doc, Some(result), RETENTION).expect("a workflow step has a hand-off")
+    Settle::handoff_on_success(&doc, Some(result), RETENTION)
+        .expect("a workflow step has a hand-off")
 }
 
 fn done(result: &str) -> Done<'_> {
@@ -81,20 +82,18 @@ async fn join_state(client: &Client, id: &str) -> StepState {
 async fn a_parents_success_reported_twice_is_counted_once() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let (keys, mut conn) = (client.keys().clone(), client.connection());
+    let mut settle = Settle::new(client.connection(), client.keys(), None);
     let id = fan_in(&client).await;
 
     let first = fetch_one(&client, "wx").await;
     let record = record_of(&first, "1");
     let first_done = done("1");
-    let acked = inflight::ack(&mut conn, &keys, &first, &first_done, Some(&record), None);
+    let acked = settle.ack(&first, &first_done, Some(&record));
     assert!(acked.await.unwrap());
     // The same report again, as a drain of the outbox racing the ack's own hand-off, or a
     // recovered copy of the step succeeding too, would carry it.
     for _ in 0..2 {
-        chain::advance(&mut conn, &keys, "wx", &record, None)
-            .await
-            .unwrap();
+        settle.advance("wx", &record).await.unwrap();
     }
     assert_eq!(queued(&redis, "wz"), "0", "one parent of two has succeeded");
     assert_eq!(join_state(&client, &id).await, StepState::Waiting);
@@ -102,11 +101,9 @@ async fn a_parents_success_reported_twice_is_counted_once() {
     let second = fetch_one(&client, "wy").await;
     let record = record_of(&second, "2");
     let second_done = done("2");
-    let acked = inflight::ack(&mut conn, &keys, &second, &second_done, Some(&record), None);
+    let acked = settle.ack(&second, &second_done, Some(&record));
     assert!(acked.await.unwrap());
-    chain::advance(&mut conn, &keys, "wy", &record, None)
-        .await
-        .unwrap();
+    settle.advance("wy", &record).await.unwrap();
     assert_eq!(queued(&redis, "wz"), "1", "the fan-in, once");
     assert_eq!(
         join_state(&client, &id).await,
@@ -175,7 +172,7 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
         .dispatch_with(&client)
         .await
         .unwrap();
-    let (uuid, home) = workflow::split_id(&id).unwrap();
+    let (uuid, home) = split_id(&id).unwrap();
     let (wf, push, pushing) = (
         keys.workflow(home, uuid),
         keys.workflow_push(home, uuid),
@@ -228,7 +225,8 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
     assert_eq!(pushed, 1);
 
     // Recovery on the home queue finishes the push, which the guard makes a no-op.
-    workflow::drain_pushing(&mut conn, &keys, home, None)
+    Recovery::new(client.connection(), client.keys(), None)
+        .drain_pushing(home)
         .await
         .unwrap();
     assert_eq!(queued(&redis, "wz"), "1", "pushed once");
@@ -252,7 +250,7 @@ async fn a_workflow_stored_by_a_dispatcher_that_died_is_started_by_recovery() {
     let (keys, mut conn) = (client.keys().clone(), client.connection());
     // What `wf_create.lua` leaves when its dispatcher dies before pushing the first step.
     let id = "0193a000-0000-7000-8000-000000000001@wx";
-    let (uuid, home) = workflow::split_id(id).unwrap();
+    let (uuid, home) = split_id(id).unwrap();
     let mut payload = gator_core::Payload::new("part", "wx", serde_json::json!([4]));
     payload.workflow = Some(Box::new(gator_core::payload::WorkflowLink {
         id: id.to_owned(),

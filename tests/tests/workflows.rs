@@ -1,7 +1,7 @@
 //! Workflows: stages that fan out and back in across queues, parents' results read typed,
 //! each failure policy, steps added to a running workflow, and its status step by step.
 
-use gator_core::store::sets::{SetKind, move_to_queue};
+use gator_core::SetKind;
 use gator_core::workflow::{StepState, WorkflowState};
 use gator_core::{Context, Job, JobError, JobStatus, OnFailure, Step, Workflow, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
@@ -173,14 +173,13 @@ async fn a_dead_step_halts_its_workflow_and_retrying_it_resumes_it() {
     assert!(!events("halt").iter().any(|e| e.contains("gather")));
 
     BROKEN.lock().unwrap().retain(|t| t != "halt");
-    let keys = client.keys().clone();
-    let mut conn = client.connection();
-    let entry = gator_core::Admin::new(client.clone())
+    let admin = gator_core::Admin::new(client.clone());
+    let entry = admin
         .find_job(SetKind::Dead, Some("wf-c"), &flaky.jid)
         .await
         .unwrap()
         .expect("the dead step in the dead set");
-    assert!(move_to_queue(&mut conn, &keys, &entry).await.unwrap());
+    assert!(admin.run_entry(&entry).await.unwrap());
 
     status_when(&client, &id, "the workflow to finish", |s| {
         s.state == WorkflowState::Done

@@ -22,8 +22,8 @@
 //!
 //! # Finding a jid
 //! A jid is found through its job's status record, which says which set it is in and with which
-//! score ([`crate::store::locate`]): a few reads whatever the set holds. A jid no record leads to
-//! is looked for among the first [`locate::UNRECORDED_READ`] entries of each set only.
+//! score (`crate::store::locate`): a few reads whatever the set holds. A jid no record leads to
+//! is looked for among the first `locate::UNRECORDED_READ` entries of each set only.
 //!
 //! # The sweep of every entry
 //! Queue after queue (sorted by name), each set lowest score first, up to the highest score it

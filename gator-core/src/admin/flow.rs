@@ -26,7 +26,7 @@ use super::Admin;
 use crate::error::{Error, Result};
 use crate::flow::{FlowSetting, QueueOrdering, RateSpec, Windows};
 use crate::store;
-use crate::store::flow::FlowStatus;
+use crate::store::flow_status::FlowStatus;
 use std::time::Duration;
 
 impl Admin {
@@ -133,6 +133,6 @@ impl Admin {
     /// parked jobs by key, rate limiters with their next start, aging, order, windows.
     pub async fn flow_status(&self, queue: &str) -> Result<FlowStatus> {
         store::keys::validate_queue(queue)?;
-        store::flow::status(&mut self.connection(), self.keys(), queue).await
+        store::flow_status::status(&mut self.connection(), self.keys(), queue).await
     }
 }

@@ -1,5 +1,5 @@
 //! The chains and workflows in flight, from their per-queue indexes
-//! ([`crate::store::journeys`]).
+//! (`crate::store::journeys`).
 
 use super::Admin;
 use crate::error::Result;

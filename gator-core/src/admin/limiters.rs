@@ -20,7 +20,7 @@ use super::Admin;
 use crate::error::Result;
 use crate::flow::RateSpec;
 use crate::store;
-use crate::store::flow::RateStatus;
+use crate::store::flow_status::RateStatus;
 
 impl Admin {
     /// Sets shared rate limiter `name` to `rate`, or removes it with `None` (see
@@ -31,6 +31,6 @@ impl Admin {
 
     /// The shared rate limiters, with their rates and next allowed starts.
     pub async fn shared_limiters(&self) -> Result<Vec<RateStatus>> {
-        store::flow::shared_limiters(&mut self.connection(), self.keys()).await
+        store::flow_status::shared_limiters(&mut self.connection(), self.keys()).await
     }
 }

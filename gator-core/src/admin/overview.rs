@@ -30,7 +30,7 @@ pub struct Overview {
     /// above are of the others.
     pub broken_queues: Vec<String>,
     /// The global keys (not of one queue) that hold what Gator did not write there, with the
-    /// reason ([`crate::store::broken`]): what reads them sees them empty.
+    /// reason (`crate::store::broken`): what reads them sees them empty.
     pub broken_keys: Vec<BrokenKey>,
     /// Redis's clock when this was read (ms since the epoch).
     pub now_ms: u64,
@@ -89,7 +89,7 @@ impl Admin {
     }
 
     /// The global keys (not of one queue) that hold what Gator did not write there, with the
-    /// reason: one `TYPE` each, in one pipeline ([`crate::store::broken`]).
+    /// reason: one `TYPE` each, in one pipeline (`crate::store::broken`).
     pub async fn broken_keys(&self) -> Result<Vec<BrokenKey>> {
         crate::store::broken::check(&mut self.connection(), self.keys()).await
     }

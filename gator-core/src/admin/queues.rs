@@ -4,7 +4,7 @@ use super::Admin;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::keys::validate_stored_queue;
-use crate::store::{fleet, flow, queue, stats};
+use crate::store::{fleet, flow, flow_status, queue, stats};
 use serde::Serialize;
 
 /// What [`Admin::queue_infos`] shows of one queue (or shard).
@@ -30,7 +30,7 @@ pub struct QueueInfo {
     pub controlled: bool,
     /// Jobs parked on a controlled queue, whatever their key's state (ready to start, or held
     /// back by a limit, a rate, a share or a no-overlap lock): the figure `queue show` totals
-    /// (`store::flow::FlowStatus::parked_jobs`).
+    /// (`store::flow_status::FlowStatus::parked_jobs`).
     pub parked: u64,
     /// Its concurrency limit in units, if any.
     pub limit: Option<u32>,
@@ -136,7 +136,7 @@ impl Admin {
         info.busy = fleet::busy(conn, keys, queue).await?;
         (info.scheduled, info.retries, info.dead) = fleet::set_sizes(conn, keys, queue).await?;
         let oldest = if controlled {
-            let flow = flow::status(conn, keys, queue).await?;
+            let flow = flow_status::status(conn, keys, queue).await?;
             info.controlled = flow.controlled;
             info.paused = flow.paused;
             info.limit = flow.limit;

@@ -123,9 +123,8 @@ impl Client {
         let Some(waiter) = store::reply::end_wait(&mut conn, keys, key, jid).await? else {
             return Ok(None); // its reply came, or it timed out, meanwhile
         };
-        let report =
-            store::inflight::handoff_on_end(&waiter.payload, "cancelled", DEFAULT_RETENTION)
-                .unwrap_or_default();
+        let report = store::handoff::on_end(&waiter.payload, "cancelled", DEFAULT_RETENTION)
+            .unwrap_or_default();
         store::cancel::mark_with(
             &mut conn,
             keys,
@@ -138,7 +137,7 @@ impl Client {
         .await?;
         if !report.is_empty() {
             let wait = self.replica_wait();
-            store::chain::drain_outbox(&mut conn, keys, queue, wait).await?;
+            store::handoff::drain_outbox(&mut conn, keys, queue, wait).await?;
         }
         Ok(Some(Cancellation::Removed))
     }

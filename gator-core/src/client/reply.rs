@@ -31,7 +31,7 @@ impl Client {
         if delivery == Delivery::Delivered {
             // The waiting job goes on from here; if this process dies first, a worker's next
             // recovery pass does it.
-            store::reply::drain(&mut conn, self.keys(), self.replica_wait()).await?;
+            store::handoff::drain_replies(&mut conn, self.keys(), self.replica_wait()).await?;
         }
         Ok(delivery)
     }

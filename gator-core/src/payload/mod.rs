@@ -105,7 +105,7 @@ pub struct Payload {
     pub packing: Option<packed::Packing>,
     /// Whether the client chose to store the arguments aside, in a key of their own
     /// ([`aside`]): the store paths that can write that key in the same step as the job do
-    /// ([`crate::store::queue::enqueue`]); every other writes the payload whole, as
+    /// (`crate::store::queue::enqueue`); every other writes the payload whole, as
     /// [`Payload::to_json`] does. Not a field on the wire.
     #[serde(skip)]
     pub aside: bool,

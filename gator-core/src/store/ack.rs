@@ -2,18 +2,18 @@
 //! step: one `MULTI` of plain commands for every success that gathered on one in-flight list,
 //! `ack_plain.lua` when Redis is at `maxmemory`.
 
-use super::inflight::Fetched;
+use super::fetched::Fetched;
 use super::keys::Keys;
 use super::scripts;
 use super::status::Done;
 use crate::error::{Result, is_wrong_type};
 use redis::aio::ConnectionLike;
 
-/// The most jobs [`ack_and_take`] moves in one call: one `LMOVE` each, one per processor
+/// The most jobs `ack_and_take` moves in one call: one `LMOVE` each, one per processor
 /// that waits for its next job.
 pub const MAX_TAKE: usize = 128;
 
-/// The most successes [`ack_and_take`] settles in one call.
+/// The most successes `ack_and_take` settles in one call.
 pub const MAX_ACKS: usize = 128;
 
 /// One success to settle with plain commands: the job as fetched, and its status record.
@@ -38,7 +38,7 @@ impl<'a> Ack<'a> {
     }
 }
 
-/// What one [`ack_and_take`] call did.
+/// What one `ack_and_take` call did.
 #[derive(Debug, Default)]
 pub struct Acked {
     /// For each success, in order, whether its job was still in flight.

@@ -3,7 +3,7 @@
 //! lone ack of an admitted job; shared limiters' starts; and the wait for a queue's signal.
 
 use crate::error::Result;
-use crate::store::inflight::{Fetched, MAX_BATCH};
+use crate::store::fetched::{Fetched, MAX_BATCH};
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::Value;
@@ -30,14 +30,14 @@ pub struct AdmitRequest<'a> {
     /// The queue's time-window interval as last computed (see [`Admitted::windows`]).
     pub window: Option<&'a WindowInterval>,
     /// Jobs of the same process and queue that succeeded (at most [`MAX_ACKS`]): settled first,
-    /// their units released ([`ack`]'s step), in the same script, so a worker draining the
+    /// their units released (`ack`'s step), in the same script, so a worker draining the
     /// queue makes one call for the successes and the fetches of all its processors.
     /// Each with the tail of its status record ([`super::status::Done::tail`]: attempts and
     /// result).
     pub acks: &'a [(&'a Fetched, &'a str)],
     /// How long the successes' status records are kept.
     pub retention: Duration,
-    /// A shared limiter's answer ([`take_shared`]), after [`Admitted::needs_shared`].
+    /// A shared limiter's answer (`take_shared`), after [`Admitted::needs_shared`].
     pub shared: Option<&'a SharedStart>,
 }
 
@@ -62,7 +62,7 @@ pub struct Admitted {
     /// settled (whatever else the call did).
     pub acked: Vec<bool>,
     /// The next job names a shared rate limiter (name, the job's cost): take a start of it
-    /// ([`take_shared`]) and admit again with the answer. Nothing was admitted.
+    /// (`take_shared`) and admit again with the answer. Nothing was admitted.
     pub needs_shared: Option<(String, u32)>,
 }
 
@@ -111,7 +111,7 @@ impl WindowInterval {
     }
 }
 
-/// What [`take_shared`] found, for the next [`admit`] call.
+/// What `take_shared` found, for the next `admit` call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SharedStart {
     /// A start of the limiter was taken for this call.

@@ -2,7 +2,7 @@
 //! (STRING), written with the job's push (`store::queue::enqueue`), read by the worker after
 //! the fetch and by readers, deleted by the scripts that end the job for good.
 
-use super::inflight::Fetched;
+use super::fetched::Fetched;
 use super::keys::Keys;
 use crate::error::Result;
 use crate::payload::Payload;

@@ -7,8 +7,7 @@
 //! runs that are marked and settles any marked job it fetches without running it.
 
 use crate::error::Result;
-use crate::store::expiry::Verdict;
-use crate::store::inflight::{Fetched, Killed};
+use crate::store::fetched::{Fetched, Killed, Verdict};
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use crate::store::sets::SetKind;
@@ -196,22 +195,10 @@ async fn prune(
     Ok(())
 }
 
-/// Settles `job` (jid `jid`), whose cancellation was asked for, as cancelled
-/// (`cancelled.lua`), with `handoff` (a workflow step's report) in its queue's outbox; false if
-/// it was no longer in flight.
-pub async fn settle(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    job: &Fetched,
-    jid: &str,
-    retention: Duration,
-    handoff: Option<&str>,
-) -> Result<bool> {
-    settle_as(conn, keys, job, jid, retention, handoff, ("cancelled", "")).await
-}
-
-/// [`settle`], recording `state` (`cancelled`, or `discarded` for a job its retry strategy
-/// gave up) with `tail` after its time.
+/// Settles `job` (jid `jid`), whose cancellation was asked for, recording `state`
+/// (`cancelled`, or `discarded` for a job its retry strategy gave up) with `tail` after its
+/// time (`cancelled.lua`), with `handoff` (a workflow step's report) in its queue's outbox;
+/// false if it was no longer in flight.
 pub async fn settle_as(
     conn: &mut impl ConnectionLike,
     keys: &Keys,

@@ -7,7 +7,7 @@ use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
 
-/// What [`publish`] heard back.
+/// What `publish` heard back.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Published {
     /// `(name, holder)`: names whose definition another worker holds, and that differs.

@@ -8,23 +8,10 @@
 
 use crate::error::Result;
 use crate::store::dead::DeadCap;
-use crate::store::inflight::{Fetched, Killed};
+use crate::store::fetched::{Fetched, Verdict};
 use crate::store::keys::Keys;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
-
-/// What the settling script judged, on Redis's clock.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    /// Before its deadline: it starts; its record says `running` since `at_ms`.
-    InTime {
-        /// When it was judged (ms, Redis time): its start.
-        at_ms: u64,
-    },
-    /// At or past its deadline: settled as expired at the time judged (`settled` false if it
-    /// was no longer in flight; `orphaned_chains` as a death's, see [`Killed`]).
-    Expired(Killed),
-}
 
 /// The job to judge: its deadline (ms, Redis time), its failed attempts so far.
 #[derive(Debug, Clone, Copy)]

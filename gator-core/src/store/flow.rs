@@ -157,39 +157,6 @@ pub async fn set_shared_rate(
     Ok(())
 }
 
-/// The shared rate limiters: name, rate, and the next allowed start if not now (ms, the
-/// limiter node's Redis time).
-pub async fn shared_limiters(
-    conn: &mut crate::connection::Connection,
-    keys: &Keys,
-) -> Result<Vec<RateStatus>> {
-    let read = redis::cmd("SMEMBERS")
-        .arg(keys.limiters())
-        .query_async(conn)
-        .await;
-    let mut names: Vec<String> = super::broken::or_empty(&keys.limiters(), read)?;
-    names.sort();
-    let mut limiters = Vec::with_capacity(names.len());
-    for name in names {
-        let stored: Option<String> = redis::cmd("GET")
-            .arg(keys.limiter_rate(&name))
-            .query_async(conn)
-            .await?;
-        let Some(stored) = stored else { continue };
-        let tat: Option<f64> = redis::cmd("GET")
-            .arg(keys.limiter_tat(&name))
-            .query_async(conn)
-            .await?;
-        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await?;
-        let now = secs * 1000 + micros / 1000;
-        limiters.push(rate_status(name, &stored, tat, now));
-    }
-    Ok(limiters)
-}
-
-use super::flow_status::rate_status;
-pub use super::flow_status::{FlowStatus, Parked, RateStatus, status};
-
 /// Every member of sorted set `key`, lowest score first.
 pub async fn zmembers(conn: &mut impl ConnectionLike, key: &str) -> Result<Vec<String>> {
     Ok(redis::cmd("ZRANGE")

@@ -130,7 +130,7 @@ pub(super) fn rate_status(name: String, stored: &str, tat: Option<f64>, now: u64
 
 /// Reads `queue`'s flow controls.
 pub async fn status(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
     queue: &str,
 ) -> Result<FlowStatus> {
@@ -283,4 +283,34 @@ fn parked_of(parking_key: &str, jobs: u64, state: &str) -> Parked {
         jobs,
         state: state.to_owned(),
     }
+}
+
+/// The shared rate limiters: name, rate, and the next allowed start if not now (ms, the
+/// limiter node's Redis time).
+pub async fn shared_limiters(
+    conn: &mut crate::transport::connection::Connection,
+    keys: &Keys,
+) -> Result<Vec<RateStatus>> {
+    let read = redis::cmd("SMEMBERS")
+        .arg(keys.limiters())
+        .query_async(conn)
+        .await;
+    let mut names: Vec<String> = super::broken::or_empty(&keys.limiters(), read)?;
+    names.sort();
+    let mut limiters = Vec::with_capacity(names.len());
+    for name in names {
+        let stored: Option<String> = redis::cmd("GET")
+            .arg(keys.limiter_rate(&name))
+            .query_async(conn)
+            .await?;
+        let Some(stored) = stored else { continue };
+        let tat: Option<f64> = redis::cmd("GET")
+            .arg(keys.limiter_tat(&name))
+            .query_async(conn)
+            .await?;
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(conn).await?;
+        let now = secs * 1000 + micros / 1000;
+        limiters.push(rate_status(name, &stored, tat, now));
+    }
+    Ok(limiters)
 }

@@ -6,46 +6,15 @@
 //! cannot read, not a reason for a fetch to fail after it moved a batch into flight.
 
 use crate::error::Result;
+use crate::store::ack::{Ack, ack_and_take};
 use crate::store::dead::DeadCap;
-use crate::store::expiry::Verdict;
+use crate::store::fetched::{Batch, Fetched, Killed, MAX_BATCH, Verdict};
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
 use crate::store::scripts;
 use crate::store::status::Done;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
-
-/// A job fetched by a process: where it came from and its payload exactly as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Fetched {
-    /// The queue it came from.
-    pub queue: String,
-    /// The process whose in-flight list holds it.
-    pub process: String,
-    /// The payload as stored: possibly not UTF-8, possibly not JSON (decoding is the caller's
-    /// step, and a failure there is the job's outcome, not the fetch's).
-    pub raw: Vec<u8>,
-    /// Whether `admit.lua` started it (a controlled queue, see [`crate::flow`]): its success
-    /// must release its units (`flow_ack.lua`), never be a bare `LREM`.
-    pub admitted: bool,
-}
-
-/// What one `fetch.lua` call found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Batch {
-    /// The jobs moved into flight, oldest first (none if the queue was empty).
-    Jobs(Vec<Fetched>),
-    /// The process holds no live lease on the queue: take one ([`super::lease::renew`]) and
-    /// fetch again. Nothing was moved.
-    NoLease,
-    /// The queue is controlled ([`crate::flow`]): nothing was moved; fetch with
-    /// [`super::admit::admit`].
-    Controlled,
-}
-
-/// The most jobs one `fetch.lua` call moves: the script pushes in chunks of 1,000 anyway, and a
-/// bounded reply keeps one call short for Redis and for this process.
-pub const MAX_BATCH: usize = 1000;
 
 /// Takes up to `max` jobs of `queue` into `process`'s in-flight list in one call
 /// (`fetch.lua`), oldest first, if `process` holds a live lease on the queue. Never blocks.
@@ -145,16 +114,16 @@ pub async fn fetch_blocking(
 }
 
 /// Settles a success. A success with a hand-off (the outbox record of a chain step with a next
-/// step, or of a workflow step: see [`handoff_on_success`]) goes through `ack.lua`, which
+/// step, or of a workflow step: see `handoff::on_success`) goes through `ack.lua`, which
 /// records it in the same script; any other success is a plain `LREM` ([`ack_and_take`]).
 /// Returns false if the job was no longer in flight (recovered meanwhile).
 pub async fn ack(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
     job: &Fetched,
     done: &Done<'_>,
     handoff: Option<&str>,
-    wait: Option<&crate::replication::ReplicaWait>,
+    wait: Option<&crate::transport::replication::ReplicaWait>,
 ) -> Result<bool> {
     let Some(record) = handoff else {
         if job.admitted {
@@ -180,64 +149,16 @@ pub async fn ack(
         return Ok(false);
     }
     // The hand-off is recorded: moving the step now only saves the wait for the next drain.
-    if let Err(e) = super::chain::advance(conn, keys, &job.queue, record, wait).await {
+    if let Err(e) = super::handoff::advance(conn, keys, &job.queue, record, wait).await {
         tracing::warn!(queue = %job.queue, error = %e, "could not hand a chain's next step to its queue yet; the next drain of the outbox will");
     }
     Ok(true)
-}
-
-/// The outbox record a success of `doc` writes, if it has one: for a workflow step, its
-/// [`super::workflow::Report`] (with `result`, the workflow kept `retention` once finished);
-/// for a chain step with a next step, its link.
-pub fn handoff_on_success(
-    doc: &crate::payload::PayloadDocument<'_>,
-    result: Option<&str>,
-    retention: std::time::Duration,
-) -> Option<String> {
-    if let Some(link) = doc.workflow() {
-        let result =
-            result.and_then(|r| serde_json::value::RawValue::from_string(r.to_owned()).ok());
-        let report = super::workflow::Report {
-            wf: link.id,
-            jid: doc.jid().to_owned(),
-            end: "done".to_owned(),
-            result,
-            ret: super::status::retention_ms(retention),
-        };
-        return Some(report.to_json());
-    }
-    let link = doc.chain()?;
-    link.next_jid.as_ref()?;
-    serde_json::to_string(&link).ok()
-}
-
-/// The outbox record a death writes: for a workflow step (its dead-set `entry` still carries
-/// its link), its [`super::workflow::Report`]; `None` for any other job.
-pub fn handoff_on_death(entry: &str, retention: std::time::Duration) -> Option<String> {
-    handoff_on_end(entry, "dead", retention)
-}
-
-/// The outbox record of a workflow step that ended otherwise than by success (`end`: `dead`
-/// or `cancelled`); `None` for any other job.
-pub fn handoff_on_end(payload: &str, end: &str, retention: std::time::Duration) -> Option<String> {
-    let doc = crate::payload::PayloadDocument::parse(payload.as_bytes()).ok()?;
-    let link = doc.workflow()?;
-    let report = super::workflow::Report {
-        wf: link.id,
-        jid: doc.jid().to_owned(),
-        end: end.to_owned(),
-        result: None,
-        ret: super::status::retention_ms(retention),
-    };
-    Some(report.to_json())
 }
 
 fn parse<T: redis::FromRedisValue>(value: Option<redis::Value>) -> Result<T> {
     let parsed = redis::from_redis_value(value.unwrap_or(redis::Value::Nil));
     Ok(parsed.map_err(redis::RedisError::from)?)
 }
-
-pub use super::ack::{Ack, Acked, MAX_ACKS, MAX_TAKE, ack_and_take};
 
 /// Settles a failure that runs again `delay` from now on Redis's clock, with the updated
 /// payload (`retry.lua`). Returns the due time (ms, Redis time), or `None` if the job was no
@@ -280,20 +201,9 @@ pub async fn reschedule(
     Ok((due > 0).then_some(due))
 }
 
-/// What settling a job into the dead set did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Killed {
-    /// Whether the job was still in flight (and is now in the dead set).
-    pub settled: bool,
-    /// Chains whose waiting steps were left without a dead step to resume them, because the
-    /// cap trimmed it: `(list queue, chain id)`. Delete their lists with
-    /// [`super::chain::forget`].
-    pub orphaned_chains: Vec<(String, String)>,
-}
-
 /// Settles a job into its queue's dead set as `entry`, trimming the set to `cap` by Redis time
-/// (`kill.lua`), and records `handoff` (a workflow step's end, [`handoff_on_death`]) in its
-/// queue's outbox in the same script; carry it on with [`super::chain::advance`].
+/// (`kill.lua`), and records `handoff` (a workflow step's end, `handoff::on_death`) in its
+/// queue's outbox in the same script; carry it on with `handoff::advance`.
 pub async fn kill(
     conn: &mut impl ConnectionLike,
     keys: &Keys,

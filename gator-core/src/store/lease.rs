@@ -13,7 +13,7 @@ use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use std::time::Duration;
 
-/// What a process's lease on a queue was before [`renew`] renewed it.
+/// What a process's lease on a queue was before `renew` renewed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LeaseState {
     /// The process held no lease on the queue: a first fetch, or one long forgotten.

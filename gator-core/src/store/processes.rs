@@ -77,17 +77,6 @@ pub async fn beat(
     })
 }
 
-/// Every registered process id whose registration has not expired yet (as of its last prune).
-pub async fn all(conn: &mut impl ConnectionLike, keys: &Keys) -> Result<Vec<String>> {
-    let read = redis::cmd("ZRANGE")
-        .arg(keys.processes())
-        .arg(0)
-        .arg(-1)
-        .query_async(conn)
-        .await;
-    super::broken::or_empty(&keys.processes(), read)
-}
-
 /// Forgets process `id` (a clean exit that put back everything it held).
 pub async fn remove(conn: &mut impl ConnectionLike, keys: &Keys, id: &str) -> Result<()> {
     let removed = redis::pipe()

@@ -197,7 +197,7 @@ async fn forget_records(conn: &mut impl ConnectionLike, keys: &Keys, queue: &str
     let _ = pipe.query_async::<()>(conn).await;
 }
 
-pub use crate::error::{has_server_code, is_wrong_type};
+pub use crate::error::is_wrong_type;
 
 /// A job's place on a controlled queue, as [`enqueue_with_ticket`] returns it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

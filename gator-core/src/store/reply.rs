@@ -3,20 +3,17 @@
 //! replies' slot (`gator:{replies}:…`, one hash tag, so that a reply finds its wait by key in
 //! one script whatever queue the job came from). A reply ([`reply`]) and a timeout
 //! ([`expire`]) each turn a wait into a completion in the replies' outbox, in the same script;
-//! [`drain`] carries completions to the jobs' queues: a reply makes the job done with the reply
-//! as its result (its chain or workflow goes on, its handler job is pushed with the reply), a
-//! timeout puts it back in its queue marked failed, so that its retry policy applies. Every
+//! the hand-off room (`store::handoff::drain_replies`) carries completions to the jobs'
+//! queues: a reply makes the job done with the reply as its result (its chain or workflow goes
+//! on, its handler job is pushed with the reply), a timeout puts it back in its queue marked
+//! failed, so that its retry policy applies. Every
 //! step is idempotent and a crash between two leaves a record that the next drain finishes.
 
-use crate::connection::Connection;
 use crate::error::Result;
-use crate::payload::PayloadDocument;
-use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use std::time::Duration;
 
 /// How long a reply that came before its wait is kept for it, and how long a delivered reply
@@ -43,18 +40,7 @@ pub struct WaitRecord {
     pub ret: u64,
 }
 
-/// A completion in the replies' outbox.
-#[derive(Debug, Deserialize)]
-struct Completion {
-    kind: String,
-    waiter: WaitRecord,
-    #[serde(default)]
-    reply: Option<Box<RawValue>>,
-    #[serde(default)]
-    error: Option<String>,
-}
-
-/// What [`reply`] did with a reply.
+/// What `reply` did with a reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     /// A job waited for it: it goes on with it.
@@ -82,7 +68,7 @@ fn six_keys(keys: &Keys, key: &str) -> [String; 6] {
 pub async fn settle_waiting(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
-    job: &crate::store::inflight::Fetched,
+    job: &crate::store::fetched::Fetched,
     record: &str,
     key: &str,
     timeout: Duration,
@@ -192,128 +178,6 @@ pub async fn end_wait(
         .await
         .map_err(super::broken::of_script)?;
     Ok(ended.and_then(|record| serde_json::from_str(&record).ok()))
-}
-
-/// Carries every completion in the replies' outbox to its job's queue (see the module doc);
-/// returns how many it found.
-pub async fn drain(
-    conn: &mut Connection,
-    keys: &Keys,
-    wait: Option<&ReplicaWait>,
-) -> Result<usize> {
-    let read = redis::cmd("LRANGE")
-        .arg(keys.reply_outbox())
-        .arg(0)
-        .arg(99)
-        .query_async(conn)
-        .await;
-    let records: Vec<String> = super::broken::or_empty(&keys.reply_outbox(), read)?;
-    for record in &records {
-        complete(conn, keys, record, wait).await?;
-    }
-    Ok(records.len())
-}
-
-/// Carries one completion to its job's queue, then removes it from the replies' outbox.
-async fn complete(
-    conn: &mut Connection,
-    keys: &Keys,
-    record: &str,
-    wait: Option<&ReplicaWait>,
-) -> Result<()> {
-    if let Ok(completion) = serde_json::from_str::<Completion>(record)
-        && super::keys::validate_stored_queue(&completion.waiter.queue).is_ok()
-    {
-        let waiter = &completion.waiter;
-        match (completion.kind.as_str(), &completion.reply) {
-            ("done", Some(reply)) => done(conn, keys, waiter, reply.get(), wait).await?,
-            _ => {
-                let error = completion.error.unwrap_or_else(|| {
-                    format!(
-                        "no reply to {:?} within {} ms",
-                        waiter.wait, waiter.timeout_ms
-                    )
-                });
-                failed(conn, keys, waiter, &error, wait).await?;
-            }
-        }
-    }
-    // A record that does not parse names nothing to carry: dropping it loses nothing.
-    redis::cmd("LREM")
-        .arg(keys.reply_outbox())
-        .arg(1)
-        .arg(record)
-        .query_async::<()>(conn)
-        .await?;
-    Ok(())
-}
-
-/// The job got its reply: done with it as its result, its hand-off carried on, its handler
-/// pushed with the reply in its payload's `reply` field.
-async fn done(
-    conn: &mut Connection,
-    keys: &Keys,
-    waiter: &WaitRecord,
-    reply: &str,
-    wait: Option<&ReplicaWait>,
-) -> Result<()> {
-    let doc = PayloadDocument::parse(waiter.payload.as_bytes()).ok();
-    let attempts = doc.as_ref().map_or(1, |d| d.attempt().saturating_add(1));
-    let retention = Duration::from_millis(waiter.ret);
-    let handoff = doc
-        .as_ref()
-        .and_then(|d| super::inflight::handoff_on_success(d, Some(reply), retention));
-    scripts::REPLY_DONE
-        .key(keys.job(&waiter.queue, &waiter.jid))
-        .key(keys.outbox(&waiter.queue))
-        .arg(format!("{attempts} {reply}"))
-        .arg(waiter.ret.max(1))
-        .arg(handoff.as_deref().unwrap_or(""))
-        // A unique job's payload, whose lock its success releases (only those pay for it).
-        .arg(match doc.as_ref().and_then(|d| d.unique_until()) {
-            Some(_) => waiter.payload.as_str(),
-            None => "",
-        })
-        .invoke_async::<i64>(conn)
-        .await?;
-    if let Some(then) = &waiter.then
-        && let Ok(handler) = PayloadDocument::parse(then.as_bytes())
-    {
-        let with_reply = handler.rewrite(&[("reply", reply.to_owned())]);
-        super::chain::push_once(conn, keys, &with_reply, handler.jid(), true, wait).await?;
-    }
-    if let Some(record) = handoff
-        && let Err(e) = Box::pin(super::chain::advance(
-            conn,
-            keys,
-            &waiter.queue,
-            &record,
-            wait,
-        ))
-        .await
-    {
-        tracing::warn!(queue = %waiter.queue, error = %e, "could not hand a replied job's chain or workflow on yet; the next drain of the outbox will");
-    }
-    Ok(())
-}
-
-/// The job's wait failed (timed out, or its key was taken): back in its queue, marked, so that
-/// the worker that fetches it records the failure under the job's retry policy.
-async fn failed(
-    conn: &mut Connection,
-    keys: &Keys,
-    waiter: &WaitRecord,
-    error: &str,
-    wait: Option<&ReplicaWait>,
-) -> Result<()> {
-    let Ok(doc) = PayloadDocument::parse(waiter.payload.as_bytes()) else {
-        return Ok(());
-    };
-    let marker = serde_json::json!({ "attempt": doc.attempt(), "error": error }).to_string();
-    let marked = doc.rewrite(&[("reply_failed", marker)]);
-    let guard = format!("{}.w{}", waiter.jid, doc.attempt());
-    super::chain::push_once(conn, keys, &marked, &guard, true, wait).await?;
-    Ok(())
 }
 
 /// Counters of the replies: `(delivered, kept, duplicates, timeouts)`.

@@ -49,6 +49,7 @@ macro_rules! scripts {
             pub static $name: LazyLock<Script> = LazyLock::new(|| with_prelude(include_str!(concat!("lua/", $file))));
         )*
         /// Every script file with its text (without the prelude), for the wire-format doc test.
+        #[cfg(test)]
         pub const ALL: &[(&str, &str)] = &[$(($file, include_str!(concat!("lua/", $file)))),*];
     };
 }

@@ -87,3 +87,91 @@ fn no_code_outside_store_builds_a_redis_command() {
         offences.join("\n")
     );
 }
+
+/// The code of `text`: its lines without their `//` comments (doc comments included).
+fn code_lines(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(n, line)| (n + 1, line.split("//").next().unwrap_or("")))
+}
+
+/// "Store's rooms are the crate's own": `store/mod.rs` and `store/door/mod.rs` declare no
+/// module `pub` (a room is `pub(crate)`, a handle's file private), but `crash`, which exists
+/// only with the `crash-seams` feature. Outside gator-core the store is its handles and the
+/// types re-exported beside them (`compile_fail` in the module docs tries a room's path).
+#[test]
+fn no_room_of_the_store_is_public_outside_gator_core() {
+    let store = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/store");
+    let mut offences = Vec::new();
+    for file in ["mod.rs", "door/mod.rs"] {
+        // `store/mod.rs` must exist; a store without `door/` has no handles' files to check.
+        let read = std::fs::read_to_string(store.join(file));
+        let text = if file == "mod.rs" {
+            read.expect("store/mod.rs is readable")
+        } else {
+            read.unwrap_or_default()
+        };
+        let mut gated = false;
+        for (n, code) in code_lines(&text) {
+            let code = code.trim();
+            let public = code.starts_with("pub mod ") && !code.starts_with("pub mod crash");
+            if public || (code.starts_with("pub mod crash") && !gated) {
+                offences.push(format!("store/{file}:{n}: {code}"));
+            }
+            gated =
+                code == "#[cfg(feature = \"crash-seams\")]" || (gated && code.starts_with("#["));
+        }
+    }
+    assert!(
+        offences.is_empty(),
+        "public rooms of the store (make them pub(crate); re-export what a user needs from door/):\n{}",
+        offences.join("\n")
+    );
+}
+
+/// "The worker reaches Redis through a few doors": at most five files of gator-worker name
+/// `gator_core::store`; no other file takes a connection (`.connection()`); and the `Settle`
+/// handle is made in the settle room alone (`gator-worker/src/settle/`), which owns every
+/// outcome write.
+#[test]
+fn the_worker_reaches_the_store_from_at_most_five_files() {
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    rust_files(&workspace.join("gator-worker/src"), &mut files);
+    let (mut doors, mut connections, mut settles) = (Vec::new(), Vec::new(), Vec::new());
+    for file in files {
+        let shown = file
+            .strip_prefix(&workspace)
+            .expect("inside the workspace")
+            .to_string_lossy()
+            .replace('\\', "/");
+        let text = std::fs::read_to_string(&file).expect("a readable file");
+        let code: Vec<&str> = code_lines(&text).map(|(_, code)| code).collect();
+        if code.iter().any(|c| c.contains("gator_core::store")) {
+            doors.push(shown.clone());
+        }
+        if code.iter().any(|c| c.contains(".connection()")) {
+            connections.push(shown.clone());
+        }
+        if code.iter().any(|c| c.contains("Settle::new")) {
+            settles.push(shown);
+        }
+    }
+    assert!(
+        doors.len() <= 5,
+        "files naming gator_core::store: {doors:?}"
+    );
+    let stray: Vec<_> = connections.iter().filter(|f| !doors.contains(f)).collect();
+    assert!(
+        stray.is_empty(),
+        "files taking a connection outside the doors: {stray:?}"
+    );
+    let outside: Vec<_> = settles
+        .iter()
+        .filter(|f| !f.starts_with("gator-worker/src/settle/"))
+        .collect();
+    assert!(
+        outside.is_empty(),
+        "Settle handles made outside settle/: {outside:?}"
+    );
+}

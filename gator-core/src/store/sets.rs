@@ -285,19 +285,6 @@ pub async fn lens(
     Ok(read.into_iter().map(|n| n.unwrap_or(0)).collect())
 }
 
-/// How many entries `kind` holds for `queue`.
-pub async fn len(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    kind: SetKind,
-    queue: &str,
-) -> Result<usize> {
-    Ok(redis::cmd("ZCARD")
-        .arg(kind.key(keys, queue))
-        .query_async(conn)
-        .await?)
-}
-
 /// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
 /// (attempt 0) without its deadline (`expires_at`: the operator asked for it to run, and an
 /// expired job would otherwise expire again at once); from the scheduled or retry set it

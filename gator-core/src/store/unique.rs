@@ -5,7 +5,7 @@
 
 use crate::error::Result;
 use crate::payload::Payload;
-use crate::store::inflight::Fetched;
+use crate::store::fetched::Fetched;
 use crate::store::keys::Keys;
 use crate::store::lease::millis;
 use crate::store::schedule::When;

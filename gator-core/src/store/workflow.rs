@@ -8,15 +8,15 @@
 //! (`wf_report.lua`, idempotent by jid); released children are then pushed to their queues one
 //! by one ([`push_pending`]: `chain_push.lua`, guarded against a second push, then
 //! `wf_pushed.lua`). A crash between any two of these leaves a record in the outbox or an entry
-//! in the push hash, and recovery finishes the move ([`super::chain::drain_outbox`],
+//! in the push hash, and recovery finishes the move ([`super::handoff::drain_outbox`],
 //! [`drain_pushing`]).
 
-use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
-use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::scripts;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -210,7 +210,7 @@ async fn push_released(
     let [_, push, pushing] = script_keys(keys, id)?;
     for (jid, payload) in released {
         // The steps' queues were registered when the workflow was stored.
-        if !super::chain::push_once(conn, keys, &payload, &jid, false, wait).await? {
+        if !super::handed::push_once(conn, keys, &payload, &jid, false, wait).await? {
             continue;
         }
         scripts::WF_PUSHED

@@ -32,7 +32,7 @@ pub(super) fn name(options: &mut JobOptions, meta: &Meta, key: &Ident) -> syn::R
     Ok(())
 }
 
-/// The rule `gator_core::store::keys::validate_queue` applies too ([`gator_rules::queue_name`]),
+/// The rule `gator_core::store::validate_queue` applies too ([`gator_rules::queue_name`]),
 /// checked at compile time so a typo is not found by the first dispatch.
 fn check_queue_name(lit: &LitStr) -> syn::Result<()> {
     let name = lit.value();

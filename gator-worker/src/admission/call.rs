@@ -5,10 +5,7 @@
 
 use super::group::{Group, GroupState};
 use super::{Admission, Success, Turn, share};
-use gator_core::store::admit::{
-    self, AdmitRequest, Admitted, NextLook, SharedStart, WindowInterval,
-};
-use gator_core::store::inflight::Fetched;
+use crate::door::{AdmitRequest, Admitted, Fetch, Fetched, NextLook, SharedStart, WindowInterval};
 use std::collections::{HashMap, VecDeque};
 use std::sync::MutexGuard;
 use std::time::Duration;
@@ -102,12 +99,12 @@ impl Admission {
         want: usize,
         spare: usize,
     ) -> (Vec<bool>, gator_core::Result<Admitted>) {
-        let mut conn = self.client.connection();
+        let mut fetch = crate::door::fetch(&self.client);
         let (mut acks, mut acked) = (acks, Vec::new());
         let (mut retried, mut shared) = (false, None);
         let result = loop {
             let request = (acks, want, spare, shared.take());
-            let admitted = match self.admit_once(&mut conn, queue, request).await {
+            let admitted = match self.admit_once(&mut fetch, queue, request).await {
                 Ok(admitted) => admitted,
                 Err(e) => break Err(e),
             };
@@ -116,7 +113,7 @@ impl Admission {
                 acks = &[];
             }
             match self
-                .then(&mut conn, queue, &admitted, want, &mut retried)
+                .then(&mut fetch, queue, &admitted, want, &mut retried)
                 .await
             {
                 Ok(Then::Again(start)) => shared = start,
@@ -131,7 +128,7 @@ impl Admission {
     /// it asks for jobs and this process holds none.
     async fn admit_once(
         &self,
-        conn: &mut gator_core::Connection,
+        fetch: &mut Fetch<'_>,
         queue: &str,
         (acks, want, spare, shared): (&[(&Fetched, &str)], usize, usize, Option<SharedStart>),
     ) -> gator_core::Result<Admitted> {
@@ -149,14 +146,14 @@ impl Admission {
             retention: self.retention,
             shared: shared.as_ref(),
         };
-        admit::admit(conn, self.client.keys(), &request).await
+        fetch.admit(&request).await
     }
 
     /// What an answer asks for before it can be handed out: a shared limiter's start (on its
     /// own slot), the queue's window interval, the lease again (once), or simply another call.
     async fn then(
         &self,
-        conn: &mut gator_core::Connection,
+        fetch: &mut Fetch<'_>,
         queue: &str,
         admitted: &Admitted,
         want: usize,
@@ -164,7 +161,7 @@ impl Admission {
     ) -> gator_core::Result<Then> {
         if let Some((name, cost)) = &admitted.needs_shared {
             // A shared limiter lives on its own slot: take its start there, then admit.
-            let start = admit::take_shared(conn, self.client.keys(), name, *cost).await?;
+            let start = fetch.take_shared(name, *cost).await?;
             return Ok(Then::Again(Some(start)));
         }
         if let Some(windows) = &admitted.windows {

@@ -2,8 +2,7 @@
 //! yet, the processors waiting for a job, its call tasks, and the pace that sizes the buffer.
 
 use super::{MAX_BUFFER, MAX_CALLS, Success, Turn};
-use gator_core::store::admit::NextLook;
-use gator_core::store::inflight::Fetched;
+use crate::door::{Fetched, NextLook};
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard};
 use tokio::sync::{Notify, oneshot};

@@ -28,11 +28,10 @@
 mod call;
 mod group;
 
+use crate::door::{Fetched, MAX_ADMIT_ACKS as MAX_ACKS, NextLook, WindowInterval};
 use crate::held::Held;
 use crate::leases::Leases;
 use gator_core::Client;
-use gator_core::store::admit::{MAX_ACKS, NextLook, WindowInterval};
-use gator_core::store::inflight::Fetched;
 use group::{Group, Joined};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -60,7 +59,7 @@ pub struct Admission {
 }
 
 /// A success handed to a queue's group: the job, and the tail of its status record
-/// ([`gator_core::store::status::Done::tail`]: attempts and result).
+/// (`Done::tail`: attempts and result).
 pub type Success = (Fetched, String);
 
 /// What one processor's request got.

@@ -89,11 +89,8 @@ fn print_stats(
 }
 
 /// One line per broken global key (a known-queues set, a catalogue ... of another type): what
-/// reads it sees it empty ([`gator_core::store::broken`]).
-fn broken_keys(
-    out: &mut impl Write,
-    broken: &[gator_core::store::broken::BrokenKey],
-) -> std::io::Result<()> {
+/// reads it sees it empty ([`gator_core::Error::BrokenKey`]).
+fn broken_keys(out: &mut impl Write, broken: &[crate::door::BrokenKey]) -> std::io::Result<()> {
     for key in broken {
         writeln!(
             out,

@@ -1,5 +1,5 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
-//! (`gator_core::store::status`), its last progress, and a waiting job's arguments (decoded if
+//! (`gator_core::status`), its last progress, and a waiting job's arguments (decoded if
 //! compressed); `gator-worker job cancel JID` (`Client::cancel`); `gator-worker job position
 //! JID` (`cli::position`).
 

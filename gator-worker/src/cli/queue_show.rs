@@ -1,9 +1,9 @@
 //! `gator-worker queue show QUEUE [--json]`: a queue's flow controls as they stand (see
-//! [`gator_core::store::flow::FlowStatus`]), one line per control.
+//! [`FlowStatus`]), one line per control.
 
 use crate::cli::{AdminError, table};
+use crate::door::FlowStatus;
 use gator_core::Admin;
-use gator_core::store::flow::FlowStatus;
 use std::io::Write;
 
 /// Shows `queue`'s flow controls, as lines or (`json`) as JSON.

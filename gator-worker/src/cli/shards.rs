@@ -31,7 +31,7 @@ pub async fn run(admin: &Admin, args: ShardsArgs, out: &mut impl Write) -> Resul
             }
         }
         (Some(queue), None) => {
-            gator_core::store::keys::validate_queue(&queue)?;
+            crate::door::validate_queue(&queue)?;
             match counts.get(&queue) {
                 Some(count) => writeln!(out, "{queue}: {count} shards")?,
                 None => writeln!(out, "{queue}: not sharded (one list)")?,

@@ -1,5 +1,5 @@
 //! Takes jobs for the processors of one worker process, always into that process's in-flight
-//! lists (see `store::inflight`), so a job a process dies holding is recovered, never lost. It
+//! lists (see `door::fetch`), so a job a process dies holding is recovered, never lost. It
 //! only fetches: outcomes are written in [`crate::settle`], which may hand this processor's
 //! next job over from a success's own round trip.
 //!
@@ -29,6 +29,7 @@ use crate::slot::FetchGuard;
 pub use crate::slot::{Job, Slot};
 
 use crate::admission::Admission;
+use crate::door::Fetched;
 use crate::gather::Gathers;
 use crate::held::Held;
 use crate::leases::Leases;
@@ -37,7 +38,6 @@ use crate::queues::QueueOrder;
 use crate::watchers::{Blocked, Watchers};
 use gator_core::Client;
 use gator_core::client::MAX_BLOCK;
-use gator_core::store::inflight::Fetched;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

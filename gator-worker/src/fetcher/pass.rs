@@ -3,8 +3,8 @@
 //! that reach the same queue at the same moment.
 
 use super::{Fetcher, Found, Job};
+use crate::door::{Batch, Fetched, MAX_BATCH};
 use crate::gather::Joined;
-use gator_core::store::inflight::{self, Batch, Fetched, MAX_BATCH};
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
 use tracing::warn;
@@ -93,18 +93,15 @@ impl Fetcher {
         if !self.leases.valid_for(queue, Duration::ZERO) {
             self.leases.acquire(queue).await?;
         }
-        let keys = self.client.keys();
-        let mut conn = self.client.connection();
+        let mut fetch = crate::door::fetch(&self.client);
         let mut retried = false;
         let passed = self.order.passing().names(queue);
         loop {
             let process = self.process.as_str();
             let batch = match &passed {
-                None => inflight::fetch_batch(&mut conn, keys, queue, process, want).await?,
+                None => fetch.fetch_batch(queue, process, want).await?,
                 // Jobs this worker does not run stay in the queue for the workers that do.
-                Some(names) => {
-                    inflight::fetch_except(&mut conn, keys, (queue, process), want, names).await?
-                }
+                Some(names) => fetch.fetch_except((queue, process), want, names).await?,
             };
             match batch {
                 Batch::Jobs(jobs) => {

@@ -13,7 +13,6 @@ use crate::observer::Observer;
 use crate::queues::QueueOrder;
 use crate::recovery::{self, Recovery};
 use crate::settle::{Kept, Settler};
-use gator_core::store;
 use gator_core::{Client, Registry, StateMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -81,9 +80,10 @@ async fn serve(client: &Client, config: &WorkerConfig, registry: &Registry) -> A
     if let Err(e) = order.refresh(client).await {
         warn!(error = %e, "could not read the known queues yet");
     }
-    if let Err(e) =
-        store::queue::register(&mut client.connection(), client.keys(), &order.all()).await
-    {
+    let registered = crate::door::upkeep(client)
+        .register_queues(&order.all())
+        .await;
+    if let Err(e) = registered {
         warn!(error = %e, "could not record the served queues as known");
     }
     let server = server(client).await;
@@ -97,7 +97,7 @@ async fn serve(client: &Client, config: &WorkerConfig, registry: &Registry) -> A
 /// Which server answers (`redis 7.0.15`, `valkey 9.1.2`), for the start's log line; says so if
 /// Gator's scripts cannot run on it.
 async fn server(client: &Client) -> String {
-    match store::server::identify(&mut client.connection()).await {
+    match crate::door::presence(client).identify().await {
         Ok(server) => {
             if let Err(e) = server.supported() {
                 error!(reason = %e, "this server cannot run Gator's scripts: they declare Redis 7 flags, and every one would be refused");

@@ -87,7 +87,7 @@ impl Processor {
     /// The outcome of a success: what it returned, and its chain's or workflow's hand-off.
     pub(super) fn done(&self, doc: &PayloadDocument<'_>, result: Option<String>) -> Outcome {
         Outcome::Done {
-            handoff: gator_core::store::inflight::handoff_on_success(
+            handoff: crate::door::handoff_on_success(
                 doc,
                 result.as_deref(),
                 self.settler.kept().retention,
@@ -112,14 +112,14 @@ impl Processor {
             .transpose()
             .map_err(|e| JobError::new(format!("the reply's handler job: {e}")))?;
         info!(key = %request.key, timeout_ms = request.timeout.as_millis() as u64, "job awaits a reply");
-        let record = gator_core::store::reply::WaitRecord {
+        let record = crate::door::WaitRecord {
             wait: request.key.clone(),
             jid: doc.jid().to_owned(),
             queue: queue.to_owned(),
             timeout_ms: request.timeout.as_millis() as u64,
             payload: doc.text().to_owned(),
             then,
-            ret: gator_core::store::status::retention_ms(self.settler.kept().retention),
+            ret: crate::door::retention_ms(self.settler.kept().retention),
         };
         Ok(Outcome::AwaitReply {
             record: serde_json::to_string(&record).map_err(|e| JobError::new(e.to_string()))?,
@@ -133,11 +133,7 @@ impl Processor {
         let retention = self.settler.kept().retention;
         Outcome::Cancelled {
             jid: doc.jid().to_owned(),
-            handoff: gator_core::store::inflight::handoff_on_end(
-                doc.text(),
-                "cancelled",
-                retention,
-            ),
+            handoff: crate::door::handoff_on_end(doc.text(), "cancelled", retention),
         }
     }
 }

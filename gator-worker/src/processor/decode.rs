@@ -9,7 +9,7 @@ use gator_core::payload::{DocumentError, PayloadDocument, aside, envelope};
 use gator_core::unique::UniqueUntil;
 use gator_core::{Context, Execution, JobError, JobInfo, JobRegistration};
 use serde_json::value::RawValue;
-use tracing::{info, warn};
+use tracing::info;
 
 /// How long a job handed back on a queue under flow control (or one this worker was meant to
 /// pass over already) waits before it is on its queue again: long enough that this worker,
@@ -146,9 +146,10 @@ impl Processor {
             return Ok(None);
         };
         let unrunnable = |reason: String| Early::Failed(Failure::Unrunnable(reason), policy);
-        let mut conn = self.client.connection();
-        let keys = self.client.keys();
-        match gator_core::store::aside::get(&mut conn, keys, &job.fetched.queue, doc.jid()).await {
+        let aside = crate::door::run(&self.client)
+            .aside(&job.fetched.queue, doc.jid())
+            .await;
+        match aside {
             Ok(Some(bytes)) => aside::unpack(&marker, bytes, max).map(Some).map_err(|e| {
                 unrunnable(format!("arguments of job {:?} unreadable: {e}", doc.job()))
             }),
@@ -166,7 +167,7 @@ impl Processor {
     /// Step 5, prepare: release the lock of a unique job that holds it until its start.
     pub(super) async fn prepare(&self, doc: &PayloadDocument<'_>, job: &Job) {
         if doc.unique_until() == Some(UniqueUntil::Start) {
-            self.release_unique(&job.fetched).await;
+            self.settler.release_unique(&job.fetched).await;
         }
         info!("job started");
     }
@@ -198,14 +199,9 @@ impl Processor {
         let Some(link) = doc.workflow() else {
             return Ok(ctx);
         };
-        let mut conn = self.client.connection();
-        let found = gator_core::store::workflow::parents(
-            &mut conn,
-            self.client.keys(),
-            &link.id,
-            &link.parents,
-        )
-        .await?;
+        let found = crate::door::run(&self.client)
+            .parents(&link.id, &link.parents)
+            .await?;
         let parents = link
             .parents
             .iter()
@@ -220,16 +216,6 @@ impl Processor {
             })
             .collect();
         Ok(ctx.with_workflow(link.id, parents))
-    }
-
-    /// Releases the unique lock of a job that holds it until it starts. A lock that cannot
-    /// be released now is only logged: its TTL ends it, and the job runs all the same.
-    pub(super) async fn release_unique(&self, fetched: &gator_core::store::inflight::Fetched) {
-        let mut conn = self.client.connection();
-        let keys = self.client.keys();
-        if let Err(e) = gator_core::store::unique::release(&mut conn, keys, fetched).await {
-            warn!(error = %e, "could not release the job's unique lock as it starts; its TTL will");
-        }
     }
 }
 

@@ -3,11 +3,12 @@
 //! outside its time windows, is settled as such.
 
 use super::{Early, Processor};
+use crate::door::{Judged, Verdict};
 use crate::fetcher::Job;
 use crate::outcome::{Failure, Outcome, Policy};
+use crate::settle::start::Expiry;
 use gator_core::expiry::OnExpire;
 use gator_core::payload::PayloadDocument;
-use gator_core::store::expiry::{self, Verdict};
 use std::time::Duration;
 
 /// How long a job with a deadline goes back for when Redis's clock cannot be read at its
@@ -63,7 +64,7 @@ impl Processor {
     }
 
     /// For a job with a deadline ([`gator_core::expiry`]): judged on Redis's clock and, if it
-    /// has come, settled as expired, in one script ([`gator_core::store::expiry`]), whatever
+    /// has come, settled as expired, in one script (`Settler::judge`), whatever
     /// it waited in (its queue, the scheduled or retry set, a controlled queue's parking): then
     /// `Err(Expired)`, not run. In time, it is recorded running, and `Ok(Some(start))` (ms, Redis
     /// time). A job without one pays nothing: `Ok(None)`. If Redis cannot be asked, the job is
@@ -76,44 +77,24 @@ impl Processor {
         let Some(deadline) = doc.expires_at_ms() else {
             return Ok(None);
         };
-        let kept = self.settler.kept();
-        let handoff =
-            gator_core::store::inflight::handoff_on_end(doc.text(), "dead", kept.retention);
-        let judged = expiry::Judged {
+        let retention = self.settler.kept().retention;
+        let handoff = crate::door::handoff_on_end(doc.text(), "dead", retention);
+        let judged = Judged {
             deadline,
             attempts: doc.attempt(),
         };
-        let (mut conn, keys) = (self.client.connection(), self.client.keys());
-        let (fetched, jid) = (&job.fetched, doc.jid());
-        let verdict = match doc.on_expire() {
-            OnExpire::Dead => {
-                let entry = self.expired_entry(doc);
-                let cap = kept.dead_cap;
-                expiry::kill(
-                    &mut conn,
-                    keys,
-                    fetched,
-                    &entry,
-                    judged,
-                    cap,
-                    handoff.as_deref(),
-                )
-                .await
-            }
-            OnExpire::Drop => {
-                let ended = (jid, judged);
-                let retention = kept.retention;
-                expiry::drop(
-                    &mut conn,
-                    keys,
-                    fetched,
-                    ended,
-                    retention,
-                    handoff.as_deref(),
-                )
-                .await
-            }
+        let entry = match doc.on_expire() {
+            OnExpire::Dead => Some(self.expired_entry(doc)),
+            OnExpire::Drop => None,
         };
+        let expiry = match &entry {
+            Some(entry) => Expiry::Dead { entry },
+            None => Expiry::Drop { jid: doc.jid() },
+        };
+        let verdict = self
+            .settler
+            .judge(&job.fetched, (expiry, judged), handoff.as_deref())
+            .await;
         after_judging(verdict, deadline, handoff)
     }
 

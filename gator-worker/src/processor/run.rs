@@ -11,7 +11,7 @@ use tokio_util::either::Either;
 use tracing::debug;
 
 impl Processor {
-    /// Step 6, run: the job runs, with its status record set to `running` (`store::status`)
+    /// Step 6, run: the job runs, with its status record set to `running` (`door::run`)
     /// once it has run [`MARK_RUNNING_AFTER`]: a shorter job goes from `queued` to `done` with no write of its
     /// own for the start (a status read meanwhile says `queued`), so the stream of short jobs a
     /// worker drains pays one write per job less. The record, stamped with the start, is sent
@@ -78,17 +78,15 @@ impl Processor {
         job: &Job,
         since: u64,
     ) -> gator_core::Result<()> {
-        let mut conn = self.client.connection();
         let fetched = &job.fetched;
-        gator_core::store::status::mark_running(
-            &mut conn,
-            self.client.keys(),
-            &fetched.queue,
-            doc.jid(),
-            &fetched.process,
-            doc.attempt().saturating_add(1),
-            since,
-        )
-        .await
+        let attempt = doc.attempt().saturating_add(1);
+        crate::door::run(&self.client)
+            .mark_running(
+                (&fetched.queue, doc.jid()),
+                &fetched.process,
+                attempt,
+                since,
+            )
+            .await
     }
 }

@@ -114,11 +114,10 @@ impl QueueOrder {
 
     /// Re-reads the known-queues set and the shard counts.
     pub async fn refresh(&self, client: &Client) -> gator_core::Result<()> {
-        let (keys, mut conn) = (client.keys(), client.connection());
-        let known_lists = gator_core::store::queue::known(&mut conn, keys).await?;
-        let counts = gator_core::store::shards::all(&mut conn, keys).await?;
-        let controlled =
-            gator_core::store::flow::controlled(&mut client.connection(), client.keys()).await?;
+        let mut upkeep = crate::door::upkeep(client);
+        let known_lists = upkeep.known_queues().await?;
+        let counts = upkeep.shards().await?;
+        let controlled = crate::door::upkeep(client).controlled().await?;
         self.controlled
             .write()
             .unwrap_or_else(|e| e.into_inner())

@@ -44,8 +44,7 @@ impl FromStr for QueueSelection {
                 }
                 None => (part, None),
             };
-            gator_core::store::keys::validate_queue(name)
-                .map_err(|e| QueueSpecError(e.to_string()))?;
+            crate::door::validate_queue(name).map_err(|e| QueueSpecError(e.to_string()))?;
             if queues.iter().any(|(q, _)| q == name) {
                 return Err(QueueSpecError(format!("queue {name:?} is listed twice")));
             }

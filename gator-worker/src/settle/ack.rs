@@ -5,12 +5,11 @@
 //! whose next call writes it ([`admitted_written`] then lets the jobs go).
 
 use super::batch::Member;
+use super::{Done, Fetched};
 use super::{Next, Settler};
 use crate::fetcher::Job;
 use crate::held::Held;
 use crate::leases::Leases;
-use gator_core::store::inflight::Fetched;
-use gator_core::store::status::Done;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 

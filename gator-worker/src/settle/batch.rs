@@ -1,5 +1,5 @@
 //! Group commit of plain successes: the successes of one in-flight list that arrive together
-//! go in one call ([`crate::gather`]), one `MULTI` (`store::ack::ack_and_take`), which also
+//! go in one call ([`crate::gather`]), one `MULTI` (`Settle::ack_and_take`), which also
 //! takes a next job for each of their processors that wants one. A worker draining a queue
 //! with many processors then pays one round trip per batch, not per job, and Redis one
 //! `MULTI`, one `EXEC` and one `LPUSH` of the finished list per batch.
@@ -10,9 +10,9 @@
 //! flight, and they run again.
 
 use super::Settler;
+use super::{Ack, Acked, Fetched, MAX_ACKS};
 use crate::fetcher::{Job, Slot};
 use crate::gather::{Gathers, Joined};
-use gator_core::store::inflight::{self, Ack, Acked, Fetched, MAX_ACKS};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
@@ -76,8 +76,7 @@ impl Settler {
 
     /// One `MULTI` for `batch`: each success's answer, in order.
     async fn call(&self, mut batch: Vec<Member>) -> Vec<Answer> {
-        let keys = self.client.keys();
-        let mut conn = self.client.connection();
+        let mut settle = super::handle(&self.client);
         let want = batch.iter().filter(|m| m.own.is_some()).count();
         let spares: Vec<_> = batch.iter_mut().filter_map(|m| m.spare.take()).collect();
         let acks: Vec<Ack<'_>> = batch
@@ -88,7 +87,7 @@ impl Settler {
                 retention: m.retention,
             })
             .collect();
-        let call = inflight::ack_and_take(&mut conn, keys, &acks, want);
+        let call = settle.ack_and_take(&acks, want);
         let acked = super::write::sent_then(call, move || drop(spares)).await;
         drop(acks);
         match acked {

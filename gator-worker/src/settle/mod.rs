@@ -16,22 +16,26 @@
 //!    one script each, tried again while Redis blinks.
 //!
 //! And jobs taken ahead of a pause, which never ran, go back to the head of their queue
-//! ([`write::put_back`]).
+//! ([`write::put_back`]); a job with a deadline is judged at its start and, if it has come,
+//! settled as expired in the same script (`Settler::judge`, in `start`); a unique job that
+//! holds its lock until it starts releases it there (`Settler::release_unique`).
+//!
+//! Every write goes through the store's [`Settle`] handle, which only this room makes.
 
 pub mod ack;
 mod batch;
+pub mod start;
 pub mod write;
 
 pub use write::{is_passing, put_back};
 
 use crate::alarm::Alarm;
+pub use crate::door::{Ack, Acked, DeadCap, Done, Fetched, Judged, Killed, MAX_ACKS, Verdict};
 use crate::fetcher::{Fetcher, Job, Slot};
 use crate::leases::Leases;
 use crate::outcome::Outcome;
 use gator_core::Client;
-use gator_core::store::dead::DeadCap;
-use gator_core::store::inflight::Fetched;
-use gator_core::store::status::Done;
+use gator_core::store::Settle;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -171,4 +175,10 @@ pub(crate) fn not_in_flight(leases: &Leases, queue: &str, jobs: usize) {
     } else {
         warn!(queue = %queue, jobs, "job was no longer in flight: an earlier write whose reply was lost recorded its outcome, or it was recovered and will run again");
     }
+}
+
+/// A [`Settle`] handle on `client`'s shared connection: every outcome write goes through one,
+/// and only this room makes them.
+fn handle(client: &Client) -> Settle<'_> {
+    Settle::new(client.connection(), client.keys(), client.replica_wait())
 }

@@ -6,12 +6,11 @@
 //! its queue.
 
 use super::Kept;
+use super::{Fetched, Killed};
 use crate::fetcher::Slot;
 use crate::held::Held;
 use crate::outcome::Outcome;
 use gator_core::Client;
-use gator_core::store::inflight::{self, Fetched};
-use gator_core::store::{chain, inflight::Killed};
 use redis::{ErrorKind, ServerErrorKind};
 use std::time::Duration;
 use tracing::{error, warn};
@@ -87,25 +86,19 @@ async fn try_write(
     outcome: &Outcome,
     kept: Kept,
 ) -> gator_core::Result<bool> {
-    let keys = client.keys();
     match outcome {
         Outcome::Done { .. } => done(client, job, outcome, kept.retention).await,
         Outcome::Retry { payload, delay } => {
-            let mut conn = client.connection();
-            let due = inflight::retry(&mut conn, keys, job, payload, *delay).await?;
+            let due = super::handle(client).retry(job, payload, *delay).await?;
             Ok(due.is_some())
         }
         // Put back, unchanged, in its queue's scheduled set until its next time window.
         Outcome::Reschedule { delay } => {
-            let mut conn = client.connection();
-            let due = inflight::reschedule(&mut conn, keys, job, *delay).await?;
+            let due = super::handle(client).reschedule(job, *delay).await?;
             Ok(due.is_some())
         }
         // Back at the head of its queue, unchanged, for a worker that runs it.
-        Outcome::HandBack => {
-            let mut conn = client.connection();
-            inflight::release(&mut conn, keys, job).await
-        }
+        Outcome::HandBack => super::handle(client).release(job).await,
         Outcome::AwaitReply {
             record,
             key,
@@ -153,14 +146,13 @@ async fn done(
     else {
         return Ok(false); // cannot happen: `done` is `Some` for every success
     };
-    let (mut conn, keys) = (client.connection(), client.keys());
+    let mut settle = super::handle(client);
     // A unique job's success releases its lock in the same script (a hand-off's ack.lua
     // releases it too).
     if *unique_lock && handoff.is_none() {
-        return gator_core::store::unique::ack(&mut conn, keys, job, &done).await;
+        return settle.ack_unique(job, &done).await;
     }
-    let wait = client.replica_wait();
-    inflight::ack(&mut conn, keys, job, &done, handoff.as_deref(), wait).await
+    settle.ack(job, &done, handoff.as_deref()).await
 }
 
 /// An attempt that ends waiting for a reply: the job leaves its queue with its wait record.
@@ -171,15 +163,10 @@ async fn await_reply(
     key: &str,
     timeout: Duration,
 ) -> gator_core::Result<bool> {
-    let (mut conn, keys) = (client.connection(), client.keys());
-    let settled =
-        gator_core::store::reply::settle_waiting(&mut conn, keys, job, record, key, timeout)
-            .await?;
+    let mut settle = super::handle(client);
+    let settled = settle.await_reply(job, (record, key), timeout).await?;
     // The wait is recorded: registering it now only saves the wait for the next drain.
-    if settled
-        && let Err(e) =
-            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
-    {
+    if settled && let Err(e) = settle.advance(&job.queue, record).await {
         warn!(queue = %job.queue, error = %e, "could not register a job's wait for its reply yet; the next drain of the outbox will");
     }
     Ok(settled)
@@ -196,12 +183,13 @@ async fn kill(
         retention,
     }: Kept,
 ) -> gator_core::Result<bool> {
-    let (mut conn, keys) = (client.connection(), client.keys());
-    let handoff = inflight::handoff_on_death(entry, retention);
+    let handoff = crate::door::handoff_on_death(entry, retention);
     let Killed {
         settled,
         orphaned_chains,
-    } = inflight::kill(&mut conn, keys, job, entry, dead_cap, handoff.as_deref()).await?;
+    } = super::handle(client)
+        .kill(job, entry, dead_cap, handoff.as_deref())
+        .await?;
     after_death(client, job, settled, handoff.as_deref(), &orphaned_chains).await;
     Ok(settled)
 }
@@ -216,14 +204,13 @@ async fn after_death(
     handoff: Option<&str>,
     orphaned_chains: &[(String, String)],
 ) {
-    let (mut conn, keys) = (client.connection(), client.keys());
+    let mut settle = super::handle(client);
     if let (true, Some(record)) = (settled, handoff)
-        && let Err(e) =
-            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+        && let Err(e) = settle.advance(&job.queue, record).await
     {
         warn!(queue = %job.queue, error = %e, "could not report a workflow step's death to its workflow yet; the next drain of the outbox will");
     }
-    if let Err(e) = chain::forget(&mut conn, keys, orphaned_chains).await {
+    if let Err(e) = settle.forget_chains(orphaned_chains).await {
         warn!(error = %e, chains = orphaned_chains.len(), "could not delete the waiting steps of chains whose dead step was trimmed");
     }
 }
@@ -238,14 +225,12 @@ async fn given_up(
     recorded: (&str, &str),
     retention: std::time::Duration,
 ) -> gator_core::Result<bool> {
-    let (mut conn, keys) = (client.connection(), client.keys());
-    let settled = gator_core::store::cancel::settle_as(
-        &mut conn, keys, job, jid, retention, handoff, recorded,
-    )
-    .await?;
+    let mut settle = super::handle(client);
+    let settled = settle
+        .give_up(job, (jid, handoff), recorded, retention)
+        .await?;
     if let (true, Some(record)) = (settled, handoff)
-        && let Err(e) =
-            chain::advance(&mut conn, keys, &job.queue, record, client.replica_wait()).await
+        && let Err(e) = settle.advance(&job.queue, record).await
     {
         warn!(queue = %job.queue, error = %e, "could not report a workflow step's end to its workflow yet; the next drain of the outbox will");
     }
@@ -256,9 +241,9 @@ async fn given_up(
 /// (their units released), for a queue found paused; what cannot go back now, recovery puts
 /// back. Either way they are no longer this process's to hold.
 pub async fn put_back(client: &Client, held: &Held, queue: &str, jobs: Vec<Fetched>) {
-    let mut conn = client.connection();
+    let mut settle = super::handle(client);
     for job in jobs {
-        if let Err(e) = inflight::release(&mut conn, client.keys(), &job).await {
+        if let Err(e) = settle.release(&job).await {
             warn!(queue = %queue, error = %e, "could not put back a job taken ahead of a pause; recovery puts it back");
         }
         held.settled(&job);

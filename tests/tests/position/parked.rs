@@ -6,7 +6,7 @@
 
 use super::{PosNap, WORKER};
 use gator_core::flow::FlowSetting;
-use gator_core::store::admit::{self, AdmitRequest};
+use gator_core::store::{AdmitRequest, Fetch, Presence};
 use gator_core::{Client, ExpectedStart, ParkedPlace, PendingJob, Position};
 use gator_tests::{RedisServer, client, run_cli, set_flow, wait_until};
 use std::time::Duration;
@@ -198,11 +198,11 @@ async fn a_job_admitted_a_moment_ago_is_not_reported_parked() {
     let jids = dispatch_all(&client, jobs).await;
     // A worker's admission, as one process: the first job leaves its parking set for the
     // process's in-flight list; its record says `queued` until the worker marks it running.
-    let mut conn = client.connection();
     let process = "position-test-process";
     let queue = "pos-admit";
     let lease = Duration::from_secs(30);
-    gator_core::store::lease::renew(&mut conn, client.keys(), queue, process, lease)
+    Presence::new(client.connection(), client.keys())
+        .renew_lease(queue, process, lease)
         .await
         .unwrap();
     let request = AdmitRequest {
@@ -215,7 +215,8 @@ async fn a_job_admitted_a_moment_ago_is_not_reported_parked() {
         retention: Duration::from_secs(60),
         shared: None,
     };
-    let admitted = admit::admit(&mut conn, client.keys(), &request)
+    let admitted = Fetch::new(client.connection(), client.keys())
+        .admit(&request)
         .await
         .unwrap();
     assert_eq!(admitted.jobs.len(), 1);

@@ -88,7 +88,7 @@ impl Keys {
 
     /// The key of `kind` if it is one fixed key of the namespace (a global, catalogue or replies
     /// kind that takes no name): what `store::broken::check` reads the type of.
-    pub fn fixed(&self, kind: &Kind) -> Option<String> {
+    pub(crate) fn fixed(&self, kind: &Kind) -> Option<String> {
         if kind.is_named() {
             return None;
         }
