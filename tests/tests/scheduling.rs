@@ -29,7 +29,12 @@ async fn jobs_due_one_to_three_seconds_ahead_start_within_a_second_of_their_due_
     for delay_ms in [1000u64, 1500, 2000, 2500, 3000] {
         let due = SystemTime::now() + Duration::from_millis(delay_ms);
         let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-        client.dispatch_at(OnTime::call(due_ms), due).await.unwrap();
+        OnTime::call(due_ms)
+            .at(due)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     wait_until(
         "all five scheduled jobs",
