@@ -244,6 +244,26 @@ async fn an_empty_chain_and_a_time_past_the_horizon_are_refused() {
     assert_eq!(redis.cli(&["DBSIZE"]), "0", "nothing was written");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_step_given_a_due_time_of_its_own_is_refused_and_nothing_is_stored() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let later = Step::call("e".into(), 2).after(Duration::from_secs(60));
+    let chain = Chain::new().then(Step::call("e".into(), 1)).then(later);
+    let err = chain.through(&client).dispatch().await.unwrap_err();
+    assert!(err.to_string().contains("give the chain its time"), "{err}");
+    let err = Chain::new()
+        .then(Step::call("e".into(), 1))
+        .then(Step::call("e".into(), 2))
+        .at(std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 24 * 3600))
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than 5 years ahead"), "{err}");
+    assert_eq!(redis.cli(&["DBSIZE"]), "0", "nothing was written");
+}
+
 #[job(queue = "c3", retries = 0)]
 async fn doomed(n: u32) -> Result<(), gator_core::JobError> {
     Err(gator_core::JobError::discard(format!(

@@ -277,11 +277,7 @@ async fn a_hanging_holder_with_two_waiting(
     extra: &[&str],
 ) -> (String, WorkerProcess) {
     let _: () = query(redis, &["SADD", hang, "1"]).await;
-    let holder = probe(1, "k", 100)
-        .through(client)
-        .dispatch()
-        .await
-        .unwrap();
+    let holder = probe(1, "k", 100).through(client).dispatch().await.unwrap();
     let mut args = vec!["--lease", "4s"];
     args.extend_from_slice(extra);
     let worker = spawn_worker_process_with(WORKER, &redis.url(), QUEUE, 4, &args);
