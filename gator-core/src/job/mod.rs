@@ -190,9 +190,9 @@ pub(crate) struct Encoded {
 pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
     if job.timing.is_some() {
         return Err(Error::InvalidTime {
-            reason: "only a job dispatched on its own takes `.at(..)` or `.after(..)`: a \
-                     chain's or workflow's step runs when the steps before it succeed (give the \
-                     chain its time)"
+            reason: "`.at(..)` and `.after(..)` are for a job dispatched on its own: a step of \
+                     a chain or workflow runs when the steps before it succeed (give the chain \
+                     its time), and `dispatch_many` sends its jobs now"
                 .into(),
         });
     }
