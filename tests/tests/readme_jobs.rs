@@ -145,7 +145,7 @@ mod chains {
         let chain_id = Chain::new()
             .then(FetchPage::call(url.clone())) // each step is a typed `call`
             .then(ParsePage::call(url, 2).queue("parse")) // on its own queue if you like
-            .dispatch() // or dispatch_at / dispatch_in
+            .dispatch() // .at(time) or .after(delay) first for later
             .await?;
         Ok(chain_id)
     }
