@@ -53,7 +53,8 @@ async fn signup(
     Query(form): Query<Signup>,
 ) -> Result<Json<serde_json::Value>, String> {
     let jid = Welcome::call(form.email)
-        .dispatch_with(&app.client)
+        .through(&app.client)
+        .dispatch()
         .await
         .map_err(|e| e.to_string())?;
     Ok(Json(serde_json::json!({ "jid": jid })))

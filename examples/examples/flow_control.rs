@@ -61,23 +61,27 @@ async fn main() -> anyhow::Result<()> {
     for i in 0..6 {
         CallPartner::call("east".into(), format!("east sync {i}"))
             .limit_key("east")
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await?;
     }
     for i in 0..2 {
         CallPartner::call("west".into(), format!("west sync {i}"))
             .limit_key("west")
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await?;
     }
     CallPartner::call("west".into(), "urgent refund".into())
         .limit_key("west")
         .priority(1)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await?;
     CallPartner::call("east".into(), "critical alert".into())
         .critical()
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await?;
 
     // An evenly spaced queue: 4 a second, one every 250 ms over the whole fleet.

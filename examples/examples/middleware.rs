@@ -44,10 +44,10 @@ async fn main() -> anyhow::Result<()> {
 
     let mut jids = Vec::new();
     for (tenant, invoice) in [("acme", 1), ("globex", 2), ("acme", 3)] {
-        let dispatch = SendInvoice::call(invoice).dispatch_with(&client);
+        let dispatch = SendInvoice::call(invoice).through(&client).dispatch();
         jids.push(TENANT.scope(tenant.to_owned(), dispatch).await?);
     }
-    match SendInvoice::call(4).dispatch_with(&client).await {
+    match SendInvoice::call(4).through(&client).dispatch().await {
         Err(e) => println!("==> refused, as it should be: {e}"),
         Ok(jid) => anyhow::bail!("job {jid} was dispatched without a tenant"),
     }

@@ -62,9 +62,9 @@ async fn main() -> anyhow::Result<()> {
         .run_until(stop.clone());
     let worker = tokio::spawn(worker);
 
-    let confirmed = PlaceOrder::call(1).dispatch_with(&client).await?;
-    let abandoned = PlaceOrder::call(2).dispatch_with(&client).await?;
-    let long = Export::call(7).dispatch_with(&client).await?;
+    let confirmed = PlaceOrder::call(1).through(&client).dispatch().await?;
+    let abandoned = PlaceOrder::call(2).through(&client).dispatch().await?;
+    let long = Export::call(7).through(&client).dispatch().await?;
     for jid in [&confirmed, &abandoned] {
         wait_for(&client, jid, "awaiting").await?;
     }

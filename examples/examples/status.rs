@@ -45,9 +45,9 @@ async fn main() -> anyhow::Result<()> {
     let url = std::env::var("GATOR_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6380".into());
     let client = Client::connect(&url).await?;
 
-    let charge = Charge::call(1234, 4200).dispatch_with(&client).await?;
-    let refund = Refund::call(1234).dispatch_with(&client).await?;
-    let void = Void::call(1234).dispatch_with(&client).await?;
+    let charge = Charge::call(1234, 4200).through(&client).dispatch().await?;
+    let refund = Refund::call(1234).through(&client).dispatch().await?;
+    let void = Void::call(1234).through(&client).dispatch().await?;
     println!("==> dispatched; no worker yet:");
     show(&client, "charge", &charge).await?;
 

@@ -71,7 +71,8 @@ async fn main() -> anyhow::Result<()> {
             Step::new(EmailBuyer::call(42)).on_failure(OnFailure::Continue),
         ])
         .then(Ship::call(42))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await?;
     println!("==> dispatched workflow {id}");
 

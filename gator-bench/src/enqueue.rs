@@ -26,7 +26,7 @@ pub(crate) async fn single(n: usize) -> anyhow::Result<()> {
     let client = client().await?;
     let bar = progress(n, "single");
     for i in 0..n {
-        job(i, i as i64).dispatch_with(client).await?;
+        job(i, i as i64).through(client).dispatch().await?;
         if i % BATCH == 0 {
             bar.set_position(i as u64);
         }
@@ -74,7 +74,10 @@ pub(crate) async fn concurrent(n: usize) -> anyhow::Result<()> {
             let share = n / count + usize::from(t < n % count);
             tokio::spawn(async move {
                 for i in 0..share {
-                    job(i * count + t, i as i64).dispatch_with(&client).await?;
+                    job(i * count + t, i as i64)
+                        .through(&client)
+                        .dispatch()
+                        .await?;
                 }
                 anyhow::Ok(())
             })
@@ -89,7 +92,7 @@ pub(crate) async fn concurrent(n: usize) -> anyhow::Result<()> {
 pub(crate) async fn latency_enqueue(n: usize) -> anyhow::Result<()> {
     let client = client().await?;
     for i in 0..n {
-        job(i, now_us()).dispatch_with(client).await?;
+        job(i, now_us()).through(client).dispatch().await?;
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     Ok(())

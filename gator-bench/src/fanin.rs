@@ -54,7 +54,8 @@ pub async fn fan_in(n: usize) -> anyhow::Result<(f64, f64, f64)> {
         Workflow::new()
             .then_all((0..3).map(|p| Step::new(Part::call(w, p))))
             .then(Join::call(w))
-            .dispatch_with(client)
+            .through(client)
+            .dispatch()
             .await?;
         tokio::time::sleep(SPACING).await;
     }

@@ -89,7 +89,7 @@ async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "single-floor" => {
             let client = modes::client().await?;
             let dispatch = |i| async move {
-                modes::job(i as usize, i).dispatch_with(client).await?;
+                modes::job(i as usize, i).through(client).dispatch().await?;
                 Ok(())
             };
             floor::single_floor(client, modes::QUEUE, n, dispatch).await

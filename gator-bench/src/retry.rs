@@ -40,7 +40,7 @@ pub async fn retry(n: usize) -> anyhow::Result<()> {
     reset_counters(n);
     let worker = start_worker();
     for i in 0..n {
-        Retried::call(i as i64).dispatch_with(client).await?;
+        Retried::call(i as i64).through(client).dispatch().await?;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     wait_for_jobs(n, "retry").await;

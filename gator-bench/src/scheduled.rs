@@ -92,7 +92,11 @@ async fn schedule(count: usize) -> anyhow::Result<()> {
                 if i >= count {
                     return anyhow::Ok(());
                 }
-                client.dispatch_in(Noop::call(i as i64), AHEAD).await?;
+                Noop::call(i as i64)
+                    .after(AHEAD)
+                    .through(client)
+                    .dispatch()
+                    .await?;
                 if i % 10_000 == 0 {
                     bar.set_position(i as u64);
                 }

@@ -24,7 +24,10 @@ pub async fn workflow(n: usize) -> anyhow::Result<()> {
     let n = (n / 3).max(1) * 3;
     let worker = start_worker();
     let plain = timed(n, |i| async move {
-        Noop::call(i as i64).dispatch_with(client().await?).await?;
+        Noop::call(i as i64)
+            .through(client().await?)
+            .dispatch()
+            .await?;
         Ok(())
     })
     .await?;
@@ -35,7 +38,8 @@ pub async fn workflow(n: usize) -> anyhow::Result<()> {
                 .then(Noop::call(i as i64))
                 .then(Noop::call(i as i64 + 1))
                 .then(Noop::call(i as i64 + 2))
-                .dispatch_with(client().await?)
+                .through(client().await?)
+                .dispatch()
                 .await?;
         }
         Ok(())

@@ -13,21 +13,29 @@
 //! # Ok(()) }
 //! ```
 //!
+//! The chain is the builder of its dispatch: `.at(..)` or `.after(..)` makes its first step
+//! due later, `.through(&client)` sends it through a client of your choice.
+//!
 //! Each step is a [`PendingJob`], so its arguments are type-checked like any dispatch, and it
 //! runs on its own queue. If a step dies, the chain halts there: the rest waits, attached to
 //! the dead job, and retrying that job from the dead set resumes the chain.
 
 use crate::error::{Error, Result};
-use crate::job::{Encoded, Job, PendingJob, encode};
+use crate::job::{DueTime, Encoded, Job, PendingJob, Timing, encode};
 use crate::payload::{ChainLink, Payload, new_jid};
+use std::time::Duration;
 
-/// A chain being built; nothing is sent until it is dispatched.
+/// A chain being built; nothing is sent until it is dispatched. `C` is the client it goes
+/// through: `()`, the process-wide default, until `.through(&client)` names one.
 #[derive(Debug, Default)]
 #[must_use = "a Chain does nothing until it is dispatched"]
-pub struct Chain {
+pub struct Chain<C = ()> {
     steps: Vec<Encoded>,
     /// The first step that could not be encoded; reported by dispatch.
     error: Option<Error>,
+    /// When its first step is due, as the caller gave it: checked when it is dispatched.
+    timing: Option<Timing>,
+    client: C,
 }
 
 impl Chain {
@@ -36,8 +44,53 @@ impl Chain {
         Chain::default()
     }
 
-    /// Appends a step: it runs after every step before it has succeeded.
-    pub fn then<J: Job>(mut self, step: PendingJob<J>) -> Chain {
+    /// The steps, not yet placed on shards or linked (see [`link`]).
+    pub(crate) fn into_steps(self) -> Result<Vec<Encoded>> {
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        if self.steps.is_empty() {
+            return Err(Error::EmptyChain);
+        }
+        Ok(self.steps)
+    }
+}
+
+impl<C> Chain<C> {
+    /// Makes its first step due at `time` (a `SystemTime`, or Unix seconds as `f64`); at once
+    /// if `time` has passed on Redis's clock. Refused at dispatch if not finite or past the
+    /// scheduling horizon. Replaces an earlier `.after(..)`.
+    pub fn at(mut self, time: impl Into<DueTime>) -> Self {
+        self.timing = Some(Timing::At(time.into()));
+        self
+    }
+
+    /// Makes its first step due after `delay`, counted on Redis's clock. Refused at dispatch
+    /// if past the scheduling horizon. Replaces an earlier `.at(..)`.
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.timing = Some(Timing::After(delay));
+        self
+    }
+
+    /// The due time it was given, taken out for its dispatch.
+    pub(crate) fn take_timing(&mut self) -> Option<Timing> {
+        self.timing.take()
+    }
+
+    /// This chain going through `client` instead, and the client it had.
+    pub(crate) fn swap_client<D>(self, client: D) -> (Chain<D>, C) {
+        let chain = Chain {
+            steps: self.steps,
+            error: self.error,
+            timing: self.timing,
+            client,
+        };
+        (chain, self.client)
+    }
+
+    /// Appends a step: it runs after every step before it has succeeded. A step takes no due
+    /// time of its own (dispatch refuses it): give the chain its time.
+    pub fn then<J: Job>(mut self, step: PendingJob<J>) -> Self {
         match encode(step) {
             Ok(payload) => self.steps.push(payload),
             Err(e) => {
@@ -55,17 +108,6 @@ impl Chain {
     /// Whether the chain has no step.
     pub fn is_empty(&self) -> bool {
         self.steps.is_empty()
-    }
-
-    /// The steps, not yet placed on shards or linked (see [`link`]).
-    pub(crate) fn into_steps(self) -> Result<Vec<Encoded>> {
-        if let Some(e) = self.error {
-            return Err(e);
-        }
-        if self.steps.is_empty() {
-            return Err(Error::EmptyChain);
-        }
-        Ok(self.steps)
     }
 }
 

@@ -140,7 +140,7 @@ pub enum Error {
         /// The names the catalogue knows, comma-separated (the first 50).
         known: String,
     },
-    /// A job name given by wire name (`Client::enqueue_raw`) that cannot be one
+    /// A job name given by wire name (`Client::dispatch_by_name`) that cannot be one
     /// ([`gator_rules::job_name`]): empty, over 256 bytes, or with control, invisible or
     /// bidirectional characters.
     #[error(
@@ -173,7 +173,7 @@ pub enum Error {
         /// Why.
         reason: String,
     },
-    /// Arguments given as JSON (`Client::enqueue_raw`) that are not a job's.
+    /// Arguments given as JSON (`Client::dispatch_by_name`) that are not a job's.
     #[error("invalid args: {reason}")]
     InvalidArgs {
         /// Why.

@@ -16,7 +16,7 @@
 //! use std::time::Duration;
 //! gator_core::PendingJob::<Report>::new(())
 //!     .expires_in(Duration::from_secs(600))
-//!     .dispatch_with(&client)
+//!     .through(&client).dispatch()
 //!     .await?;
 //! # Ok(()) }
 //! ```

@@ -16,7 +16,7 @@
 //! let jid = SendEmail::dispatch("ada@example.com".into(), "hello".into()).await?;
 //! SendEmail::call("bob@example.com".into(), "later".into())
 //!     .queue("slow-mail")
-//!     .dispatch_in(std::time::Duration::from_secs(60))
+//!     .after(std::time::Duration::from_secs(60)).dispatch()
 //!     .await?;
 //! # Ok(()) }
 //! ```

@@ -7,7 +7,8 @@
 //! Its dispatch takes a lock in the same script that enqueues or schedules it
 //! (`unique_dispatch.lua`): while the lock is held, another dispatch with the same key stores
 //! nothing and returns the holder's jid, flagged as a duplicate by
-//! `Client::dispatch_unique` ([`Dispatched::Duplicate`]).
+//! [`PendingJob::dispatch_unique`](crate::PendingJob::dispatch_unique)
+//! ([`Dispatched::Duplicate`]).
 //!
 //! - **The key** is the job's wire name and its arguments as JSON (`send_email:["a@b.c"]`),
 //!   or the key a dispatch gives. Arguments with a `HashMap` serialize in no fixed order: give
@@ -151,7 +152,7 @@ pub fn check_key(key: String) -> Result<String> {
     }
 }
 
-/// What `Client::dispatch_unique` did.
+/// What `PendingJob::dispatch_unique` did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Dispatched {
     /// A new job was stored; its jid.

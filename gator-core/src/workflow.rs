@@ -83,11 +83,13 @@ impl<J: Job> From<PendingJob<J>> for Step {
 }
 
 /// A workflow being built: stages of steps, each stage after every step of the one before.
-/// Nothing is sent until it is dispatched.
+/// Nothing is sent until it is dispatched. `C` is the client it goes through: `()`, the
+/// process-wide default, until `.through(&client)` names one.
 #[derive(Debug, Default)]
 #[must_use = "a Workflow does nothing until it is dispatched"]
-pub struct Workflow {
+pub struct Workflow<C = ()> {
     pub(crate) stages: Vec<Vec<Step>>,
+    client: C,
 }
 
 impl Workflow {
@@ -95,17 +97,28 @@ impl Workflow {
     pub fn new() -> Workflow {
         Workflow::default()
     }
+}
+
+impl<C> Workflow<C> {
+    /// This workflow going through `client` instead, and the client it had.
+    pub(crate) fn swap_client<D>(self, client: D) -> (Workflow<D>, C) {
+        let workflow = Workflow {
+            stages: self.stages,
+            client,
+        };
+        (workflow, self.client)
+    }
 
     /// Appends a stage of one step: it runs after every step of the stage before has
     /// succeeded.
-    pub fn then(mut self, step: impl Into<Step>) -> Workflow {
+    pub fn then(mut self, step: impl Into<Step>) -> Self {
         self.stages.push(vec![step.into()]);
         self
     }
 
     /// Appends a stage of steps that run in parallel (fan-out); the next stage runs once all
     /// of them have succeeded (fan-in). An empty stage adds nothing.
-    pub fn then_all<S: Into<Step>>(mut self, steps: impl IntoIterator<Item = S>) -> Workflow {
+    pub fn then_all<S: Into<Step>>(mut self, steps: impl IntoIterator<Item = S>) -> Self {
         let stage: Vec<Step> = steps.into_iter().map(Into::into).collect();
         if !stage.is_empty() {
             self.stages.push(stage);

@@ -147,7 +147,7 @@ use quote::quote;
 /// // ...and a registration of `SendEmail` with `inventory`, which the worker reads.
 ///
 /// impl SendEmail {
-///     /// The job with its arguments, not yet sent: `.queue("other")`, `.dispatch_with(&client)`.
+///     /// The job with its arguments, not yet sent: `.queue("other")`, `.through(&client).dispatch()`.
 ///     pub fn call(to: String, n: u32) -> gator_core::PendingJob<Self>;
 ///     /// Enqueues now through the default client; returns the jid.
 ///     pub async fn dispatch(to: String, n: u32) -> gator_core::Result<String>;

@@ -306,7 +306,11 @@ async fn reads_need_the_token_or_basic_auth_and_a_token_login_sets_a_cookie() {
 async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    client.dispatch(SendEmail::call("x".into())).await.unwrap();
+    SendEmail::call("x".into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let app = router(
         client,
         WebConfig::new()
@@ -401,7 +405,11 @@ async fn a_post_needs_the_csrf_header_unless_it_carries_the_bearer_token() {
 async fn read_only_mode_refuses_every_post_and_the_pages_hide_the_buttons() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = client.dispatch(SendEmail::call("x".into())).await.unwrap();
+    let jid = SendEmail::call("x".into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN).read_only(true));
     for path in [
         "/api/queues/web/pause",
@@ -565,8 +573,9 @@ async fn pause_and_resume_show_on_the_queue_and_clear_empties_it() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     for n in 0..3 {
-        client
-            .dispatch(SendEmail::call(n.to_string()))
+        SendEmail::call(n.to_string())
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -861,8 +870,10 @@ async fn the_binary_reaches_redis_over_mutual_tls_with_its_flags() {
 async fn every_read_answers_json_and_cancel_and_reply_act() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let later = client
-        .dispatch_in(SendEmail::call("later".into()), Duration::from_secs(3600))
+    let later = SendEmail::call("later".into())
+        .after(Duration::from_secs(3600))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let app = router(client, WebConfig::new().auth_token(TOKEN));

@@ -110,23 +110,30 @@ impl Scene {
             "ken@example.com",
         ] {
             SendEmail::call(to.into())
-                .dispatch_with(&client)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
         }
-        let dead_jid = ChargeCard::call(1042).dispatch_with(&client).await.unwrap();
+        let dead_jid = ChargeCard::call(1042)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
         SyncAccount::call("acme-corp".into())
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
         // A workflow in flight: its first step waits an hour to retry, its second for the first.
         let workflow = gator_core::Workflow::new()
             .then(SyncAccount::call("globex".into()))
             .then(SendEmail::call("cfo@example.com".into()));
-        client.dispatch_workflow(workflow).await.unwrap();
+        workflow.through(&client).dispatch().await.unwrap();
         for name in ["revenue", "churn", "cohorts"] {
             BuildReport::call(name.into())
-                .dispatch_with(&client)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
         }
@@ -134,17 +141,18 @@ impl Scene {
             ("grace.hopper@navy.example", 1),
             ("margaret@example.com", 3),
         ] {
-            client
-                .dispatch_in(
-                    SendEmail::call(to.into()),
-                    Duration::from_secs(hours * 3600),
-                )
+            SendEmail::call(to.into())
+                .after(Duration::from_secs(hours * 3600))
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
         }
         for n in 0..4 {
-            client
-                .dispatch(SendEmail::call(format!("reader{n}@example.com")).queue("newsletters"))
+            SendEmail::call(format!("reader{n}@example.com"))
+                .queue("newsletters")
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
         }

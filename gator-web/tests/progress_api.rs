@@ -55,7 +55,7 @@ async fn the_api_shows_a_running_jobs_progress_and_a_queued_jobs_position() {
     let app = router(client.clone(), WebConfig::new().auth_token(TOKEN));
     let mut waiting = Vec::new();
     for n in 0..3 {
-        waiting.push(client.dispatch(Waits::call(n)).await.unwrap());
+        waiting.push(Waits::call(n).through(&client).dispatch().await.unwrap());
     }
     let position = get(&app, &format!("/api/jobs/{}/position", waiting[2])).await;
     assert_eq!(position["state"], "queued");
@@ -68,7 +68,7 @@ async fn the_api_shows_a_running_jobs_progress_and_a_queued_jobs_position() {
     let mut parked = Vec::new();
     for n in 0..2 {
         let job = Waits::call(n).queue("web-parked").limit_key("acme");
-        parked.push(client.dispatch(job).await.unwrap());
+        parked.push(job.through(&client).dispatch().await.unwrap());
     }
     let position = get(&app, &format!("/api/jobs/{}/position", parked[1])).await;
     assert_eq!(position["state"], "parked", "{position}");
@@ -80,7 +80,7 @@ async fn the_api_shows_a_running_jobs_progress_and_a_queued_jobs_position() {
     );
     assert_eq!(position["waiting_keys"].as_u64(), Some(1));
 
-    let jid = client.dispatch(Halfway::call()).await.unwrap();
+    let jid = Halfway::call().through(&client).dispatch().await.unwrap();
     let worker = TestWorker::start(&redis.url(), Some("web-progress"), 1);
     let path = format!("/api/jobs/{jid}");
     // Its `running` record is written beside the start of its body: wait for both.

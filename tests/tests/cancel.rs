@@ -68,7 +68,8 @@ async fn a_queued_job_is_removed_and_never_runs() {
     for n in 0..3 {
         jids.push(
             Note::call("queued".into(), n)
-                .dispatch_with(&client)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap(),
         );
@@ -112,12 +113,15 @@ async fn a_queued_job_is_removed_and_never_runs() {
 async fn scheduled_and_retrying_jobs_are_removed() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let scheduled = client
-        .dispatch_in(Note::call("later".into(), 1), Duration::from_secs(60))
+    let scheduled = Note::call("later".into(), 1)
+        .after(Duration::from_secs(60))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let retrying = FailsOnce::call("retry".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let worker = worker(&redis);
@@ -149,7 +153,8 @@ async fn a_running_job_is_told_to_stop_and_never_retried() {
     let client = client(&redis.url()).await;
     let worker = worker(&redis);
     let jid = LongWork::call("run".into(), 60)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_for_state(&client, &jid, "running").await;
@@ -182,11 +187,13 @@ async fn a_parked_job_on_a_paused_queue_is_cancelled_and_never_runs() {
         .await
         .unwrap();
     let cancelled = Note::call("parked".into(), 1)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let kept = Note::call("parked".into(), 2)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let worker = worker(&redis);
@@ -228,7 +235,8 @@ async fn cancelling_a_workflow_stops_its_running_step_and_cancels_the_rest() {
         .then(LongWork::call("wf".into(), 60))
         .then(Note::call("wf".into(), 2))
         .then(Note::call("wf".into(), 3))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let first = client.workflow_status(&id).await.unwrap().unwrap().steps[0]
@@ -269,7 +277,8 @@ async fn a_job_cancelled_in_a_killed_worker_is_settled_by_the_next_one() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = Sleepy::call(7, 20_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let mut first = gator_tests::spawn_worker_process_with(
@@ -305,7 +314,8 @@ async fn job_cancel_in_the_cli() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = Note::call("cli".into(), 1)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let out = run_cli(WORKER, &redis.url(), &["job", "cancel", &jid]);
@@ -328,11 +338,13 @@ async fn a_mark_left_by_a_job_that_finished_first_is_taken_out() {
     let client = client(&redis.url()).await;
     let keys = client.keys();
     let done = Note::call("prune".into(), 1)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let parked = Note::call("prune".into(), 2)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     // Both marked, as a cancel marks a job it cannot take out of its queue.

@@ -119,13 +119,13 @@ async fn a_dispatch_by_name_gets_the_queue_limiter_and_uniqueness_its_rust_code_
     let args = json!(["eu", "ada@example.com", 2]);
     let first = client
         .dispatch_by_name("send_mail", args.clone())
-        .send()
+        .dispatch()
         .await
         .unwrap();
     assert!(!first.is_duplicate());
     let second = client
         .dispatch_by_name("send_mail", args)
-        .send()
+        .dispatch()
         .await
         .unwrap();
     assert!(second.is_duplicate(), "unique_for applies by name too");
@@ -158,7 +158,7 @@ async fn an_unknown_name_or_arguments_that_do_not_fit_are_refused_and_nothing_is
 
     let refused = client
         .dispatch_by_name("send_mial", json!(["eu", "a", 1]))
-        .send()
+        .dispatch()
         .await
         .expect_err("a misspelt name is refused");
     let message = refused.to_string();
@@ -168,7 +168,7 @@ async fn an_unknown_name_or_arguments_that_do_not_fit_are_refused_and_nothing_is
     );
     let short = client
         .dispatch_by_name("send_mail", json!(["eu"]))
-        .send()
+        .dispatch()
         .await
         .expect_err("too few arguments");
     assert!(
@@ -179,7 +179,7 @@ async fn an_unknown_name_or_arguments_that_do_not_fit_are_refused_and_nothing_is
     );
     let wrong = client
         .dispatch_by_name("build_report", json!(["forty-two"]))
-        .send()
+        .dispatch()
         .await
         .expect_err("a string for a u64");
     assert!(wrong.to_string().contains("`account: u64`"), "{wrong}");
@@ -190,9 +190,9 @@ async fn an_unknown_name_or_arguments_that_do_not_fit_are_refused_and_nothing_is
     // stays there to be seen).
     let forced = client
         .dispatch_by_name("send_mial", json!([]))
-        .on("unserved")
+        .queue("unserved")
         .force()
-        .send()
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(
@@ -215,8 +215,8 @@ async fn a_worker_hands_back_the_jobs_it_does_not_run_without_using_an_attempt()
     published(&client, "right_job").await;
     let mut jids = Vec::new();
     for n in 0..20u64 {
-        jids.push(LeftJob::call(n).dispatch_with(&client).await.unwrap());
-        jids.push(RightJob::call(n).dispatch_with(&client).await.unwrap());
+        jids.push(LeftJob::call(n).through(&client).dispatch().await.unwrap());
+        jids.push(RightJob::call(n).through(&client).dispatch().await.unwrap());
     }
     wait_until("every job to run", Duration::from_secs(30), || async {
         RUNS.lock().unwrap().len() >= 40

@@ -51,7 +51,8 @@ async fn chain_steps_run_in_order_across_queues_and_leave_no_keys() {
         .then(Step::call("a".into(), 1))
         .then(Step::call("a".into(), 2).queue("c2"))
         .then(Step::call("a".into(), 3))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -87,7 +88,8 @@ async fn a_dead_step_halts_the_chain_and_retrying_it_resumes_the_chain() {
         .then(Step::call("b".into(), 1))
         .then(Fragile::call("b".into()))
         .then(Step::call("b".into(), 3))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -135,11 +137,10 @@ async fn a_chain_dispatched_later_waits_in_the_scheduled_set_with_its_steps_atta
     let chain = Chain::new()
         .then(Step::call("c".into(), 1))
         .then(Step::call("c".into(), 2));
-    client
-        .dispatch_chain(
-            chain,
-            Some(std::time::SystemTime::now() + Duration::from_secs(1)),
-        )
+    chain
+        .at(std::time::SystemTime::now() + Duration::from_secs(1))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(redis.cli(&["ZCARD", "gator:{c1}:scheduled"]), "1");
@@ -171,7 +172,7 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
         .then(Step::call("d".into(), 1))
         .then(Step::call("d".into(), 2))
         .then(Step::call("d".into(), 3));
-    client.dispatch_chain(chain, None).await.unwrap();
+    chain.through(&client).dispatch().await.unwrap();
     let keys = client.keys();
     Presence::new(client.connection(), keys)
         .renew_lease("c1", "p", Duration::from_secs(60))
@@ -216,19 +217,43 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
 async fn an_empty_chain_and_a_time_past_the_horizon_are_refused() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let err = Chain::new().dispatch_with(&client).await.unwrap_err();
+    let err = Chain::new().through(&client).dispatch().await.unwrap_err();
     assert!(err.to_string().contains("at least one step"), "{err}");
     let far = std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 24 * 3600);
-    let err = client
-        .dispatch_at(Step::call("e".into(), 1), far)
+    let err = Step::call("e".into(), 1)
+        .at(far)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap_err();
     assert!(err.to_string().contains("more than 5 years ahead"), "{err}");
-    let err = client
-        .dispatch_at(Step::call("e".into(), 1), f64::NAN)
+    let err = Step::call("e".into(), 1)
+        .at(f64::NAN)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap_err();
     assert!(err.to_string().contains("not a finite time"), "{err}");
+    assert_eq!(redis.cli(&["DBSIZE"]), "0", "nothing was written");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_chain_step_given_a_due_time_of_its_own_is_refused_and_nothing_is_stored() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let later = Step::call("e".into(), 2).after(Duration::from_secs(60));
+    let chain = Chain::new().then(Step::call("e".into(), 1)).then(later);
+    let err = chain.through(&client).dispatch().await.unwrap_err();
+    assert!(err.to_string().contains("give the chain its time"), "{err}");
+    let err = Chain::new()
+        .then(Step::call("e".into(), 1))
+        .then(Step::call("e".into(), 2))
+        .at(std::time::SystemTime::now() + Duration::from_secs(10 * 365 * 24 * 3600))
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("more than 5 years ahead"), "{err}");
     assert_eq!(redis.cli(&["DBSIZE"]), "0", "nothing was written");
 }
 
@@ -253,7 +278,7 @@ async fn a_dead_step_trimmed_or_deleted_from_the_dead_set_takes_its_chains_waiti
             .then(Doomed::call(n))
             .then(Step::call(format!("t{n}"), 1))
     };
-    let first = chain(1).dispatch_with(&client).await.unwrap();
+    let first = chain(1).through(&client).dispatch().await.unwrap();
     wait_until(
         "the first chain's step to die",
         Duration::from_secs(10),
@@ -261,7 +286,7 @@ async fn a_dead_step_trimmed_or_deleted_from_the_dead_set_takes_its_chains_waiti
     )
     .await;
     assert!(chain_keys(&redis).contains(&first), "the first chain waits");
-    let second = chain(2).dispatch_with(&client).await.unwrap();
+    let second = chain(2).through(&client).dispatch().await.unwrap();
     // The second dead step pushes the first out of a dead set capped at one entry.
     wait_until(
         "the first chain's list to go with its trimmed step",
@@ -308,7 +333,8 @@ async fn a_chain_step_that_asks_for_its_parents_result_is_told_chains_pass_none(
     Chain::new()
         .then(Produce::call(21))
         .then(Consume::call())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until("the step to die", Duration::from_secs(10), || async {

@@ -390,7 +390,7 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         };
         let chain = Chain::new().then(step(1)).then(step(2)).then(step(3));
         let client = client.clone();
-        pending.spawn(async move { chain.dispatch_with(&client).await });
+        pending.spawn(async move { chain.through(&client).dispatch().await });
     }
     let (mut plain, mut flaky, mut flaky_ids, mut scheduled) = (vec![], vec![], vec![], 0);
     let mut controlled = vec![];
@@ -430,7 +430,7 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
                 let due = SystemTime::now() + rng.millis(2000, 5000);
                 let client = client.clone();
                 let job = ChaosPlain::call(id).queue(queue);
-                pending.spawn(async move { client.dispatch_at(job, due).await });
+                pending.spawn(async move { job.at(due).through(&client).dispatch().await });
                 scheduled += 1;
             }
             _ => plain.push(ChaosPlain::call(id).queue(queue)),
@@ -587,7 +587,7 @@ async fn dispatch_workflows(client: Client) -> Vec<Option<String>> {
             .then(step(1))
             .then_all([step(2), step(3), step(4)])
             .then(step(5));
-        match workflow.dispatch_with(&client).await {
+        match workflow.through(&client).dispatch().await {
             Ok(id) => ids.push(Some(id)),
             // Redis frozen, restarting or full: a dispatch that fails promises nothing (it may
             // also have been stored, its reply lost), so its steps need not run; when they do,

@@ -28,7 +28,12 @@ async fn a_worker_whose_clock_runs_90s_ahead_starts_a_scheduled_job_no_earlier_t
         .spawn();
     let due = SystemTime::now() + Duration::from_secs(5);
     let due_ms = gator_core::payload::to_ms(due);
-    client.dispatch_at(NoteTime::call(1), due).await.unwrap();
+    NoteTime::call(1)
+        .at(due)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until(
         "the scheduled job to run",
         Duration::from_secs(20),
@@ -62,7 +67,11 @@ async fn a_worker_whose_clock_runs_181_days_ahead_trims_no_dead_job_early() {
     let _ahead = WorkerCommand::new(WORKER, &redis.url(), "default")
         .clock_offset("+181d")
         .spawn();
-    DiscardMe::call(51).dispatch_with(&client).await.unwrap();
+    DiscardMe::call(51)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the job to die", Duration::from_secs(20), || async {
         redis.cli(&["ZCARD", "gator:{default}:dead"]) != "50"
     })
@@ -83,7 +92,11 @@ async fn a_worker_whose_clock_runs_five_minutes_ahead_schedules_a_retry_from_red
     let _ahead = WorkerCommand::new(WORKER, &redis.url(), "default")
         .clock_offset("+5m")
         .spawn();
-    FailSlowly::call(1).dispatch_with(&client).await.unwrap();
+    FailSlowly::call(1)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the job to fail once", Duration::from_secs(20), || async {
         redis.cli(&["ZCARD", "gator:{default}:retry"]) == "1"
     })

@@ -32,8 +32,10 @@ async fn jobs_dispatched_to_queues_on_every_master_run_on_a_worker_of_the_cluste
         .expect("a client of the cluster from its nodes' URLs");
     assert!(client.is_cluster());
     for queue in QUEUES {
-        client
-            .dispatch(OnCluster::call(format!("job-{queue}")).queue(queue))
+        OnCluster::call(format!("job-{queue}"))
+            .queue(queue)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap_or_else(|e| panic!("dispatch to {queue}: {e}"));
     }
@@ -110,8 +112,9 @@ async fn a_chain_whose_steps_live_on_different_masters_runs_in_order() {
         .then(ChainStep::call("x1".into()).queue(a.as_str()))
         .then(ChainStep::call("x2".into()).queue(b.as_str()))
         .then(ChainStep::call("x3".into()).queue(a.as_str()));
-    client
-        .dispatch_chain(chain, None)
+    chain
+        .through(&client)
+        .dispatch()
         .await
         .expect("a chain across masters is stored");
     let worker = gator_worker::Worker::builder()
@@ -171,7 +174,7 @@ async fn a_hand_off_interrupted_after_either_half_moves_the_next_step_exactly_on
         let chain = gator_core::Chain::new()
             .then(ChainStep::call(format!("{case}-1")).queue(a.as_str()))
             .then(ChainStep::call(format!("{case}-2")).queue(b.as_str()));
-        let chain_id = client.dispatch_chain(chain, None).await.unwrap();
+        let chain_id = chain.through(&client).dispatch().await.unwrap();
         let first: serde_json::Value =
             serde_json::from_str(&cluster.cli(&["LPOP", &format!("gator:{{{a}}}:queue")]))
                 .expect("the first step");
@@ -312,7 +315,7 @@ async fn chains_across_masters_survive_workers_killed_between_a_step_and_its_han
             let queue = if s % 2 == 0 { a.as_str() } else { b.as_str() };
             chain = chain.then(CountRunRemote::call(c * 10 + s).queue(queue));
         }
-        client.dispatch_chain(chain, None).await.unwrap();
+        chain.through(&client).dispatch().await.unwrap();
     }
     let queues = format!("{a},{b}");
     let url = cluster.url();
@@ -384,8 +387,10 @@ async fn rediss_reaches_every_master_of_a_tls_cluster_from_a_node_list_or_a_seed
         .expect("a TLS client of the cluster from its nodes' URLs");
     assert!(client.is_cluster());
     for queue in QUEUES {
-        client
-            .dispatch(OnTlsCluster::call(format!("tls-{queue}")).queue(queue))
+        OnTlsCluster::call(format!("tls-{queue}"))
+            .queue(queue)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap_or_else(|e| panic!("dispatch to {queue} over TLS: {e}"));
     }

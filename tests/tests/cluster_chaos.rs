@@ -406,7 +406,8 @@ async fn enqueue(client: &Client, queues: &[String]) -> u64 {
             .then(step(1))
             .then(step(2))
             .then(step(3))
-            .dispatch_with(client)
+            .through(client)
+            .dispatch()
             .await
             .expect("dispatch a chain");
     }
@@ -445,7 +446,7 @@ async fn dispatch_workflows(client: Client, queues: Vec<String>) -> Vec<Option<S
             .then(step(1))
             .then_all([step(2), step(3), step(4)])
             .then(step(5));
-        match workflow.dispatch_with(&client).await {
+        match workflow.through(&client).dispatch().await {
             Ok(id) => ids.push(Some(id)),
             Err(e) => {
                 eprintln!("cluster chaos: the dispatch of workflow {w} failed: {e}");

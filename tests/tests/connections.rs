@@ -41,7 +41,7 @@ async fn dispatch_uses_the_user_password_and_database_in_the_url() {
     let url = format!("redis://shop:s3cret@127.0.0.1:{}/3", server.port());
     let client = Client::connect(&url).await.unwrap();
 
-    client.dispatch(Ping::call(1)).await.unwrap();
+    Ping::call(1).through(&client).dispatch().await.unwrap();
     client.dispatch_many((2..5).map(Ping::call)).await.unwrap();
 
     assert_eq!(queue_len(&url).await, 4, "every job is in database 3");
@@ -107,13 +107,13 @@ async fn dispatch_works_again_once_a_restarted_redis_is_back() {
         ..ServerOptions::default()
     });
     let client = Client::connect(&server.url()).await.unwrap();
-    client.dispatch(Ping::call(1)).await.unwrap();
+    Ping::call(1).through(&client).dispatch().await.unwrap();
 
     server.restart();
     // Give the runtime a moment to see the old connections closed.
     tokio::time::sleep(Duration::from_millis(100)).await;
 
-    client.dispatch(Ping::call(2)).await.unwrap();
+    Ping::call(2).through(&client).dispatch().await.unwrap();
     assert_eq!(queue_len(&server.url()).await, 2);
 }
 
@@ -125,7 +125,7 @@ async fn a_burst_of_concurrent_dispatches_all_land_once() {
     let mut tasks = tokio::task::JoinSet::new();
     for n in 0..200 {
         let client = client.clone();
-        tasks.spawn(async move { client.dispatch(Ping::call(n)).await.unwrap() });
+        tasks.spawn(async move { Ping::call(n).through(&client).dispatch().await.unwrap() });
     }
     let mut jids = HashSet::new();
     while let Some(jid) = tasks.join_next().await {

@@ -110,8 +110,9 @@ async fn a_job_sees_its_context_and_state_and_its_attempt_counts_from_one() {
     let stop = CancellationToken::new();
     let running = tokio::spawn(worker.run_until(stop.clone()));
 
-    let jid = client
-        .dispatch(Report::call("t1".into()))
+    let jid = Report::call("t1".into())
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
     let lines = wait_for_lines(&redis, "both attempts", 2).await;
@@ -140,8 +141,9 @@ async fn a_chain_step_knows_its_chain() {
     let chain = gator_core::Chain::new()
         .then(Report::call("c1".into()))
         .then(Report::call("c2".into()));
-    let chain_id = client
-        .dispatch_chain(chain, None)
+    let chain_id = chain
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch a chain");
     // Each step fails once, then succeeds: four lines.
@@ -167,15 +169,17 @@ async fn a_timeout_cancels_a_sync_jobs_context_and_the_shutdown_deadline_an_asyn
     let stop = CancellationToken::new();
     let running = tokio::spawn(worker.run_until(stop.clone()));
 
-    let sync = client
-        .dispatch(SyncUntilCancelled::call())
+    let sync = SyncUntilCancelled::call()
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
     let lines = wait_for_lines(&redis, "the sync job's cancellation", 1).await;
     assert_eq!(lines, [format!("sync {sync} saw its timeout")]);
 
-    let waiting = client
-        .dispatch(WaitForDeadline::call())
+    let waiting = WaitForDeadline::call()
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
     wait_until(

@@ -200,7 +200,7 @@ async fn a_dispatch_while_redis_is_stopped_fails_within_seconds_instead_of_hangi
     let client = client(&redis.url()).await;
     redis.pause();
     let started = Instant::now();
-    let result = NoteRun::call(1).dispatch_with(&client).await;
+    let result = NoteRun::call(1).through(&client).dispatch().await;
     let took = started.elapsed();
     redis.resume();
     assert!(result.is_err(), "a dispatch to a stopped Redis must fail");
@@ -215,7 +215,11 @@ async fn a_worker_carries_on_after_redis_is_killed_and_restarted() {
     });
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("safe"), 2);
-    NoteRun::call(401).dispatch_with(&client).await.unwrap();
+    NoteRun::call(401)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the first job", Duration::from_secs(10), || async {
         ran(401)
     })
@@ -226,7 +230,12 @@ async fn a_worker_carries_on_after_redis_is_killed_and_restarted() {
     redis.restart();
     // The client reconnects on its own; the first command after the restart may still fail.
     let deadline = Instant::now() + Duration::from_secs(15);
-    while NoteRun::call(402).dispatch_with(&client).await.is_err() {
+    while NoteRun::call(402)
+        .through(&client)
+        .dispatch()
+        .await
+        .is_err()
+    {
         assert!(Instant::now() < deadline, "the client never reconnected");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -247,7 +256,11 @@ async fn a_worker_started_before_redis_keeps_trying_and_then_runs_jobs() {
     tokio::time::sleep(Duration::from_secs(2)).await; // several failed connection attempts
     redis.restart();
     let client = client(&redis.url()).await;
-    NoteRun::call(501).dispatch_with(&client).await.unwrap();
+    NoteRun::call(501)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until(
         "the job once Redis is up",
         Duration::from_secs(20),

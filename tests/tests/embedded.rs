@@ -28,7 +28,11 @@ async fn run_one_job(client: &Client, install: bool) {
     let stop = CancellationToken::new();
     let running = tokio::spawn(worker.run_until(stop.clone()));
     let before = RUNS.load(Ordering::SeqCst);
-    client.dispatch(Tick::call()).await.expect("dispatch");
+    Tick::call()
+        .through(client)
+        .dispatch()
+        .await
+        .expect("dispatch");
     wait_until("the job to run", Duration::from_secs(10), || async {
         RUNS.load(Ordering::SeqCst) > before
     })

@@ -94,9 +94,9 @@ async fn a_queued_job_past_its_deadline_when_a_worker_starts_is_expired_and_neve
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let before = client.redis_time().await.unwrap();
-    let jid = NoteTime::call(1).dispatch_with(&client).await.unwrap();
+    let jid = NoteTime::call(1).through(&client).dispatch().await.unwrap();
     let after = client.redis_time().await.unwrap();
-    CountRun::call(2).dispatch_with(&client).await.unwrap();
+    CountRun::call(2).through(&client).dispatch().await.unwrap();
     // The deadline is Redis's clock at dispatch plus the job's 1 s.
     let deadline = queued_deadline(&redis, "default");
     assert!(
@@ -146,15 +146,17 @@ async fn a_scheduled_job_due_after_its_deadline_expires_and_one_due_before_runs(
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let _worker = worker(&redis, "default");
-    let late = client
-        .dispatch_in(NoteTime::call(3), Duration::from_secs(2))
+    let late = NoteTime::call(3)
+        .after(Duration::from_secs(2))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
-    let in_time = client
-        .dispatch_in(
-            NoteTime::call(4).expires_in(Duration::from_secs(30)),
-            Duration::from_millis(500),
-        )
+    let in_time = NoteTime::call(4)
+        .expires_in(Duration::from_secs(30))
+        .after(Duration::from_millis(500))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_for_expired(&client, &late).await;
@@ -171,7 +173,11 @@ async fn a_retry_due_after_the_deadline_never_runs() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let _worker = worker(&redis, "default");
-    let jid = FailThenWait::call(5).dispatch_with(&client).await.unwrap();
+    let jid = FailThenWait::call(5)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let status = wait_for_expired(&client, &jid).await;
     assert!(
         matches!(
@@ -199,7 +205,8 @@ async fn a_job_parked_by_a_concurrency_limit_past_its_deadline_never_runs() {
     let _worker = worker(&redis, "explim");
     Sleepy::call(6, 2500)
         .queue("explim")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until(
@@ -210,7 +217,8 @@ async fn a_job_parked_by_a_concurrency_limit_past_its_deadline_never_runs() {
     .await;
     let parked = NoteTime::call(7)
         .queue("explim")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(client.status(&parked).await.unwrap(), JobStatus::Queued);
@@ -224,7 +232,8 @@ async fn a_job_that_says_drop_is_not_kept_and_its_record_says_expired() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = NoteTimeDropped::call(8)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert!(
@@ -253,12 +262,12 @@ async fn zero_past_the_horizon_and_unparsable_deadlines_are_refused_with_a_reaso
     let client = client(&redis.url()).await;
     let refused = |r: gator_core::Result<String>| r.expect_err("refused").to_string();
     let zero = NoteTime::call(1).expires_in(Duration::ZERO);
-    assert!(refused(zero.dispatch_with(&client).await).contains("more than zero"));
+    assert!(refused(zero.through(&client).dispatch().await).contains("more than zero"));
     let years = NoteTime::call(1).expires_in(Duration::from_secs(6 * 365 * 86_400));
-    assert!(refused(years.dispatch_with(&client).await).contains("5 years"));
+    assert!(refused(years.through(&client).dispatch().await).contains("5 years"));
     let far = SystemTime::now() + Duration::from_secs(10 * 365 * 86_400);
     let at = NoteTime::call(1).expires_at(far);
-    assert!(refused(at.dispatch_with(&client).await).contains("5 years ahead"));
+    assert!(refused(at.through(&client).dispatch().await).contains("5 years ahead"));
     assert_eq!(
         redis.cli(&["LLEN", "gator:{default}:queue"]),
         "0",

@@ -81,13 +81,18 @@ async fn a_job_with_a_deadline_is_judged_and_recorded_running_in_one_step_on_red
     let before = client.redis_time().await.unwrap();
     NoteStart::call(1)
         .expires_in(Duration::from_secs(30))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let deadline = queued(&redis, "default")["expires_at"]
         .as_u64()
         .expect("a deadline");
-    NoteStart::call(2).dispatch_with(&client).await.unwrap();
+    NoteStart::call(2)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let _worker = worker(&redis, "default");
     wait_until("both jobs noted", Duration::from_secs(10), || async {
         redis.cli(&["HLEN", "test:judged"]) == "2"
@@ -221,7 +226,8 @@ async fn an_expired_chain_step_stops_its_chain_and_an_operators_retry_runs_it_an
         .then(Sleepy::call(50, 1500))
         .then(NoteTime::call(51))
         .then(CountRun::call(52))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until("the expired step", Duration::from_secs(20), || async {
@@ -272,14 +278,16 @@ async fn an_expired_workflow_step_halts_or_fails_its_workflow_as_a_dead_step_doe
         .then(Sleepy::call(60, 1500))
         .then(NoteTime::call(61))
         .then(CountRun::call(62))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let failed = Workflow::new()
         .then(Sleepy::call(70, 1500))
         .then(Step::new(NoteTime::call(71)).on_failure(OnFailure::Fail))
         .then(CountRun::call(72))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     for (id, state) in [

@@ -28,7 +28,13 @@ async fn produce_round_robin(client: Client, from: u64, stop: &AtomicBool) -> (V
     produce(from, stop, |id| {
         let queue = QUEUES[id as usize % QUEUES.len()];
         let client = client.clone();
-        async move { Numbered::call(id).queue(queue).dispatch_with(&client).await }
+        async move {
+            Numbered::call(id)
+                .queue(queue)
+                .through(&client)
+                .dispatch()
+                .await
+        }
     })
     .await
 }

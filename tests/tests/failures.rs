@@ -56,11 +56,13 @@ async fn panics_and_errors_go_to_the_retry_set_with_their_reason_and_the_worker_
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("f"), 2);
     Explode::call("the reactor".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     FailWith::call("smtp said no".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     redis.cli(&["RPUSH", "gator:{f}:queue", r#"{"jid":"u1","job":"nobody_knows_me","args":[],"queue":"f","created_at":1,"enqueued_at":1}"#]);
@@ -81,7 +83,11 @@ async fn panics_and_errors_go_to_the_retry_set_with_their_reason_and_the_worker_
         "the unknown job keeps its identity for a worker that knows it"
     );
 
-    StillAlive::call().dispatch_with(&client).await.unwrap();
+    StillAlive::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the next job to run", Duration::from_secs(10), || async {
         SURVIVED.load(Ordering::SeqCst) >= 1
     })
@@ -98,7 +104,11 @@ async fn bad_arguments_malformed_json_and_non_retryable_errors_go_straight_to_th
     let garbage = "{this is not json";
     redis.cli(&["RPUSH", "gator:{f}:queue", bad_args]);
     redis.cli(&["RPUSH", "gator:{f}:queue", garbage]);
-    RejectInput::call(-5).dispatch_with(&client).await.unwrap();
+    RejectInput::call(-5)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
 
     let dead = wait_for_entries(&redis, "dead", 3).await;
     let args_entry = entry_for(&dead, "fail_with");

@@ -124,8 +124,9 @@ async fn the_fair_key_comes_from_the_argument_named() {
     assert_eq!(job.flow_options().fair.as_deref(), Some("globex"));
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let err = client
-        .dispatch(KeyedProbe::call(1, String::new(), 1, 0))
+    let err = KeyedProbe::call(1, String::new(), 1, 0)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap_err();
     assert!(err.to_string().contains("fair key"), "{err}");
@@ -174,8 +175,10 @@ async fn fair_keys_keep_the_limit_and_priority() {
     client.dispatch_many(jobs).await.unwrap();
     let _w = worker(&redis, "mixed", 4);
     first_starts(&redis, 20).await;
-    client
-        .dispatch(probe("mixed", 5000, "c", 0).priority(5))
+    probe("mixed", 5000, "c", 0)
+        .priority(5)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let mut conn = redis.client().await;

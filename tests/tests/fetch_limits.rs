@@ -133,7 +133,8 @@ async fn with_as_many_idle_processors_as_queues_a_job_on_any_queue_starts_at_onc
         let queue = queues[round % queues.len()];
         PickedUp::call(queue.to_owned(), now_ms())
             .queue(queue)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
         wait_until("the job to run", Duration::from_secs(5), || async {
@@ -183,7 +184,8 @@ async fn an_idle_worker_blocks_and_does_not_poll_its_queues() {
     for queue in &queues {
         IdleRun::call()
             .queue(queue.clone())
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -212,7 +214,8 @@ async fn an_idle_worker_blocks_and_does_not_poll_its_queues() {
     for queue in ["idle-new", "idle3"] {
         IdleRun::call()
             .queue(queue)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }

@@ -257,7 +257,8 @@ async fn controls_hold_on_a_single_server_or_a_cluster() {
     for id in 0..20 {
         FlowAdminProbe::call(id)
             .queue("fa")
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -265,7 +266,8 @@ async fn controls_hold_on_a_single_server_or_a_cluster() {
         FlowAdminProbe::call(id)
             .queue("fb")
             .rate_limiter("shared-api")
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -327,7 +329,8 @@ async fn queues_and_queue_show_agree_on_parked() {
     for (n, key) in ["a", "a", "b"].iter().enumerate() {
         ParkedJob::call(n as u64)
             .limit_key(*key)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }

@@ -86,8 +86,10 @@ async fn one_batch_starts_jobs_across_limit_keys_by_priority_then_in_dispatch_or
         (7, "north", 5),
     ];
     for (id, key, priority) in jobs {
-        client
-            .dispatch(probe("mixed", id, key).priority(priority))
+        probe("mixed", id, key)
+            .priority(priority)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -117,10 +119,18 @@ async fn one_batch_never_starts_more_units_than_the_limit_and_blocks_a_key_at_it
     .await;
     // east first in line with 6 jobs, then north with 6.
     for id in 0..6 {
-        client.dispatch(probe("capped", id, "east")).await.unwrap();
+        probe("capped", id, "east")
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     for id in 6..12 {
-        client.dispatch(probe("capped", id, "north")).await.unwrap();
+        probe("capped", id, "north")
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     let batch = admit_batch(&client, "capped", 12, &[]).await;
     // east stops at its share of 3 while north waits; north fills the rest of the limit.
@@ -138,7 +148,11 @@ async fn the_successes_a_batch_settles_free_their_units_for_the_jobs_it_starts()
     let client = client(&redis.url()).await;
     set_flow(&client, "relay", &[FlowSetting::Limit(Some(2))]).await;
     for id in 0..6 {
-        client.dispatch(probe("relay", id, "")).await.unwrap();
+        probe("relay", id, "")
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     let first = admit_batch(&client, "relay", 6, &[]).await;
     assert_eq!(ids(&first), vec![0, 1]);
@@ -173,7 +187,11 @@ async fn one_batch_starts_only_what_the_rate_allows_and_says_when_the_next_may_s
     )
     .await;
     for id in 0..5 {
-        client.dispatch(probe("paced", id, "")).await.unwrap();
+        probe("paced", id, "")
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     let batch = admit_batch(&client, "paced", 5, &[]).await;
     assert_eq!(

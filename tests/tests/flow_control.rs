@@ -101,8 +101,11 @@ async fn lower_priority_numbers_run_first_and_equal_ones_in_order() {
     // Queued before any worker exists, so the order of starts is the queue's order.
     let priorities = [100u16, 5, 100, 50, 5, 9999, 0, 50];
     for (id, priority) in priorities.iter().enumerate() {
-        client
-            .dispatch(probe(id as u64, "", 1, 0).queue("prio").priority(*priority))
+        probe(id as u64, "", 1, 0)
+            .queue("prio")
+            .priority(*priority)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -122,21 +125,30 @@ async fn aging_lets_a_low_priority_job_run_under_a_steady_stream_of_urgent_ones(
         let client = client(&redis.url()).await;
         set_flow(&client, "aging", &[FlowSetting::Aging(aging)]).await;
         // Priority 150 against 100: 50 steps behind, so 500 ms of waiting with aging.
-        client
-            .dispatch(probe(0, "", 1, 0).queue("aging").priority(150))
+        probe(0, "", 1, 0)
+            .queue("aging")
+            .priority(150)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
         for id in 1..=20 {
-            client
-                .dispatch(probe(id, "", 1, 20).queue("aging").priority(100))
+            probe(id, "", 1, 20)
+                .queue("aging")
+                .priority(100)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
         }
         let _w = workers(&redis, "aging", 1, 1);
         // The stream: 20 ms jobs, a new urgent one every 10 ms for 3 s, so it never runs dry.
         for id in 21..=320 {
-            client
-                .dispatch(probe(id, "", 1, 20).queue("aging").priority(100))
+            probe(id, "", 1, 20)
+                .queue("aging")
+                .priority(100)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -167,8 +179,10 @@ async fn a_pause_holds_for_a_worker_that_starts_late_and_resume_keeps_the_order(
     set_flow(&client, "paused", &[FlowSetting::Paused(true)]).await;
     // A paused queue keeps accepting jobs, plain ones included.
     for id in 0..10 {
-        client
-            .dispatch(probe(id, "", 1, 0).queue("paused"))
+        probe(id, "", 1, 0)
+            .queue("paused")
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -300,8 +314,11 @@ async fn shares_hold_while_others_wait_and_idle_shares_are_borrowed() {
         units_in_use(&redis, "regions").await == 10
     })
     .await;
-    client
-        .dispatch(probe(999, "vip", 1, 0).queue("regions").critical())
+    probe(999, "vip", 1, 0)
+        .queue("regions")
+        .critical()
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until("the critical job runs", Duration::from_secs(3), || async {
@@ -425,13 +442,17 @@ async fn a_killed_workers_units_are_released_within_its_lease() {
     let client = client(&redis.url()).await;
     set_flow(&client, "leased", &[FlowSetting::Limit(Some(2))]).await;
     for id in 0..2 {
-        client
-            .dispatch(probe(id, "", 1, 4_000).queue("leased"))
+        probe(id, "", 1, 4_000)
+            .queue("leased")
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
-    client
-        .dispatch(probe(10, "", 1, 0).queue("leased"))
+    probe(10, "", 1, 0)
+        .queue("leased")
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let mut doomed = workers(&redis, "leased", 1, 4);
@@ -482,12 +503,11 @@ async fn time_windows_decide_on_redis_time() {
         .unwrap()
         .next_start(now)
         .unwrap();
-    let jid = client
-        .dispatch(
-            probe(1, "", 1, 0)
-                .queue("windowed")
-                .windows([later.as_str()], Some("UTC")),
-        )
+    let jid = probe(1, "", 1, 0)
+        .queue("windowed")
+        .windows([later.as_str()], Some("UTC"))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let mut conn = redis.client().await;
@@ -544,8 +564,10 @@ async fn time_windows_decide_on_redis_time() {
         ))],
     )
     .await;
-    client
-        .dispatch(probe(3, "", 1, 0).queue("opens"))
+    probe(3, "", 1, 0)
+        .queue("opens")
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -692,14 +714,20 @@ async fn a_shared_limiter_holds_its_rate_across_queues() {
     .await;
     for id in 0..40 {
         let queue = if id % 2 == 0 { "qa" } else { "qb" };
-        client
-            .dispatch(probe(id, "", 1, 0).queue(queue).rate_limiter("partner"))
+        probe(id, "", 1, 0)
+            .queue(queue)
+            .rate_limiter("partner")
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
     for id in 100..140 {
-        client
-            .dispatch(probe(id, "", 1, 0).queue("own").rate_limiter("partner"))
+        probe(id, "", 1, 0)
+            .queue("own")
+            .rate_limiter("partner")
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }

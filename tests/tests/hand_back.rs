@@ -77,14 +77,14 @@ async fn a_job_handed_back_waits_at_the_head_of_its_queue_for_a_worker_that_runs
         )
         .await;
     }
-    Blocker::call().dispatch_with(&client).await.unwrap();
+    Blocker::call().through(&client).dispatch().await.unwrap();
     wait_until("the blocker to run", Duration::from_secs(10), || async {
         started(0).is_some()
     })
     .await;
 
     // The runner is busy: the other worker's idle processors fetch the job, and hand it back.
-    let jid = RightJob::call(1).dispatch_with(&client).await.unwrap();
+    let jid = RightJob::call(1).through(&client).dispatch().await.unwrap();
     let watched = Instant::now();
     while watched.elapsed() < Duration::from_millis(1500) {
         let status = client.status(&jid).await.unwrap();

@@ -79,8 +79,8 @@ async fn running(client: &gator_core::Client, jid: &str) {
 async fn a_job_that_obeys_shutdown_goes_back_to_the_head_of_its_queue_unchanged() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = Obedient::call().dispatch_with(&client).await.unwrap();
-    let behind = Obedient::call().dispatch_with(&client).await.unwrap();
+    let jid = Obedient::call().through(&client).dispatch().await.unwrap();
+    let behind = Obedient::call().through(&client).dispatch().await.unwrap();
     let worker = worker(&redis, "obeys");
     running(&client, &jid).await;
     worker.stop().await;
@@ -127,7 +127,11 @@ async fn a_job_that_obeys_shutdown_goes_back_to_the_head_of_its_queue_unchanged(
 async fn a_job_that_says_it_was_interrupted_runs_again_without_an_attempt_counted() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = Interrupted::call().dispatch_with(&client).await.unwrap();
+    let jid = Interrupted::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let worker = worker(&redis, "says");
     wait_until("it to run twice", Duration::from_secs(10), || async {
         REASONS
@@ -159,7 +163,11 @@ async fn a_job_that_says_it_was_interrupted_runs_again_without_an_attempt_counte
 async fn a_job_cancelled_by_the_client_still_ends_cancelled() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = Cancellable::call().dispatch_with(&client).await.unwrap();
+    let jid = Cancellable::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let worker = worker(&redis, "cancels");
     running(&client, &jid).await;
     client.cancel(&jid).await.unwrap();
@@ -191,7 +199,11 @@ fn only_job(redis: &RedisServer, queue: &str) -> serde_json::Value {
 async fn a_job_told_of_the_shutdown_that_returns_ok_goes_back_to_the_head_of_its_queue() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = ObedientOk::call().dispatch_with(&client).await.unwrap();
+    let jid = ObedientOk::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let worker = worker(&redis, "obeys_ok");
     running(&client, &jid).await;
     worker.stop().await;
@@ -213,7 +225,11 @@ async fn a_job_told_of_the_shutdown_that_returns_ok_goes_back_to_the_head_of_its
 async fn a_job_that_says_it_finished_despite_the_shutdown_is_recorded_done() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = FinishesAnyway::call().dispatch_with(&client).await.unwrap();
+    let jid = FinishesAnyway::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let worker = worker(&redis, "finishes");
     running(&client, &jid).await;
     worker.stop().await;
@@ -230,7 +246,7 @@ async fn a_job_that_says_it_finished_despite_the_shutdown_is_recorded_done() {
 async fn a_job_that_ends_in_the_grace_without_being_told_of_the_shutdown_is_done() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = Oblivious::call().dispatch_with(&client).await.unwrap();
+    let jid = Oblivious::call().through(&client).dispatch().await.unwrap();
     let worker = worker(&redis, "oblivious");
     running(&client, &jid).await;
     // Past the 300 ms shutdown timeout it is still running; it ends within the grace, its

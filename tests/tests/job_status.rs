@@ -92,14 +92,16 @@ async fn every_state_is_visible_through_status() {
     );
 
     // Queued and scheduled: no worker serves these queues yet.
-    let queued = HoldOn::call(1).dispatch_with(&client).await.unwrap();
+    let queued = HoldOn::call(1).through(&client).dispatch().await.unwrap();
     assert_eq!(client.status(&queued).await.unwrap(), JobStatus::Queued);
     assert_eq!(
         client.status_in("st-run", &queued).await.unwrap(),
         JobStatus::Queued
     );
-    let later = client
-        .dispatch_in(MakeReceipt::call(9), Duration::from_secs(3600))
+    let later = MakeReceipt::call(9)
+        .after(Duration::from_secs(3600))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     match client.status(&later).await.unwrap() {
@@ -141,7 +143,7 @@ async fn every_state_is_visible_through_status() {
     );
 
     // Retrying, with the attempt and the error.
-    let retrying = Flaky::call(2).dispatch_with(&client).await.unwrap();
+    let retrying = Flaky::call(2).through(&client).dispatch().await.unwrap();
     match wait_for_state(&client, &retrying, "retrying").await {
         JobStatus::Retrying {
             attempt,
@@ -163,7 +165,7 @@ async fn every_state_is_visible_through_status() {
     }
 
     // Dead, with the error.
-    let dead = Doomed::call(3).dispatch_with(&client).await.unwrap();
+    let dead = Doomed::call(3).through(&client).dispatch().await.unwrap();
     match client
         .wait_for(&dead, Duration::from_secs(10))
         .await
@@ -227,7 +229,11 @@ async fn results_round_trip_typed_on_plain_and_controlled_queues() {
     // The wrong type is an error, not a silent None.
     assert!(client.result::<Vec<u64>>(&jids[0]).await.is_err());
 
-    let controlled = Prioritized::call(21).dispatch_with(&client).await.unwrap();
+    let controlled = Prioritized::call(21)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     assert!(matches!(
         client
             .wait_for(&controlled, Duration::from_secs(10))
@@ -243,7 +249,11 @@ async fn results_round_trip_typed_on_plain_and_controlled_queues() {
 async fn waiting_for_a_job_nobody_runs_times_out_with_its_state() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = MakeReceipt::call(1).dispatch_with(&client).await.unwrap();
+    let jid = MakeReceipt::call(1)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     match client.wait_for(&jid, Duration::from_millis(300)).await {
         Err(gator_core::Error::WaitTimedOut { state, .. }) => assert_eq!(state, "queued"),
         other => panic!("expected a timeout, got {other:?}"),
@@ -256,7 +266,11 @@ async fn finished_records_expire_after_the_retention() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let w = worker(&redis, "st-done", Duration::from_secs(1));
-    let jid = MakeReceipt::call(5).dispatch_with(&client).await.unwrap();
+    let jid = MakeReceipt::call(5)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     assert!(
         client
             .wait_for(&jid, Duration::from_secs(10))
@@ -279,7 +293,11 @@ async fn job_show_prints_status_attempts_and_result() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let w = worker(&redis, "st-done", Duration::from_secs(3600));
-    let jid = MakeReceipt::call(77).dispatch_with(&client).await.unwrap();
+    let jid = MakeReceipt::call(77)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     assert!(
         client
             .wait_for(&jid, Duration::from_secs(10))
@@ -340,7 +358,11 @@ const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
 async fn a_killed_workers_running_job_is_queued_again_then_done_elsewhere() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let jid = Sleepy::call(1, 3000).dispatch_with(&client).await.unwrap();
+    let jid = Sleepy::call(1, 3000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let mut first = gator_tests::spawn_worker_process_with(
         WORKER,
         &redis.url(),

@@ -59,11 +59,13 @@ async fn sync_and_async_jobs_run_with_their_args() {
         items: vec!["tea".into(), "cake".into()],
     };
     RecordSync::call("t1".into(), -3, order)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     RecordAsync::call("t1".into(), 42)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -82,7 +84,8 @@ async fn dispatch_returns_a_jid_and_the_payload_lands_on_the_jobs_queue() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = RecordAsync::call("t2".into(), 1)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -143,7 +146,8 @@ async fn a_dispatch_can_override_the_jobs_queue() {
     let client = client(&redis.url()).await;
     RecordAsync::call("t4".into(), 9)
         .queue("elsewhere")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(
@@ -172,7 +176,8 @@ async fn an_invalid_queue_name_is_refused_before_anything_is_sent() {
     let client = client(&redis.url()).await;
     let err = RecordAsync::call("t5".into(), 1)
         .queue("bad{queue}")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap_err();
     assert!(err.to_string().contains("invalid queue name"), "{err}");
@@ -185,8 +190,10 @@ async fn a_job_dispatched_in_a_second_waits_in_the_scheduled_set_then_runs() {
     let client: Client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("async-q"), 2);
     let due = SystemTime::now() + Duration::from_secs(1);
-    client
-        .dispatch_at(RecordAsync::call("t6".into(), 5), due)
+    RecordAsync::call("t6".into(), 5)
+        .at(due)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(redis.cli(&["ZCARD", "gator:{async-q}:scheduled"]), "1");
@@ -202,8 +209,10 @@ async fn a_job_scheduled_in_the_past_is_enqueued_at_once() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let past = SystemTime::now() - Duration::from_secs(3600);
-    client
-        .dispatch_at(RecordAsync::call("t7".into(), 5), past)
+    RecordAsync::call("t7".into(), 5)
+        .at(past)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(

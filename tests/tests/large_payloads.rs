@@ -123,7 +123,8 @@ async fn small_payloads_stay_as_they_were_and_large_ones_are_compressed_and_run_
     ];
     for (id, blob) in &blobs {
         KeepBlob::call(*id, blob.clone(), false, 0)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -171,7 +172,8 @@ async fn a_failing_large_job_retries_and_dies_with_its_args_readable_by_search_a
     let client = big_client(&redis).await;
     let blob = format!("needle-in-the-blob {}", prose(256 * 1024));
     let jid = KeepBlob::call(7, blob.clone(), true, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let mut worker = worker(&redis, &[]);
@@ -254,7 +256,8 @@ async fn a_large_job_whose_worker_is_killed_runs_again_with_its_args() {
     let client = big_client(&redis).await;
     let blob = prose(512 * 1024);
     KeepBlob::call(9, blob.clone(), false, 2000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let id = ["--worker-id", "pod-large", "--lease", "120s"];

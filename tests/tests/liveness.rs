@@ -135,7 +135,11 @@ async fn a_worker_restarted_as_pid_1_under_its_worker_id_recovers_its_predecesso
     let redis = RedisServer::start();
     redis.cli(&["SADD", "gator:queues", "stall"]);
     let client = client(&redis.url()).await;
-    Sleepy::call(1, 1500).dispatch_with(&client).await.unwrap();
+    Sleepy::call(1, 1500)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     // A lease far longer than the test waits: only the takeover can bring the job back.
     let command = WorkerCommand::new(WORKER, &redis.url(), "stall")
         .args(&["--lease", "120s", "--worker-id", "web-0"])

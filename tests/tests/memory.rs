@@ -49,7 +49,7 @@ async fn at_maxmemory_a_worker_still_runs_settles_retries_and_kills_every_queued
         .await
         .unwrap();
     fill_to_maxmemory(&redis);
-    let refused = client.dispatch(Remember::call(999)).await;
+    let refused = Remember::call(999).through(&client).dispatch().await;
     assert!(
         refused
             .as_ref()
@@ -90,7 +90,11 @@ async fn at_maxmemory_a_stopping_worker_puts_its_running_job_back_and_gives_up_i
     config.queues = QueueSelection::Strict(vec!["mem".into()]);
     config.shutdown_timeout = Duration::from_millis(200);
     let worker = TestWorker::start_with(config);
-    let jid = client.dispatch(Stays::call(60_000)).await.unwrap();
+    let jid = Stays::call(60_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the job to start", Duration::from_secs(10), || async {
         !redis.cli(&["KEYS", "gator:{mem}:inflight:*"]).is_empty()
     })

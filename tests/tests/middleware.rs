@@ -84,8 +84,9 @@ async fn client_middleware_stamps_a_header_that_server_middleware_and_the_job_re
         .connect()
         .await
         .expect("connect");
-    let jid = client
-        .dispatch(Greet::call("ada".into()))
+    let jid = Greet::call("ada".into())
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
 
@@ -119,7 +120,7 @@ async fn a_refused_dispatch_stores_nothing_and_says_why() {
         .connect()
         .await
         .expect("connect");
-    let refused = client.dispatch(Greet::call("eve".into())).await;
+    let refused = Greet::call("eve".into()).through(&client).dispatch().await;
     match refused {
         Err(Error::Rejected { job, reason }) => {
             assert_eq!(job, "greet");
@@ -131,8 +132,10 @@ async fn a_refused_dispatch_stores_nothing_and_says_why() {
         .dispatch_many([Greet::call("a".into()), Greet::call("b".into())])
         .await;
     assert!(matches!(many, Err(Error::Rejected { .. })), "{many:?}");
-    let later = client
-        .dispatch_in(Greet::call("c".into()), Duration::from_secs(60))
+    let later = Greet::call("c".into())
+        .after(Duration::from_secs(60))
+        .through(&client)
+        .dispatch()
         .await;
     assert!(matches!(later, Err(Error::Rejected { .. })), "{later:?}");
     assert_eq!(
@@ -210,7 +213,11 @@ async fn client_middleware_runs_in_order_and_server_layers_nest_first_added_oute
         .connect()
         .await
         .expect("connect");
-    let jid = client.dispatch(Ordered::call()).await.expect("dispatch");
+    let jid = Ordered::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .expect("dispatch");
     let mut conn = client.connection();
     let stored: Vec<String> = redis::cmd("LRANGE")
         .arg(client.keys().queue("mw-order"))
@@ -261,7 +268,11 @@ async fn client_middleware_runs_in_order_and_server_layers_nest_first_added_oute
 async fn a_middleware_that_fails_the_run_has_the_job_retried_with_its_reason() {
     let redis = RedisServer::start();
     let client = Client::connect(&redis.url()).await.expect("connect");
-    let jid = client.dispatch(NeverRuns::call()).await.expect("dispatch");
+    let jid = NeverRuns::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .expect("dispatch");
     let builder = Worker::builder()
         .client(client.clone())
         .queues("mw-fail")
@@ -286,8 +297,16 @@ async fn a_middleware_that_fails_the_run_has_the_job_retried_with_its_reason() {
 async fn a_panicking_middleware_fails_the_job_and_the_worker_keeps_running() {
     let redis = RedisServer::start();
     let client = Client::connect(&redis.url()).await.expect("connect");
-    let first = client.dispatch(AfterPanic::call()).await.expect("dispatch");
-    let second = client.dispatch(AfterPanic::call()).await.expect("dispatch");
+    let first = AfterPanic::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .expect("dispatch");
+    let second = AfterPanic::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .expect("dispatch");
     let builder = Worker::builder()
         .client(client.clone())
         .queues("mw-panic")

@@ -77,13 +77,19 @@ async fn jobs_of_one_key_never_overlap_across_processes_while_other_keys_run_bes
     for n in 0..6 {
         for (k, key) in ["a", "b", "c"].iter().enumerate() {
             let id = n * 3 + k as u64;
-            client.dispatch(probe(id, key, 150)).await.unwrap();
+            probe(id, key, 150)
+                .through(&client)
+                .dispatch()
+                .await
+                .unwrap();
             ids.push(id);
         }
     }
     for _ in 0..4 {
-        client
-            .dispatch(probe(100, "same-args", 150).no_overlap())
+        probe(100, "same-args", 150)
+            .no_overlap()
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -132,13 +138,25 @@ async fn a_sigkilled_holders_lock_is_released_by_recovery_and_the_others_go_on()
     let client = client(&redis.url()).await;
     // Probe 1's first run hangs, to be killed mid-run.
     let _: () = query(&redis, &["SADD", "{ovl}:hang", "1"]).await;
-    let holder = client.dispatch(probe(1, "k", 100)).await.unwrap();
+    let holder = probe(1, "k", 100)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let mut doomed = workers(&redis, 1, 4);
     wait_for_runs(&redis, &[1], Duration::from_secs(20)).await;
     for id in [2, 3] {
-        client.dispatch(probe(id, "k", 100)).await.unwrap();
+        probe(id, "k", 100)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
-    client.dispatch(probe(9, "other", 100)).await.unwrap();
+    probe(9, "other", 100)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     // Another key runs; the holder's key waits, parked.
     wait_for_runs(&redis, &[9], Duration::from_secs(20)).await;
     wait_until("probes 2 and 3 wait", Duration::from_secs(10), || async {
@@ -191,11 +209,16 @@ async fn a_failing_holder_releases_the_lock_when_it_goes_to_the_retry_set() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     // Probe 1 fails; the worker's default backoff keeps it in the retry set for 15 s or more.
-    client
-        .dispatch(OverlapProbe::call(1, "k".into(), 300, true))
+    OverlapProbe::call(1, "k".into(), 300, true)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
-    client.dispatch(probe(2, "k", 100)).await.unwrap();
+    probe(2, "k", 100)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let _fleet = workers(&redis, 2, 2);
     wait_for_runs(&redis, &[1, 2], Duration::from_secs(20)).await;
     assert_eq!(
@@ -216,10 +239,16 @@ async fn a_failing_holder_releases_the_lock_when_it_goes_to_the_retry_set() {
 async fn a_bad_overlap_key_is_refused_at_dispatch_and_nothing_is_queued() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let err = client.dispatch(probe(1, "", 0)).await.unwrap_err();
+    let err = probe(1, "", 0)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap_err();
     assert!(err.to_string().contains("overlap key"), "{err}");
-    let err = client
-        .dispatch(probe(1, "k", 0).overlap_key("a\u{7}b"))
+    let err = probe(1, "k", 0)
+        .overlap_key("a\u{7}b")
+        .through(&client)
+        .dispatch()
         .await
         .unwrap_err();
     assert!(
@@ -228,7 +257,11 @@ async fn a_bad_overlap_key_is_refused_at_dispatch_and_nothing_is_queued() {
     );
     // A long key is stored as its digest, and works.
     let long = "x".repeat(300);
-    client.dispatch(probe(1, &long, 0)).await.unwrap();
+    probe(1, &long, 0)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let _fleet = workers(&redis, 1, 2);
     wait_for_runs(&redis, &[1], Duration::from_secs(20)).await;
     assert_eq!(count(&redis, &["ZCARD", DEAD]).await, 0);
@@ -244,13 +277,17 @@ async fn a_hanging_holder_with_two_waiting(
     extra: &[&str],
 ) -> (String, WorkerProcess) {
     let _: () = query(redis, &["SADD", hang, "1"]).await;
-    let holder = client.dispatch(probe(1, "k", 100)).await.unwrap();
+    let holder = probe(1, "k", 100).through(client).dispatch().await.unwrap();
     let mut args = vec!["--lease", "4s"];
     args.extend_from_slice(extra);
     let worker = spawn_worker_process_with(WORKER, &redis.url(), QUEUE, 4, &args);
     wait_for_runs(redis, &[1], Duration::from_secs(20)).await;
     for id in [2, 3] {
-        client.dispatch(probe(id, "k", 100)).await.unwrap();
+        probe(id, "k", 100)
+            .through(client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     wait_until("probes 2 and 3 wait", Duration::from_secs(10), || async {
         count(redis, &["EXISTS", "gator:{ovl}:overlap_wait:k"]).await == 1

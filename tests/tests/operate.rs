@@ -64,10 +64,18 @@ async fn workers_count_outcomes_into_the_history_on_redis_time_even_with_a_skewe
     let command = WorkerCommand::new(WORKER, &redis.url(), "default");
     let _fleet = [command.spawn(), command.clone().clock_offset("-3h").spawn()];
     for id in 0..20 {
-        CountRun::call(id).dispatch_with(&client).await.unwrap();
+        CountRun::call(id)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     for id in 0..5 {
-        FailSlowly::call(id).dispatch_with(&client).await.unwrap();
+        FailSlowly::call(id)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     // Workers write their counts once a second, not per job.
     wait_until("25 attempts counted", Duration::from_secs(20), || async {
@@ -147,8 +155,16 @@ async fn processes_show_their_running_jobs_and_how_long_each_has_run() {
     let _worker = WorkerCommand::new(WORKER, &redis.url(), "default")
         .args(&["--concurrency", "3"])
         .spawn();
-    let slow = Sleepy::call(1, 8000).dispatch_with(&client).await.unwrap();
-    Sleepy::call(2, 8000).dispatch_with(&client).await.unwrap();
+    let slow = Sleepy::call(1, 8000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    Sleepy::call(2, 8000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until(
         "two jobs running with their starts",
         Duration::from_secs(15),
@@ -201,7 +217,8 @@ async fn a_queue_shows_its_latency_and_is_cleared_with_its_records() {
         jids.push(
             CountRun::call(id)
                 .queue("idle")
-                .dispatch_with(&client)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap(),
         );
@@ -227,12 +244,14 @@ async fn a_queue_shows_its_latency_and_is_cleared_with_its_records() {
         .unwrap();
     let parked = CountRun::call(9)
         .queue("held")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     CountRun::call(10)
         .queue("held")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let held = Admin::new(client.clone()).queue_info("held").await.unwrap();
@@ -289,7 +308,8 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
     for n in 0..30u64 {
         let customer = customers[n as usize % 3].to_owned();
         Charge::call(customer, n)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -304,15 +324,15 @@ async fn search_finds_jobs_by_args_error_job_and_jid_and_pages_with_a_cursor() {
     .await;
     worker.stop().await;
     // Waiting and scheduled jobs too.
-    let later = client
-        .dispatch_in(
-            Charge::call("acme-later".into(), 1),
-            Duration::from_secs(3600),
-        )
+    let later = Charge::call("acme-later".into(), 1)
+        .after(Duration::from_secs(3600))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     Charge::call("ACME-now".into(), 2)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -403,13 +423,15 @@ async fn chains_and_workflows_are_listed_in_flight_until_they_finish() {
         .then(Stage::call(1))
         .then(Stage::call(2))
         .then(Stage::call(3))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let workflow = Workflow::new()
         .then(Stage::call(10))
         .then_all([Stage::call(11), Stage::call(12)])
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let flows = gator_core::Admin::new(client.clone())
@@ -446,14 +468,24 @@ async fn chains_and_workflows_are_listed_in_flight_until_they_finish() {
     assert_eq!(indexed, 0);
 }
 
+/// Dispatches `job` by wire name on `queue`; its jid.
+async fn by_name(
+    client: &gator_core::Client,
+    queue: &str,
+    job: &str,
+    args: Value,
+) -> gator_core::Result<String> {
+    let by_name = client.dispatch_by_name(job, args).queue(queue);
+    Ok(by_name.dispatch().await?.into_jid())
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let _worker = WorkerCommand::new(WORKER, &redis.url(), "default").spawn();
     gator_tests::catalogued(&client, "count_run").await;
-    let jid = client
-        .enqueue_raw("default", "count_run", json!([42]), None)
+    let jid = by_name(&client, "default", "count_run", json!([42]))
         .await
         .unwrap();
     let status = client
@@ -462,14 +494,14 @@ async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
         .unwrap();
     assert!(matches!(status, JobStatus::Done { .. }), "{status:?}");
     let later = client
-        .enqueue_raw_in(
-            "default",
-            "count_run",
-            json!([43]),
-            Duration::from_secs(600),
-        )
+        .dispatch_by_name("count_run", json!([43]))
+        .queue("default")
+        .after(Duration::from_secs(600))
+        .unwrap()
+        .dispatch()
         .await
-        .unwrap();
+        .unwrap()
+        .into_jid();
     assert!(matches!(
         client.status(&later).await.unwrap(),
         JobStatus::Scheduled { .. }
@@ -477,15 +509,13 @@ async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
     // A name no worker published is refused; forced (another language's worker may run it),
     // it is stored and ends dead or retrying with the reason, its payload kept.
     assert!(matches!(
-        client
-            .enqueue_raw("default", "no_such_job", json!([]), None)
-            .await,
+        by_name(&client, "default", "no_such_job", json!([])).await,
         Err(Error::NotInCatalogue { .. })
     ));
     let unknown = client
         .dispatch_by_name("no_such_job", json!([]))
         .force()
-        .send()
+        .dispatch()
         .await
         .unwrap()
         .into_jid();
@@ -501,19 +531,15 @@ async fn a_job_enqueued_by_wire_name_runs_and_bad_input_is_refused() {
     )
     .await;
     assert!(matches!(
-        client.enqueue_raw("default", "", json!([]), None).await,
+        by_name(&client, "default", "", json!([])).await,
         Err(Error::InvalidJobName { .. })
     ));
     assert!(matches!(
-        client
-            .enqueue_raw("default", "count_run", json!({"id": 1}), None)
-            .await,
+        by_name(&client, "default", "count_run", json!({"id": 1})).await,
         Err(Error::InvalidArgs { .. })
     ));
     assert!(matches!(
-        client
-            .enqueue_raw("bad queue", "count_run", json!([]), None)
-            .await,
+        by_name(&client, "bad queue", "count_run", json!([])).await,
         Err(Error::InvalidQueueName { .. })
     ));
 }
@@ -528,9 +554,17 @@ async fn metrics_bind_serves_job_counts_durations_and_queue_gauges_to_prometheus
         .args(&["--metrics-bind", &bind])
         .spawn();
     for id in 0..3 {
-        CountRun::call(id).dispatch_with(&client).await.unwrap();
+        CountRun::call(id)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
-    FailSlowly::call(9).dispatch_with(&client).await.unwrap();
+    FailSlowly::call(9)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let processed = r#"gator_jobs_processed_total{queue="default",job="count_run"} 3"#;
     let gauge = r#"gator_queue_depth{queue="default"} "#;
     wait_until(

@@ -28,7 +28,8 @@ async fn a_worker_cut_off_past_its_lease_drops_its_kept_outcome_and_says_why() {
         .spawn();
     let jid = Sleepy::call(1, 3000)
         .queue(QUEUE)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let runs = || async {

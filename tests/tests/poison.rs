@@ -119,14 +119,16 @@ async fn a_panicking_argument_decoder_sends_its_job_to_the_dead_set_and_the_work
     // One processor: if the panic killed it, nothing after would run.
     let worker = worker(&redis, "poison", 1);
     TakesUnlucky::call(Unlucky(13))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     TakesUnlucky::call(Unlucky(2013))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
-    Note::call(2001).dispatch_with(&client).await.unwrap();
+    Note::call(2001).through(&client).dispatch().await.unwrap();
     wait_until(
         "the jobs after it to run",
         Duration::from_secs(15),
@@ -151,10 +153,11 @@ async fn a_backoff_of_centuries_waits_five_years_and_the_worker_runs_on() {
     let client = client(&redis.url()).await;
     let worker = worker(&redis, "poison", 1);
     FailsForCenturies::call()
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
-    Note::call(3001).dispatch_with(&client).await.unwrap();
+    Note::call(3001).through(&client).dispatch().await.unwrap();
     wait_until("the next job to run", Duration::from_secs(15), || async {
         ran(3001)
     })
@@ -211,10 +214,11 @@ async fn an_outcome_that_can_never_be_written_is_left_for_recovery_and_the_worke
     config.recovery_interval = Duration::from_millis(300);
     let worker = TestWorker::start_with(config);
     AlwaysFails::call("broken".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
-    Note::call(4001).dispatch_with(&client).await.unwrap();
+    Note::call(4001).through(&client).dispatch().await.unwrap();
     // One processor: had it kept retrying the write, nothing after would run.
     wait_until("the next job to run", Duration::from_secs(15), || async {
         ran(4001)
@@ -238,7 +242,7 @@ async fn names_in_the_known_queues_set_that_are_not_queue_names_are_ignored() {
     redis.cli(&["SADD", "gator:queues", "", "a b{c}", "poison"]);
     redis.cli(&["RPUSH", "gator:{}:queue", &payload("e1", "note", "[5001]")]);
     let worker = TestWorker::start(&redis.url(), None, 2);
-    Note::call(5002).dispatch_with(&client).await.unwrap();
+    Note::call(5002).through(&client).dispatch().await.unwrap();
     wait_until(
         "the valid queue's job to run",
         Duration::from_secs(15),
@@ -285,8 +289,10 @@ async fn a_queue_with_broken_keys_does_not_stop_promotion_or_recovery_of_the_oth
     config.poll_interval = Duration::from_millis(100);
     config.recovery_interval = Duration::from_millis(300);
     let worker = TestWorker::start_with(config);
-    client
-        .dispatch_in(Note::call(6002), Duration::from_millis(500))
+    Note::call(6002)
+        .after(Duration::from_millis(500))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until(

@@ -33,7 +33,13 @@ async fn the_kth_job_of_a_queue_stands_kth_and_moves_up() {
     let client = client(&redis.url()).await;
     let mut jids = Vec::new();
     for id in 0..40 {
-        jids.push(PosNap::call(id, 150).dispatch_with(&client).await.unwrap());
+        jids.push(
+            PosNap::call(id, 150)
+                .through(&client)
+                .dispatch()
+                .await
+                .unwrap(),
+        );
     }
     for (k, jid) in jids.iter().enumerate() {
         let Position::Queued {
@@ -89,7 +95,11 @@ async fn the_kth_job_of_a_queue_stands_kth_and_moves_up() {
 async fn parked_scheduled_and_unknown_jobs_say_so() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let parked = PosParked::call(1).dispatch_with(&client).await.unwrap();
+    let parked = PosParked::call(1)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let Position::Parked { queue, place } = client.position(&parked).await.unwrap() else {
         panic!("a job with a priority is parked");
     };
@@ -99,8 +109,10 @@ async fn parked_scheduled_and_unknown_jobs_say_so() {
         (place.key.as_deref(), place.ahead, place.length),
         (Some(""), 0, 1)
     );
-    let later = client
-        .dispatch_in(PosNap::call(1, 1), Duration::from_secs(60))
+    let later = PosNap::call(1, 1)
+        .after(Duration::from_secs(60))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert!(matches!(

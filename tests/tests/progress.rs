@@ -47,7 +47,8 @@ async fn a_thousand_reports_in_a_second_are_written_a_few_times_and_kept() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let jid = ReportProgress::call(1000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let key = format!("gator:{{progress}}:progress:{jid}");
@@ -116,7 +117,8 @@ async fn the_last_report_is_written_before_the_job_is_done() {
     let _worker = gator_tests::spawn_worker_process(WORKER, &redis.url(), "progress", 2);
     for round in 0..5 {
         let jid = ReportAndReturn::call(500)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
         let done = client

@@ -101,19 +101,22 @@ async fn without_queues_a_worker_serves_every_known_queue_even_ones_created_late
     let client = client(&redis.url()).await;
     NoteQueue::call("alpha".into())
         .queue("alpha")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let worker = TestWorker::start(&redis.url(), None, 3);
     // Created after the worker started: the poller's pass re-reads the known-queues set.
     NoteQueue::call("beta".into())
         .queue("beta")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     NoteQueue::call("gamma".into())
         .queue("gamma")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -160,7 +163,8 @@ async fn a_worker_started_on_an_empty_redis_runs_the_first_job_of_a_new_queue_wi
     let dispatched = std::time::Instant::now();
     FirstOfItsQueue::call("fresh".into())
         .queue("fresh")
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     // Discovery takes one poller pass (0.5 to 1.5 s); 5 s is a wide margin.

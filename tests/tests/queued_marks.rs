@@ -107,7 +107,7 @@ async fn a_failure_a_clear_and_a_cancel_each_take_the_mark_out() {
     let admin = Admin::new(client.clone());
 
     // A failure: the retry record replaces the mark.
-    let failed = Refused::call(1).dispatch_with(&client).await.unwrap();
+    let failed = Refused::call(1).through(&client).dispatch().await.unwrap();
     let worker = TestWorker::start(&redis.url(), Some("qm-fail"), 1);
     wait_until("the retry", Duration::from_secs(10), || async {
         matches!(

@@ -42,6 +42,35 @@ mod my_app {
     }
 }
 
+/// "Dispatching: one builder per thing dispatched", with the jobs of `my_app`.
+#[allow(dead_code)] // needs Redis: compiled, never called
+mod builder {
+    use super::my_app::ResizeImage;
+    use gator::{Chain, Client};
+    use std::time::{Duration, SystemTime};
+
+    #[rustfmt::skip] // the guide aligns its comments
+    pub async fn dispatches(client: &Client, closing: SystemTime) -> gator::Result<()> {
+        ResizeImage::call("a.png".into(), 64)
+            .queue("bulk")                          // another queue
+            .after(Duration::from_secs(60))         // or .at(time): on Redis's clock
+            .priority(10)                           // any flow option (Flow control)
+            .expires_at(closing)                    // or .expires_in(ttl)
+            .unique()                               // or .unique_for(ttl), .unique_key(..), .debounce(..)
+            .through(client)                        // this client, not the process-wide default
+            .dispatch()
+            .await?;
+        Chain::new()
+            .then(ResizeImage::call("b.png".into(), 64))
+            .then(ResizeImage::call("b.png".into(), 128))
+            .at(closing)                            // its first step; a step takes no time of its own
+            .through(client)
+            .dispatch()
+            .await?;
+        Ok(())
+    }
+}
+
 // The README's `src/bin/worker.rs`. Its `main` is this test binary's crate root `main`, which
 // the test harness keeps uncalled; `my_app` is the module above.
 // src/bin/worker.rs: the whole worker
@@ -116,7 +145,7 @@ mod chains {
         let chain_id = Chain::new()
             .then(FetchPage::call(url.clone())) // each step is a typed `call`
             .then(ParsePage::call(url, 2).queue("parse")) // on its own queue if you like
-            .dispatch() // or dispatch_at / dispatch_in
+            .dispatch() // .at(time) or .after(delay) first for later
             .await?;
         Ok(chain_id)
     }
@@ -202,6 +231,12 @@ fn the_readme_shows_this_code() {
         "docs/guide/jobs.md",
         "## A job, a dispatch, a worker",
         2,
+        here,
+    );
+    readme_check::assert_shows(
+        "docs/guide/jobs.md",
+        "## Dispatching: one builder per thing dispatched",
+        1,
         here,
     );
     readme_check::assert_shows(

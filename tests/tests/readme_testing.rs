@@ -65,7 +65,7 @@ async fn inline() {
 #[tokio::test]
 async fn a_reminder_waits_an_hour_and_a_retry_15_s() {
     let fake = testing::fake();
-    SendReminder::call(7).dispatch_in(Duration::from_secs(3600)).await.unwrap();
+    SendReminder::call(7).after(Duration::from_secs(3600)).dispatch().await.unwrap();
     assert_eq!(fake.drain().await.ran, 0);       // due in an hour on the fake clock
     fake.advance(Duration::from_secs(3600));
     assert_eq!(fake.drain().await.ran, 1);

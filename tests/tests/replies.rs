@@ -121,7 +121,8 @@ async fn a_reply_after_the_wait_reaches_the_handler_typed() {
     let client = client(&redis.url()).await;
     let worker = worker(&redis);
     let jid = Place::call("after".into(), 1, 60_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     match wait_for_state(&client, &jid, "awaiting").await {
@@ -159,7 +160,8 @@ async fn a_reply_before_the_wait_is_kept_and_matched() {
     );
     let worker = worker(&redis);
     let jid = Place::call("before".into(), 2, 60_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_for_state(&client, &jid, "done").await;
@@ -179,7 +181,8 @@ async fn the_first_reply_wins_and_duplicates_are_dropped_and_counted() {
     let client = client(&redis.url()).await;
     let worker = worker(&redis);
     let jid = Place::call("dup".into(), 3, 60_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_for_state(&client, &jid, "awaiting").await;
@@ -230,7 +233,8 @@ async fn no_reply_in_time_fails_the_attempt_under_its_retry_policy() {
     let client = client(&redis.url()).await;
     let worker = worker(&redis);
     let jid = Impatient::call("late".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let status = wait_for_state(&client, &jid, "dead").await;
@@ -265,7 +269,8 @@ async fn a_workflow_goes_on_with_the_reply_as_the_steps_result() {
     let id = Workflow::new()
         .then(Ask::call("wf".into()))
         .then(UseAnswer::call("wf".into()))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let ask = client.workflow_status(&id).await.unwrap().unwrap().steps[0]
@@ -294,11 +299,13 @@ async fn a_wait_survives_its_workers_restart_and_can_be_cancelled() {
     let client = client(&redis.url()).await;
     let worker = worker(&redis);
     let kept = Place::call("restart".into(), 5, 60_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let cancelled = Place::call("restart".into(), 6, 60_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_for_state(&client, &kept, "awaiting").await;

@@ -98,7 +98,8 @@ async fn a_failing_job_is_retried_after_its_backoff_and_dies_after_its_last_retr
     let client: Client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
     AlwaysFails::call("a".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -135,7 +136,8 @@ async fn a_short_retry_wakes_the_poller_instead_of_waiting_for_its_next_pass() {
     let worker = TestWorker::start_with(config);
     // Once a first job ran and a moment passed, the poller's first pass is over: it sleeps.
     Works::call("warm-up".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until("the warm-up job", Duration::from_secs(5), || async {
@@ -144,7 +146,8 @@ async fn a_short_retry_wakes_the_poller_instead_of_waiting_for_its_next_pass() {
     .await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     FailsFirstTime::call("wake".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -168,7 +171,8 @@ async fn a_job_that_fails_then_works_is_retried_until_it_succeeds() {
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
     FailsTwiceThenWorks::call("b".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -196,7 +200,8 @@ async fn retries_zero_sends_a_failure_straight_to_the_dead_set() {
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
     FailsOnce::call("c".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let dead = wait_dead(&redis, "fails_once").await;
@@ -211,7 +216,8 @@ async fn an_async_job_past_its_timeout_is_cancelled_and_recorded_as_timed_out() 
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("r"), 2);
     Hangs::call("d".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let dead = wait_dead(&redis, "hangs").await;

@@ -73,15 +73,18 @@ async fn a_strategy_sees_the_typed_error_and_decides() {
     let client = client(&redis.url()).await;
     let worker = TestWorker::start(&redis.url(), Some("rs"), 2);
     let limited = CallPartner::call("limited".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let gone = CallPartner::call("gone".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let flaky = CallPartner::call("flaky".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 

@@ -42,7 +42,11 @@ async fn backlog_and_latency_grow_while_no_worker_serves_a_queue_and_drop_when_o
     let client = client(&redis.url()).await;
     let admin = Admin::new(client.clone());
     for id in 0..3 {
-        CountRun::call(id).dispatch_with(&client).await.unwrap();
+        CountRun::call(id)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     let first = default_row(&admin).await.unwrap();
     assert_eq!(first.backlog, 3);
@@ -55,7 +59,7 @@ async fn backlog_and_latency_grow_while_no_worker_serves_a_queue_and_drop_when_o
     .await;
     let later = default_row(&admin).await.unwrap();
     assert!(later.latency_seconds > first.latency_seconds, "{later:?}");
-    CountRun::call(3).dispatch_with(&client).await.unwrap();
+    CountRun::call(3).through(&client).dispatch().await.unwrap();
     assert_eq!(default_row(&admin).await.unwrap().backlog, 4);
 
     let _worker = WorkerCommand::new(WORKER, &redis.url(), "default").spawn();
@@ -80,7 +84,8 @@ async fn busy_and_capacity_follow_a_live_worker_and_drop_to_zero_once_its_lease_
         .spawn();
     for id in 0..2 {
         Sleepy::call(id, 120_000)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -119,7 +124,11 @@ async fn a_sharded_queue_is_one_row_and_its_worker_counts_once() {
     let admin = Admin::new(client.clone());
     admin.set_shards("default", 3).await.unwrap();
     for id in 0..6 {
-        CountRun::call(id).dispatch_with(&client).await.unwrap();
+        CountRun::call(id)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     let scaling = admin.scaling(ScalingPolicy::default()).await.unwrap();
     let names: Vec<&String> = scaling.queues.keys().collect();
@@ -132,7 +141,8 @@ async fn a_sharded_queue_is_one_row_and_its_worker_counts_once() {
         .spawn();
     for id in 0..3 {
         Sleepy::call(id, 120_000)
-            .dispatch_with(&client)
+            .through(&client)
+            .dispatch()
             .await
             .unwrap();
     }
@@ -157,7 +167,11 @@ async fn api_scaling_serves_the_shape_keda_reads_behind_the_dashboards_auth() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     for id in 0..25 {
-        CountRun::call(id).dispatch_with(&client).await.unwrap();
+        CountRun::call(id)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     let config = gator_web::WebConfig::new().auth_token("sc4ling-token-for-keda");
     let app = gator_web::router(client.clone(), config);
@@ -257,7 +271,8 @@ async fn metrics_bind_serves_the_scaling_gauges() {
         ])
         .spawn();
     Sleepy::call(1, 120_000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let wanted = [

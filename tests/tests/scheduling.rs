@@ -29,7 +29,12 @@ async fn jobs_due_one_to_three_seconds_ahead_start_within_a_second_of_their_due_
     for delay_ms in [1000u64, 1500, 2000, 2500, 3000] {
         let due = SystemTime::now() + Duration::from_millis(delay_ms);
         let due_ms = due.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
-        client.dispatch_at(OnTime::call(due_ms), due).await.unwrap();
+        OnTime::call(due_ms)
+            .at(due)
+            .through(&client)
+            .dispatch()
+            .await
+            .unwrap();
     }
     wait_until(
         "all five scheduled jobs",
@@ -118,4 +123,39 @@ async fn three_worker_processes_run_5000_jobs_due_at_one_instant_exactly_once_ea
     for worker in &mut workers {
         assert!(terminate(worker).success());
     }
+}
+
+/// A job due later whose time falls outside its windows is scheduled at the next opening after
+/// that time, whether given a time or a delay; one due inside a window keeps its time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_due_later_outside_its_windows_is_scheduled_at_the_next_opening() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let now = client.redis_time().await.unwrap() as i64;
+    let hhmm = |ms: i64| {
+        let min = (ms / 60_000).rem_euclid(24 * 60);
+        format!("{:02}:{:02}", min / 60, min % 60)
+    };
+    // Opens in 2 hours for an hour (UTC wall clock, across midnight if need be).
+    let window = format!("{}-{}", hhmm(now + 7_200_000), hhmm(now + 10_800_000));
+    let windows = gator_core::flow::Windows::parse(&[window.as_str()], None).unwrap();
+    let open = windows.next_start(now).unwrap();
+    let job = |n: u64| OnTime::call(n).windows([window.as_str()], Some("UTC"));
+    let hour = Duration::from_secs(3600);
+    let by_delay = job(1).after(hour).through(&client).dispatch();
+    let by_delay = by_delay.await.unwrap();
+    let by_time = job(2).at(SystemTime::now() + hour).through(&client);
+    let by_time = by_time.dispatch().await.unwrap();
+    // Inside the window: it keeps its own time.
+    let inside = UNIX_EPOCH + Duration::from_millis(open as u64 + 1_800_000);
+    let kept = job(3).at(inside).through(&client).dispatch().await.unwrap();
+    let score = |jid: &str| -> i64 {
+        let member = redis.cli(&["ZRANGE", "gator:{timed}:scheduled", "0", "-1"]);
+        let payload = member.lines().find(|p| p.contains(jid)).expect("scheduled");
+        let score = redis.cli(&["ZSCORE", "gator:{timed}:scheduled", payload]);
+        score.trim().parse::<f64>().unwrap() as i64
+    };
+    assert_eq!(score(&by_delay), open, "a delay into a closed window");
+    assert_eq!(score(&by_time), open, "a time in a closed window");
+    assert_eq!(score(&kept), open + 1_800_000, "a time inside the window");
 }

@@ -43,7 +43,10 @@ async fn run_through(
     let producer = {
         let stop = stop.clone();
         tokio::spawn(async move {
-            produce(from, &stop, |id| Numbered::call(id).dispatch_with(&client)).await
+            produce(from, &stop, |id| {
+                Numbered::call(id).through(&client).dispatch()
+            })
+            .await
         })
     };
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -66,7 +69,7 @@ async fn run_through(
 async fn a_job_dispatched_through_the_sentinel_runs_on_a_worker_that_found_the_master_there() {
     let set = RedisSentinel::start();
     let client = Client::connect(&set.url()).await.unwrap();
-    Numbered::call(7).dispatch_with(&client).await.unwrap();
+    Numbered::call(7).through(&client).dispatch().await.unwrap();
     // The job is on the master the sentinel names, not on the replica's own write path.
     let master = set.master_port();
     assert_eq!(
@@ -150,7 +153,11 @@ async fn over_tls_the_sentinel_and_the_master_are_verified_against_the_given_ca(
         .connect()
         .await
         .expect("connect to a TLS sentinel and master");
-    Numbered::call(11).dispatch_with(&client).await.unwrap();
+    Numbered::call(11)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     let mut config = gator_worker::WorkerConfig::new(&url);
     config.queues = "sentinel".parse().unwrap();
     config.tls.ca_cert = Some(set.certs().ca());

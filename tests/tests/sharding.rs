@@ -72,7 +72,8 @@ async fn jobs_without_a_key_spread_evenly_and_one_keys_jobs_share_a_shard_and_ke
             Record::call(format!("user-{key}"), seq)
                 .queue("spread")
                 .shard_key(format!("user-{key}"))
-                .dispatch_with(&client)
+                .through(&client)
+                .dispatch()
                 .await
                 .unwrap();
         }

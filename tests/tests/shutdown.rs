@@ -24,7 +24,7 @@ async fn shutdown_waits_for_a_running_job_then_returns_and_a_timeout_puts_jobs_b
 
     // 1. Within the timeout: the running job finishes before the worker returns.
     let worker = TestWorker::start(&redis.url(), Some("slow"), 2);
-    Slow::call(800).dispatch_with(&client).await.unwrap();
+    Slow::call(800).through(&client).dispatch().await.unwrap();
     wait_until("the job to start", Duration::from_secs(10), || async {
         STARTED.load(Ordering::SeqCst) == 1
     })
@@ -48,7 +48,11 @@ async fn shutdown_waits_for_a_running_job_then_returns_and_a_timeout_puts_jobs_b
     config.queues = QueueSelection::Strict(vec!["slow".into()]);
     config.shutdown_timeout = Duration::from_millis(200);
     let worker = TestWorker::start_with(config);
-    let jid = Slow::call(60_000).dispatch_with(&client).await.unwrap();
+    let jid = Slow::call(60_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the long job to start", Duration::from_secs(10), || async {
         STARTED.load(Ordering::SeqCst) == 2
     })
@@ -117,7 +121,11 @@ async fn a_stopping_worker_that_cannot_put_its_jobs_back_keeps_its_lease_and_the
         config
     };
     let worker = TestWorker::start_with(config(4));
-    LongOne::call(60_000).dispatch_with(&client).await.unwrap();
+    LongOne::call(60_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_until("the job to start", Duration::from_secs(10), || async {
         LONG_STARTED.load(Ordering::SeqCst) == 1
     })

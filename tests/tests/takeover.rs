@@ -53,8 +53,8 @@ async fn a_predecessor_with_this_pid_in_this_namespace_is_taken_over_at_start() 
         .expect("Linux gives a boot id and a PID namespace");
     let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    Mark::call(1).dispatch_with(&client).await.unwrap();
-    Mark::call(2).dispatch_with(&client).await.unwrap();
+    Mark::call(1).through(&client).dispatch().await.unwrap();
+    Mark::call(2).through(&client).dispatch().await.unwrap();
     // Job 1: held by an earlier process with this pid here: it has exited.
     held_by(&redis, &format!("{prefix}:dead01"));
     // Job 2: held by a process with another pid: it may be alive, so its lease holds.

@@ -118,7 +118,7 @@ async fn the_fake_clock_starts_at_the_real_time_and_moves_only_when_advanced() {
 #[tokio::test]
 async fn drain_leaves_a_job_due_in_an_hour_until_the_clock_gets_there() {
     let (fake, log) = fake_with_log();
-    Remind::call(1).dispatch_in(HOUR).await.unwrap();
+    Remind::call(1).after(HOUR).dispatch().await.unwrap();
     let drained = fake.drain().await;
     assert_eq!(drained.ran, 0, "not due yet");
     let waiting = fake.jobs();
@@ -135,7 +135,7 @@ async fn drain_leaves_a_job_due_in_an_hour_until_the_clock_gets_there() {
 async fn a_delay_counts_from_the_fake_clock_not_the_real_one() {
     let (fake, log) = fake_with_log();
     fake.advance(DAY);
-    Remind::call(2).dispatch_in(HOUR).await.unwrap();
+    Remind::call(2).after(HOUR).dispatch().await.unwrap();
     assert_eq!(fake.jobs()[0].due, Some(fake.now() + HOUR));
     assert_eq!(
         fake.drain().await.ran,
@@ -150,9 +150,10 @@ async fn a_delay_counts_from_the_fake_clock_not_the_real_one() {
 async fn dispatch_at_is_due_at_its_time_and_a_past_time_at_once() {
     let (fake, log) = fake_with_log();
     let later = fake.now() + 2 * HOUR;
-    Remind::call(3).dispatch_at(later).await.unwrap();
+    Remind::call(3).at(later).dispatch().await.unwrap();
     Remind::call(4)
-        .dispatch_at(fake.now() - HOUR)
+        .at(fake.now() - HOUR)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(fake.jobs()[0].due, Some(later));

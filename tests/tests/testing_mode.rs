@@ -43,7 +43,8 @@ async fn fake_records_every_kind_of_dispatch_typed() {
         .await
         .unwrap();
     Welcome::call("d@e.f".into(), false)
-        .dispatch_in(Duration::from_secs(60))
+        .after(Duration::from_secs(60))
+        .dispatch()
         .await
         .unwrap();
     gator_core::dispatch_many([Countdown::call(1), Countdown::call(2)])

@@ -31,8 +31,9 @@ async fn jobs_are_dispatched_and_run_over_tls_verified_against_the_ca_file() {
         .connect()
         .await
         .expect("a rediss:// client with the test CA connects");
-    let jid = client
-        .dispatch(OverTls::call("tls-1".into()))
+    let jid = OverTls::call("tls-1".into())
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch over TLS");
     assert_eq!(redis.server.cli(&["LLEN", "gator:{tls}:queue"]), "1");
@@ -96,8 +97,9 @@ async fn redis_rs_insecure_form_skips_verification() {
     let client = Client::connect(&url)
         .await
         .expect("#insecure connects without a CA");
-    client
-        .dispatch(OverTls::call("insecure".into()))
+    OverTls::call("insecure".into())
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
     assert_eq!(redis.server.cli(&["LLEN", "gator:{tls}:queue"]), "1");
@@ -118,8 +120,9 @@ async fn mutual_tls_needs_the_client_certificate() {
         .connect()
         .await
         .expect("connects with the client certificate");
-    client
-        .dispatch(OverTls::call("mtls".into()))
+    OverTls::call("mtls".into())
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
     assert_eq!(redis.server.cli(&["LLEN", "gator:{tls}:queue"]), "1");

@@ -45,15 +45,17 @@ async fn a_jobs_span_is_the_child_of_the_span_it_was_dispatched_in() {
 
     // 1. Dispatched inside a span: the payload carries its W3C traceparent.
     let checkout = tracing::info_span!("checkout");
-    let inside = client
-        .dispatch(TracedStep::call(1))
+    let inside = TracedStep::call(1)
+        .through(&client)
+        .dispatch()
         .instrument(checkout.clone())
         .await
         .expect("dispatch");
     drop(checkout);
     // 2. Dispatched outside any span: no header, and the job's span is a root.
-    let outside = client
-        .dispatch(TracedStep::call(2))
+    let outside = TracedStep::call(2)
+        .through(&client)
+        .dispatch()
         .await
         .expect("dispatch");
     // 3. Written by a producer in another language, with the documented header.

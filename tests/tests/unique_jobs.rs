@@ -94,17 +94,30 @@ async fn holder(client: &Client, queue: &str, key: &str) -> Option<String> {
 async fn a_duplicate_dispatch_returns_the_existing_jid_flagged_as_a_duplicate() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
-    let first = Report::call(1).dispatch_unique_with(&client).await.unwrap();
+    let first = Report::call(1)
+        .through(&client)
+        .dispatch_unique()
+        .await
+        .unwrap();
     let Dispatched::New(jid) = first.clone() else {
         panic!("the first dispatch stores a job: {first:?}");
     };
-    let again = Report::call(1).dispatch_unique_with(&client).await.unwrap();
+    let again = Report::call(1)
+        .through(&client)
+        .dispatch_unique()
+        .await
+        .unwrap();
     assert_eq!(again, Dispatched::Duplicate(jid.clone()));
     assert!(again.is_duplicate());
     // The plain dispatch returns the holder's jid too, and stores nothing.
-    assert_eq!(Report::call(1).dispatch_with(&client).await.unwrap(), jid);
-    let in_a_minute = client
-        .dispatch_unique_in(Report::call(1), Duration::from_secs(60))
+    assert_eq!(
+        Report::call(1).through(&client).dispatch().await.unwrap(),
+        jid
+    );
+    let in_a_minute = Report::call(1)
+        .after(Duration::from_secs(60))
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(in_a_minute, Dispatched::Duplicate(jid.clone()));
@@ -138,7 +151,11 @@ async fn a_duplicate_dispatch_returns_the_existing_jid_flagged_as_a_duplicate() 
     ran.sort(); // two processors: either may finish first
     assert_eq!(ran, ["report 1", "report 2"]);
     assert_eq!(holder(&client, "uq", &key).await, None);
-    let after = Report::call(1).dispatch_unique_with(&client).await.unwrap();
+    let after = Report::call(1)
+        .through(&client)
+        .dispatch_unique()
+        .await
+        .unwrap();
     assert!(!after.is_duplicate(), "{after:?}");
     assert_ne!(after.jid(), jid);
     worker.stop().await;
@@ -150,12 +167,14 @@ async fn a_custom_key_makes_other_args_a_duplicate_on_its_queue_only() {
     let client = client(&redis.url()).await;
     let first = Report::call(10)
         .unique_key("customer-7")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let other_args = Report::call(11)
         .unique_key("customer-7")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(other_args, Dispatched::Duplicate(first.jid().to_owned()));
@@ -167,19 +186,22 @@ async fn a_custom_key_makes_other_args_a_duplicate_on_its_queue_only() {
     let elsewhere = Report::call(10)
         .unique_key("customer-7")
         .queue("uq-other")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!elsewhere.is_duplicate());
     // A key of one's own makes a job unique even if its type is not.
     let plain_a = Sleepy::call(1, 0)
         .unique_key("nightly")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let plain_b = Sleepy::call(2, 0)
         .unique_key("nightly")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(plain_b, Dispatched::Duplicate(plain_a.jid().to_owned()));
@@ -191,7 +213,8 @@ async fn a_custom_key_makes_other_args_a_duplicate_on_its_queue_only() {
     assert!(
         Report::call(12)
             .unique_key("")
-            .dispatch_unique_with(&client)
+            .through(&client)
+            .dispatch_unique()
             .await
             .is_err()
     );
@@ -209,7 +232,8 @@ async fn until_start_releases_the_lock_as_the_job_starts() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let first = Gated::call("gate-a".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let key = default_key("gated", &serde_json::json!(["gate-a"]));
@@ -228,7 +252,8 @@ async fn until_start_releases_the_lock_as_the_job_starts() {
     })
     .await;
     let second = Gated::call("gate-a".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!second.is_duplicate(), "{second:?}");
@@ -250,7 +275,8 @@ async fn until_success_keeps_the_lock_through_a_failure_and_its_retry_and_releas
     let client = client(&redis.url()).await;
     let key = default_key("flaky", &serde_json::json!(["flaky"]));
     let first = Flaky::call("flaky".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let jid = first.jid().to_owned();
@@ -258,7 +284,8 @@ async fn until_success_keeps_the_lock_through_a_failure_and_its_retry_and_releas
     wait_for_state(&client, &jid, "retrying").await;
     assert_eq!(holder(&client, "uq", &key).await, Some(jid.clone()));
     let during_retry = Flaky::call("flaky".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(during_retry, Dispatched::Duplicate(jid.clone()));
@@ -280,7 +307,8 @@ async fn a_job_waiting_for_a_reply_keeps_its_lock_until_the_reply_makes_it_done(
     let client = client(&redis.url()).await;
     let key = default_key("asks", &serde_json::json!(["q1"]));
     let first = Asks::call("q1".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let worker = TestWorker::start(&redis.url(), Some("uq"), 1);
@@ -290,7 +318,8 @@ async fn a_job_waiting_for_a_reply_keeps_its_lock_until_the_reply_makes_it_done(
         Some(first.jid())
     );
     let during = Asks::call("q1".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(during, Dispatched::Duplicate(first.jid().to_owned()));
@@ -311,11 +340,13 @@ async fn a_unique_job_on_a_controlled_queue_releases_its_lock_and_units_at_succe
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let first = Prioritized::call(1)
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let dup = Prioritized::call(1)
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(dup, Dispatched::Duplicate(first.jid().to_owned()));
@@ -325,11 +356,16 @@ async fn a_unique_job_on_a_controlled_queue_releases_its_lock_and_units_at_succe
     assert_eq!(holder(&client, "uf", &key).await, None);
     // Its units were freed with it: the next jobs run on the one processor.
     let next = Prioritized::call(1)
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!next.is_duplicate(), "{next:?}");
-    let other = Prioritized::call(2).dispatch_with(&client).await.unwrap();
+    let other = Prioritized::call(2)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
     wait_for_state(&client, next.jid(), "done").await;
     wait_for_state(&client, &other, "done").await;
     worker.stop().await;
@@ -341,14 +377,16 @@ async fn a_dead_job_releases_its_lock() {
     let client = client(&redis.url()).await;
     let key = default_key("doomed", &serde_json::json!(["d"]));
     let first = Doomed::call("d".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let worker = TestWorker::start(&redis.url(), Some("uq"), 1);
     wait_for_state(&client, first.jid(), "dead").await;
     assert_eq!(holder(&client, "uq", &key).await, None);
     let again = Doomed::call("d".into())
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!again.is_duplicate(), "{again:?}");
@@ -360,8 +398,10 @@ async fn a_cancelled_or_deleted_job_releases_its_lock() {
     let redis = RedisServer::start();
     let client = client(&redis.url()).await;
     let key = default_key("report", &serde_json::json!([5]));
-    let scheduled = client
-        .dispatch_unique_in(Report::call(5), Duration::from_secs(60))
+    let scheduled = Report::call(5)
+        .after(Duration::from_secs(60))
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!scheduled.is_duplicate());
@@ -372,13 +412,19 @@ async fn a_cancelled_or_deleted_job_releases_its_lock() {
     client.cancel(scheduled.jid()).await.unwrap();
     assert_eq!(status(&client, scheduled.jid()).await, "cancelled");
     assert_eq!(holder(&client, "uq", &key).await, None);
-    let again = Report::call(5).dispatch_unique_with(&client).await.unwrap();
+    let again = Report::call(5)
+        .through(&client)
+        .dispatch_unique()
+        .await
+        .unwrap();
     assert!(!again.is_duplicate(), "{again:?}");
 
     // Deleted from the scheduled set by an admin: gone, and so is its lock.
     let key = default_key("report", &serde_json::json!([6]));
-    let scheduled = client
-        .dispatch_unique_in(Report::call(6), Duration::from_secs(60))
+    let scheduled = Report::call(6)
+        .after(Duration::from_secs(60))
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(
@@ -398,7 +444,8 @@ async fn the_ttl_releases_a_lock_whose_worker_was_sigkilled() {
         .unique_key("killed")
         .unique_for(Duration::from_secs(3))
         .queue("uk")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     let mut worker = gator_tests::spawn_worker_process_with(WORKER, &redis.url(), "uk", 1, &[]);
@@ -410,7 +457,8 @@ async fn the_ttl_releases_a_lock_whose_worker_was_sigkilled() {
     let during = Sleepy::call(7, 0)
         .unique_key("killed")
         .queue("uk")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert_eq!(during, Dispatched::Duplicate(first.jid().to_owned()));
@@ -423,7 +471,8 @@ async fn the_ttl_releases_a_lock_whose_worker_was_sigkilled() {
     let after = Sleepy::call(7, 0)
         .unique_key("killed")
         .queue("uk")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!after.is_duplicate(), "{after:?}");
@@ -451,7 +500,8 @@ async fn debounce_replaces_the_args_pushes_back_the_due_time_and_runs_once_with_
     let client = client(&redis.url()).await;
     let first = Rebuild::call(1, 1)
         .unique_key("doc-1")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!first.is_duplicate());
@@ -462,7 +512,8 @@ async fn debounce_replaces_the_args_pushes_back_the_due_time_and_runs_once_with_
         let before = client.redis_time().await.unwrap();
         let again = Rebuild::call(1, version)
             .unique_key("doc-1")
-            .dispatch_unique_with(&client)
+            .through(&client)
+            .dispatch_unique()
             .await
             .unwrap();
         assert_eq!(again, Dispatched::Duplicate(first.jid().to_owned()));
@@ -485,7 +536,8 @@ async fn debounce_replaces_the_args_pushes_back_the_due_time_and_runs_once_with_
     // Once it has run, the next dispatch makes a new debounced job.
     let later = Rebuild::call(1, 4)
         .unique_key("doc-1")
-        .dispatch_unique_with(&client)
+        .through(&client)
+        .dispatch_unique()
         .await
         .unwrap();
     assert!(!later.is_duplicate(), "{later:?}");
@@ -501,7 +553,7 @@ async fn a_concurrent_burst_of_dispatches_from_many_tasks_makes_one_job() {
     let tasks: Vec<_> = (0..64)
         .map(|_| {
             let client = client.clone();
-            tokio::spawn(async move { Report::call(99).dispatch_unique_with(&client).await })
+            tokio::spawn(async move { Report::call(99).through(&client).dispatch_unique().await })
         })
         .collect();
     let mut results = Vec::new();

@@ -68,7 +68,8 @@ async fn fan_in(client: &Client) -> String {
     Workflow::new()
         .then_all([Part::call(1), Part::call(2).queue("wy")])
         .then(JoinParts::call())
-        .dispatch_with(client)
+        .through(client)
+        .dispatch()
         .await
         .unwrap()
 }
@@ -169,7 +170,8 @@ async fn a_step_released_by_a_process_that_died_is_pushed_once_by_recovery() {
     let id = Workflow::new()
         .then(Part::call(3))
         .then(JoinParts::call())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let (uuid, home) = split_id(&id).unwrap();

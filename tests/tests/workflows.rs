@@ -98,7 +98,8 @@ async fn a_fan_in_runs_once_after_every_parent_and_reads_their_results() {
         ])
         .then(Gather::call("fan".into()))
         .then(Step::new(After::call("fan".into())))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert!(
@@ -150,7 +151,8 @@ async fn a_dead_step_halts_its_workflow_and_retrying_it_resumes_it() {
             Step::new(Produce::call("halt".into(), 2)),
         ])
         .then(Gather::call("halt".into()))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 
@@ -206,7 +208,8 @@ async fn a_step_that_may_fail_lets_its_workflow_continue_without_it() {
             Step::new(Produce::call("cont".into(), 5)),
         ])
         .then(Gather::call("cont".into()))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let status = status_when(&client, &id, "the workflow to finish", |s| {
@@ -233,7 +236,8 @@ async fn a_step_that_fails_its_workflow_cancels_the_waiting_steps() {
         .then(Step::new(Flaky::call("fail".into())).on_failure(OnFailure::Fail))
         .then(Produce::call("fail".into(), 1))
         .then(Gather::call("fail".into()))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let status = status_when(&client, &id, "the workflow to fail", |s| {
@@ -261,7 +265,8 @@ async fn steps_added_to_a_workflow_run_after_the_steps_they_follow() {
     let id = Workflow::new()
         .then(Produce::call("add".into(), 3))
         .then(Step::new(Flaky::call("add".into())))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let status = client.workflow_status(&id).await.unwrap().unwrap();
@@ -333,6 +338,10 @@ async fn unknown_and_malformed_workflow_ids_are_told_apart() {
             "{bad}: {err}"
         );
     }
-    let empty = Workflow::new().dispatch_with(&client).await.unwrap_err();
+    let empty = Workflow::new()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap_err();
     assert!(matches!(empty, gator_core::Error::EmptyWorkflow));
 }

@@ -11,12 +11,13 @@ use crate::job::Encoded;
 use crate::payload::Payload;
 use crate::store::keys::validate_queue;
 use crate::unique::Dispatched;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// How many known names a refusal lists.
 const NAMES_SHOWN: usize = 50;
 
-/// A dispatch by wire name, not yet sent: made by [`Client::dispatch_by_name`].
+/// A dispatch by wire name, not yet sent: the builder made by [`Client::dispatch_by_name`],
+/// sent by [`ByName::dispatch`].
 #[must_use = "a ByName does nothing until it is sent"]
 #[derive(Debug)]
 pub struct ByName<'c> {
@@ -36,7 +37,7 @@ pub struct ByName<'c> {
 
 impl Client {
     /// A dispatch of the job named `job` (its wire name) with `args` (a JSON array, one element
-    /// per parameter of the job fn). [`ByName::send`] refuses a name that no live or recent
+    /// per parameter of the job fn). [`ByName::dispatch`] refuses a name that no live or recent
     /// worker published in the job catalogue, and arguments that do not fit its parameters;
     /// a known job goes to its queue with its options, as `Job::call(..).dispatch()` would.
     /// It always goes to Redis, where the catalogue is, even in testing mode.
@@ -52,34 +53,6 @@ impl Client {
             on_expire: None,
             fair_key: None,
         }
-    }
-
-    /// [`Client::dispatch_by_name`] on `queue`, now or at `at`: returns the jid.
-    pub async fn enqueue_raw(
-        &self,
-        queue: &str,
-        job: &str,
-        args: serde_json::Value,
-        at: Option<SystemTime>,
-    ) -> Result<String> {
-        let by_name = self.dispatch_by_name(job, args).on(queue);
-        let by_name = match at {
-            Some(at) => by_name.at(at)?,
-            None => by_name,
-        };
-        Ok(by_name.send().await?.into_jid())
-    }
-
-    /// [`Client::dispatch_by_name`] on `queue` after `delay`, counted on Redis's clock.
-    pub async fn enqueue_raw_in(
-        &self,
-        queue: &str,
-        job: &str,
-        args: serde_json::Value,
-        delay: Duration,
-    ) -> Result<String> {
-        let by_name = self.dispatch_by_name(job, args).on(queue).after(delay)?;
-        Ok(by_name.send().await?.into_jid())
     }
 
     /// What the job catalogue knows of `job`: `None` if no live or recent worker published it.
@@ -121,9 +94,15 @@ fn known(stored: crate::store::catalogue::StoredJob) -> Result<Known> {
 
 impl ByName<'_> {
     /// Sends it to `queue` instead of the queue the catalogue names.
-    pub fn on(mut self, queue: &str) -> Self {
+    pub fn queue(mut self, queue: &str) -> Self {
         self.queue = Some(queue.to_owned());
         self
+    }
+
+    /// Sends it to `queue` instead of the queue the catalogue names.
+    #[deprecated(since = "0.10.0", note = "use `.queue(queue)`")]
+    pub fn on(self, queue: &str) -> Self {
+        self.queue(queue)
     }
 
     /// Makes it due at `at` (Redis's clock decides when that has come; a time past is now).
@@ -185,7 +164,13 @@ impl ByName<'_> {
     }
 
     /// Stores it: whether a new job was stored, or a unique job's duplicate was found.
+    #[deprecated(since = "0.10.0", note = "use `.dispatch()`")]
     pub async fn send(self) -> Result<Dispatched> {
+        self.dispatch().await
+    }
+
+    /// Stores it: whether a new job was stored, or a unique job's duplicate was found.
+    pub async fn dispatch(self) -> Result<Dispatched> {
         gator_rules::job_name(&self.job).map_err(|reason| Error::InvalidJobName {
             name: crate::error::cut_name(&self.job),
             reason,

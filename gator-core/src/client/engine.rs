@@ -1,13 +1,13 @@
 //! Where a dispatch goes, decided here and nowhere else: to Redis through a client, or to the
 //! testing mode in force on this thread ([`crate::testing`]: recorded by a fake, or run at once
-//! inline). Every dispatch method of `PendingJob`, `Chain`, `Workflow` and `Client` is a thin
-//! call into [`Engine`], so no other module asks whether test mode is on, as Oban picks its
-//! engine once.
+//! inline). The `dispatch` of each builder (`PendingJob`, `Chain`, `Workflow`) and
+//! `dispatch_many` are thin calls into [`Engine`], so no other module asks whether test mode is
+//! on, as Oban picks its engine once.
 
 use super::Client;
 use crate::chain::Chain;
 use crate::error::{Error, Result};
-use crate::job::{DueTime, Encoded};
+use crate::job::{DueTime, Encoded, Timing};
 use crate::testing::{self, Mode};
 use crate::unique::Dispatched;
 use crate::workflow::Workflow;
@@ -36,6 +36,15 @@ impl Due {
     /// After `delay`, if it is within the horizon.
     pub(crate) fn after(delay: Duration) -> Result<Due> {
         Ok(Due::In(crate::horizon::check_delay(delay)?))
+    }
+
+    /// The due time a builder was given (`.at(..)`, `.after(..)`; now if neither), checked.
+    pub(crate) fn of(timing: Option<Timing>) -> Result<Due> {
+        match timing {
+            None => Ok(Due::Now),
+            Some(Timing::At(time)) => Due::at(time),
+            Some(Timing::After(delay)) => Due::after(delay),
+        }
     }
 
     /// The due time as a test records it: a delay counts from `now`, the testing mode's

@@ -7,7 +7,7 @@ mod builder;
 mod by_name;
 mod cancel;
 mod default;
-mod dispatch;
+mod deprecated;
 pub(crate) mod engine;
 mod pending;
 mod place;
@@ -22,7 +22,7 @@ mod workflow;
 pub use builder::ClientBuilder;
 pub use by_name::ByName;
 pub use default::{default_client, set_default_client};
-pub use pending::dispatch_many;
+pub use pending::{Via, dispatch_many};
 
 pub use crate::horizon::SCHEDULE_HORIZON;
 

@@ -1,64 +1,79 @@
-//! Dispatching what a caller built, through the process-wide default client (or a client it
-//! names): a [`PendingJob`], many of them, a [`Chain`], a [`Workflow`]. Each method is a thin
-//! call into the [engine](super::engine), as [`Client`]'s own dispatch methods are.
+//! The one `dispatch` of each builder: a [`PendingJob`], a [`Chain`], a [`Workflow`], and
+//! [`dispatch_many`] for many jobs at once. Each sends what it was built with, through the
+//! client it names ([`Via`]), as a thin call into the [engine](super::engine).
 
 use super::Client;
 use super::engine::{Due, Engine};
 use crate::chain::Chain;
 use crate::error::Result;
-use crate::job::{DueTime, Job, PendingJob, encode};
+use crate::job::{Job, PendingJob, encode};
 use crate::unique::Dispatched;
 use crate::workflow::Workflow;
-use std::time::{Duration, SystemTime};
 
-impl<J: Job> PendingJob<J> {
-    /// Enqueues now through the process-wide default client; returns the jid.
+/// The client a builder's dispatch goes through: `()`, the process-wide default
+/// ([`super::default_client`], connected on first use unless test mode is on), or `&Client`,
+/// named with `.through(&client)`. Sealed: only these two.
+pub trait Via: sealed::Sealed + Sync {
+    /// The client named; `None` for the default.
+    fn client(&self) -> Option<&Client>;
+}
+
+impl Via for () {
+    fn client(&self) -> Option<&Client> {
+        None
+    }
+}
+
+impl Via for &Client {
+    fn client(&self) -> Option<&Client> {
+        Some(self)
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for () {}
+    impl Sealed for &super::Client {}
+}
+
+/// Where a dispatch through `via` goes: to Redis through its client, or to the test mode.
+async fn engine<C: Via>(via: &C) -> Result<Engine<'_>> {
+    match via.client() {
+        Some(client) => Ok(Engine::through(client)),
+        None => Engine::default().await,
+    }
+}
+
+impl<J: Job, C> PendingJob<J, C> {
+    /// Sends this job through `client` instead of the process-wide default.
+    pub fn through(self, client: &Client) -> PendingJob<J, &Client> {
+        self.swap_client(client).0
+    }
+}
+
+impl<J: Job, C: Via> PendingJob<J, C> {
+    /// Sends the job: on its queue now, or due at `.at(..)` / after `.after(..)`; returns its
+    /// jid. A unique job whose duplicate is waiting stores nothing and returns the holder's
+    /// jid ([`PendingJob::dispatch_unique`] says which).
     pub async fn dispatch(self) -> Result<String> {
         Ok(self.dispatch_unique().await?.into_jid())
     }
 
-    /// Schedules the job to run at `time` (a `SystemTime`, or Unix seconds as `f64`) through
-    /// the default client; returns the jid.
-    pub async fn dispatch_at(self, time: impl Into<DueTime>) -> Result<String> {
-        let due = Due::at(time)?;
-        Ok(Engine::default()
-            .await?
-            .job(encode(self), due)
-            .await?
-            .into_jid())
-    }
-
-    /// Schedules the job to run after `delay` through the default client; returns the jid.
-    pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
-        Ok(self.dispatch_unique_in(delay).await?.into_jid())
-    }
-
-    /// [`PendingJob::dispatch`] that says whether a new job was stored or a unique job's
-    /// duplicate was found ([`crate::unique`]); a job that is not unique is always new.
-    pub async fn dispatch_unique(self) -> Result<Dispatched> {
-        Engine::default().await?.job(encode(self), Due::Now).await
-    }
-
-    /// [`PendingJob::dispatch_in`] that says whether a new job was stored or a unique job's
-    /// duplicate was found.
-    pub async fn dispatch_unique_in(self, delay: Duration) -> Result<Dispatched> {
-        let due = Due::after(delay)?;
-        Engine::default().await?.job(encode(self), due).await
-    }
-
-    /// [`PendingJob::dispatch_with`] that says whether a new job was stored or a unique job's
-    /// duplicate was found.
-    pub async fn dispatch_unique_with(self, client: &Client) -> Result<Dispatched> {
-        client.dispatch_unique(self).await
-    }
-
-    /// Enqueues now through `client`; returns the jid.
-    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
-        client.dispatch(self).await
+    /// [`PendingJob::dispatch`] that says whether a new job was stored, or a unique job's
+    /// duplicate was found (its jid returned, nothing stored; see [`crate::unique`]). A job
+    /// that is not unique is always [`Dispatched::New`]. A debounced job runs at its due time
+    /// or its debounce delay from now, whichever is later.
+    pub async fn dispatch_unique(mut self) -> Result<Dispatched> {
+        let due = Due::of(self.take_timing())?;
+        let (job, via) = self.swap_client(());
+        engine(&via).await?.job(encode(job), due).await
     }
 }
 
-/// Enqueues many jobs of one type in one round trip through the default client.
+/// Enqueues many jobs of one type in one round trip through the process-wide default client;
+/// returns their jids in order ([`Client::dispatch_many`] through a client of your choice).
+/// Unique jobs ([`crate::unique`]) go one by one with their locks; a duplicate's jid is its
+/// holder's. The jobs take no due time of their own (`.at`, `.after` are refused).
 pub async fn dispatch_many<J: Job>(
     jobs: impl IntoIterator<Item = PendingJob<J>>,
 ) -> Result<Vec<String>> {
@@ -66,40 +81,48 @@ pub async fn dispatch_many<J: Job>(
     Engine::default().await?.jobs(jobs).await
 }
 
-impl Chain {
-    /// Enqueues the first step now through the default client; returns the chain id.
-    pub async fn dispatch(self) -> Result<String> {
-        Engine::default().await?.chain(self, Due::Now).await
-    }
-
-    /// Runs the first step at `time` through the default client; returns the chain id.
-    pub async fn dispatch_at(self, time: SystemTime) -> Result<String> {
-        let due = Due::at(time)?;
-        Engine::default().await?.chain(self, due).await
-    }
-
-    /// Runs the first step after `delay` (on Redis's clock) through the default client; returns
-    /// the chain id.
-    pub async fn dispatch_in(self, delay: Duration) -> Result<String> {
-        let due = Due::after(delay)?;
-        Engine::default().await?.chain(self, due).await
-    }
-
-    /// Enqueues the first step now through `client`; returns the chain id.
-    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
-        client.dispatch_chain(self, None).await
+impl Client {
+    /// [`dispatch_many`] through this client: many jobs of one type in one round trip; their
+    /// jids in order.
+    pub async fn dispatch_many<J: Job>(
+        &self,
+        jobs: impl IntoIterator<Item = PendingJob<J>>,
+    ) -> Result<Vec<String>> {
+        let jobs = jobs.into_iter().map(encode).collect();
+        Engine::through(self).jobs(jobs).await
     }
 }
 
-impl Workflow {
-    /// Stores the workflow and starts its first stage through the default client; returns the
-    /// workflow id (`<uuid>@<home queue>`).
-    pub async fn dispatch(self) -> Result<String> {
-        Engine::default().await?.workflow(self).await
+impl<C> Chain<C> {
+    /// Sends this chain through `client` instead of the process-wide default.
+    pub fn through(self, client: &Client) -> Chain<&Client> {
+        self.swap_client(client).0
     }
+}
 
-    /// [`Workflow::dispatch`] through `client`.
-    pub async fn dispatch_with(self, client: &Client) -> Result<String> {
-        client.dispatch_workflow(self).await
+impl<C: Via> Chain<C> {
+    /// Stores the chain: its first step on its queue now (or due at `.at(..)` / after
+    /// `.after(..)`, on Redis's clock), the rest waiting in the chain's list. Returns the
+    /// chain id.
+    pub async fn dispatch(mut self) -> Result<String> {
+        let due = Due::of(self.take_timing())?;
+        let (chain, via) = self.swap_client(());
+        engine(&via).await?.chain(chain, due).await
+    }
+}
+
+impl<C> Workflow<C> {
+    /// Sends this workflow through `client` instead of the process-wide default.
+    pub fn through(self, client: &Client) -> Workflow<&Client> {
+        self.swap_client(client).0
+    }
+}
+
+impl<C: Via> Workflow<C> {
+    /// Stores the workflow and starts its first stage; returns the workflow id
+    /// (`<uuid>@<home queue>`).
+    pub async fn dispatch(self) -> Result<String> {
+        let (workflow, via) = self.swap_client(());
+        engine(&via).await?.workflow(workflow).await
     }
 }

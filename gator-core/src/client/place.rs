@@ -1,21 +1,53 @@
-//! Where and when a dispatched job goes, before it is stored: through the client middleware,
-//! held to the payload limit, placed on a shard of its queue, and, for a job with time
-//! windows, moved to its next opening.
+//! The stages of a dispatch before it is stored, in order: the client middleware, the payload
+//! held to its limit and encoded (packed, or its arguments set aside), placed on a shard of its
+//! queue, and given the time it is due there (a job with time windows moved to its next
+//! opening). What comes out, [`Placed`], is only stored (`send.rs`): nothing here calls back.
 
 use super::Client;
+use super::engine::Due;
 use crate::error::Result;
 use crate::job::Encoded;
 use crate::payload::Payload;
+use crate::store::schedule::When;
+
+/// A job ready to store: its payload, placed, and when it is due on its queue.
+#[derive(Debug)]
+pub(crate) struct Placed {
+    pub(crate) payload: Payload,
+    /// `None`: due now, on its queue's list.
+    pub(crate) later: Option<Later>,
+}
+
+/// When a job that is not due now is due.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Later {
+    pub(crate) when: When,
+    /// When its payload says it became due (ms, Redis time): `when` itself, or for a delay
+    /// the estimate on this host's clock (Redis's clock decides; this is only recorded).
+    pub(crate) due_ms: u64,
+}
 
 impl Client {
-    /// `job`'s payload, on the shard of its queue it belongs to (see [`crate::shards`]).
-    pub(crate) async fn placed(&self, job: Encoded) -> Result<Payload> {
+    /// `job` through every stage, due `due`.
+    pub(crate) async fn place_one(&self, job: Encoded, due: Due) -> Result<Placed> {
         let mut placed = self.place(vec![job]).await?;
-        Ok(placed.pop().expect("one payload per job"))
+        let payload = placed.pop().expect("one payload per job");
+        let later = self.later(&payload, due).await?;
+        Ok(Placed { payload, later })
     }
 
-    /// [`Client::placed`] for many jobs, each first through the client middleware: a refusal
-    /// stores none of them.
+    /// Many jobs through every stage, each due now (or at its next opening).
+    pub(crate) async fn place_all(&self, jobs: Vec<Encoded>) -> Result<Vec<Placed>> {
+        let mut placed = Vec::with_capacity(jobs.len());
+        for payload in self.place(jobs).await? {
+            let later = self.later(&payload, Due::Now).await?;
+            placed.push(Placed { payload, later });
+        }
+        Ok(placed)
+    }
+
+    /// Jobs through the client middleware, their payload limit and encoding, and onto a shard
+    /// of their queues: a refusal of any stores none of them.
     pub(crate) async fn place(&self, mut jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
         self.stamp_deadlines(&mut jobs).await?;
         for job in &mut jobs {
@@ -65,15 +97,42 @@ impl Client {
         Ok(())
     }
 
+    /// When `payload`, dispatched due `due`, is due on its queue: `None` for now. A time
+    /// outside the job's windows moves to the next opening after it; a delay counts on
+    /// Redis's clock. The plain path (due now, no windows) costs nothing.
+    async fn later(&self, payload: &Payload, due: Due) -> Result<Option<Later>> {
+        let at = |ms: u64| Later {
+            when: When::At(ms),
+            due_ms: ms,
+        };
+        Ok(match due {
+            Due::Now => self.window_start(payload, None).await?.map(at),
+            Due::At(ms) => Some(at(self
+                .window_start(payload, Some(ms))
+                .await?
+                .unwrap_or(ms))),
+            Due::In(delay) if has_windows(payload) => {
+                // Counted from Redis's clock, then moved to the next opening if outside one.
+                let ms = self.redis_time().await? + crate::store::lease::millis(delay);
+                Some(at(self
+                    .window_start(payload, Some(ms))
+                    .await?
+                    .unwrap_or(ms)))
+            }
+            Due::In(delay) => Some(Later {
+                when: When::In(delay),
+                due_ms: crate::payload::to_ms(crate::horizon::time_after(delay)?),
+            }),
+        })
+    }
+
     /// For a job with time windows ([`PendingJob::windows`]): when it may start, on Redis's
     /// clock, if it is due at `due` (ms; now if `None`): `due` itself if that lies inside a
     /// window, else the next opening. `None` for a job without windows, or one due now inside
     /// a window. Costs a `TIME` call, for jobs with windows only.
-    pub(crate) async fn window_start(
-        &self,
-        payload: &Payload,
-        due: Option<u64>,
-    ) -> Result<Option<u64>> {
+    ///
+    /// [`PendingJob::windows`]: crate::PendingJob::windows
+    async fn window_start(&self, payload: &Payload, due: Option<u64>) -> Result<Option<u64>> {
         let Some(windows) = payload
             .flow
             .as_ref()
@@ -92,4 +151,9 @@ impl Client {
             .unwrap_or(due);
         Ok((start > now).then_some(start))
     }
+}
+
+/// Whether `payload` starts only inside time windows.
+fn has_windows(payload: &Payload) -> bool {
+    payload.flow.as_ref().is_some_and(|f| !f.windows.is_empty())
 }

@@ -1,10 +1,12 @@
-//! The Redis engine ([`super::engine`]): what a dispatch stores, and how, once the engine has
-//! chosen Redis. A job now (on its list, or parked on a controlled queue), later (in its
-//! queue's scheduled set), with a unique lock, as a chain or as a workflow; each write one
-//! script or `MULTI`, then confirmed on the replicas if the client waits for them.
+//! The Redis engine ([`super::engine`]): a dispatch's one way through the client, build →
+//! middleware → encode → place (`place.rs`) → store (here), and what it stores: a job now (on
+//! its list, or parked on a controlled queue), later (in its queue's scheduled set), with a
+//! unique lock, as a chain or as a workflow; each write one script or `MULTI`, then confirmed
+//! on the replicas if the client waits for them.
 
 use super::Client;
 use super::engine::Due;
+use super::place::{Later, Placed};
 use crate::chain::Chain;
 use crate::error::{Error, Result};
 use crate::job::Encoded;
@@ -18,29 +20,8 @@ use std::time::Duration;
 impl Client {
     /// Stores one job, due `due`; whether it was new or a unique job's duplicate.
     pub(crate) async fn send(&self, job: Encoded, due: Due) -> Result<Dispatched> {
-        let payload = self.placed(job).await?;
-        match due {
-            Due::Now => self.dispatch_placed(payload).await,
-            Due::At(due) => {
-                // A time outside the job's windows moves to the next opening after it.
-                let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
-                self.schedule_placed(payload, When::At(due), due).await
-            }
-            Due::In(delay) => self.send_in(payload, delay).await,
-        }
-    }
-
-    /// Stores `payload` due after `delay`, counted on Redis's clock.
-    async fn send_in(&self, payload: Payload, delay: Duration) -> Result<Dispatched> {
-        if payload.flow.as_ref().is_some_and(|f| !f.windows.is_empty()) {
-            // Counted from Redis's clock, then moved to the next opening if outside a window.
-            let due = self.redis_time().await? + store::lease::millis(delay);
-            let due = self.window_start(&payload, Some(due)).await?.unwrap_or(due);
-            return self.schedule_placed(payload, When::At(due), due).await;
-        }
-        let estimate = crate::payload::to_ms(crate::horizon::time_after(delay)?);
-        self.schedule_placed(payload, When::In(delay), estimate)
-            .await
+        let placed = self.place_one(job, due).await?;
+        self.store(placed).await
     }
 
     /// Stores many jobs now, in one round trip where it can; their jids in order. Jobs with
@@ -50,22 +31,15 @@ impl Client {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let payloads = self.place(jobs).await?;
-        let mut jids = Vec::with_capacity(payloads.len());
-        let mut now = Vec::with_capacity(payloads.len());
-        for payload in payloads {
-            match self.window_start(&payload, None).await? {
-                Some(start) => {
-                    let scheduled = self.schedule_placed(payload, When::At(start), start);
-                    jids.push(scheduled.await?.into_jid());
-                }
-                None if payload.unique.is_some() => {
-                    jids.push(self.store_unique(payload, None).await?.into_jid());
-                }
-                None => {
-                    jids.push(payload.jid.clone());
-                    now.push(payload);
-                }
+        let placed = self.place_all(jobs).await?;
+        let mut jids = Vec::with_capacity(placed.len());
+        let mut now = Vec::with_capacity(placed.len());
+        for placed in placed {
+            if placed.later.is_some() || placed.payload.unique.is_some() {
+                jids.push(self.store(placed).await?.into_jid());
+            } else {
+                jids.push(placed.payload.jid.clone());
+                now.push(placed.payload);
             }
         }
         if !now.is_empty() {
@@ -84,50 +58,37 @@ impl Client {
         self.store_chain(chain, when).await
     }
 
-    /// [`Client::dispatch`] of a placed payload: a unique job goes with its lock
-    /// ([`crate::unique`]); any other is new.
-    pub(crate) async fn dispatch_placed(&self, payload: Payload) -> Result<Dispatched> {
-        if let Some(start) = self.window_start(&payload, None).await? {
-            return self.schedule_placed(payload, When::At(start), start).await;
+    /// Stores a placed job: a unique job with its lock ([`crate::unique`]), any other on its
+    /// queue or in its scheduled set.
+    pub(crate) async fn store(&self, placed: Placed) -> Result<Dispatched> {
+        let Placed { payload, later } = placed;
+        match later {
+            Some(later) => self.schedule(payload, later).await,
+            None if payload.unique.is_some() => self.store_unique(payload, None).await,
+            None => {
+                self.enqueue(std::slice::from_ref(&payload)).await?;
+                Ok(Dispatched::New(payload.jid))
+            }
         }
-        if payload.unique.is_some() {
-            return self.store_unique(payload, None).await;
-        }
-        self.enqueue(std::slice::from_ref(&payload)).await?;
-        Ok(Dispatched::New(payload.jid))
     }
 
-    /// [`Client::schedule`], saying whether a unique job found a duplicate.
-    pub(crate) async fn schedule_placed(
-        &self,
-        mut payload: Payload,
-        when: When,
-        enqueued_at_ms: u64,
-    ) -> Result<Dispatched> {
+    /// Stores `payload` in its queue's scheduled set (or on its queue if already due by
+    /// Redis's clock), saying whether a unique job found a duplicate.
+    async fn schedule(&self, mut payload: Payload, later: Later) -> Result<Dispatched> {
         // `enqueued_at` is when the job becomes due on its queue; the promotion script moves
         // the payload without rewriting it.
-        payload.enqueued_at = enqueued_at_ms.max(payload.enqueued_at);
+        payload.enqueued_at = later.due_ms.max(payload.enqueued_at);
         if payload.unique.is_some() {
-            return self.store_unique(payload, Some(when)).await;
+            return self.store_unique(payload, Some(later.when)).await;
         }
         self.register_if_due(std::slice::from_ref(&payload)).await?;
         let mut conn = self.connection();
-        store::schedule::schedule(&mut conn, self.keys(), &payload, when, None)
+        store::schedule::schedule(&mut conn, self.keys(), &payload, later.when, None)
             .await
             .map_err(|e| e.of_queue(&payload.queue))?;
         self.confirm_replicated(&mut conn, vec![payload.queue.as_str()])
             .await?;
         Ok(Dispatched::New(payload.jid))
-    }
-
-    /// Stores `payload` to run `when` (`enqueued_at_ms` is what its payload records as the
-    /// time it becomes due); returns its jid.
-    /// Schedules an encoded `payload` at `due` (ms, Redis time); returns its jid.
-    pub(crate) async fn dispatch_at_ms(&self, payload: Payload, due: u64) -> Result<String> {
-        Ok(self
-            .schedule_placed(payload, When::At(due), due)
-            .await?
-            .into_jid())
     }
 
     async fn store_chain(&self, chain: Chain, when: When) -> Result<String> {
@@ -146,11 +107,7 @@ impl Client {
     }
 
     /// Stores a unique `payload` with its lock: now, or `when` (see [`store::unique::dispatch`]).
-    pub(crate) async fn store_unique(
-        &self,
-        payload: Payload,
-        when: Option<When>,
-    ) -> Result<Dispatched> {
+    async fn store_unique(&self, payload: Payload, when: Option<When>) -> Result<Dispatched> {
         self.register_if_due(std::slice::from_ref(&payload)).await?;
         let mut conn = self.connection();
         let (dispatched, _due) = store::unique::dispatch(&mut conn, self.keys(), &payload, when)
@@ -186,7 +143,7 @@ impl Client {
         self.confirm_replicated(&mut conn, queues).await
     }
 
-    /// The Redis engine's [`Client::dispatch_workflow`]: stores the workflow, its first stage
+    /// The Redis engine's [`Workflow::dispatch`]: stores the workflow, its first stage
     /// released; its id.
     pub(crate) async fn send_workflow(&self, workflow: Workflow) -> Result<String> {
         if workflow.is_empty() {

@@ -2,6 +2,7 @@
 //! when it is expected to start.
 
 use super::Client;
+use super::engine::Due;
 use crate::error::Result;
 use crate::flow::Ticket;
 use crate::job::{Job, PendingJob, encode};
@@ -9,32 +10,28 @@ use crate::store;
 use std::time::{Duration, UNIX_EPOCH};
 
 impl Client {
-    /// Enqueues `job` now, like [`Client::dispatch`], and returns its [`Ticket`]: its place in
+    /// Enqueues `job` now, like [`PendingJob::dispatch`], and returns its [`Ticket`]: its place in
     /// its queue and, on a rate-limited queue, when it is expected to start. A job with time
     /// windows that may not start now is scheduled at its next opening, and its ticket has no
     /// place yet (`seq: None`), only that time. A unique job's ticket has no place either.
     pub async fn dispatch_with_ticket<J: Job>(&self, job: PendingJob<J>) -> Result<Ticket> {
-        let payload = self.placed(encode(job)?).await?;
-        if let Some(start) = self.window_start(&payload, None).await? {
-            let jid = self.dispatch_at_ms(payload, start).await?;
-            return Ok(Ticket {
-                jid,
-                seq: None,
-                ahead: 0,
-                expected_start: Some(UNIX_EPOCH + Duration::from_millis(start)),
-            });
+        let placed = self.place_one(encode(job)?, Due::Now).await?;
+        let no_place = |jid, expected_start| Ticket {
+            jid,
+            seq: None,
+            ahead: 0,
+            expected_start,
+        };
+        if let Some(later) = placed.later {
+            let start = UNIX_EPOCH + Duration::from_millis(later.due_ms);
+            return Ok(no_place(self.store(placed).await?.into_jid(), Some(start)));
         }
         // A unique job is stored with its lock (`crate::unique`); its ticket has no place
         // (it may be a duplicate, already waiting somewhere).
-        if payload.unique.is_some() {
-            let jid = self.store_unique(payload, None).await?.into_jid();
-            return Ok(Ticket {
-                jid,
-                seq: None,
-                ahead: 0,
-                expected_start: None,
-            });
+        if placed.payload.unique.is_some() {
+            return Ok(no_place(self.store(placed).await?.into_jid(), None));
         }
+        let payload = placed.payload;
         let register = self.due_for_registering(std::iter::once(payload.queue.as_str()));
         let mut conn = self.connection();
         let stored =

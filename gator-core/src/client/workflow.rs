@@ -24,7 +24,8 @@ impl Client {
     ) -> Result<String> {
         store::workflow::split_id(id)?;
         let step = step.into();
-        let mut payload = self.placed(step.job?).await?;
+        let mut placed = self.place(vec![step.job?]).await?;
+        let mut payload = placed.pop().expect("one payload per job");
         let parents: Vec<String> = after.iter().map(|jid| (*jid).to_owned()).collect();
         payload.workflow = Some(Box::new(WorkflowLink {
             id: id.to_owned(),

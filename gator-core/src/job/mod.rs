@@ -16,6 +16,7 @@ mod pending;
 mod pending_flow;
 
 pub use pending::PendingJob;
+pub(crate) use pending::Timing;
 
 /// A job type. `#[job]` implements it for the type it generates; you rarely write one by hand.
 pub trait Job: Sized + Send + Sync + 'static {
@@ -182,8 +183,19 @@ pub(crate) struct Encoded {
     pub(crate) expiry: Option<crate::expiry::Expiry>,
 }
 
-/// A job's payload and shard key.
+/// A job's payload and shard key. A job dispatched on its own gives its due time to the
+/// dispatch first ([`PendingJob::take_timing`]); one that still has one here is a chain or
+/// workflow step, a reply handler or a cron job, which run when something else says, so its
+/// own time is refused rather than ignored.
 pub(crate) fn encode<J: Job>(job: PendingJob<J>) -> Result<Encoded> {
+    if job.timing.is_some() {
+        return Err(Error::InvalidTime {
+            reason: "`.at(..)` and `.after(..)` are for a job dispatched on its own: a step of \
+                     a chain or workflow runs when the steps before it succeed (give the chain \
+                     its time), and `dispatch_many` sends its jobs now"
+                .into(),
+        });
+    }
     crate::store::keys::validate_queue(&job.queue)?;
     job.flow.validate()?;
     let args = serde_json::to_value(&job.args)?;

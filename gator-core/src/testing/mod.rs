@@ -19,7 +19,7 @@
 //!
 //! // Time is the fake's: a job due in an hour waits until the test moves the clock.
 //! let hour = Duration::from_secs(3600);
-//! SendEmail::call("ada@example.com".into(), "Reminder".into()).dispatch_in(hour).await.unwrap();
+//! SendEmail::call("ada@example.com".into(), "Reminder".into()).after(hour).dispatch().await.unwrap();
 //! assert_eq!(fake.drain().await.ran, 0);
 //! assert_eq!(fake.jobs()[0].due, Some(fake.now() + hour));
 //! fake.advance(hour);

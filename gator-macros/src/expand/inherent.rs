@@ -53,7 +53,7 @@ pub(super) fn inherent_impl(
                 #time: impl ::core::convert::Into<#root::DueTime>,
                 #(#idents: #types),*
             ) -> #root::Result<::std::string::String> {
-                Self::call(#(#idents),*).dispatch_at(#time).await
+                Self::call(#(#idents),*).at(#time).dispatch().await
             }
 
             #[doc = #dispatch_in]
@@ -61,7 +61,7 @@ pub(super) fn inherent_impl(
                 #delay: ::std::time::Duration,
                 #(#idents: #types),*
             ) -> #root::Result<::std::string::String> {
-                Self::call(#(#idents),*).dispatch_in(#delay).await
+                Self::call(#(#idents),*).after(#delay).dispatch().await
             }
 
             #many
@@ -135,8 +135,9 @@ impl Docs {
         };
         Docs {
             call: format!(
-                " {job}{with_args}, not yet sent: pick another queue with `.queue(..)`, \
-                 or dispatch it later or through a client of your choice (`.dispatch_with(&client)`)."
+                " {job}{with_args}, not yet sent: the builder of its dispatch. Pick another queue \
+                 with `.queue(..)`, a time with `.at(..)` or `.after(..)`, a client of your choice \
+                 with `.through(&client)`, then `.dispatch()`."
             ),
             dispatch: format!(" Enqueues {job}{with_args} {on_queue}; returns the jid."),
             dispatch_at: format!(

@@ -83,7 +83,7 @@ async fn dispatch(
     }
     let mut by_name = app.client.dispatch_by_name(&body.job, body.args);
     if let Some(queue) = &queue {
-        by_name = by_name.on(queue);
+        by_name = by_name.queue(queue);
     }
     if body.force {
         by_name = by_name.force();
@@ -111,7 +111,7 @@ async fn dispatch(
         body.expires_in.as_deref(),
         body.on_expire.as_deref(),
     )?;
-    let dispatched = by_name.send().await?;
+    let dispatched = by_name.dispatch().await?;
     let duplicate = dispatched.is_duplicate();
     Ok((
         StatusCode::CREATED,

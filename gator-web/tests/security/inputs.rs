@@ -40,8 +40,10 @@ async fn dispatch_in_holds_a_delay_to_the_horizon_dispatch_at_holds_a_time_to() 
     let client = client(&redis.url()).await;
     let years = |n: u64| Duration::from_secs(n * 365 * 24 * 3600);
     for delay in [years(10), years(1_000_000_000), Duration::MAX] {
-        let refused = client
-            .dispatch_in(jobs::SendEmail::call("far".into()), delay)
+        let refused = jobs::SendEmail::call("far".into())
+            .after(delay)
+            .through(&client)
+            .dispatch()
             .await;
         assert!(
             matches!(refused, Err(Error::InvalidTime { .. })),
@@ -49,8 +51,10 @@ async fn dispatch_in_holds_a_delay_to_the_horizon_dispatch_at_holds_a_time_to() 
         );
     }
     let at = std::time::SystemTime::now() + years(10);
-    let refused = client
-        .dispatch_at(jobs::SendEmail::call("far".into()), at)
+    let refused = jobs::SendEmail::call("far".into())
+        .at(at)
+        .through(&client)
+        .dispatch()
         .await;
     assert!(
         matches!(refused, Err(Error::InvalidTime { .. })),

@@ -81,7 +81,8 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 "limit key",
                 call()
                     .limit_key(key.clone())
-                    .dispatch_with(&client)
+                    .through(&client)
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -89,7 +90,8 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 "fair key",
                 call()
                     .fair_key(key.clone())
-                    .dispatch_with(&client)
+                    .through(&client)
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -97,7 +99,8 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 "rate limiter",
                 call()
                     .rate_limiter(key.clone())
-                    .dispatch_with(&client)
+                    .through(&client)
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -105,7 +108,8 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 "overlap key",
                 call()
                     .overlap_key(key.clone())
-                    .dispatch_with(&client)
+                    .through(&client)
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -113,7 +117,8 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 "unique key",
                 call()
                     .unique_key(key.clone())
-                    .dispatch_with(&client)
+                    .through(&client)
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -123,7 +128,7 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 client
                     .dispatch_by_name(&key, serde_json::json!([]))
                     .force()
-                    .send()
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -132,7 +137,7 @@ async fn the_rust_client_refuses_every_invisible_name_or_key_before_storing_anyt
                 (client.dispatch_by_name("send_email", serde_json::json!(["a"])))
                     .force()
                     .fair_key(key.clone())
-                    .send()
+                    .dispatch()
                     .await
                     .err(),
             ),
@@ -171,7 +176,8 @@ async fn a_default_overlap_key_from_arguments_with_a_joiner_is_digested_not_refu
     let family = "\u{1f468}\u{200d}\u{1f469}\u{200d}\u{1f467}";
     jobs::SendEmail::call(family.into())
         .no_overlap()
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 }

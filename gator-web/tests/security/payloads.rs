@@ -56,7 +56,8 @@ async fn a_client_refuses_a_payload_over_its_limit_before_storing_it() {
         .await
         .unwrap();
     let refused = jobs::SendEmail::call("y".repeat(100 * 1024))
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await;
     match refused {
         Err(Error::PayloadTooLarge { bytes, max, .. }) => {
@@ -67,7 +68,8 @@ async fn a_client_refuses_a_payload_over_its_limit_before_storing_it() {
     assert_eq!(redis.cli(&["LLEN", "gator:{web}:queue"]), "0");
     // Under the limit, it goes.
     jobs::SendEmail::call("small".into())
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
 }

@@ -82,7 +82,7 @@ pub async fn enqueue(
         })?;
     let mut by_name = admin.client().dispatch_by_name(&args.job, values);
     if let Some(queue) = &args.queue {
-        by_name = by_name.on(queue);
+        by_name = by_name.queue(queue);
     }
     if args.force {
         by_name = by_name.force();
@@ -99,7 +99,7 @@ pub async fn enqueue(
             by_name = by_name.on_expire(gator_core::expiry::OnExpire::Drop);
         }
     }
-    let dispatched = by_name.send().await?;
+    let dispatched = by_name.dispatch().await?;
     let what = if dispatched.is_duplicate() {
         "duplicate of"
     } else {

@@ -38,15 +38,18 @@ async fn a_large_job_goes_aside_runs_with_the_same_args_and_its_key_goes_with_it
         .unwrap();
     let (noisy, text, small) = (noise(1 << 20), prose(1 << 20), prose(1024));
     let jid = KeepBlob::call(21, noisy.clone(), false, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     KeepBlob::call(22, text.clone(), false, 0)
-        .dispatch_with(&eager)
+        .through(&eager)
+        .dispatch()
         .await
         .unwrap();
     KeepBlob::call(23, small.clone(), false, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let stored = stored(&redis).await;
@@ -107,7 +110,8 @@ async fn a_dead_aside_job_keeps_its_key_runs_again_with_its_args_and_deleting_it
     let client = big_client(&redis).await;
     let blob = format!("needle-aside {}", noise(512 * 1024));
     let jid = KeepBlob::call(31, blob.clone(), true, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let mut first = worker(&redis, &[]);
@@ -213,7 +217,8 @@ async fn an_aside_job_whose_worker_is_killed_runs_again_with_its_args() {
     let client = big_client(&redis).await;
     let blob = noise(512 * 1024);
     KeepBlob::call(9, blob.clone(), false, 2000)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(side_keys(&redis).len(), 1);
@@ -241,7 +246,8 @@ async fn cancelled_and_expired_dropped_aside_jobs_lose_their_keys() {
     let redis = RedisServer::start();
     let client = big_client(&redis).await;
     let cancelled = KeepBlob::call(41, noise(300 * 1024), false, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(side_keys(&redis).len(), 1);
@@ -251,7 +257,8 @@ async fn cancelled_and_expired_dropped_aside_jobs_lose_their_keys() {
     let expiring = KeepBlob::call(42, noise(300 * 1024), false, 0)
         .expires_in(Duration::from_millis(200))
         .on_expire(gator_core::expiry::OnExpire::Drop)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(side_keys(&redis).len(), 1);
@@ -277,7 +284,8 @@ async fn a_dead_aside_job_trimmed_from_the_dead_set_loses_its_key() {
     let client = big_client(&redis).await;
     let mut worker = worker(&redis, &["--dead-max-jobs", "1"]);
     let first = KeepBlob::call(51, noise(300 * 1024), true, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     let dead = |jid: String| {
@@ -290,7 +298,8 @@ async fn a_dead_aside_job_trimmed_from_the_dead_set_loses_its_key() {
     .await;
     assert_eq!(side_keys(&redis), vec![side_key(&first)]);
     let second = KeepBlob::call(52, noise(300 * 1024), true, 0)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     wait_until("the second job is dead", Duration::from_secs(30), || {

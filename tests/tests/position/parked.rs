@@ -39,7 +39,7 @@ async fn limited(queue: &str) -> (RedisServer, Client) {
 async fn dispatch_all(client: &Client, jobs: Vec<PendingJob<PosNap>>) -> Vec<String> {
     let mut jids = Vec::new();
     for job in jobs {
-        jids.push(job.dispatch_with(client).await.unwrap());
+        jids.push(job.through(client).dispatch().await.unwrap());
     }
     jids
 }
@@ -134,7 +134,8 @@ async fn two_keys_count_apart_and_an_urgent_job_goes_first() {
         .queue("pos-keys")
         .limit_key("a")
         .priority(1)
-        .dispatch_with(&client)
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     assert_eq!(ahead(&client, &urgent).await, 0);
@@ -245,7 +246,7 @@ async fn a_job_parked_when_due_knows_its_place() {
     let _worker = gator_tests::spawn_worker_process(WORKER, &redis.url(), "pos-due", 1);
     // The limit's one unit taken for a while, so the due job waits parked behind it.
     let long = PosNap::call(0, 8_000).queue("pos-due").limit_key("a");
-    let long = long.dispatch_with(&client).await.unwrap();
+    let long = long.through(&client).dispatch().await.unwrap();
     wait_until("the long job running", Duration::from_secs(15), || async {
         !matches!(
             client.position(&long).await.unwrap(),
@@ -254,8 +255,10 @@ async fn a_job_parked_when_due_knows_its_place() {
     })
     .await;
     let due = PosNap::call(1, 1).queue("pos-due").limit_key("a");
-    let due = client
-        .dispatch_in(due, Duration::from_millis(500))
+    let due = due
+        .after(Duration::from_millis(500))
+        .through(&client)
+        .dispatch()
         .await
         .unwrap();
     // The worker's poller parks it when due (promote_due.lua), writing where it is.
