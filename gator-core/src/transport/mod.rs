@@ -7,3 +7,4 @@ pub mod endpoint;
 mod open;
 pub mod replication;
 pub mod sentinel;
+mod tls;

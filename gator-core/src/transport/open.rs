@@ -3,7 +3,7 @@
 //! master found through Sentinel, or a cluster.
 
 use super::connection::Link;
-use crate::sentinel::Sentinels;
+use super::sentinel::Sentinels;
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
