@@ -4,14 +4,14 @@
 //! its own queue's outbox (`ack.lua`, see `store::inflight::ack`), and [`advance`] moves that
 //! step to its queue, which may live under another tag, on another cluster node.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::ChainLink;
 use crate::payload::Payload;
-use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::schedule::{self, When};
 use crate::store::scripts;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use redis::aio::ConnectionLike;
 
 /// Stores a chain whose steps already carry their links: the queues go in the known set, then

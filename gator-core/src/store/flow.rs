@@ -160,7 +160,7 @@ pub async fn set_shared_rate(
 /// The shared rate limiters: name, rate, and the next allowed start if not now (ms, the
 /// limiter node's Redis time).
 pub async fn shared_limiters(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
 ) -> Result<Vec<RateStatus>> {
     let read = redis::cmd("SMEMBERS")

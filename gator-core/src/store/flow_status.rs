@@ -130,7 +130,7 @@ pub(super) fn rate_status(name: String, stored: &str, tat: Option<f64>, now: u64
 
 /// Reads `queue`'s flow controls.
 pub async fn status(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
     queue: &str,
 ) -> Result<FlowStatus> {

@@ -149,12 +149,12 @@ pub async fn fetch_blocking(
 /// records it in the same script; any other success is a plain `LREM` ([`ack_and_take`]).
 /// Returns false if the job was no longer in flight (recovered meanwhile).
 pub async fn ack(
-    conn: &mut crate::connection::Connection,
+    conn: &mut crate::transport::connection::Connection,
     keys: &Keys,
     job: &Fetched,
     done: &Done<'_>,
     handoff: Option<&str>,
-    wait: Option<&crate::replication::ReplicaWait>,
+    wait: Option<&crate::transport::replication::ReplicaWait>,
 ) -> Result<bool> {
     let Some(record) = handoff else {
         if job.admitted {

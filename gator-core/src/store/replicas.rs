@@ -2,9 +2,9 @@
 //! node each written key lives on, once per hash tag, failing the dispatch unless enough
 //! replicas confirmed every write.
 
-use crate::connection::Connection;
 use crate::error::{Error, Result};
-use crate::replication::ReplicaWait;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 
 /// Sends `WAIT` for each of `keys` (just written through `conn`) to the node that holds it,
 /// once per slot, and fails unless `wait.replicas` replicas confirmed every one.

@@ -8,12 +8,12 @@
 //! timeout puts it back in its queue marked failed, so that its retry policy applies. Every
 //! step is idempotent and a crash between two leaves a record that the next drain finishes.
 
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::PayloadDocument;
-use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::scripts;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;

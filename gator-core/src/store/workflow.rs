@@ -11,12 +11,12 @@
 //! in the push hash, and recovery finishes the move ([`super::chain::drain_outbox`],
 //! [`drain_pushing`]).
 
-use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
-use crate::replication::ReplicaWait;
 use crate::store::keys::Keys;
 use crate::store::scripts;
+use crate::transport::connection::Connection;
+use crate::transport::replication::ReplicaWait;
 use redis::aio::ConnectionLike;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
