@@ -124,8 +124,8 @@ fn open_cluster(url: &str, tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> {
         url: redact(url),
         reason: "no node URL was given".to_owned(),
     })?;
-    let mut builder = redis::cluster::ClusterClientBuilder::new(infos)
-        .tcp_settings(super::connection::tcp_settings());
+    let mut builder =
+        redis::cluster::ClusterClientBuilder::new(infos).tcp_settings(super::tcp::tcp_settings());
     if !tls.is_empty() {
         builder = builder.certs(load_certificates(tls)?);
     }
@@ -165,7 +165,7 @@ fn node_info(url: &str, tls: &TlsFiles) -> Result<ConnectionInfo> {
             url: redact(url),
             reason: e.to_string(),
         })?
-        .set_tcp_settings(super::connection::tcp_settings());
+        .set_tcp_settings(super::tcp::tcp_settings());
     if !is_tls(&info) && !tls.is_empty() {
         return Err(Error::Tls {
             reason: format!(

@@ -233,7 +233,7 @@ pub(crate) fn open(url: &str, tls: &TlsFiles) -> Result<(Sentinels, ConnectionIn
             ),
         });
     }
-    let tcp = super::connection::tcp_settings();
+    let tcp = super::tcp::tcp_settings();
     let mut builder =
         SentinelClientBuilder::new(addrs, &parsed.service, SentinelServerType::Master)
             .map_err(|e| invalid(e.to_string()))?
