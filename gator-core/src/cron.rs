@@ -39,9 +39,10 @@
 
 pub use crate::wire::cron::{CronEntry, DEFAULT_TZ, Schedule, Source};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::job::{Job, PendingJob, encode};
 use crate::payload::Payload;
+use serde_json::json;
 
 /// A `#[job(cron = ...)]` declaration; the macro submits one per such job to `inventory`.
 #[derive(Debug)]
@@ -70,6 +71,62 @@ impl CronRegistration {
         let payload = (self.payload)()?;
         let name = payload.job.clone();
         CronEntry::new(&name, self.cron, self.tz, payload, Source::Code)
+    }
+}
+
+// An entry's payload side, here rather than beside the entry (`wire::cron`): the payload
+// stands above what is stored.
+impl CronEntry {
+    /// An entry `name` that enqueues `payload`'s job (its name, queue, arguments and flow
+    /// options) on `cron` in `tz` (UTC if `None`); checks the name, expression and zone.
+    pub fn new(
+        name: &str,
+        cron: &str,
+        tz: Option<&str>,
+        payload: Payload,
+        source: Source,
+    ) -> Result<CronEntry> {
+        let invalid = |reason: String| Error::InvalidCron {
+            name: name.to_owned(),
+            reason,
+        };
+        if name.len() > 200 {
+            return Err(invalid(format!(
+                "a name is 1 to 200 bytes, not {}",
+                name.len()
+            )));
+        }
+        if let Err(problem) = gator_rules::visible_name(name) {
+            return Err(invalid(format!(
+                "a name is 1 to 200 bytes that show as themselves; it {problem}"
+            )));
+        }
+        let tz = tz.unwrap_or(DEFAULT_TZ);
+        Schedule::parse(cron, tz).map_err(invalid)?;
+        Ok(CronEntry {
+            name: name.to_owned(),
+            cron: cron.trim().to_owned(),
+            tz: tz.to_owned(),
+            queue: payload.queue,
+            job: payload.job,
+            args: payload.args,
+            flow: payload.flow.map(|flow| *flow),
+            source,
+        })
+    }
+
+    /// A fresh payload (new jid) of the entry's job for `tick` (ms; `None` for a run-now),
+    /// enqueued at `now` (ms, Redis time): `created_at` is the tick, and `cron` says which
+    /// entry and tick it came from.
+    pub fn payload(&self, tick: Option<u64>, now: u64) -> Payload {
+        let mut payload = Payload::new(&self.job, &self.queue, self.args.clone());
+        payload.created_at = tick.unwrap_or(now);
+        payload.enqueued_at = now;
+        payload.flow = self.flow.clone().map(Box::new);
+        payload
+            .extra
+            .insert("cron".to_owned(), json!({"entry": self.name, "tick": tick}));
+        payload
     }
 }
 

@@ -3,6 +3,7 @@
 
 use crate::context::{Context, StateNeed};
 use crate::error::{Error, Result};
+use crate::job::signature::Signature;
 use crate::job::{Execution, Job};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -29,7 +30,7 @@ pub struct JobRegistration {
     /// The job's retry strategy, if it has one (`None` from it: `retries` and `backoff`).
     pub retry: fn(&crate::retry::RetryContext<'_>) -> Option<crate::retry::RetryDecision>,
     /// Its parameters and the options it takes from them, for the catalogue.
-    pub signature: crate::catalogue::Signature,
+    pub signature: Signature,
     /// Its unique options, for the catalogue.
     pub unique: Option<crate::unique::UniqueOptions>,
     /// Its expiry (`#[job(expires_in = ..)]`), for the catalogue: by-name dispatches carry it.
@@ -173,7 +174,7 @@ mod tests {
         timeout: None,
         backoff: crate::retry::default_backoff,
         retry: no_strategy,
-        signature: crate::catalogue::Signature::UNKNOWN,
+        signature: Signature::UNKNOWN,
         unique: None,
         expiry: None,
     };

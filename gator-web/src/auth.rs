@@ -28,7 +28,7 @@
 //!
 //! Every secret is compared in constant time.
 
-use crate::App;
+use crate::app::App;
 use crate::error::ApiError;
 use crate::throttle::Client;
 use axum::extract::{ConnectInfo, OriginalUri, Request, State};

@@ -3,7 +3,7 @@
 //! says what a sound configuration is; the binary calls it at start, [`crate::router`] too.
 
 use crate::host::HostPattern;
-use crate::secret::check_secret;
+use crate::secret::weakness;
 pub use crate::secret::{BasicAuth, MAX_SECRET_BYTES, MIN_SECRET_CHARS, MIN_SECRET_DISTINCT_CHARS};
 use crate::throttle::AuthThrottle;
 use std::fmt;
@@ -251,7 +251,13 @@ impl WebConfig {
                 rule: "shorter than the request timeout (--request-timeout), which would otherwise answer a slow body 503 first",
             });
         }
-        self.auth_throttle.validate()
+        if !self.auth_throttle.is_sound() {
+            return Err(ConfigError::BadLimit {
+                what: "the auth throttle's burst, refill and max clients",
+                rule: "above zero",
+            });
+        }
+        Ok(())
     }
 
     /// The allowed hosts, parsed.
@@ -288,6 +294,14 @@ impl fmt::Debug for WebConfig {
             .field("request_timeout", &self.request_timeout)
             .field("auth_throttle", &self.auth_throttle)
             .finish()
+    }
+}
+
+/// `secret` (the `what`: `auth token`, say), or the first rule of [`crate::secret`] it breaks.
+fn check_secret(what: &'static str, secret: &str) -> Result<(), ConfigError> {
+    match weakness(secret) {
+        Some(why) => Err(ConfigError::WeakSecret { what, why }),
+        None => Ok(()),
     }
 }
 

@@ -47,6 +47,24 @@ impl ApiError {
     pub fn forbidden(code: &'static str, message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::FORBIDDEN, code, message)
     }
+
+    /// 413: the body is larger than the dashboard takes.
+    pub(crate) fn payload_too_large() -> ApiError {
+        ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            "the request body is larger than the dashboard takes (--max-body-bytes)",
+        )
+    }
+
+    /// 408: the body did not all arrive in time.
+    pub(crate) fn body_too_slow() -> ApiError {
+        ApiError::new(
+            StatusCode::REQUEST_TIMEOUT,
+            "request_timeout",
+            "the request body did not arrive in time (--body-timeout)",
+        )
+    }
 }
 
 impl IntoResponse for ApiError {
@@ -125,16 +143,16 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
 /// by the body deadline a 408 (see `crate::layers`).
 fn json_rejection(rejection: JsonRejection) -> ApiError {
     if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-        return crate::layers::payload_too_large();
+        return ApiError::payload_too_large();
     }
     // Each router layer boxes the body's error once more: look all the way down.
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(&rejection);
     while let Some(error) = source {
         if error.is::<http_body_util::LengthLimitError>() {
-            return crate::layers::payload_too_large();
+            return ApiError::payload_too_large();
         }
         if error.is::<tower_http::timeout::TimeoutError>() {
-            return crate::layers::body_too_slow();
+            return ApiError::body_too_slow();
         }
         source = error.source();
     }

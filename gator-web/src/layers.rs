@@ -20,7 +20,7 @@
 //! The connection itself (header read and write timeouts, idle keep-alive, the caps on
 //! connections and pipelined requests) is the server's: see [`crate::serve`].
 
-use crate::WebConfig;
+use crate::config::WebConfig;
 use crate::error::ApiError;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -67,7 +67,7 @@ async fn json_errors(response: Response) -> Response {
         return response;
     }
     match response.status() {
-        StatusCode::PAYLOAD_TOO_LARGE => payload_too_large().into_response(),
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::payload_too_large().into_response(),
         StatusCode::SERVICE_UNAVAILABLE => ApiError::new(
             StatusCode::SERVICE_UNAVAILABLE,
             "timeout",
@@ -76,22 +76,4 @@ async fn json_errors(response: Response) -> Response {
         .into_response(),
         _ => response,
     }
-}
-
-/// 413: the body is larger than the dashboard takes.
-pub(crate) fn payload_too_large() -> ApiError {
-    ApiError::new(
-        StatusCode::PAYLOAD_TOO_LARGE,
-        "payload_too_large",
-        "the request body is larger than the dashboard takes (--max-body-bytes)",
-    )
-}
-
-/// 408: the body did not all arrive in time.
-pub(crate) fn body_too_slow() -> ApiError {
-    ApiError::new(
-        StatusCode::REQUEST_TIMEOUT,
-        "request_timeout",
-        "the request body did not arrive in time (--body-timeout)",
-    )
 }

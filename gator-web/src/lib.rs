@@ -64,6 +64,7 @@
 #![deny(missing_docs)]
 
 mod api;
+mod app;
 pub mod auth;
 mod config;
 mod error;
@@ -84,31 +85,13 @@ pub use error::ApiError;
 pub use serve::{ServeLimits, serve};
 pub use throttle::AuthThrottle;
 
+use app::App;
 use axum::Router;
 use gator_core::Client;
 use host::Hosts;
 use session::Sessions;
 use std::sync::Arc;
 use throttle::Throttle;
-
-/// What every handler shares.
-#[derive(Clone)]
-pub(crate) struct App {
-    /// Dispatches (enqueue by wire name, cancel, reply) and reads one job's status.
-    pub(crate) client: Client,
-    /// Reads and repairs the fleet: everything else the pages and the API show or do.
-    pub(crate) admin: gator_core::Admin,
-    pub(crate) config: Arc<WebConfig>,
-    /// The CSRF token of this router: random, made when it is built, shown to the pages in a
-    /// meta tag.
-    pub(crate) csrf: Arc<str>,
-    /// The names this router answers to.
-    pub(crate) hosts: Arc<Hosts>,
-    /// Failed logins per client address.
-    pub(crate) throttle: Arc<Throttle>,
-    /// The login cookie's keys, with a token configured.
-    pub(crate) sessions: Option<Arc<Sessions>>,
-}
 
 /// The dashboard and the API for the Gator data `client` reads, guarded as `config` says, or
 /// why `config` is unsound ([`WebConfig::validate`]).

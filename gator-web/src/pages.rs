@@ -2,7 +2,7 @@
 //! the shared layout around its own `<main>` (`assets/pages/<name>.html`) and script
 //! (`assets/js/<name>.js`); the scripts fill the page from the JSON API.
 
-use crate::App;
+use crate::app::App;
 use axum::Router;
 use axum::extract::{OriginalUri, State};
 use axum::http::HeaderValue;
@@ -223,7 +223,7 @@ async fn asset(axum::extract::Path(file): axum::extract::Path<String>) -> Respon
             text,
         )
             .into_response(),
-        None => crate::ApiError::not_found(format!("no asset {file:?}")).into_response(),
+        None => crate::error::ApiError::not_found(format!("no asset {file:?}")).into_response(),
     }
 }
 

@@ -13,7 +13,6 @@
 //! 5. not mostly runs or sequences: at most two thirds of its neighbouring pairs may be the
 //!    same character or neighbours in Unicode order (`aaaabbbb`, `abcdefgh`, `12345678`).
 
-use crate::config::ConfigError;
 use std::collections::HashMap;
 use std::fmt;
 use std::str::FromStr;
@@ -27,16 +26,9 @@ pub const MAX_SECRET_BYTES: usize = 1024;
 /// refused whatever their length).
 pub const MIN_SECRET_DISTINCT_CHARS: usize = 6;
 
-/// The rules of the [module docs](self), in order: `Err` with the first one `secret` breaks.
-pub(crate) fn check_secret(what: &'static str, secret: &str) -> Result<(), ConfigError> {
-    match weakness(secret) {
-        Some(why) => Err(ConfigError::WeakSecret { what, why }),
-        None => Ok(()),
-    }
-}
-
-/// Why `secret` is weak, if it is.
-fn weakness(secret: &str) -> Option<&'static str> {
+/// Why `secret` is weak, if it is: the first rule of the [module docs](self) it breaks, in
+/// order.
+pub(crate) fn weakness(secret: &str) -> Option<&'static str> {
     let chars: Vec<char> = secret.chars().collect();
     if secret.trim().is_empty() {
         return Some("it is blank");

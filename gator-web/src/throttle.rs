@@ -20,7 +20,6 @@
 //!   are summed up in one line the next minute: at most two lines a minute, however many
 //!   guesses.
 
-use crate::config::ConfigError;
 use std::collections::{HashMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Mutex, PoisonError};
@@ -53,14 +52,12 @@ impl Default for AuthThrottle {
 }
 
 impl AuthThrottle {
-    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
-        if self.burst == 0 || self.refill.is_zero() || self.max_clients == 0 {
-            return Err(ConfigError::BadLimit {
-                what: "the auth throttle's burst, refill and max clients",
-                rule: "above zero",
-            });
-        }
-        Ok(())
+    /// Whether its burst, refill and max clients are all above zero ([`WebConfig::validate`]
+    /// refuses it otherwise).
+    ///
+    /// [`WebConfig::validate`]: crate::WebConfig::validate
+    pub(crate) fn is_sound(&self) -> bool {
+        self.burst > 0 && !self.refill.is_zero() && self.max_clients > 0
     }
 }
 

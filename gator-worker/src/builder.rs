@@ -9,6 +9,7 @@
 
 use crate::config::{QueueSelection, QueueSpecError, WorkerConfig};
 use crate::launcher::Worker;
+use crate::middleware::Middleware;
 use gator_core::middleware::DispatchMiddleware;
 use gator_core::{Client, Job, Registry, StateMap, TlsFiles};
 use std::path::PathBuf;
@@ -50,20 +51,13 @@ pub struct WorkerBuilder {
     middleware: Middleware,
 }
 
-/// The middleware a worker was given: layers around each job run, and client middleware for
-/// the client it connects itself.
-#[derive(Clone, Default)]
-pub(crate) struct Middleware {
-    pub(crate) layers: crate::middleware::Layers,
-    pub(crate) dispatch: Vec<Arc<dyn DispatchMiddleware>>,
-}
-
-impl std::fmt::Debug for Middleware {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Middleware")
-            .field("layers", &self.layers)
-            .field("dispatch", &self.dispatch.len())
-            .finish()
+// Here rather than beside `Worker` (`launcher`): the builder makes a worker, so the launcher
+// needs nothing of it.
+impl Worker {
+    /// A builder with the command line's defaults: `.redis_url(..)`, `.queues(..)`,
+    /// `.state(..)`, then `.build()`.
+    pub fn builder() -> WorkerBuilder {
+        WorkerBuilder::new()
     }
 }
 

@@ -195,6 +195,7 @@ pub mod pruner;
 pub mod queues;
 pub mod recovery;
 pub mod run;
+mod runtime;
 pub mod scaling_gauges;
 pub mod settle;
 pub mod slot;
@@ -245,7 +246,7 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
         }
     };
     audible::log_to_stderr();
-    let Some(runtime) = start_runtime(tokio::runtime::Builder::new_multi_thread()) else {
+    let Some(runtime) = runtime::start(tokio::runtime::Builder::new_multi_thread()) else {
         return ExitCode::FAILURE;
     };
     if let Some(addr) = metrics_bind
@@ -283,18 +284,4 @@ fn run_command(command: config::Command, cli: &Cli) -> ExitCode {
 #[cfg(not(feature = "cli"))]
 fn run_command(command: config::Command, _cli: &Cli) -> ExitCode {
     match command {}
-}
-
-/// Builds the async runtime both the worker and the admin commands run on, or says on stderr
-/// why it cannot.
-pub(crate) fn start_runtime(
-    mut builder: tokio::runtime::Builder,
-) -> Option<tokio::runtime::Runtime> {
-    match builder.enable_all().build() {
-        Ok(runtime) => Some(runtime),
-        Err(e) => {
-            eprintln!("gator-worker: cannot start the async runtime: {e}");
-            None
-        }
-    }
 }

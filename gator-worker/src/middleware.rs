@@ -7,7 +7,7 @@
 //! ```no_run
 //! use gator_worker::Worker;
 //! use gator_worker::middleware::{Next, from_fn};
-//! use gator_core::middleware::JobRun;
+//! use gator_core::middleware::{DispatchMiddleware, JobRun};
 //!
 //! # fn demo() -> Result<(), gator_worker::BuildError> {
 //! let worker = Worker::builder()
@@ -29,7 +29,7 @@
 //! [`WorkerBuilder::layer`]: crate::WorkerBuilder::layer
 
 use gator_core::JobError;
-use gator_core::middleware::JobRun;
+use gator_core::middleware::{DispatchMiddleware, JobRun};
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -42,6 +42,23 @@ use tower::{Layer, Service, ServiceExt};
 pub type JobService = BoxCloneSyncService<JobRun, Option<String>, JobError>;
 
 type Wrap = Arc<dyn Fn(JobService) -> JobService + Send + Sync>;
+
+/// The middleware a worker was given: layers around each job run, and client middleware for
+/// the client it connects itself.
+#[derive(Clone, Default)]
+pub(crate) struct Middleware {
+    pub(crate) layers: Layers,
+    pub(crate) dispatch: Vec<Arc<dyn DispatchMiddleware>>,
+}
+
+impl fmt::Debug for Middleware {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Middleware")
+            .field("layers", &self.layers)
+            .field("dispatch", &self.dispatch.len())
+            .finish()
+    }
+}
 
 /// The layers a worker was given, outermost first.
 #[derive(Clone, Default)]

@@ -11,12 +11,13 @@
 
 use crate::admission::Admission;
 use crate::door::{Fetched, NextLook};
-use crate::fetcher::{FETCH_TIMEOUT, Job};
 use crate::held::Held;
 use crate::leases::Leases;
 use crate::observer::Observer;
 use crate::queues::QueueOrder;
+use crate::slot::Job;
 use gator_core::Client;
+use gator_core::client::MAX_BLOCK;
 use gator_core::connection::Dedicated;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +25,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
+
+/// How long an idle processor blocks in Redis on one queue before looking at all of them
+/// again. Bounds how late a job on a queue nobody watches is seen, and how long shutdown waits
+/// for a blocked fetch (a blocking fetch is never cancelled mid-flight: the server would move
+/// a job whose reply nobody reads).
+pub const FETCH_TIMEOUT: Duration = MAX_BLOCK;
 
 /// How long a lease must still hold for a processor to block: the server moves a job at most
 /// [`FETCH_TIMEOUT`] after it received the BLMOVE, and the margin covers the trip there.

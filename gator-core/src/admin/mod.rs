@@ -65,10 +65,10 @@ pub use set_pages::{MAX_SET_PAGE, SetPage};
 pub use sets::MAX_MERGED_DEPTH;
 
 use crate::client::Client;
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::store;
 use crate::store::keys::{Keys, validate_stored_queue};
+use crate::transport::connection::Connection;
 use std::collections::HashMap;
 
 /// Reads and repairs what is in Redis: see the [module docs](self). Cheap to clone; made from

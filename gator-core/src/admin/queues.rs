@@ -1,10 +1,10 @@
 //! One row per queue: what waits, what runs, what failed, and its flow controls.
 
 use super::Admin;
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::store::keys::validate_stored_queue;
 use crate::store::{fleet, flow, flow_status, queue, stats};
+use crate::transport::connection::Connection;
 use serde::Serialize;
 
 /// What [`Admin::queue_infos`] shows of one queue (or shard).

@@ -17,10 +17,10 @@
 //! (run, retried, promoted) may be seen twice or not at all, as with Redis's own `SCAN`.
 
 use super::Admin;
-use crate::connection::Connection;
 use crate::error::{Error, Result};
 use crate::payload::Payload;
 use crate::store::keys::Keys;
+use crate::transport::connection::Connection;
 use serde::{Deserialize, Serialize};
 
 pub use super::search_terms::{Place, SearchField};

@@ -1,9 +1,10 @@
 //! A definition applied to a by-name dispatch: its arguments checked against the parameters,
 //! and the flow and unique options a typed dispatch of the same job would carry.
 
-use super::definition::{Definition, Overlap, Param};
+use super::definition::{Definition, Param};
 use crate::error::{Error, Result};
 use crate::flow::FlowOptions;
+use crate::job::signature::Overlap;
 use crate::unique::Unique;
 use serde_json::Value;
 

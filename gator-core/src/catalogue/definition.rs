@@ -1,8 +1,8 @@
 //! A job as the catalogue publishes it: [`Definition`], the JSON every by-name producer reads.
 
-use super::Backoff;
 use crate::expiry::{Deadline, Expiry, OnExpire};
 use crate::flow::FlowOptions;
+use crate::job::signature::{Backoff, Overlap};
 use crate::registry::JobRegistration;
 use crate::unique::{UniqueOptions, UniqueUntil};
 use serde::{Deserialize, Serialize};
@@ -72,25 +72,6 @@ pub struct Param {
     /// Its Rust type (`String`, `u64`, `Option<String>`, `Vec<u8>`, ...).
     #[serde(rename = "type")]
     pub ty: String,
-}
-
-/// Where a job's no-overlap key comes from.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Overlap {
-    /// No overlap control.
-    #[default]
-    None,
-    /// `no_overlap`: the wire name and the whole arguments (`"args"`).
-    Args,
-    /// `overlap_key = name`: the argument at this index (`{"arg": 1}`).
-    Arg(usize),
-}
-
-impl Overlap {
-    fn is_none(&self) -> bool {
-        *self == Overlap::None
-    }
 }
 
 /// A job's unique options in the catalogue.

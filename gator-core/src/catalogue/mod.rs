@@ -26,8 +26,9 @@
 mod apply;
 mod definition;
 
+pub use crate::job::signature::{Backoff, Overlap, Signature};
 pub use apply::Applied;
-pub use definition::{Definition, Overlap, Param, UniqueDefinition};
+pub use definition::{Definition, Param, UniqueDefinition};
 
 use std::time::Duration;
 
@@ -39,64 +40,6 @@ pub const LEASE: Duration = Duration::from_secs(60);
 pub const RENEW_EVERY: Duration = Duration::from_secs(20);
 /// The most job names the catalogue holds.
 pub const MAX_JOBS: usize = 10_000;
-
-/// What `#[job]` knows of a job fn's signature and of the flow options it takes from its
-/// arguments: the static half of a [`Definition`].
-#[derive(Debug, Clone, Copy)]
-pub struct Signature {
-    /// The wire arguments, in order (not the `Context` or `State<T>` parameters); `None` for a
-    /// hand-written `impl Job` that does not say (arity is then not checked).
-    pub params: Option<&'static [(&'static str, &'static str)]>,
-    /// Priority (`#[job(priority = ..)]`).
-    pub priority: Option<u16>,
-    /// Cost.
-    pub cost: Option<u32>,
-    /// Critical.
-    pub critical: bool,
-    /// The index of the argument whose value is the limit key (`limit_key = name`).
-    pub limit_key_arg: Option<usize>,
-    /// The index of the argument whose value is the fair key (`fair_key = name`).
-    pub fair_key_arg: Option<usize>,
-    /// The named rate limiter.
-    pub rate: Option<&'static str>,
-    /// The time windows, `HH:MM-HH:MM`.
-    pub windows: &'static [&'static str],
-    /// The windows' time zone.
-    pub tz: Option<&'static str>,
-    /// `no_overlap` (whole arguments) or `overlap_key = name` (one argument).
-    pub overlap: Overlap,
-    /// Where the delays between retries come from.
-    pub backoff: Backoff,
-}
-
-/// Where a job's delays between retries come from, as the catalogue shows them. The default
-/// curve has a random part, so its delays are not published: two workers would disagree.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backoff {
-    /// Gator's default curve (Sidekiq's, with jitter), or a job that did not say.
-    Default,
-    /// `backoff = ["1s", "30s"]`: these delays in ms, the last repeating.
-    List(&'static [u64]),
-    /// `backoff = my_fn`: the job's own function.
-    Custom,
-}
-
-impl Signature {
-    /// A signature that says nothing: what a hand-written `impl Job` has unless it sets one.
-    pub const UNKNOWN: Signature = Signature {
-        params: None,
-        priority: None,
-        cost: None,
-        critical: false,
-        limit_key_arg: None,
-        fair_key_arg: None,
-        rate: None,
-        windows: &[],
-        tz: None,
-        overlap: Overlap::None,
-        backoff: Backoff::Default,
-    };
-}
 
 /// A job the catalogue knows: its definition, who wrote it, and which live workers run it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -4,13 +4,13 @@
 use super::{
     CONNECT_TIMEOUT, Client, DEDICATED_RESPONSE_TIMEOUT, DEFAULT_REDIS_URL, Inner, RESPONSE_TIMEOUT,
 };
-use crate::connection::{DedicatedOpener, Opener, Shared};
-use crate::endpoint::{self, TlsFiles};
 use crate::error::{Error, Result};
 use crate::middleware::{DispatchChain, DispatchMiddleware};
-use crate::replication::ReplicaWait;
 use crate::shards::ShardCounts;
 use crate::store::{self, keys::Keys};
+use crate::transport::connection::{DedicatedOpener, Opener, Shared};
+use crate::transport::endpoint::{self, TlsFiles};
+use crate::transport::replication::ReplicaWait;
 use redis::AsyncConnectionConfig;
 use redis::aio::ConnectionManagerConfig;
 use std::collections::HashMap;

@@ -26,12 +26,12 @@ pub use pending::{Via, dispatch_many};
 
 pub use crate::horizon::SCHEDULE_HORIZON;
 
-use crate::connection::{Connection, Dedicated, DedicatedOpener, Shared};
 use crate::error::Result;
 use crate::middleware::DispatchChain;
-use crate::replication::ReplicaWait;
 use crate::shards::ShardCounts;
 use crate::store::keys::Keys;
+use crate::transport::connection::{Connection, Dedicated, DedicatedOpener, Shared};
+use crate::transport::replication::ReplicaWait;
 use redis::ConnectionInfo;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -3,10 +3,10 @@
 //! reach.
 
 use super::{Client, REGISTER_EVERY};
-use crate::connection::Connection;
 use crate::error::Result;
 use crate::payload::Payload;
 use crate::store;
+use crate::transport::connection::Connection;
 use std::collections::HashMap;
 use std::time::Instant;
 

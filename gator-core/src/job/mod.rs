@@ -14,6 +14,7 @@ use std::time::{Duration, SystemTime};
 
 mod pending;
 mod pending_flow;
+pub(crate) mod signature;
 
 pub use pending::PendingJob;
 pub(crate) use pending::Timing;
@@ -67,7 +68,7 @@ pub trait Job: Sized + Send + Sync + 'static {
     const EXPIRY: Option<crate::expiry::Expiry> = None;
     /// The job fn's wire parameters and the flow options it declares, as the job catalogue
     /// publishes them (`#[job]` writes it; [`crate::catalogue::Signature::UNKNOWN`] by default).
-    const SIGNATURE: crate::catalogue::Signature = crate::catalogue::Signature::UNKNOWN;
+    const SIGNATURE: signature::Signature = signature::Signature::UNKNOWN;
     /// Turns decoded arguments, and this attempt's context, into the work to run.
     fn execute(args: Self::Args, ctx: Context) -> Execution;
 }

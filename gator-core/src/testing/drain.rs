@@ -3,14 +3,11 @@
 
 use super::journeys::{self, Link};
 use super::record::Recorded;
+use super::run::{Failure, Outcome, StepOf, run};
 use super::{Drained, Fake, Mode, lock};
-use crate::context::{Context, JobInfo};
-use crate::failure::JobError;
 use crate::horizon::SCHEDULE_HORIZON;
-use crate::job::Execution;
 use crate::registry::{JobRegistration, Registry};
 use crate::retry::{RetryContext, RetryDecision};
-use std::fmt;
 use std::time::{Duration, SystemTime};
 
 /// The most runs one drain makes, so a job that dispatches itself forever (or fails and is
@@ -20,28 +17,6 @@ const MAX_RUNS: usize = 10_000;
 /// How soon a job that said it was interrupted runs again: as a worker that is not stopping
 /// puts it back, soon but not at once, so one that always says so does not spin.
 const INTERRUPTED_AGAIN_IN: Duration = Duration::from_secs(1);
-
-/// Why a run did not succeed.
-#[derive(Debug)]
-pub(crate) enum Failure {
-    /// The job ran and failed.
-    Run(JobError),
-    /// It could not run, and never will in this binary: not registered, or its arguments do
-    /// not fit; it ends failed at once, as a worker sends it to the dead set.
-    Unrunnable(String),
-}
-
-impl fmt::Display for Failure {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Failure::Run(error) => error.fmt(f),
-            Failure::Unrunnable(why) => f.write_str(why),
-        }
-    }
-}
-
-/// What a run returned: its result (JSON), or why it did not succeed.
-pub(crate) type Outcome = std::result::Result<Option<String>, Failure>;
 
 impl Fake {
     /// Runs the recorded jobs that are due on the fake clock ([`Fake::now`]) here, oldest
@@ -65,7 +40,7 @@ impl Fake {
             let (registration, outcome) = match &registry {
                 Ok(registry) => (
                     registry.get(&job.job.job),
-                    run(registry, &self.mode, &job, link.as_ref()).await,
+                    run(registry, &self.mode, &job, step_of(link.as_ref())).await,
                 ),
                 Err(e) => (None, Err(Failure::Unrunnable(e.to_string()))),
             };
@@ -176,38 +151,8 @@ fn next_attempt(
     Some((due, attempt.saturating_add(1)))
 }
 
-/// Runs `job` (a step of the chain or workflow `link` says) with its registration in
-/// `registry`, with its context on the mode's clock.
-pub(crate) async fn run(
-    registry: &Registry,
-    mode: &Mode,
-    job: &Recorded,
-    link: Option<&Link>,
-) -> Outcome {
-    let Some(registration) = registry.get(&job.job.job) else {
-        let why = format!("no job named {:?} is registered", job.job.job);
-        return Err(Failure::Unrunnable(why));
-    };
-    let info = JobInfo {
-        jid: job.job.jid.clone(),
-        job_name: job.job.job.clone(),
-        queue: job.job.queue.clone(),
-        attempt: job.job.attempt,
-        created_at_ms: job.created_at_ms,
-        enqueued_at_ms: crate::clock::to_ms(mode.now()),
-        chain_id: link.and_then(Link::chain_id),
-    };
-    let states = lock(&mode.states).clone();
-    let ctx = Context::new(info, states, tokio_util::sync::CancellationToken::new());
-    let ctx = match link.and_then(Link::workflow) {
-        Some((id, parents)) => ctx.with_workflow(id, parents),
-        None => ctx,
-    };
-    let execution = (registration.run)(&job.job.args.to_string(), ctx)
-        .map_err(|e| Failure::Unrunnable(format!("its arguments do not fit: {e}")))?;
-    let result = match execution {
-        Execution::Blocking(body) => body(),
-        Execution::Async(body) => body.await,
-    };
-    result.map_err(Failure::Run)
+/// What the context of a run of a step `link` says of its chain or workflow (nothing for a
+/// job that is no step).
+fn step_of(link: Option<&Link>) -> StepOf {
+    link.map(Link::step_of).unwrap_or_default()
 }

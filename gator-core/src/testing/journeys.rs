@@ -2,8 +2,8 @@
 //! next step when the ones before it ended as the real thing would release it; in inline mode
 //! they run step by step at their dispatch.
 
-use super::drain::run;
 use super::record::Recorded;
+use super::run::{StepOf, run};
 use super::{Dispatched, Mode, lock};
 use crate::chain::Chain;
 use crate::clock::to_ms;
@@ -32,19 +32,18 @@ pub(crate) enum Link {
 }
 
 impl Link {
-    /// The chain id, for the step's context.
-    pub(super) fn chain_id(&self) -> Option<String> {
+    /// What the step's context says of its chain (the id) or workflow (the id and the step's
+    /// parents).
+    pub(super) fn step_of(&self) -> StepOf {
         match self {
-            Link::Chain { id, .. } => Some(id.clone()),
-            Link::Workflow { .. } => None,
-        }
-    }
-
-    /// The workflow id and the step's parents, for its context.
-    pub(super) fn workflow(&self) -> Option<(String, Vec<Parent>)> {
-        match self {
-            Link::Chain { .. } => None,
-            Link::Workflow { flow, parents, .. } => Some((lock(flow).id.clone(), parents.clone())),
+            Link::Chain { id, .. } => StepOf {
+                chain_id: Some(id.clone()),
+                workflow: None,
+            },
+            Link::Workflow { flow, parents, .. } => StepOf {
+                chain_id: None,
+                workflow: Some((lock(flow).id.clone(), parents.clone())),
+            },
         }
     }
 }
@@ -147,11 +146,11 @@ pub(crate) async fn dispatch_chain(
     if mode.inline {
         let registry = Registry::from_inventory()?;
         while let Some(step) = steps.pop_front() {
-            let link = Link::Chain {
-                id: id.clone(),
-                rest: VecDeque::new(),
+            let chain = StepOf {
+                chain_id: Some(id.clone()),
+                workflow: None,
             };
-            Box::pin(run(&registry, &mode, &step, Some(&link)))
+            Box::pin(run(&registry, &mode, &step, chain))
                 .await
                 .map_err(|failure| Error::InlineJobFailed {
                     job: step.job.job.clone(),
@@ -231,7 +230,7 @@ async fn run_inline(mode: &Arc<Mode>, flow: &Arc<Mutex<FakeWorkflow>>, first: St
                 parents: parents.clone(),
                 policy,
             };
-            let outcome = Box::pin(run(&registry, mode, &step, Some(&link)))
+            let outcome = Box::pin(run(&registry, mode, &step, link.step_of()))
                 .await
                 .map_err(|failure| failure.to_string());
             if let Err(reason) = &outcome

@@ -84,6 +84,7 @@ mod clock;
 mod drain;
 mod journeys;
 mod record;
+mod run;
 
 use clock::Ticking;
 use journeys::Link;
@@ -335,12 +336,17 @@ pub(crate) async fn dispatch(
     }
     let registry = Registry::from_inventory()?;
     // Boxed: a job run inline may itself dispatch inline.
-    Box::pin(drain::run(&registry, &mode, &recorded, None))
-        .await
-        .map_err(|failure| Error::InlineJobFailed {
-            job: recorded.job.job.clone(),
-            reason: failure.to_string(),
-        })?;
+    Box::pin(run::run(
+        &registry,
+        &mode,
+        &recorded,
+        run::StepOf::default(),
+    ))
+    .await
+    .map_err(|failure| Error::InlineJobFailed {
+        job: recorded.job.job.clone(),
+        reason: failure.to_string(),
+    })?;
     Ok(payload.jid)
 }
 

@@ -1,5 +1,5 @@
-//! The shared multiplexed connection, replaced when it stops answering, and the TCP settings
-//! every Gator connection uses.
+//! The shared multiplexed connection, replaced when it stops answering; the TCP settings every
+//! Gator connection uses (`tcp.rs`'s, handed on here).
 //!
 //! A connection can go silent without being closed: a NAT or load balancer drops an idle
 //! flow, a failover leaves a half-open socket. redis-rs's `ConnectionManager` reconnects when
@@ -7,41 +7,15 @@
 //! forever. So a command that times out here replaces the connection under every clone, and
 //! TCP keepalive lets the kernel notice a dead peer of an idle socket.
 
-use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
-#[cfg(feature = "cluster")]
-use redis::cluster_async::ClusterConnection;
-use redis::io::tcp::{TcpSettings, socket2::TcpKeepalive};
+use redis::aio::ConnectionLike;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-/// An idle socket is probed after this long without traffic, then every
-/// [`KEEPALIVE_INTERVAL`], and closed after [`KEEPALIVE_RETRIES`] unanswered probes: a peer
-/// that vanished is noticed in about 25 s, inside a worker's 20 s lease renewed every 5 s.
-pub const KEEPALIVE_IDLE: Duration = Duration::from_secs(10);
-/// The time between keepalive probes.
-pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(5);
-/// Unanswered probes before the kernel closes the socket.
-pub const KEEPALIVE_RETRIES: u32 = 3;
-/// Data sent and not acknowledged for this long closes the socket (`TCP_USER_TIMEOUT`): a
-/// request to a peer that vanished fails instead of waiting for retransmissions to give up
-/// (about 15 minutes by default).
-pub const UNACKED_LIMIT: Duration = Duration::from_secs(20);
-
-/// The TCP settings of every connection Gator opens: keepalive and the unacknowledged-data
-/// limit above.
-pub fn tcp_settings() -> TcpSettings {
-    let keepalive = TcpKeepalive::new().with_time(KEEPALIVE_IDLE);
-    #[cfg(any(target_os = "linux", target_os = "macos"))]
-    let keepalive = keepalive
-        .with_interval(KEEPALIVE_INTERVAL)
-        .with_retries(KEEPALIVE_RETRIES);
-    let settings = TcpSettings::default().set_keepalive(keepalive);
-    #[cfg(target_os = "linux")]
-    let settings = settings.set_user_timeout(UNACKED_LIMIT);
-    settings
-}
+pub use super::tcp::{
+    KEEPALIVE_IDLE, KEEPALIVE_INTERVAL, KEEPALIVE_RETRIES, UNACKED_LIMIT, tcp_settings,
+};
 
 /// A handle to a client's shared multiplexed connection, for short commands. Clones share one
 /// socket (one per node on a cluster); when a command on it times out, it is replaced for every
@@ -53,69 +27,8 @@ pub struct Connection {
     manager: Link,
 }
 
-/// The connection itself: to one server, or to a cluster (which routes each command by its
-/// key's slot, and follows MOVED and ASK).
-#[derive(Clone)]
-pub(crate) enum Link {
-    Single(ConnectionManager),
-    /// To the master the sentinels named. It never reconnects by itself: a reconnection to
-    /// the same address could reach an old master that came back (and still says it is one
-    /// until the sentinels demote it). A replacement asks the sentinels again.
-    Direct(MultiplexedConnection),
-    #[cfg(feature = "cluster")]
-    Cluster(ClusterConnection),
-}
-
-impl Link {
-    async fn send_packed_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
-        match self {
-            Link::Single(manager) => manager.send_packed_command(cmd).await,
-            Link::Direct(connection) => connection.send_packed_command(cmd).await,
-            #[cfg(feature = "cluster")]
-            Link::Cluster(cluster) => cluster.req_packed_command(cmd).await,
-        }
-    }
-
-    async fn send_packed_commands(
-        &mut self,
-        pipeline: &Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisResult<Vec<Value>> {
-        match self {
-            Link::Single(manager) => manager.send_packed_commands(pipeline, offset, count).await,
-            Link::Direct(connection) => {
-                connection
-                    .send_packed_commands(pipeline, offset, count)
-                    .await
-            }
-            // redis-rs refuses a pipeline whose commands hash to different slots. One that is
-            // not a transaction promises no atomicity, only order: send its commands one by
-            // one, in order (a global key's SADD still lands before the queue's RPUSH).
-            #[cfg(feature = "cluster")]
-            Link::Cluster(cluster) if !pipeline.is_transaction() => {
-                let mut values = Vec::with_capacity(count);
-                for cmd in pipeline.cmd_iter().skip(offset).take(count) {
-                    values.push(cluster.req_packed_command(cmd).await?);
-                }
-                Ok(values)
-            }
-            #[cfg(feature = "cluster")]
-            Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count).await,
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            Link::Single(manager) => manager.get_db(),
-            Link::Direct(connection) => connection.get_db(),
-            #[cfg(feature = "cluster")]
-            Link::Cluster(_) => 0, // a cluster has only database 0
-        }
-    }
-}
-
 pub use super::open::Dedicated;
+use super::open::Link;
 pub(crate) use super::open::{DedicatedOpener, Opener};
 
 impl std::fmt::Debug for Connection {

@@ -5,59 +5,20 @@
 //! system's roots, or against a private CA given as a PEM file. A client certificate and key
 //! make it mutual TLS. redis-rs's `rediss://host:port/#insecure` form skips verification.
 
+pub use super::tls::{CA_CERT_ENV, CLIENT_CERT_ENV, CLIENT_KEY_ENV, TlsFiles};
+
+use super::tls::{describe, install_crypto_provider, is_tls, load_certificates};
 use crate::error::{Error, Result};
-use redis::{ConnectionAddr, ConnectionInfo, IntoConnectionInfo, TlsCertificates};
-use std::path::{Path, PathBuf};
+use redis::{ConnectionInfo, IntoConnectionInfo};
 
 /// The environment variable with the Redis URL (`redis://` or `rediss://`).
 pub const REDIS_URL_ENV: &str = "GATOR_REDIS_URL";
-/// The environment variable with a PEM file of the CA that signed the server's certificate,
-/// used instead of the system's roots.
-pub const CA_CERT_ENV: &str = "GATOR_REDIS_CA_CERT";
-/// The environment variable with a PEM client certificate, for mutual TLS.
-pub const CLIENT_CERT_ENV: &str = "GATOR_REDIS_CLIENT_CERT";
-/// The environment variable with the PEM private key of the client certificate.
-pub const CLIENT_KEY_ENV: &str = "GATOR_REDIS_CLIENT_KEY";
-
-/// The TLS files a `rediss://` connection uses. Every field left unset is read from its
-/// environment variable when the connection is made.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct TlsFiles {
-    /// A PEM file of the CA(s) to verify the server against, instead of the system's roots.
-    pub ca_cert: Option<PathBuf>,
-    /// A PEM client certificate (chain), for servers that ask for one (mutual TLS).
-    pub client_cert: Option<PathBuf>,
-    /// The PEM private key of `client_cert`.
-    pub client_key: Option<PathBuf>,
-}
-
-impl TlsFiles {
-    /// These files, with each one left unset taken from its environment variable
-    /// ([`CA_CERT_ENV`], [`CLIENT_CERT_ENV`], [`CLIENT_KEY_ENV`]).
-    pub fn or_from_env(self) -> TlsFiles {
-        let env = |name: &str| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        TlsFiles {
-            ca_cert: self.ca_cert.or_else(|| env(CA_CERT_ENV)),
-            client_cert: self.client_cert.or_else(|| env(CLIENT_CERT_ENV)),
-            client_key: self.client_key.or_else(|| env(CLIENT_KEY_ENV)),
-        }
-    }
-
-    pub(crate) fn is_empty(&self) -> bool {
-        self.ca_cert.is_none() && self.client_cert.is_none() && self.client_key.is_none()
-    }
-}
-
 /// `url` with its password replaced by `***`, for logs, errors and `Debug` output:
 /// `redis://user:***@host:6379/0`. A URL that does not parse is not shown at all, since the
 /// secret in it cannot be found.
 pub fn redact(url: &str) -> String {
-    if crate::sentinel::is_sentinel_url(url) {
-        return crate::sentinel::redact(url);
+    if super::sentinel::is_sentinel_url(url) {
+        return super::sentinel::redact(url);
     }
     if url.contains(',') {
         // The cluster form: each node's URL, redacted.
@@ -90,7 +51,7 @@ pub(crate) enum Target {
     #[cfg(feature = "cluster")]
     Cluster(redis::cluster::ClusterClient),
     /// A master named by its sentinels, found again after each failover.
-    Sentinel(crate::sentinel::Sentinels),
+    Sentinel(super::sentinel::Sentinels),
 }
 
 /// The environment variable that makes a single URL a cluster seed (`1` or `true`).
@@ -104,7 +65,7 @@ pub(crate) fn cluster_from_env() -> bool {
 /// Whether `url` names a cluster by itself: several comma-separated node URLs (a Sentinel URL
 /// lists several sentinels of one master, and is not one).
 pub fn is_cluster_url(url: &str) -> bool {
-    !crate::sentinel::is_sentinel_url(url)
+    !super::sentinel::is_sentinel_url(url)
         && url
             .split(',')
             .filter(|part| !part.trim().is_empty())
@@ -121,7 +82,7 @@ pub(crate) fn open_target(
     cluster: bool,
     tls: &TlsFiles,
 ) -> Result<(Target, ConnectionInfo)> {
-    if crate::sentinel::is_sentinel_url(url) {
+    if super::sentinel::is_sentinel_url(url) {
         if cluster {
             return Err(Error::InvalidUrl {
                 url: redact(url),
@@ -130,7 +91,7 @@ pub(crate) fn open_target(
                     .to_owned(),
             });
         }
-        let (sentinels, info) = crate::sentinel::open(url, tls)?;
+        let (sentinels, info) = super::sentinel::open(url, tls)?;
         return Ok((Target::Sentinel(sentinels), info));
     }
     if !cluster && !is_cluster_url(url) {
@@ -163,8 +124,8 @@ fn open_cluster(url: &str, tls: &TlsFiles) -> Result<(Target, ConnectionInfo)> {
         url: redact(url),
         reason: "no node URL was given".to_owned(),
     })?;
-    let mut builder = redis::cluster::ClusterClientBuilder::new(infos)
-        .tcp_settings(crate::connection::tcp_settings());
+    let mut builder =
+        redis::cluster::ClusterClientBuilder::new(infos).tcp_settings(super::tcp::tcp_settings());
     if !tls.is_empty() {
         builder = builder.certs(load_certificates(tls)?);
     }
@@ -204,7 +165,7 @@ fn node_info(url: &str, tls: &TlsFiles) -> Result<ConnectionInfo> {
             url: redact(url),
             reason: e.to_string(),
         })?
-        .set_tcp_settings(crate::connection::tcp_settings());
+        .set_tcp_settings(super::tcp::tcp_settings());
     if !is_tls(&info) && !tls.is_empty() {
         return Err(Error::Tls {
             reason: format!(
@@ -247,66 +208,6 @@ fn check_scheme(url: &str) -> Result<()> {
     })
 }
 
-/// The certificates `tls` names, read.
-pub(crate) fn load_certificates(tls: &TlsFiles) -> Result<TlsCertificates> {
-    let client_tls = match (&tls.client_cert, &tls.client_key) {
-        (Some(cert), Some(key)) => Some(redis::ClientTlsConfig {
-            client_cert: read(cert, "client certificate")?,
-            client_key: read(key, "client key")?,
-        }),
-        (None, None) => None,
-        _ => {
-            return Err(Error::Tls {
-                reason: format!(
-                    "mutual TLS needs both a client certificate and its key ({CLIENT_CERT_ENV} and {CLIENT_KEY_ENV}); only one was given"
-                ),
-            });
-        }
-    };
-    let root_cert = tls
-        .ca_cert
-        .as_deref()
-        .map(|path| read(path, "CA certificate"))
-        .transpose()?;
-    Ok(TlsCertificates {
-        client_tls,
-        root_cert,
-    })
-}
-
-/// Whether `info` connects with TLS.
-pub(crate) fn is_tls(info: &ConnectionInfo) -> bool {
-    matches!(info.addr(), ConnectionAddr::TcpTls { .. })
-}
-
-/// Installs ring as rustls's process-wide crypto provider, unless one is already: rustls picks
-/// one on its own only when exactly one is compiled in, and an application may compile in
-/// another. An application that installed its own keeps it.
-pub(crate) fn install_crypto_provider() {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Fails only if another thread installed one meanwhile, which is as good.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
-}
-
-fn read(path: &Path, what: &str) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| Error::Tls {
-        reason: format!("could not read the {what} {}: {e}", path.display()),
-    })
-}
-
-fn describe(tls: &TlsFiles) -> String {
-    [
-        ("CA certificate", &tls.ca_cert),
-        ("client certificate", &tls.client_cert),
-        ("client key", &tls.client_key),
-    ]
-    .iter()
-    .filter_map(|(what, path)| path.as_ref().map(|p| format!("{what} {}", p.display())))
-    .collect::<Vec<_>>()
-    .join(", ")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,6 +224,7 @@ mod tests {
         );
         assert_eq!(redact("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
         assert!(!redact("redis//:s3cret@oops").contains("s3cret"));
+        assert!(!redact("rediss+sentinel://u:hunter2@h1,h2/m").contains("hunter2"));
     }
 
     #[test]

@@ -7,3 +7,5 @@ pub mod endpoint;
 mod open;
 pub mod replication;
 pub mod sentinel;
+mod tcp;
+mod tls;

@@ -1,15 +1,76 @@
-//! Opening connections: the shared one ([`Opener`], again after a timeout) and the dedicated
-//! ones a blocking command holds ([`DedicatedOpener`], [`Dedicated`]), to one server, a
-//! master found through Sentinel, or a cluster.
+//! Opening connections: the shared one ([`Opener`], again after a timeout, as a [`Link`]) and
+//! the dedicated ones a blocking command holds ([`DedicatedOpener`], [`Dedicated`]), to one
+//! server, a master found through Sentinel, or a cluster.
 
-use super::connection::Link;
-use crate::sentinel::Sentinels;
+use super::sentinel::Sentinels;
 use redis::aio::{
     ConnectionLike, ConnectionManager, ConnectionManagerConfig, MultiplexedConnection,
 };
 #[cfg(feature = "cluster")]
 use redis::cluster_async::ClusterConnection;
 use redis::{Cmd, Pipeline, RedisFuture, RedisResult, Value};
+
+/// The connection itself: to one server, or to a cluster (which routes each command by its
+/// key's slot, and follows MOVED and ASK).
+#[derive(Clone)]
+pub(crate) enum Link {
+    Single(ConnectionManager),
+    /// To the master the sentinels named. It never reconnects by itself: a reconnection to
+    /// the same address could reach an old master that came back (and still says it is one
+    /// until the sentinels demote it). A replacement asks the sentinels again.
+    Direct(MultiplexedConnection),
+    #[cfg(feature = "cluster")]
+    Cluster(ClusterConnection),
+}
+
+impl Link {
+    pub(super) async fn send_packed_command(&mut self, cmd: &Cmd) -> RedisResult<Value> {
+        match self {
+            Link::Single(manager) => manager.send_packed_command(cmd).await,
+            Link::Direct(connection) => connection.send_packed_command(cmd).await,
+            #[cfg(feature = "cluster")]
+            Link::Cluster(cluster) => cluster.req_packed_command(cmd).await,
+        }
+    }
+
+    pub(super) async fn send_packed_commands(
+        &mut self,
+        pipeline: &Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisResult<Vec<Value>> {
+        match self {
+            Link::Single(manager) => manager.send_packed_commands(pipeline, offset, count).await,
+            Link::Direct(connection) => {
+                connection
+                    .send_packed_commands(pipeline, offset, count)
+                    .await
+            }
+            // redis-rs refuses a pipeline whose commands hash to different slots. One that is
+            // not a transaction promises no atomicity, only order: send its commands one by
+            // one, in order (a global key's SADD still lands before the queue's RPUSH).
+            #[cfg(feature = "cluster")]
+            Link::Cluster(cluster) if !pipeline.is_transaction() => {
+                let mut values = Vec::with_capacity(count);
+                for cmd in pipeline.cmd_iter().skip(offset).take(count) {
+                    values.push(cluster.req_packed_command(cmd).await?);
+                }
+                Ok(values)
+            }
+            #[cfg(feature = "cluster")]
+            Link::Cluster(cluster) => cluster.req_packed_commands(pipeline, offset, count).await,
+        }
+    }
+
+    pub(super) fn get_db(&self) -> i64 {
+        match self {
+            Link::Single(manager) => manager.get_db(),
+            Link::Direct(connection) => connection.get_db(),
+            #[cfg(feature = "cluster")]
+            Link::Cluster(_) => 0, // a cluster has only database 0
+        }
+    }
+}
 
 /// How to open the shared [`Link`], at start and after a timeout.
 // Made once per client and cloned rarely (on a reconnection): boxing buys nothing.

@@ -1,15 +1,15 @@
 //! A periodic entry as stored: its schedule (a cron expression in a time zone), the job it
 //! enqueues, and where it came from. What the store reads and writes; it imports nothing above
-//! the payload.
+//! it. An entry is made from a payload, and makes one, in [`crate::cron`], which stands above
+//! both.
 
 use crate::error::{Error, Result};
-use crate::payload::Payload;
 use croner::Cron;
 use croner::parser::{CronParser, Seconds, Year};
 use jiff::Timestamp;
 use jiff::tz::TimeZone;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The zone of an entry that names none.
 pub const DEFAULT_TZ: &str = "UTC";
@@ -97,44 +97,6 @@ pub struct CronEntry {
 }
 
 impl CronEntry {
-    /// An entry `name` that enqueues `payload`'s job (its name, queue, arguments and flow
-    /// options) on `cron` in `tz` (UTC if `None`); checks the name, expression and zone.
-    pub fn new(
-        name: &str,
-        cron: &str,
-        tz: Option<&str>,
-        payload: Payload,
-        source: Source,
-    ) -> Result<CronEntry> {
-        let invalid = |reason: String| Error::InvalidCron {
-            name: name.to_owned(),
-            reason,
-        };
-        if name.len() > 200 {
-            return Err(invalid(format!(
-                "a name is 1 to 200 bytes, not {}",
-                name.len()
-            )));
-        }
-        if let Err(problem) = gator_rules::visible_name(name) {
-            return Err(invalid(format!(
-                "a name is 1 to 200 bytes that show as themselves; it {problem}"
-            )));
-        }
-        let tz = tz.unwrap_or(DEFAULT_TZ);
-        Schedule::parse(cron, tz).map_err(invalid)?;
-        Ok(CronEntry {
-            name: name.to_owned(),
-            cron: cron.trim().to_owned(),
-            tz: tz.to_owned(),
-            queue: payload.queue,
-            job: payload.job,
-            args: payload.args,
-            flow: payload.flow.map(|flow| *flow),
-            source,
-        })
-    }
-
     /// Parses a stored definition.
     pub fn from_json(raw: &str) -> serde_json::Result<CronEntry> {
         serde_json::from_str(raw)
@@ -152,19 +114,5 @@ impl CronEntry {
             name: self.name.clone(),
             reason,
         })
-    }
-
-    /// A fresh payload (new jid) of the entry's job for `tick` (ms; `None` for a run-now),
-    /// enqueued at `now` (ms, Redis time): `created_at` is the tick, and `cron` says which
-    /// entry and tick it came from.
-    pub fn payload(&self, tick: Option<u64>, now: u64) -> Payload {
-        let mut payload = Payload::new(&self.job, &self.queue, self.args.clone());
-        payload.created_at = tick.unwrap_or(now);
-        payload.enqueued_at = now;
-        payload.flow = self.flow.clone().map(Box::new);
-        payload
-            .extra
-            .insert("cron".to_owned(), json!({"entry": self.name, "tick": tick}));
-        payload
     }
 }

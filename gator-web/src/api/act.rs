@@ -4,7 +4,7 @@
 
 use super::find::set_kind;
 use super::views::StatusView;
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Body, Segments};
 use axum::Json;
 use axum::extract::State;

@@ -6,7 +6,7 @@
 //! by the one rule of gator-rules (`visible_name`): a 400 that names the field (`invalid job
 //! name`, `fair key`).
 
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, Body, Segments};
 use axum::Json;
 use axum::extract::State;

@@ -2,7 +2,7 @@
 //! bounded search). One job by its jid is in `job`, search itself in `search`.
 
 use super::views::EntryView;
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;

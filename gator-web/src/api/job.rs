@@ -4,7 +4,7 @@
 
 use super::search::MAX_BUDGET;
 use super::views::{StatusView, json_or_text};
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;

@@ -11,7 +11,7 @@ mod scaling;
 mod search;
 mod views;
 
-use crate::App;
+use crate::app::App;
 use axum::Router;
 use axum::routing::{get, post};
 

@@ -2,7 +2,7 @@
 //! `GET /api/jobs/{jid}/position` (`Client::position`).
 
 use super::views::ms;
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiResult, Segments};
 use axum::Json;
 use axum::extract::State;

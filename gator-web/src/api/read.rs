@@ -3,7 +3,7 @@
 //! look for jobs (a set's pages, one job, search) are in `find`.
 
 use super::views::{PeriodicView, WorkflowView};
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;

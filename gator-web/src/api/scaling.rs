@@ -2,7 +2,7 @@
 //! ([`gator_core::admin::scaling`]), in the shape KEDA's `metrics-api` scaler reads
 //! (`valueLocation: queues.<queue>.suggested_workers`).
 
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params};
 use axum::Json;
 use axum::extract::State;

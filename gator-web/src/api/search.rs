@@ -2,7 +2,7 @@
 //! query read from the URL.
 
 use super::find::MAX_PAGE;
-use crate::App;
+use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params};
 use axum::Json;
 use axum::extract::State;

@@ -3,12 +3,12 @@
 //! compressed); `gator-worker job cancel JID` (`Client::cancel`); `gator-worker job position
 //! JID` (`cli::position`).
 
-use crate::cli::{AdminError, table};
+use crate::cli::AdminError;
+use crate::cli::table::{self, time};
 use clap::Subcommand;
 use gator_core::admin::{Place, SearchField, SearchQuery};
 use gator_core::{Admin, JobStatus, Payload};
 use std::io::Write;
-use std::time::SystemTime;
 
 /// What `gator-worker job` does.
 #[derive(Debug, Subcommand)]
@@ -275,8 +275,4 @@ fn result_value(result: Option<&str>) -> serde_json::Value {
     result
         .map(|r| serde_json::from_str(r).unwrap_or_else(|_| r.into()))
         .unwrap_or(serde_json::Value::Null)
-}
-
-pub(super) fn time(at: SystemTime) -> String {
-    humantime::format_rfc3339_millis(at).to_string()
 }

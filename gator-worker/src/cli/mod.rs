@@ -201,7 +201,7 @@ pub fn main(
     tls: gator_core::TlsFiles,
     cluster: bool,
 ) -> ExitCode {
-    let Some(runtime) = crate::start_runtime(tokio::runtime::Builder::new_current_thread()) else {
+    let Some(runtime) = crate::runtime::start(tokio::runtime::Builder::new_current_thread()) else {
         return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {

@@ -1,7 +1,7 @@
 //! `gator-worker job position JID`: where a queued or parked job stands (`Client::position`).
 
-use crate::cli::job::time;
-use crate::cli::{AdminError, table};
+use crate::cli::AdminError;
+use crate::cli::table::{self, time};
 use gator_core::{Admin, ExpectedStart, ParkedPlace, Position};
 use std::io::Write;
 

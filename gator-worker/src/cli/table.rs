@@ -112,6 +112,11 @@ pub fn age(ms: u64) -> String {
     }
 }
 
+/// A moment as people and scripts read it: RFC 3339 in UTC, to the ms.
+pub fn time(at: SystemTime) -> String {
+    humantime::format_rfc3339_millis(at).to_string()
+}
+
 /// A limiter's next start: "now", or the time and how far off it is.
 pub fn next_start(at_ms: Option<u64>) -> String {
     let Some(at_ms) = at_ms else {
@@ -122,7 +127,7 @@ pub fn next_start(at_ms: Option<u64>) -> String {
         .duration_since(SystemTime::now())
         .map(|d| format!(" (in {} ms)", d.as_millis()))
         .unwrap_or_default();
-    format!("{}{wait}", humantime::format_rfc3339_millis(at))
+    format!("{}{wait}", time(at))
 }
 
 #[cfg(test)]

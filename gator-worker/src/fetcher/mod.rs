@@ -35,20 +35,14 @@ use crate::held::Held;
 use crate::leases::Leases;
 use crate::outage::Outage;
 use crate::queues::QueueOrder;
+pub use crate::watchers::FETCH_TIMEOUT;
 use crate::watchers::{Blocked, Watchers};
 use gator_core::Client;
-use gator_core::client::MAX_BLOCK;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
-
-/// How long an idle processor blocks in Redis on one queue before looking at all of them
-/// again. Bounds how late a job on a queue nobody watches is seen, and how long shutdown waits
-/// for a blocked fetch (a blocking fetch is never cancelled mid-flight: the server would move
-/// a job whose reply nobody reads).
-pub const FETCH_TIMEOUT: Duration = MAX_BLOCK;
 
 /// How long a processor that neither blocks nor has work waits before looking again without
 /// being woken: only a safety net, since every event that brings work wakes one (and blocked

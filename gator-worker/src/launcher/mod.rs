@@ -29,8 +29,8 @@ mod run;
 mod start;
 mod stop;
 
-use crate::builder::WorkerBuilder;
 use crate::config::WorkerConfig;
+use crate::middleware::Middleware;
 use gator_core::{Client, Registry, StateMap};
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -45,23 +45,17 @@ pub struct Worker {
     registry: Arc<Registry>,
     states: StateMap,
     install_default_client: bool,
-    middleware: crate::builder::Middleware,
+    middleware: Middleware,
 }
 
 impl Worker {
-    /// A builder with the command line's defaults: `.redis_url(..)`, `.queues(..)`,
-    /// `.state(..)`, then `.build()`.
-    pub fn builder() -> WorkerBuilder {
-        WorkerBuilder::new()
-    }
-
     pub(crate) fn from_parts(
         config: WorkerConfig,
         client: Option<Client>,
         registry: Arc<Registry>,
         states: StateMap,
         install_default_client: bool,
-        middleware: crate::builder::Middleware,
+        middleware: Middleware,
     ) -> Worker {
         Worker {
             config,

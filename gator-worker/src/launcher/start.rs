@@ -2,13 +2,13 @@
 //! them and register, recover what dead processes left, and put the pieces together.
 
 use super::Worker;
-use crate::builder::Middleware;
 use crate::catalogue::Catalogue;
 use crate::clock::RedisClock;
 use crate::config::WorkerConfig;
 use crate::fetcher::Fetcher;
 use crate::heartbeat::{Heartbeat, process_id};
 use crate::leases::Leases;
+use crate::middleware::Middleware;
 use crate::observer::Observer;
 use crate::queues::QueueOrder;
 use crate::recovery::{self, Recovery};
