@@ -79,8 +79,7 @@ pub enum Error {
         expected: &'static str,
     },
     /// The enqueue reached the master, but fewer replicas than asked confirmed it in time
-    /// (see `replication`): if the master fails now, the job may be lost. Dispatching
-    /// again may run the job twice.
+    /// (see `replication`): if the master fails now, it may be lost; sent again, it may run twice.
     #[error(
         "the job reached the master, but only {confirmed} of {wanted} replicas confirmed it within {timeout:?}: it may be lost if the master fails now (dispatching it again may run it twice)"
     )]
