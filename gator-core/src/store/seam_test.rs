@@ -58,11 +58,7 @@ fn no_code_outside_store_builds_a_redis_command() {
     }
     let mut offences = Vec::new();
     for file in files {
-        let shown = file
-            .strip_prefix(&workspace)
-            .expect("inside the workspace")
-            .to_string_lossy()
-            .replace('\\', "/");
+        let shown = shown(&workspace, &file);
         if shown.starts_with(STORE) {
             continue;
         }
@@ -140,11 +136,7 @@ fn the_worker_reaches_the_store_from_at_most_five_files() {
     rust_files(&workspace.join("gator-worker/src"), &mut files);
     let (mut doors, mut connections, mut settles) = (Vec::new(), Vec::new(), Vec::new());
     for file in files {
-        let shown = file
-            .strip_prefix(&workspace)
-            .expect("inside the workspace")
-            .to_string_lossy()
-            .replace('\\', "/");
+        let shown = shown(&workspace, &file);
         let text = std::fs::read_to_string(&file).expect("a readable file");
         let code: Vec<&str> = code_lines(&text).map(|(_, code)| code).collect();
         if code.iter().any(|c| c.contains("gator_core::store")) {
@@ -174,4 +166,12 @@ fn the_worker_reaches_the_store_from_at_most_five_files() {
         outside.is_empty(),
         "Settle handles made outside settle/: {outside:?}"
     );
+}
+
+/// `file`'s path from the workspace's root, with `/` between folders on every system.
+fn shown(workspace: &Path, file: &Path) -> String {
+    file.strip_prefix(workspace)
+        .expect("inside the workspace")
+        .to_string_lossy()
+        .replace('\\', "/")
 }
