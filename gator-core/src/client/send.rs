@@ -31,15 +31,15 @@ impl Client {
         if jobs.is_empty() {
             return Ok(Vec::new());
         }
-        let placed = self.place_all(jobs).await?;
-        let mut jids = Vec::with_capacity(placed.len());
-        let mut now = Vec::with_capacity(placed.len());
-        for placed in placed {
-            if placed.later.is_some() || placed.payload.unique.is_some() {
-                jids.push(self.store(placed).await?.into_jid());
+        let (payloads, later) = self.place_all(jobs).await?;
+        let mut jids = Vec::with_capacity(payloads.len());
+        let mut now = Vec::with_capacity(payloads.len());
+        for (payload, later) in payloads.into_iter().zip(later) {
+            if later.is_some() || payload.unique.is_some() {
+                jids.push(self.store(Placed { payload, later }).await?.into_jid());
             } else {
-                jids.push(placed.payload.jid.clone());
-                now.push(placed.payload);
+                jids.push(payload.jid.clone());
+                now.push(payload);
             }
         }
         if !now.is_empty() {
