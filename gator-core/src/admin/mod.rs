@@ -63,11 +63,14 @@ pub use scaling::{QueueScaling, Scaling, ScalingPolicy};
 pub use search::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchPage, SearchQuery};
 pub use set_pages::{MAX_SET_PAGE, SetPage};
 pub use sets::MAX_MERGED_DEPTH;
+// What the dashboard and the HTTP API check and show beside `Admin`'s answers: through this
+// door, not the store's rooms.
+pub use crate::store::{FlowStatus, validate_queue, validate_stored_queue};
 
 use crate::client::Client;
 use crate::error::Result;
 use crate::store;
-use crate::store::keys::{Keys, validate_stored_queue};
+use crate::store::keys::Keys;
 use crate::transport::connection::Connection;
 use std::collections::HashMap;
 

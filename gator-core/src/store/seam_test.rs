@@ -128,7 +128,7 @@ fn no_room_of_the_store_is_public_outside_gator_core() {
 /// "The worker reaches Redis through a few doors": at most five files of gator-worker name
 /// `gator_core::store`; no other file takes a connection (`.connection()`); and the `Settle`
 /// handle is made in the settle room alone (`gator-worker/src/settle/`), which owns every
-/// outcome write.
+/// outcome write. The dashboard names none: it reaches Redis through `Admin`.
 #[test]
 fn the_worker_reaches_the_store_from_at_most_five_files() {
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -152,6 +152,20 @@ fn the_worker_reaches_the_store_from_at_most_five_files() {
     assert!(
         doors.len() <= 5,
         "files naming gator_core::store: {doors:?}"
+    );
+    let mut web = Vec::new();
+    rust_files(&workspace.join("gator-web/src"), &mut web);
+    let web: Vec<String> = web
+        .into_iter()
+        .filter(|file| {
+            let text = std::fs::read_to_string(file).expect("a readable file");
+            code_lines(&text).any(|(_, code)| code.contains("gator_core::store"))
+        })
+        .map(|file| shown(&workspace, &file))
+        .collect();
+    assert!(
+        web.is_empty(),
+        "gator-web files naming gator_core::store: {web:?}"
     );
     let stray: Vec<_> = connections.iter().filter(|f| !doors.contains(f)).collect();
     assert!(

@@ -133,7 +133,7 @@ pub(crate) async fn delete_one(
 /// Checks a queue from the path and that it is known: acting on a mistyped name would create
 /// state nobody looks at.
 async fn known_queue(app: &App, queue: &str) -> Result<(), ApiError> {
-    gator_core::store::validate_stored_queue(queue)?;
+    gator_core::admin::validate_stored_queue(queue)?;
     if app.admin.known_queues().await?.iter().any(|q| q == queue) {
         Ok(())
     } else {

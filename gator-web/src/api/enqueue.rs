@@ -53,7 +53,7 @@ pub(crate) async fn enqueue(
     Segments(queue): Segments<String>,
     Body(body): Body<Enqueue>,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    gator_core::store::validate_queue(&queue)?;
+    gator_core::admin::validate_queue(&queue)?;
     if body.queue.as_ref().is_some_and(|q| *q != queue) {
         return Err(ApiError::bad_request(
             "\"queue\" names another queue than the path: give one",

@@ -7,10 +7,10 @@ use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
+use gator_core::admin::FlowStatus;
 use gator_core::admin::{
     HistoryPoint, HistorySpan, JourneyInFlight, Overview, ProcessInfo, QueueInfo,
 };
-use gator_core::store::FlowStatus;
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -54,7 +54,7 @@ pub(crate) async fn queue(
     State(app): State<App>,
     Segments(queue): Segments<String>,
 ) -> ApiResult<QueueDetail> {
-    gator_core::store::validate_stored_queue(&queue)?;
+    gator_core::admin::validate_stored_queue(&queue)?;
     if !app.admin.known_queues().await?.contains(&queue) {
         return Err(ApiError::not_found(format!("no queue {queue:?}")));
     }

@@ -61,7 +61,7 @@ pub(crate) async fn search(
     }
     let queue = p.queue.filter(|q| !q.is_empty());
     if let Some(queue) = &queue {
-        gator_core::store::validate_stored_queue(queue)?;
+        gator_core::admin::validate_stored_queue(queue)?;
     }
     let query = SearchQuery {
         text: p.q,
