@@ -32,6 +32,24 @@ impl Held {
         }
     }
 
+    /// Records that this process holds the in-flight payload `raw` (a durable job's payload
+    /// as a save rewrites it: held before the save, so it is never stranded).
+    pub fn hold_payload(&self, raw: &[u8]) {
+        *self.lock().entry(raw.to_vec()).or_default() += 1;
+    }
+
+    /// Records that the in-flight payload `raw` is no longer this process's to hold (the
+    /// payload a save replaced, or one it did not write).
+    pub fn release_payload(&self, raw: &[u8]) {
+        let mut held = self.lock();
+        if let Some(count) = held.get_mut(raw) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(raw);
+            }
+        }
+    }
+
     /// Whether this process received the in-flight payload `raw` and has not settled it.
     pub fn holds(&self, raw: &[u8]) -> bool {
         self.lock().contains_key(raw)

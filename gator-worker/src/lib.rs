@@ -175,6 +175,7 @@ pub mod clock;
 pub mod config;
 pub mod cron;
 pub(crate) mod door;
+pub mod durable;
 pub mod fetcher;
 pub mod gather;
 pub mod heartbeat;

@@ -124,8 +124,10 @@ impl Observer {
             Outcome::Done { .. } | Outcome::AwaitReply { .. } => false,
             Outcome::Retry { .. } | Outcome::Dead { .. } | Outcome::Discard { .. } => true,
             // Not an attempt that ended: moved to its window, handed back, stopped by a cancel,
-            // expired before it started, or interrupted by a shutdown.
+            // expired before it started, interrupted by a shutdown, or a durable job's run
+            // that ended parked (it sleeps, or yielded its slice).
             Outcome::Reschedule { .. }
+            | Outcome::Suspend { .. }
             | Outcome::HandBack
             | Outcome::Cancelled { .. }
             | Outcome::Expired { .. }

@@ -44,6 +44,17 @@ pub enum Outcome {
         /// How long until its next window opens.
         delay: Duration,
     },
+    /// A durable job slept or yielded its slice (`gator_core::context::durable`): it is
+    /// parked as `payload` (what it saved, the sleep recorded) in its queue's scheduled set
+    /// until `wake`, recorded `suspended`, its attempt not counted (`suspend.lua`).
+    Suspend {
+        /// The payload to park.
+        payload: String,
+        /// When it runs again.
+        wake: gator_core::context::durable::Wake,
+        /// Why (`sleep 2`, `slice 3`).
+        reason: String,
+    },
     /// This worker does not run it, and another live worker runs it from its queue (the job
     /// catalogue says): it goes back to the head of its queue at once, unrun and unchanged,
     /// for that worker (`release.lua`), and this worker passes over it from now on.

@@ -124,6 +124,26 @@ impl Context {
         self.inner.is_cancel_requested()
     }
 
+    /// This context told, through [`Context::is_stopping`], when its worker begins to stop
+    /// (`stopping` is cancelled then, before the shutdown deadline; the worker sets it).
+    pub fn with_stopping(self, stopping: tokio_util::sync::CancellationToken) -> Context {
+        self.changed(|inner| inner.stopping = Some(stopping))
+    }
+
+    /// Whether a job that can stop at a checkpoint should stop at its next one: its worker
+    /// began to stop, the shutdown deadline came, or the attempt timed out. Unlike
+    /// [`Context::is_cancelled`], asking does not count as being told of the shutdown (a job
+    /// that saved its state and stops says so with [`crate::JobError::interrupted`]).
+    pub fn is_stopping(&self) -> bool {
+        self.inner.attempt.is_cancelled()
+            || self.inner.deadline.is_cancelled()
+            || self
+                .inner
+                .stopping
+                .as_ref()
+                .is_some_and(|stopping| stopping.is_cancelled())
+    }
+
     /// Why this attempt was told to stop, if it was (see [`CancelReason`]). A job that stops
     /// for [`CancelReason::Shutdown`] is put back at the head of its queue whatever it
     /// returns (unless it says [`Context::finished_despite_shutdown`]), its attempt not

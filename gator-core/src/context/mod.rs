@@ -6,6 +6,7 @@
 //! these at run time.
 
 mod cancel;
+pub mod durable;
 mod progress;
 mod state;
 
@@ -69,6 +70,11 @@ struct Inner {
     progress: progress::Slot,
     /// For a job with a deadline: its start as judged on Redis's clock (ms).
     started_at_ms: Option<u64>,
+    /// What a durable job saved, and where it saves (`durable`); made at the first use for
+    /// a context the worker did not give one.
+    durable: std::sync::OnceLock<Arc<durable::Slot>>,
+    /// Cancelled when the worker begins to stop (before its shutdown deadline).
+    stopping: Option<CancellationToken>,
 }
 
 /// Who a job is, as read from its payload: what a [`Context`] is made from.
@@ -143,6 +149,8 @@ impl Context {
                 headers: crate::payload::Headers::new(),
                 progress: progress::Slot::default(),
                 started_at_ms: None,
+                durable: std::sync::OnceLock::new(),
+                stopping: None,
             }),
         }
     }
@@ -211,6 +219,8 @@ impl Context {
             headers: shared.headers.clone(),
             progress: progress::Slot::with_writer(shared.progress.writer()),
             started_at_ms: shared.started_at_ms,
+            durable: shared.durable.clone(),
+            stopping: shared.stopping.clone(),
         });
         change(&mut inner);
         Context {

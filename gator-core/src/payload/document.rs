@@ -52,6 +52,7 @@ pub struct PayloadDocument<'a> {
     packed: Option<&'a RawValue>,
     expires_at: Option<&'a RawValue>,
     on_expire: Option<&'a RawValue>,
+    durable: Option<&'a RawValue>,
 }
 
 /// What running needs; any other field is skipped here and kept by [`PayloadDocument::rewrite`].
@@ -87,6 +88,8 @@ struct Needed<'a> {
     expires_at: Option<&'a RawValue>,
     #[serde(borrow, default)]
     on_expire: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    durable: Option<&'a RawValue>,
 }
 
 impl<'a> PayloadDocument<'a> {
@@ -124,7 +127,14 @@ impl<'a> PayloadDocument<'a> {
             packed: needed.packed,
             expires_at: needed.expires_at,
             on_expire: needed.on_expire,
+            durable: needed.durable,
         })
+    }
+
+    /// What a durable job saved in earlier runs (`durable`: its checkpoint, its steps'
+    /// results, its sleeps; `context::durable`), as JSON text; `None` for any other job.
+    pub fn durable(&self) -> Option<&'a str> {
+        self.durable.map(RawValue::get)
     }
 
     /// The payload's whole text, as stored.

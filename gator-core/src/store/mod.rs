@@ -30,6 +30,7 @@ pub(crate) mod chain;
 pub(crate) mod cron;
 pub(crate) mod dead;
 pub(crate) mod door;
+pub(crate) mod durable;
 pub(crate) mod expiry;
 pub(crate) mod fetched;
 pub(crate) mod finished;

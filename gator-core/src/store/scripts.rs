@@ -115,6 +115,10 @@ scripts! {
     REPLY_EXPIRE => "reply_expire.lua";
     /// `lua/reply_done.lua`: record a waiting job done with its reply.
     REPLY_DONE => "reply_done.lua";
+    /// `lua/durable_save.lua`: save a running durable job's state into its payload in flight.
+    DURABLE_SAVE => "durable_save.lua";
+    /// `lua/suspend.lua`: park a durable job's run until its time (a sleep, a slice yielded).
+    SUSPEND => "suspend.lua";
     /// `lua/retry.lua`: settle a failure that runs again later.
     RETRY => "retry.lua";
     /// `lua/kill.lua`: settle a job into the dead set and trim it.

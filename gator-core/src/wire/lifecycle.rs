@@ -19,6 +19,8 @@ pub enum State {
     Retrying,
     /// Its attempt ended waiting for a reply.
     Awaiting,
+    /// A durable job parked until its time (a sleep, a slice yielded), holding no worker.
+    Suspended,
     /// Succeeded (kept for the retention).
     Done,
     /// In the dead set.
@@ -33,12 +35,13 @@ pub enum State {
 
 impl State {
     /// Every state, in the order of a job's life.
-    pub const ALL: [State; 10] = [
+    pub const ALL: [State; 11] = [
         State::Queued,
         State::Scheduled,
         State::Running,
         State::Retrying,
         State::Awaiting,
+        State::Suspended,
         State::Done,
         State::Dead,
         State::Discarded,
@@ -54,6 +57,7 @@ impl State {
             State::Running => "running",
             State::Retrying => "retrying",
             State::Awaiting => "awaiting",
+            State::Suspended => "suspended",
             State::Done => "done",
             State::Dead => "dead",
             State::Discarded => "discarded",
@@ -133,13 +137,13 @@ pub const TRANSITIONS: &[Transition] = &[
         "a unique job for later, or debounced",
     ),
     t(
-        &[Scheduled, Retrying],
+        &[Scheduled, Retrying, Suspended],
         Queued,
         "promote_due.lua",
         "its time has come",
     ),
     t(
-        &[Scheduled, Retrying, Dead, Expired],
+        &[Scheduled, Retrying, Suspended, Dead, Expired],
         Queued,
         "flow_lib.lua",
         "run now, or retried from the dead set (`move_to_queue.lua`)",
@@ -208,12 +212,18 @@ pub const TRANSITIONS: &[Transition] = &[
     ),
     t(
         &[Queued, Running],
+        Suspended,
+        "suspend.lua",
+        "a durable job slept, or yielded its slice",
+    ),
+    t(
+        &[Queued, Running],
         Awaiting,
         "await.lua",
         "it returned waiting for a reply",
     ),
     t(
-        &[Queued, Scheduled, Retrying, Awaiting],
+        &[Queued, Scheduled, Retrying, Awaiting, Suspended],
         Cancelled,
         "cancel.lua",
         "cancelled waiting",

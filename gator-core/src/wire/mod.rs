@@ -3,6 +3,7 @@
 //! read and write these, and they import nothing above them.
 
 pub mod cron;
+pub mod durable;
 pub mod jid;
 pub mod lifecycle;
 pub mod shards;

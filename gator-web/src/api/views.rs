@@ -82,6 +82,9 @@ pub(crate) struct StatusView {
     pub process: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reply_key: Option<String>,
+    /// A suspended job: why (`sleep 2`, `slice 3`); `at_ms` is when it wakes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
     /// An expired job's deadline (ms, Redis time).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_ms: Option<u64>,
@@ -119,6 +122,10 @@ impl From<&JobStatus> for StatusView {
         match status {
             JobStatus::Queued | JobStatus::Unknown => {}
             JobStatus::Scheduled { at } => view.at_ms = Some(ms(*at)),
+            JobStatus::Suspended { until, reason } => {
+                view.at_ms = Some(ms(*until));
+                view.reason = Some(reason.clone());
+            }
             JobStatus::Running {
                 process,
                 since,

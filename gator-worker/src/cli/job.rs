@@ -153,6 +153,10 @@ fn status_fields(
 ) -> Vec<(&'static str, serde_json::Value)> {
     match status {
         JobStatus::Scheduled { at } => vec![("due", time(*at).into())],
+        JobStatus::Suspended { until, reason } => vec![
+            ("wakes", time(*until).into()),
+            ("reason", reason.clone().into()),
+        ],
         JobStatus::Running {
             process,
             since,

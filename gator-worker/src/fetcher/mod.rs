@@ -242,6 +242,12 @@ impl Fetcher {
         self.held.settled(job);
     }
 
+    /// The held jobs' book ([`crate::held`]), for a durable job's saves, which rewrite its
+    /// payload in flight.
+    pub fn held(&self) -> &crate::held::Held {
+        &self.held
+    }
+
     /// Whether this process received the in-flight payload `raw` and has not settled it.
     pub fn holds(&self, raw: &[u8]) -> bool {
         self.held.holds(raw)

@@ -87,6 +87,8 @@ impl Started {
         cancels: &Arc<Cancels>,
     ) {
         let progress = crate::progress::ProgressStore::writer(self.client.clone());
+        let durable =
+            crate::durable::DurableStore::writer(self.client.clone(), self.fetcher.clone());
         for id in 0..self.config.concurrency {
             let processor = Processor {
                 id,
@@ -102,6 +104,8 @@ impl Started {
                 observer: self.observer.clone(),
                 catalogue: self.catalogue.clone(),
                 progress: progress.clone(),
+                durable: durable.clone(),
+                stopping: stop.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
         }

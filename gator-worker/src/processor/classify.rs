@@ -31,6 +31,16 @@ impl Processor {
             info!(duration_ms, outcome = "cancelled", "job cancelled");
             return Ok(self.cancelled(doc));
         }
+        // It slept or yielded its slice: parked, whatever it returned (the sleep's `Err`).
+        if let Some(suspension) = ctx.take_suspension() {
+            let duration_ms = outcome::elapsed_ms(attempt.started);
+            info!(duration_ms, outcome = "suspended", reason = %suspension.reason, "job suspended: it resumes at its time with what it saved");
+            return Ok(Outcome::Suspend {
+                payload: suspension.payload,
+                wake: suspension.wake,
+                reason: suspension.reason,
+            });
+        }
         let result = match result {
             Err(error) => return Err(self.failed_or_interrupted(error, ctx, attempt, policy)),
             Ok(result) => result,
@@ -68,8 +78,10 @@ impl Processor {
         attempt: Attempt,
         policy: Policy,
     ) -> Early {
+        // An iterating job stops at its next item once its worker begins to stop.
         let shutdown = ctx.cancel_reason() == Some(CancelReason::Shutdown)
-            || (error.is_interrupted() && self.deadline.is_cancelled());
+            || (error.is_interrupted()
+                && (self.deadline.is_cancelled() || self.stopping.is_cancelled()));
         let duration_ms = outcome::elapsed_ms(attempt.started);
         if shutdown {
             info!(duration_ms, outcome = "interrupted", error = %error, "job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted");

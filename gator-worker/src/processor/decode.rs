@@ -80,7 +80,7 @@ impl Processor {
         registration: &JobRegistration,
         (policy, started): (Policy, Option<u64>),
     ) -> Result<(Context, Execution), Early> {
-        let ctx = self.context(doc, &job.fetched.queue);
+        let ctx = self.context(doc, &job.fetched);
         let ctx = match started {
             Some(at_ms) => ctx.with_started_at(at_ms),
             None => ctx,
@@ -172,9 +172,14 @@ impl Processor {
         info!("job started");
     }
 
-    /// The context of this attempt: who the job is, the app's state, and cancellation at the
-    /// attempt's timeout or the worker's shutdown deadline.
-    pub(super) fn context(&self, doc: &PayloadDocument<'_>, queue: &str) -> Context {
+    /// The context of this attempt: who the job is, the app's state, cancellation at the
+    /// attempt's timeout or the worker's shutdown deadline, and where a durable job saves.
+    pub(super) fn context(
+        &self,
+        doc: &PayloadDocument<'_>,
+        fetched: &crate::door::Fetched,
+    ) -> Context {
+        let queue = &fetched.queue;
         let info = JobInfo {
             jid: doc.jid().to_owned(),
             job_name: doc.job().to_owned(),
@@ -187,6 +192,8 @@ impl Processor {
         Context::new(info, self.states.clone(), self.deadline.clone())
             .with_headers(doc.headers())
             .with_progress(self.progress.clone())
+            .with_durable(self.durable.clone(), &fetched.process, doc.text())
+            .with_stopping(self.stopping.clone())
     }
 
     /// `ctx` with its workflow and its parents' results, for a workflow step (one `HMGET` in

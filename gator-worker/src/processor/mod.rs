@@ -78,6 +78,10 @@ pub struct Processor {
     pub catalogue: Arc<crate::catalogue::Catalogue>,
     /// Where jobs' progress reports go (`ctx.progress`), shared by the worker.
     pub progress: gator_core::context::ProgressWriter,
+    /// Where durable jobs save their state (`ctx.checkpoint`, `ctx.step`), shared by the worker.
+    pub durable: gator_core::context::durable::DurableWriter,
+    /// Cancelled when the worker begins to stop: an iterating job stops at its next item.
+    pub stopping: CancellationToken,
 }
 
 impl Processor {
@@ -114,9 +118,18 @@ impl Processor {
 
     /// gate → resolve → decode → prepare → run → classify ([`Processor::attempt`]) → settle,
     /// each inside a panic boundary; returns what comes next.
-    async fn process_one(&self, job: Job, stop: &CancellationToken) -> Next {
+    async fn process_one(&self, mut job: Job, stop: &CancellationToken) -> Next {
         let outcome = match catch_unwind(self.attempt(&job)).await {
-            Ok(outcome) => outcome,
+            Ok((outcome, saved)) => {
+                // A durable job's saves rewrote its payload in flight: it is settled by it.
+                if let Some(payload) = saved {
+                    job.fetched.raw = payload.into_bytes();
+                }
+                outcome
+            }
+            // A panic outside the body loses what a durable job saved here: its outcome is
+            // written for the payload as fetched, finds it gone, and recovery puts the saved
+            // one back as a stranded job.
             Err(panic) => self.after_panic(&job, &panic_message(&*panic)),
         };
         // Kept for a panic below: the job must then be let go of, so that recovery puts it back.
@@ -132,12 +145,12 @@ impl Processor {
     }
 
     /// gate → resolve → decode → prepare → run → classify, for one fetched job, in its span;
-    /// returns its outcome. The payload is parsed once, leniently; a failure rewrites only the
-    /// fields it records.
-    async fn attempt(&self, job: &Job) -> Outcome {
+    /// returns its outcome, and the payload in flight if a durable job's saves changed it. The
+    /// payload is parsed once, leniently; a failure rewrites only the fields it records.
+    async fn attempt(&self, job: &Job) -> (Outcome, Option<String>) {
         let doc = match PayloadDocument::parse(&job.fetched.raw) {
             Ok(doc) => doc,
-            Err(e) => return outcome::malformed(&job.fetched, &e, &self.clock),
+            Err(e) => return (outcome::malformed(&job.fetched, &e, &self.clock), None),
         };
         // Escaped: a payload pushed by another producer may carry a jid or a name with line
         // breaks or terminal escapes, which would forge log lines.
@@ -152,21 +165,31 @@ impl Processor {
                 .map(|due| Duration::from_millis(self.clock.now_ms().saturating_sub(due)));
             (std::time::Instant::now(), waited)
         });
-        let outcome = self.steps(&doc, job).instrument(span).await;
+        let (outcome, saved) = self.steps(&doc, job).instrument(span).await;
         let timing = timed.map(|(started, waited)| (started.elapsed(), waited));
         (self.observer).finished(&job.fetched.queue, doc.job(), &outcome, timing);
-        outcome
+        (outcome, saved)
     }
 
-    /// The steps between the fetch and the settle, in the job's span.
-    async fn steps(&self, doc: &PayloadDocument<'_>, job: &Job) -> Outcome {
+    /// The steps between the fetch and the settle, in the job's span; with the payload a
+    /// durable job's saves left in flight, which a failure is recorded in.
+    async fn steps(&self, doc: &PayloadDocument<'_>, job: &Job) -> (Outcome, Option<String>) {
         let attempt = Attempt::now(&self.clock);
-        match self.try_steps(doc, job, attempt).await {
+        let mut saved = None;
+        let outcome = match self.try_steps(doc, job, attempt, &mut saved).await {
             Ok(outcome) | Err(Early::Outcome(outcome)) => outcome,
             Err(Early::Failed(failure, policy)) => {
+                let latest = saved
+                    .as_deref()
+                    .map(|text| PayloadDocument::parse(text.as_bytes()));
+                let doc = match &latest {
+                    Some(Ok(latest)) => latest,
+                    _ => doc,
+                };
                 outcome::classify(doc, failure, policy, attempt, &self.clock)
             }
-        }
+        };
+        (outcome, saved)
     }
 
     /// Steps 2 to 7 in order; any of them may end the attempt early with its outcome, or with
@@ -176,6 +199,7 @@ impl Processor {
         doc: &PayloadDocument<'_>,
         job: &Job,
         attempt: Attempt,
+        saved: &mut Option<String>,
     ) -> Result<Outcome, Early> {
         let started = self.gate(doc, job).await?;
         self.hand_back(doc, job).await?;
@@ -189,6 +213,14 @@ impl Processor {
             .await;
         // The last progress it reported is written before its outcome (a load if none).
         ctx.finish_progress().await;
+        *saved = ctx.durable_payload();
+        let latest = saved
+            .as_deref()
+            .map(|text| PayloadDocument::parse(text.as_bytes()));
+        let doc = match &latest {
+            Some(Ok(latest)) => latest,
+            _ => doc,
+        };
         self.classify(doc, job, result, &ctx, attempt, policy)
     }
 

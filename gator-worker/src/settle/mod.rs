@@ -139,6 +139,9 @@ impl Settler {
         if let Outcome::Retry { delay, .. } | Outcome::Reschedule { delay } = outcome {
             self.alarm.ring_in(*delay);
         }
+        if let Outcome::Suspend { wake, .. } = outcome {
+            self.alarm.ring_in(wake_in(*wake));
+        }
         self.fetcher.settled(&fetched);
         Next::Fetch(None)
     }
@@ -181,4 +184,15 @@ pub(crate) fn not_in_flight(leases: &Leases, queue: &str, jobs: usize) {
 /// and only this room makes them.
 fn handle(client: &Client) -> Settle<'_> {
     Settle::new(client.connection(), client.keys(), client.replica_wait())
+}
+
+/// How long until a suspended job wakes, on this host's clock: only how long the poller
+/// sleeps (Redis's clock decides what is due).
+fn wake_in(wake: gator_core::context::durable::Wake) -> Duration {
+    match wake {
+        gator_core::context::durable::Wake::In(delay) => delay,
+        gator_core::context::durable::Wake::At(at) => at
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO),
+    }
 }

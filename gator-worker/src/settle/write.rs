@@ -97,6 +97,17 @@ async fn try_write(
             let due = super::handle(client).reschedule(job, *delay).await?;
             Ok(due.is_some())
         }
+        // Parked with what it saved until its time.
+        Outcome::Suspend {
+            payload,
+            wake,
+            reason,
+        } => {
+            let due = super::handle(client)
+                .suspend(job, payload, (*wake, reason))
+                .await?;
+            Ok(due.is_some())
+        }
         // Back at the head of its queue, unchanged, for a worker that runs it.
         Outcome::HandBack => super::handle(client).release(job).await,
         Outcome::AwaitReply {

@@ -2,8 +2,9 @@
 
 use crate::error::Result;
 use crate::store::keys::Keys;
-use crate::store::{aside, cancel, progress, status, workflow};
+use crate::store::{aside, cancel, durable, progress, status, workflow};
 use crate::transport::connection::Connection;
+use crate::wire::durable::Stored;
 use std::collections::HashSet;
 
 /// Reads a job needs before it runs (its payload set aside, its workflow parents' results),
@@ -57,6 +58,17 @@ impl<'a> Run<'a> {
         report: (f64, u32, &str),
     ) -> Result<u64> {
         progress::write(&mut self.conn, self.keys, queue, jid, report).await
+    }
+
+    /// Saves a running durable job's state: its payload `was` in `process`'s in-flight list
+    /// of `queue` becomes `now`, if the process still holds its lease (`durable_save.lua`).
+    pub async fn save_durable(
+        &mut self,
+        (queue, process): (&str, &str),
+        was: &str,
+        now: &str,
+    ) -> Result<Stored> {
+        durable::save(&mut self.conn, self.keys, (queue, process), was, now).await
     }
 
     /// The jids marked to cancel in `queues`.

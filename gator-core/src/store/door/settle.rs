@@ -9,9 +9,10 @@ use crate::store::expiry::{self, Judged};
 use crate::store::fetched::{Fetched, Killed, Verdict};
 use crate::store::keys::Keys;
 use crate::store::status::Done;
-use crate::store::{cancel, chain, handoff, inflight, reply, unique};
+use crate::store::{cancel, chain, durable, handoff, inflight, reply, unique};
 use crate::transport::connection::Connection;
 use crate::transport::replication::ReplicaWait;
+use crate::wire::durable::Wake;
 use std::time::Duration;
 
 /// Writes a fetched job's outcome: a success, a retry, a reschedule, a hand back, a death, a
@@ -73,6 +74,18 @@ impl<'a> Settle<'a> {
     /// Puts a job back, unchanged, in its queue's scheduled set `delay` from now.
     pub async fn reschedule(&mut self, job: &Fetched, delay: Duration) -> Result<Option<u64>> {
         inflight::reschedule(&mut self.conn, self.keys, job, delay).await
+    }
+
+    /// Parks a durable job that sleeps or yields its slice as `payload` in its queue's
+    /// scheduled set until `wake`, recorded `suspended` for `reason` (`suspend.lua`). Its due
+    /// time, or `None` if it was no longer in flight.
+    pub async fn suspend(
+        &mut self,
+        job: &Fetched,
+        payload: &str,
+        (wake, reason): (Wake, &str),
+    ) -> Result<Option<u64>> {
+        durable::suspend(&mut self.conn, self.keys, job, payload, wake, reason).await
     }
 
     /// Puts a job back, unchanged, at the head of its queue (`release.lua`).

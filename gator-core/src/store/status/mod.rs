@@ -14,6 +14,7 @@
 //! | `scheduled <due ms>` | in the scheduled set |
 //! | `running <since ms> <attempt> <process>` | started by a worker process |
 //! | `retrying <due ms> <attempt> <error>` | failed, in the retry set |
+//! | `suspended <due ms> <reason>` | a durable job parked in the scheduled set until its time (`sleep 2`, `slice 3`) |
 //! | `dead <at ms> <attempts> <error>` | in the dead set |
 //! | `done <at ms> <attempts> <result JSON>` | succeeded (the result empty if it returned none) |
 //! | `expired <at ms> <attempts> <deadline ms> <dead\|drop>` | not started by its deadline |
@@ -55,6 +56,14 @@ pub enum JobStatus {
         next_at: SystemTime,
         /// Why the last attempt failed.
         error: String,
+    },
+    /// A durable job parked until `until` (`ctx.sleep`, or a slice yielded): it holds no
+    /// worker, and resumes with what it saved (`context::durable`).
+    Suspended {
+        /// When it runs again (Redis time).
+        until: SystemTime,
+        /// Why: `sleep <n>` for its n-th sleep, `slice <n>` for its n-th slice yielded.
+        reason: String,
     },
     /// In the dead set: it will not run again unless retried from there.
     Dead {
@@ -126,6 +135,7 @@ impl JobStatus {
             JobStatus::Discarded { .. } => State::Discarded,
             JobStatus::Expired { .. } => State::Expired,
             JobStatus::AwaitingReply { .. } => State::Awaiting,
+            JobStatus::Suspended { .. } => State::Suspended,
             JobStatus::Unknown => return None,
         })
     }
@@ -167,6 +177,10 @@ impl Record {
         let status = match (state, ms) {
             ("queued", _) => JobStatus::Queued,
             ("scheduled", Some(at)) => JobStatus::Scheduled { at },
+            ("suspended", Some(until)) => JobStatus::Suspended {
+                until,
+                reason: rest.to_owned(),
+            },
             ("running", Some(since)) => JobStatus::Running {
                 process: tail.to_owned(),
                 since,
