@@ -72,6 +72,8 @@ pub enum Outcome {
         key: String,
         /// How long it waits.
         timeout: Duration,
+        /// A durable job's wait (`ctx.wait_for_reply`): it resumes with the reply.
+        resume: bool,
     },
     /// Its cancellation was asked for (`Client::cancel`): recorded cancelled, never retried.
     Cancelled {

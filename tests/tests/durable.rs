@@ -111,6 +111,19 @@ async fn walk(
     .await
 }
 
+/// Reserves stock once, waits for the payment's reply, then ships with it.
+#[job(queue = "durable_reply")]
+async fn order(ctx: Context, tag: String, key: String) -> Result<String, JobError> {
+    ctx.step("reserve", || async {
+        note(&tag, "reserved");
+        Ok::<_, JobError>(())
+    })
+    .await?;
+    let paid: String = ctx.wait_for_reply(&key, Duration::from_secs(30)).await?;
+    note(&tag, format!("shipped after {paid}"));
+    Ok(paid)
+}
+
 fn worker(redis: &RedisServer, queue: &str, concurrency: usize) -> TestWorker {
     let mut config = WorkerConfig::new(redis.url());
     config.queues = QueueSelection::Strict(vec![queue.into()]);
@@ -152,7 +165,10 @@ async fn a_retried_job_resumes_from_its_last_checkpoint_and_repeats_no_row() {
 
     let events = events(tag);
     assert_eq!(events[0], "start 0 attempt 1");
-    assert!(events.contains(&"start 6 attempt 2".to_owned()), "{events:?}");
+    assert!(
+        events.contains(&"start 6 attempt 2".to_owned()),
+        "{events:?}"
+    );
     let rows: Vec<_> = events.iter().filter(|e| e.starts_with("row")).collect();
     let expected: Vec<_> = (0..10).map(|r| format!("row {r}")).collect();
     assert_eq!(rows, expected.iter().collect::<Vec<_>>(), "each row once");
@@ -190,12 +206,16 @@ async fn a_sleeping_job_holds_no_worker_reads_suspended_and_resumes_after_its_sl
         .unwrap();
     // One processor: the quick job can only run if the sleeper does not hold it.
     let worker = worker(&redis, "durable_sleep", 1);
-    wait_until("the sleeper to suspend", Duration::from_secs(10), || async {
-        matches!(
-            client.status(&sleeper).await.unwrap(),
-            JobStatus::Suspended { .. }
-        )
-    })
+    wait_until(
+        "the sleeper to suspend",
+        Duration::from_secs(10),
+        || async {
+            matches!(
+                client.status(&sleeper).await.unwrap(),
+                JobStatus::Suspended { .. }
+            )
+        },
+    )
     .await;
     let suspended_at = Instant::now();
     let JobStatus::Suspended { reason, .. } = client.status(&sleeper).await.unwrap() else {
@@ -238,13 +258,104 @@ async fn an_iteration_yields_its_slices_and_goes_on_from_its_cursor_with_every_i
 
     let events = events(tag);
     let runs = events.iter().filter(|e| e.starts_with("run")).count();
-    assert!(runs >= 3, "30 items of 20 ms in slices of 150 ms: {events:?}");
     assert!(
-        events.iter().filter(|e| e.starts_with("run")).all(|e| e == "run attempt 1"),
+        runs >= 3,
+        "30 items of 20 ms in slices of 150 ms: {events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .filter(|e| e.starts_with("run"))
+            .all(|e| e == "run attempt 1"),
         "a slice is not an attempt: {events:?}"
     );
     let items = counts(&events);
     for item in 0..30 {
-        assert_eq!(items.get(format!("item {item}").as_str()), Some(&1), "{events:?}");
+        assert_eq!(
+            items.get(format!("item {item}").as_str()),
+            Some(&1),
+            "{events:?}"
+        );
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_waits_for_a_reply_as_a_step_holding_no_worker_and_goes_on_with_it() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let tag = "reply";
+    let jid = Order::call(tag.into(), "payment-7".into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = worker(&redis, "durable_reply", 1);
+    wait_until("the order to wait", Duration::from_secs(10), || async {
+        matches!(
+            client.status(&jid).await.unwrap(),
+            JobStatus::Suspended { .. }
+        )
+    })
+    .await;
+    let JobStatus::Suspended { reason, .. } = client.status(&jid).await.unwrap() else {
+        unreachable!()
+    };
+    assert_eq!(reason, "reply payment-7");
+    client.reply("payment-7", "pi_42").await.unwrap();
+    done(&client, &jid).await;
+    worker.stop().await;
+
+    assert_eq!(events(tag), ["reserved", "shipped after pi_42"]);
+    let result = client.result::<String>(&jid).await.unwrap();
+    assert_eq!(result.as_deref(), Some("pi_42"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_job_and_a_waiting_one_are_cancelled_where_they_wait() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let tag = "cancel";
+    let sleeper = Nap::call(tag.into(), 60_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let waiter = Order::call(tag.into(), "never".into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let sleeping = worker(&redis, "durable_sleep", 1);
+    let waiting = worker(&redis, "durable_reply", 1);
+    for jid in [&sleeper, &waiter] {
+        wait_until("the job to suspend", Duration::from_secs(10), || async {
+            matches!(
+                client.status(jid).await.unwrap(),
+                JobStatus::Suspended { .. }
+            )
+        })
+        .await;
+        assert_eq!(
+            client.cancel(jid).await.unwrap(),
+            gator_core::Cancellation::Removed
+        );
+        assert!(matches!(
+            client.status(jid).await.unwrap(),
+            JobStatus::Cancelled { .. }
+        ));
+    }
+    assert_eq!(
+        redis.cli(&["ZCARD", "gator:{durable_sleep}:scheduled"]),
+        "0"
+    );
+    // Its wait went with it: nobody waits for this reply now.
+    assert_eq!(
+        client.reply("never", "late").await.unwrap(),
+        gator_core::reply::Delivery::Kept
+    );
+    sleeping.stop().await;
+    waiting.stop().await;
+    let mut ran = events(tag);
+    ran.sort();
+    assert_eq!(ran, ["before", "reserved"], "each ran up to its wait only");
 }

@@ -61,7 +61,17 @@ impl Client {
                     .await?
             }
             JobStatus::AwaitingReply { key, .. } => {
-                return self.cancel_awaiting(queue, jid, &key).await;
+                return self.cancel_awaiting(queue, jid, (&key, "awaiting")).await;
+            }
+            // A durable job waiting for a reply as a step.
+            JobStatus::Suspended { reason, .. } if reason.starts_with("reply ") => {
+                let key = &reason["reply ".len()..];
+                return self.cancel_awaiting(queue, jid, (key, "suspended")).await;
+            }
+            // A durable job asleep, or between its slices: in the scheduled set.
+            status @ JobStatus::Suspended { .. } => {
+                self.remove_from_set(queue, jid, &status, Waiting::Scheduled)
+                    .await?
             }
             _ => return Ok(Some(Cancellation::Unknown)),
         };
@@ -117,7 +127,7 @@ impl Client {
         &self,
         queue: &str,
         jid: &str,
-        key: &str,
+        (key, state): (&str, &str),
     ) -> Result<Option<Cancellation>> {
         let (keys, mut conn) = (self.keys(), self.connection());
         let Some(waiter) = store::reply::end_wait(&mut conn, keys, key, jid).await? else {
@@ -130,7 +140,7 @@ impl Client {
             keys,
             queue,
             jid,
-            "awaiting",
+            state,
             DEFAULT_RETENTION,
             &report,
         )

@@ -105,6 +105,9 @@ pub struct AwaitReply {
     pub timeout: Duration,
     /// The handler job's payload (JSON), or why it could not be encoded.
     pub then: Option<std::result::Result<String, String>>,
+    /// A durable job's wait ([`Context::wait_for_reply`]): when the reply comes, the job runs
+    /// again with the reply saved as a step's result, instead of ending done with it.
+    pub resume: bool,
 }
 
 impl AwaitReply {
@@ -114,7 +117,12 @@ impl AwaitReply {
         timeout: Duration,
         then: Option<std::result::Result<String, String>>,
     ) -> AwaitReply {
-        AwaitReply { key, timeout, then }
+        AwaitReply {
+            key,
+            timeout,
+            then,
+            resume: false,
+        }
     }
 }
 

@@ -13,6 +13,7 @@ use crate::store::reply::{self, WaitRecord};
 use crate::store::{chain, handed, scripts, workflow};
 use crate::transport::connection::Connection;
 use crate::transport::replication::ReplicaWait;
+use crate::wire::durable::Saved;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::time::Duration;
@@ -201,6 +202,9 @@ async fn done(
     reply: &str,
     wait: Option<&ReplicaWait>,
 ) -> Result<()> {
+    if waiter.resume {
+        return resumed(conn, keys, waiter, reply, wait).await;
+    }
     let doc = PayloadDocument::parse(waiter.payload.as_bytes()).ok();
     let attempts = doc.as_ref().map_or(1, |d| d.attempt().saturating_add(1));
     let retention = Duration::from_millis(waiter.ret);
@@ -250,5 +254,36 @@ async fn failed(
     let marked = doc.rewrite(&[("reply_failed", marker)]);
     let guard = format!("{}.w{}", waiter.jid, doc.attempt());
     handed::push_once(conn, keys, &marked, &guard, true, wait).await?;
+    Ok(())
+}
+
+/// A durable job's reply came (`ctx.wait_for_reply`): the job goes back to its queue with the
+/// reply saved in its payload as the result of step `reply:<key>`, and runs on from its wait.
+/// A reply past the job's bounds fails the wait as a timeout does.
+async fn resumed(
+    conn: &mut Connection,
+    keys: &Keys,
+    waiter: &WaitRecord,
+    reply: &str,
+    wait: Option<&ReplicaWait>,
+) -> Result<()> {
+    let Ok(doc) = PayloadDocument::parse(waiter.payload.as_bytes()) else {
+        return Ok(());
+    };
+    let name = format!("reply:{}", waiter.wait);
+    let saved = Saved::parse(doc.durable()).and_then(|saved| {
+        let value = RawValue::from_string(reply.to_owned()).map_err(|e| e.to_string())?;
+        saved.with_step(&name, value)
+    });
+    let saved = match saved {
+        Ok(saved) => saved,
+        Err(error) => {
+            let error = format!("the reply to {:?} cannot be saved: {error}", waiter.wait);
+            return failed(conn, keys, waiter, &error, wait).await;
+        }
+    };
+    let payload = doc.rewrite(&[("durable", saved.to_json())]);
+    let guard = format!("{}.r{}.{}", waiter.jid, doc.attempt(), waiter.wait);
+    handed::push_once(conn, keys, &payload, &guard, true, wait).await?;
     Ok(())
 }

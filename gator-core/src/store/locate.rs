@@ -25,6 +25,7 @@ pub const UNRECORDED_READ: usize = 500;
 pub fn score_in(kind: SetKind, status: &JobStatus) -> Option<u64> {
     let at = match (kind, status) {
         (SetKind::Scheduled, JobStatus::Scheduled { at }) => at,
+        (SetKind::Scheduled, JobStatus::Suspended { until, .. }) => until,
         (SetKind::Retry, JobStatus::Retrying { next_at, .. }) => next_at,
         (SetKind::Dead, JobStatus::Dead { at, .. }) => at,
         (SetKind::Dead, JobStatus::Expired { at, kept: true, .. }) => at,

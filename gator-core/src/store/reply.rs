@@ -38,6 +38,10 @@ pub struct WaitRecord {
     pub then: Option<String>,
     /// How long the job's done record is kept, ms.
     pub ret: u64,
+    /// A durable job's wait (`ctx.wait_for_reply`): the reply is saved in its payload as the
+    /// result of step `reply:<key>` and the job goes back to its queue, instead of ending done.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub resume: bool,
 }
 
 /// What `reply` did with a reply.
@@ -69,8 +73,7 @@ pub async fn settle_waiting(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     job: &crate::store::fetched::Fetched,
-    record: &str,
-    key: &str,
+    (record, key, resume): (&str, &str, bool),
     timeout: Duration,
 ) -> Result<bool> {
     let settled: i64 = scripts::AWAIT
@@ -80,6 +83,7 @@ pub async fn settle_waiting(
         .arg(record)
         .arg(key)
         .arg(timeout.as_millis() as u64)
+        .arg(if resume { "suspended" } else { "awaiting" })
         .invoke_async(conn)
         .await?;
     Ok(settled == 1)

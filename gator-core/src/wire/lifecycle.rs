@@ -218,6 +218,18 @@ pub const TRANSITIONS: &[Transition] = &[
     ),
     t(
         &[Queued, Running],
+        Suspended,
+        "await.lua",
+        "a durable job waits for a reply (`ctx.wait_for_reply`)",
+    ),
+    t(
+        &[Suspended, Awaiting],
+        Queued,
+        "chain_push.lua",
+        "a durable job's reply came, or a wait failed: back on its queue",
+    ),
+    t(
+        &[Queued, Running],
         Awaiting,
         "await.lua",
         "it returned waiting for a reply",

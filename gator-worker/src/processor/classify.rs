@@ -41,6 +41,13 @@ impl Processor {
                 reason: suspension.reason,
             });
         }
+        // A durable job waits for a reply as a step: its run ends waiting, whatever it returned.
+        let request = ctx.take_await_reply();
+        if let Some(request) = request.as_ref().filter(|request| request.resume) {
+            return self
+                .awaiting(doc, &job.fetched.queue, request.clone())
+                .map_err(|error| Early::Failed(Failure::Run(error), policy));
+        }
         let result = match result {
             Err(error) => return Err(self.failed_or_interrupted(error, ctx, attempt, policy)),
             Ok(result) => result,
@@ -57,7 +64,7 @@ impl Processor {
             return Ok(Outcome::Interrupted);
         }
         // It returned `Ok` having asked to wait for a reply: its attempt ends waiting.
-        if let Some(request) = ctx.take_await_reply() {
+        if let Some(request) = request {
             return self
                 .awaiting(doc, &job.fetched.queue, request)
                 .map_err(|error| Early::Failed(Failure::Run(error), policy));
@@ -132,11 +139,13 @@ impl Processor {
             payload: doc.text().to_owned(),
             then,
             ret: crate::door::retention_ms(self.settler.kept().retention),
+            resume: request.resume,
         };
         Ok(Outcome::AwaitReply {
             record: serde_json::to_string(&record).map_err(|e| JobError::new(e.to_string()))?,
             key: request.key,
             timeout: request.timeout,
+            resume: request.resume,
         })
     }
 

@@ -114,7 +114,8 @@ async fn try_write(
             record,
             key,
             timeout,
-        } => await_reply(client, job, record, key, *timeout).await,
+            resume,
+        } => await_reply(client, job, (record, key, *resume), *timeout).await,
         Outcome::Discard { jid, tail, handoff } => {
             let ended = (jid.as_str(), handoff.as_deref());
             given_up(client, job, ended, ("discarded", tail), kept.retention).await
@@ -170,12 +171,13 @@ async fn done(
 async fn await_reply(
     client: &Client,
     job: &Fetched,
-    record: &str,
-    key: &str,
+    (record, key, resume): (&str, &str, bool),
     timeout: Duration,
 ) -> gator_core::Result<bool> {
     let mut settle = super::handle(client);
-    let settled = settle.await_reply(job, (record, key), timeout).await?;
+    let settled = settle
+        .await_reply(job, (record, key, resume), timeout)
+        .await?;
     // The wait is recorded: registering it now only saves the wait for the next drain.
     if settled && let Err(e) = settle.advance(&job.queue, record).await {
         warn!(queue = %job.queue, error = %e, "could not register a job's wait for its reply yet; the next drain of the outbox will");

@@ -1,7 +1,7 @@
 //! The durable job's calls on its [`Context`]: checkpoint and resume, steps that run once,
 //! and sleeps that park the job.
 
-use super::limits::MAX_SLEEPS;
+use super::MAX_SLEEPS;
 use super::{Suspension, Wake};
 use crate::Context;
 use crate::failure::JobError;
@@ -39,7 +39,9 @@ impl Context {
         let value = to_raw(state, "the checkpoint")?;
         let next = {
             let mut data = self.durable_slot().data();
-            data.saved()?.with_checkpoint(value)?
+            data.saved()?
+                .with_checkpoint(value)
+                .map_err(JobError::discard)?
         };
         self.save(next).await
     }
@@ -61,7 +63,7 @@ impl Context {
         Fut: Future<Output = Result<T, E>>,
     {
         self.refuse_after_suspension()?;
-        super::saved::check_step_name(name)?;
+        crate::wire::durable::check_step_name(name).map_err(JobError::discard)?;
         let stored = {
             let mut data = self.durable_slot().data();
             data.saved()?.step(name).map(|v| v.get().to_owned())
@@ -77,7 +79,9 @@ impl Context {
         let raw = to_raw(&value, "the step's result")?;
         let next = {
             let mut data = self.durable_slot().data();
-            data.saved()?.with_step(name, raw)?
+            data.saved()?
+                .with_step(name, raw)
+                .map_err(JobError::discard)?
         };
         self.save(next).await?;
         Ok(value)
@@ -133,6 +137,39 @@ impl Context {
         Err(JobError::new(format!(
             "the job sleeps (sleep {})",
             slept + 1
+        )))
+    }
+
+    /// Waits for the reply to `key` (`Client::reply`, from any process) as a step: the first
+    /// time, this run ends and the job waits, holding no worker, its status `suspended` (reason
+    /// `reply <key>`) for up to `timeout`; when the reply comes, the job runs again and this
+    /// call returns the reply (saved as step `reply:<key>`, so later runs get it too). With no
+    /// reply in time, the attempt fails with a timeout and the job's retry policy applies (its
+    /// next attempt waits again). Always `?` it: the `Err` it returns is what ends the run.
+    pub async fn wait_for_reply<T: DeserializeOwned>(
+        &self,
+        key: &str,
+        timeout: Duration,
+    ) -> Result<T, JobError> {
+        self.refuse_after_suspension()?;
+        crate::reply::validate_key(key).map_err(|e| JobError::discard(e.to_string()))?;
+        let name = format!("reply:{key}");
+        let stored = {
+            let mut data = self.durable_slot().data();
+            data.saved()?.step(&name).map(|v| v.get().to_owned())
+        };
+        if let Some(reply) = stored {
+            return serde_json::from_str(&reply).map_err(|e| {
+                JobError::discard(format!(
+                    "the reply to {key:?} does not read as the type asked for: {e}"
+                ))
+            });
+        }
+        let mut request = crate::context::AwaitReply::new(key.to_owned(), timeout, None);
+        request.resume = true;
+        self.set_await(request);
+        Err(JobError::new(format!(
+            "the job waits for the reply to {key:?}"
         )))
     }
 

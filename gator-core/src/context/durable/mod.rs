@@ -15,13 +15,12 @@
 
 mod api;
 mod iterate;
-mod limits;
-mod saved;
 
-pub use crate::wire::durable::{Stored, Wake};
+pub use crate::wire::durable::{
+    MAX_CHECKPOINT_BYTES, MAX_SLEEPS, MAX_STEP_NAME, MAX_STEPS, MAX_STEPS_BYTES, Saved, StepResult,
+    Stored, Wake,
+};
 pub use iterate::{Iteration, Next};
-pub use limits::{MAX_CHECKPOINT_BYTES, MAX_SLEEPS, MAX_STEP_NAME, MAX_STEPS, MAX_STEPS_BYTES};
-pub use saved::{Saved, StepResult};
 
 use crate::error::Result;
 use crate::failure::JobError;
@@ -135,7 +134,7 @@ impl Tracked {
                 Some(text) => {
                     let doc = PayloadDocument::parse(text.as_bytes())
                         .map_err(|e| JobError::discard(e.to_string()))?;
-                    Saved::parse(doc.durable())?
+                    Saved::parse(doc.durable()).map_err(JobError::discard)?
                 }
                 None => Saved::default(),
             };

@@ -155,10 +155,17 @@ impl<'a> Settle<'a> {
     pub async fn await_reply(
         &mut self,
         job: &Fetched,
-        (record, key): (&str, &str),
+        (record, key, resume): (&str, &str, bool),
         timeout: Duration,
     ) -> Result<bool> {
-        reply::settle_waiting(&mut self.conn, self.keys, job, record, key, timeout).await
+        reply::settle_waiting(
+            &mut self.conn,
+            self.keys,
+            job,
+            (record, key, resume),
+            timeout,
+        )
+        .await
     }
 
     /// Carries on the hand-off `record` that a settle wrote in `queue`'s outbox (a chain's next

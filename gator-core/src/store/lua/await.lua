@@ -13,6 +13,8 @@
 -- ARGV[2]  the wait record (JSON: wait, jid, queue, timeout_ms, payload, then, ret)
 -- ARGV[3]  the correlation key
 -- ARGV[4]  the timeout, ms
+-- ARGV[5]  `suspended` for a durable job's wait (`ctx.wait_for_reply`: recorded
+--          `suspended <deadline> reply <key>`), else `awaiting` (`awaiting <deadline> <key>`)
 -- Returns  1 if recorded, 0 if the job was not in flight
 local bad = wrong_type(KEYS[2], 'list') if bad then return bad end
 if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
@@ -20,7 +22,12 @@ if redis.call('LREM', KEYS[1], 1, ARGV[1]) == 0 then
 end
 redis.call('RPUSH', KEYS[2], ARGV[2])
 local prefix, process = string.match(KEYS[1], '^(.-}:)inflight:(.*)$')
-set_status(prefix, ARGV[1], 'awaiting ' .. (now_ms() + tonumber(ARGV[4])) .. ' ' .. ARGV[3])
+local deadline = now_ms() + tonumber(ARGV[4])
+if ARGV[5] == 'suspended' then
+  set_status(prefix, ARGV[1], 'suspended ' .. deadline .. ' reply ' .. ARGV[3])
+else
+  set_status(prefix, ARGV[1], 'awaiting ' .. deadline .. ' ' .. ARGV[3])
+end
 if redis.call('EXISTS', qkey(prefix, 'units', process)) == 0 then
   return 1
 end

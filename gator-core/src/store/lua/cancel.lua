@@ -20,7 +20,8 @@
 -- ARGV[2]  the payload exactly as stored (`list`, `zset`), or the jid (`mark`)
 -- ARGV[3]  how long (ms) the cancelled record is kept
 -- ARGV[4]  (`mark`) the status the record must still have: `running`, `queued`, or
---          `awaiting` (its wait already ended by reply_expire.lua: only recorded cancelled)
+--          `awaiting` or `suspended` (a durable job's wait for a reply; its wait already ended
+--          by reply::end_wait: only recorded cancelled)
 -- ARGV[5]  (`mark`, `awaiting`) a workflow step's report of its end, for KEYS[4], or ''
 -- KEYS[4]  LIST  gator:{<queue>}:outbox (`mark` only)
 -- Returns  1 if cancelled (or marked); 0 if the job was no longer there, or no longer in that
@@ -40,7 +41,7 @@ else
   local state = record and string.match(record, '^(%S+)')
   if not record and marked(prefix, ARGV[2]) then state = 'queued' end
   if state ~= ARGV[4] then return 0 end
-  if ARGV[4] == 'awaiting' then
+  if ARGV[4] == 'awaiting' or ARGV[4] == 'suspended' then
     redis.call('SET', KEYS[3], 'cancelled ' .. now_ms(), 'PX', tonumber(ARGV[3]))
     kept_finished(prefix, ARGV[2], 'cancelled')
     if ARGV[5] and ARGV[5] ~= '' then redis.call('RPUSH', KEYS[4], ARGV[5]) end
