@@ -63,6 +63,7 @@ pub use cancel::Cancellation;
 pub use chain::Chain;
 pub use client::{Client, ClientBuilder, default_client, dispatch_many, set_default_client};
 pub use connection::Connection;
+pub use context::durable;
 pub use context::{CancelReason, Context, JobInfo, State, StateMap, StateNeed};
 pub use endpoint::TlsFiles;
 pub use error::{Error, Result};
