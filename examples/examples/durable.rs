@@ -25,7 +25,7 @@ async fn import(ctx: Context, rows: u64) -> Result<u64, JobError> {
             )));
         }
         row += 1;
-        if row % 10 == 0 {
+        if row.is_multiple_of(10) {
             ctx.checkpoint(&row).await?;
         }
     }

@@ -44,7 +44,7 @@ async fn import_file(ctx: Context, file: String, rows: u64) -> Result<u64, JobEr
     while row < rows {
         load_row(&file, row).await?;
         row += 1;
-        if row % 1_000 == 0 {
+        if row.is_multiple_of(1_000) {
             ctx.checkpoint(&row).await?;
         }
     }
