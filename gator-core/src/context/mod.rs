@@ -5,6 +5,7 @@
 //! `State(db): State<Db>` is dispatched with its other parameters only, and the worker supplies
 //! these at run time.
 
+mod awaits;
 mod cancel;
 pub mod durable;
 mod progress;
@@ -14,6 +15,7 @@ pub use progress::{
     MAX_NOTE, PERIOD, ProgressReport, ProgressSink, ProgressWriter, WRITES_PER_SECOND,
 };
 
+pub use awaits::AwaitReply;
 pub use cancel::CancelReason;
 
 pub use state::{State, StateMap, StateNeed};
@@ -94,36 +96,6 @@ pub struct JobInfo {
     pub enqueued_at_ms: u64,
     /// The id of the chain it is a step of.
     pub chain_id: Option<String>,
-}
-
-/// What a job asked for with [`Context::await_reply`].
-#[derive(Debug, Clone)]
-pub struct AwaitReply {
-    /// The correlation key.
-    pub key: String,
-    /// How long it waits.
-    pub timeout: Duration,
-    /// The handler job's payload (JSON), or why it could not be encoded.
-    pub then: Option<std::result::Result<String, String>>,
-    /// A durable job's wait ([`Context::wait_for_reply`]): when the reply comes, the job runs
-    /// again with the reply saved as a step's result, instead of ending done with it.
-    pub resume: bool,
-}
-
-impl AwaitReply {
-    /// A wait for the reply to `key`, up to `timeout`, then dispatching `then` with it.
-    pub fn new(
-        key: String,
-        timeout: Duration,
-        then: Option<std::result::Result<String, String>>,
-    ) -> AwaitReply {
-        AwaitReply {
-            key,
-            timeout,
-            then,
-            resume: false,
-        }
-    }
 }
 
 /// One parent of a workflow step, as its [`Context`] shows it.
@@ -234,34 +206,6 @@ impl Context {
         Context {
             inner: Arc::new(inner),
         }
-    }
-
-    /// Ends this attempt waiting for the reply to `key` (`Client::reply`, from any
-    /// process), for up to `timeout`, once the job returns `Ok`: its processor is freed at
-    /// once, and nothing waits in memory. When the reply comes, the job is done with the reply
-    /// as its result: a chain or workflow goes on (the next step reads it with
-    /// [`Context::parent_result`]). With no reply in time, the job fails with a timeout error
-    /// and its retry policy applies. A job that returns `Err` fails as usual instead.
-    pub fn await_reply(&self, key: impl Into<String>, timeout: std::time::Duration) {
-        self.set_await(AwaitReply::new(key.into(), timeout, None));
-    }
-
-    pub(crate) fn set_await(&self, request: AwaitReply) {
-        *self
-            .inner
-            .await_reply
-            .lock()
-            .unwrap_or_else(|e| e.into_inner()) = Some(request);
-    }
-
-    /// What [`Context::await_reply`] asked for, taken (the worker calls it once the job
-    /// returned).
-    pub fn take_await_reply(&self) -> Option<AwaitReply> {
-        self.inner
-            .await_reply
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
     }
 
     /// The id of the workflow this job is a step of, if it is one.
