@@ -14,6 +14,9 @@ pub struct Job {
     pub fetched: Fetched,
     /// Its slot; clone it into whatever must hold the slot longer (a sync job's thread).
     pub slot: Slot,
+    /// The generation of the names passed over when its fetch was sent
+    /// ([`crate::queues::passing::Passing::generation`]).
+    pub passing_seen: u64,
 }
 
 /// One of the `--concurrency` slots, given back when the last clone is dropped.
@@ -22,10 +25,11 @@ pub struct Slot(Arc<OwnedSemaphorePermit>);
 
 impl Job {
     /// `fetched`, holding `slot` until its outcome is written.
-    pub(crate) fn new(fetched: Fetched, slot: OwnedSemaphorePermit) -> Job {
+    pub(crate) fn new(fetched: Fetched, slot: OwnedSemaphorePermit, passing_seen: u64) -> Job {
         Job {
             fetched,
             slot: Slot(Arc::new(slot)),
+            passing_seen,
         }
     }
 
@@ -35,11 +39,12 @@ impl Job {
     pub(crate) fn first_of(
         jobs: Vec<Fetched>,
         slot: OwnedSemaphorePermit,
+        passing_seen: u64,
     ) -> Result<Job, OwnedSemaphorePermit> {
         // A fetch asks for one job: none is left over. (Were one, it would stay in flight,
         // unheld, and recovery would put it back.)
         match jobs.into_iter().next() {
-            Some(fetched) => Ok(Job::new(fetched, slot)),
+            Some(fetched) => Ok(Job::new(fetched, slot, passing_seen)),
             None => Err(slot),
         }
     }

@@ -117,10 +117,11 @@ impl Watchers {
             self.blocked.fetch_sub(1, Ordering::SeqCst);
             return Ok(Blocked::NotNeeded);
         }
+        let seen = self.order.passing().generation();
         let blocked = self.watch(&queues, stop).await;
         self.blocked.fetch_sub(1, Ordering::SeqCst);
         Ok(match blocked? {
-            Some(fetched) => Blocked::Job(Job::new(fetched, slot)),
+            Some(fetched) => Blocked::Job(Job::new(fetched, slot, seen)),
             None => Blocked::Nothing,
         })
     }

@@ -30,6 +30,8 @@ impl Fetcher {
         let (mut failed, mut failures) = (None, 0);
         let mut slot = slot;
         for queue in &queues {
+            // Read before the fetch is sent (see `Passing::passed_before`).
+            let seen = self.order.passing().generation();
             // A queue that fails (a key of the wrong type) must not starve the others.
             let jobs = match self.fetch_one(queue).await {
                 Ok(job) => {
@@ -46,7 +48,7 @@ impl Fetcher {
                     continue;
                 }
             };
-            match Job::first_of(jobs, slot) {
+            match Job::first_of(jobs, slot, seen) {
                 Ok(job) => return Ok(Found::Job(job)),
                 Err(unused) => slot = unused,
             }

@@ -41,9 +41,11 @@ impl Processor {
     /// with no attempt used: to the head of its queue, at once, and this worker passes over
     /// that job's name on this queue from now on ([`crate::queues::passing`]), so the job
     /// waits in place for a worker that runs it. On a queue under flow control, or for a name
-    /// this worker was passing over already (a fetch that raced the first hand-back, a payload
-    /// the script reads otherwise), it is parked in the scheduled set for [`HAND_BACK_DELAY`]
-    /// instead, so it cannot bounce. Only a job no live worker runs fails (in
+    /// this worker was passing over already when the job's fetch was sent (a payload the
+    /// script reads otherwise), it is parked in the scheduled set for [`HAND_BACK_DELAY`]
+    /// instead, so it cannot bounce. A fetch sent before the name was added (it raced the
+    /// first hand-back) hands it back to the head again: such fetches are few, so the job
+    /// bounces at most once per fetch that was on its way. Only a job no live worker runs fails (in
     /// [`Processor::resolve`]), as before.
     pub(super) async fn hand_back(
         &self,
@@ -57,9 +59,13 @@ impl Processor {
             return Ok(());
         }
         let passing = self.fetcher.order().passing();
+        // A name passed over already when this job's fetch was sent: parked. One added since
+        // (another processor handed back the same job while this fetch was on its way) is
+        // handed back again, to the head: a fetch sent before the name was added could not
+        // pass over it.
         let parked = job.fetched.admitted
             || self.fetcher.order().is_controlled(list)
-            || passing.passes_job(list, doc.job())
+            || passing.passed_before(list, doc.job(), job.passing_seen)
             || !passing.add(list, doc.job());
         Err(Early::Outcome(if parked {
             Outcome::Reschedule {

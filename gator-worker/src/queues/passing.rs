@@ -7,18 +7,23 @@
 
 use std::collections::HashMap;
 use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// How many job names a worker passes over on one list, at most: the names go to each fetch
 /// as arguments. Past this, a job it does not run is parked for a second, as before.
 pub const MAX_PASSED: usize = 64;
 
-/// The job names this worker passes over, per list it fetches from.
+/// The job names this worker passes over, per list it fetches from, each with the generation
+/// it was added in: a fetch notes the generation before it is sent ([`Passing::generation`]),
+/// so a job it brings back can be told apart from one it raced (its name was added after the
+/// fetch was sent, and the fetch could not pass over it).
 #[derive(Debug, Default)]
 pub struct Passing {
     /// Whether any list has names: the plain path reads only this.
     any: AtomicBool,
-    by_list: RwLock<HashMap<String, Vec<String>>>,
+    /// Counts the names added; each name keeps the count it was added at.
+    generation: AtomicU64,
+    by_list: RwLock<HashMap<String, Vec<(String, u64)>>>,
 }
 
 impl Passing {
@@ -27,11 +32,29 @@ impl Passing {
         if !self.any.load(Ordering::Acquire) {
             return None;
         }
-        self.by_list
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
+        let by_list = self.by_list.read().unwrap_or_else(|e| e.into_inner());
+        let names = by_list.get(list)?;
+        Some(names.iter().map(|(name, _)| name.clone()).collect())
+    }
+
+    /// How many names were added so far: a fetch reads it before it is sent.
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// Whether job `name` on `list` was passed over already when a fetch that read
+    /// generation `seen` was sent: that fetch should not have brought it (a job pushed by
+    /// other means, or read otherwise by the script), where a fetch sent before the name was
+    /// added simply raced the hand-back.
+    pub fn passed_before(&self, list: &str, name: &str, seen: u64) -> bool {
+        if !self.any.load(Ordering::Acquire) {
+            return false;
+        }
+        let by_list = self.by_list.read().unwrap_or_else(|e| e.into_inner());
+        by_list
             .get(list)
-            .cloned()
+            .and_then(|names| names.iter().find(|(n, _)| n == name))
+            .is_some_and(|(_, added)| *added <= seen)
     }
 
     /// Whether this worker passes over some jobs of `list`.
@@ -51,11 +74,12 @@ impl Passing {
     pub fn add(&self, list: &str, name: &str) -> bool {
         let mut by_list = self.by_list.write().unwrap_or_else(|e| e.into_inner());
         let names = by_list.entry(list.to_owned()).or_default();
-        if !names.iter().any(|n| n == name) {
+        if !names.iter().any(|(n, _)| n == name) {
             if names.len() >= MAX_PASSED {
                 return false;
             }
-            names.push(name.to_owned());
+            let added = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+            names.push((name.to_owned(), added));
         }
         self.any.store(true, Ordering::Release);
         true
@@ -66,7 +90,7 @@ impl Passing {
     pub fn remove(&self, list: &str, name: &str) {
         let mut by_list = self.by_list.write().unwrap_or_else(|e| e.into_inner());
         if let Some(names) = by_list.get_mut(list) {
-            names.retain(|n| n != name);
+            names.retain(|(n, _)| n != name);
             if names.is_empty() {
                 by_list.remove(list);
             }
@@ -77,9 +101,11 @@ impl Passing {
     /// Every (list, name) passed over.
     pub fn all(&self) -> Vec<(String, String)> {
         let by_list = self.by_list.read().unwrap_or_else(|e| e.into_inner());
-        let pairs = by_list
-            .iter()
-            .flat_map(|(list, names)| names.iter().map(move |name| (list.clone(), name.clone())));
+        let pairs = by_list.iter().flat_map(|(list, names)| {
+            names
+                .iter()
+                .map(move |(name, _)| (list.clone(), name.clone()))
+        });
         pairs.collect()
     }
 }
@@ -103,6 +129,22 @@ mod tests {
         passing.remove("shared", "left_job");
         assert!(!passing.passes("shared"));
         assert!(passing.all().is_empty());
+    }
+
+    #[test]
+    fn a_name_counts_as_passed_only_for_fetches_sent_after_it_was_added() {
+        let passing = Passing::default();
+        let before = passing.generation();
+        assert!(passing.add("shared", "left_job"));
+        let after = passing.generation();
+        assert!(
+            !passing.passed_before("shared", "left_job", before),
+            "raced"
+        );
+        assert!(passing.passed_before("shared", "left_job", after));
+        assert!(!passing.passed_before("other", "left_job", after));
+        assert!(passing.add("shared", "left_job"));
+        assert_eq!(passing.generation(), after, "adding twice is no change");
     }
 
     #[test]

@@ -27,7 +27,7 @@ impl Settler {
         done: &Done<'_>,
         stop: &CancellationToken,
     ) -> Result<Next, (Fetched, Arc<gator_core::Error>)> {
-        let Job { fetched, slot } = job;
+        let Job { fetched, slot, .. } = job;
         // One draw decides this fetch's first queue, here or in the next `next_from`.
         let drawn = self.fetcher.order().draw_first();
         // The draw names a queue; the next job comes from the same list (shard) as this one,
@@ -67,7 +67,7 @@ impl Settler {
         done: &Done<'_>,
         stop: &CancellationToken,
     ) -> Next {
-        let Job { fetched, slot } = job;
+        let Job { fetched, slot, .. } = job;
         let drawn = self.fetcher.order().draw_first();
         let take = !stop.is_cancelled() && drawn.as_deref() == Some(fetched.queue.as_str());
         let _fetching = self.fetcher.fetch_guard();
@@ -78,11 +78,12 @@ impl Settler {
         };
         let queue = fetched.queue.clone();
         let admission = self.fetcher.admission();
+        let seen = self.fetcher.order().passing().generation();
         match admission
             .admit(&queue, Some((fetched, done.tail())), own.is_some())
             .await
         {
-            Ok(turn) => match own.map(|own| Job::first_of(turn.jobs, own)) {
+            Ok(turn) => match own.map(|own| Job::first_of(turn.jobs, own, seen)) {
                 Some(Ok(next)) => Next::Job(next),
                 Some(Err(_)) | None => Next::Fetch(drawn),
             },

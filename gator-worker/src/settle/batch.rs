@@ -87,11 +87,12 @@ impl Settler {
                 retention: m.retention,
             })
             .collect();
+        let seen = self.fetcher.order().passing().generation();
         let call = settle.ack_and_take(&acks, want);
         let acked = super::write::sent_then(call, move || drop(spares)).await;
         drop(acks);
         match acked {
-            Ok(acked) => self.written(batch, acked).await,
+            Ok(acked) => self.written(batch, acked, seen).await,
             Err(e) => {
                 let e = Arc::new(e);
                 let answer = |m: Member| Answer {
@@ -105,7 +106,7 @@ impl Settler {
 
     /// Hands the jobs a call took to the processors that wanted one, in order, and forgets
     /// every job it wrote.
-    async fn written(&self, batch: Vec<Member>, acked: Acked) -> Vec<Answer> {
+    async fn written(&self, batch: Vec<Member>, acked: Acked, seen: u64) -> Vec<Answer> {
         let gone = acked.removed.iter().filter(|removed| !**removed).count();
         if gone > 0 {
             let queue = &batch[0].fetched.queue;
@@ -121,7 +122,9 @@ impl Settler {
             .into_iter()
             .map(|m| {
                 self.fetcher.settled(&m.fetched);
-                let next = m.own.and_then(|own| Some(Job::new(taken.next()?, own)));
+                let next = m
+                    .own
+                    .and_then(|own| Some(Job::new(taken.next()?, own, seen)));
                 Answer {
                     fetched: m.fetched,
                     written: Ok(next),
