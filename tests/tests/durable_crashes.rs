@@ -1,0 +1,425 @@
+//! Durable jobs through SIGKILL: a worker process (`gator-test-worker`, whose durable jobs are
+//! in `tests/src/bin/durable_jobs.rs`) is killed at each point of a durable job's life, and the
+//! job still finishes, with what it saved kept and its work repeated at most since its last
+//! save. Each job counts its side effects in Redis (`durable:effects <id>:<what>`) and stops
+//! at a named point the first time it reaches it (`durable:reached <id>:<point>`), so the kill
+//! lands there. A frozen proxy (`SilentProxy::cut`) holds a write sent just before the kill,
+//! then either loses it (the proxy is dropped) or delivers it after the process died (healed).
+//! The successor runs under the same `--worker-id`, so it puts its predecessor's jobs back at
+//! once instead of waiting for the lease.
+//!
+//! One server only (the proxy fronts one port); `durable.rs` covers the cluster.
+
+use gator_core::{Client, JobStatus, job};
+use gator_tests::{RedisServer, SilentProxy, WorkerCommand, WorkerProcess, client, wait_until};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+// The worker binary runs these; here they only give typed calls with the same wire names and
+// argument types. Their bodies never run in this process.
+#[job(queue = "durable")]
+async fn durable_steps(_id: u64, _holds: Vec<String>, _hold_ms: u64) {}
+
+#[job(queue = "durable")]
+async fn durable_rows(_id: u64, _rows: u32, _holds: Vec<String>, _hold_ms: u64) {}
+
+#[job(queue = "durable")]
+async fn durable_nap(_id: u64, _millis: u64, _holds: Vec<String>, _hold_ms: u64) {}
+
+#[job(queue = "durable")]
+async fn durable_walk(_id: u64, _items: u64, _every: u64) {}
+
+/// A hold the test always ends with a kill.
+const UNTIL_KILLED: u64 = 600_000;
+/// A hold during which the test freezes the connections, so the write after it is sent into
+/// the frozen proxy.
+const HOLD_MS: u64 = 2000;
+
+fn holds(points: &[&str]) -> Vec<String> {
+    points.iter().map(|p| (*p).to_owned()).collect()
+}
+
+/// A worker process on `url` serving `durable`, as the worker `id` (its successor takes over).
+fn worker(url: &str, id: &str) -> WorkerProcess {
+    WorkerCommand::new(env!("CARGO_BIN_EXE_gator-test-worker"), url, "durable")
+        .args(&[
+            "--concurrency",
+            "2",
+            "--worker-id",
+            id,
+            "--poll-interval",
+            "200ms",
+        ])
+        .log_level(&std::env::var("DURABLE_LOG").unwrap_or_else(|_| "warn".into()))
+        .spawn()
+}
+
+fn kill(mut worker: WorkerProcess) {
+    worker.kill().unwrap(); // SIGKILL: no shutdown code runs
+    worker.wait().unwrap();
+}
+
+/// How many times job `id` did `what`.
+fn effects(redis: &RedisServer, id: u64, what: &str) -> u64 {
+    let n = redis.cli(&["HGET", "durable:effects", &format!("{id}:{what}")]);
+    n.trim().parse().unwrap_or(0)
+}
+
+/// Every effect of job `id`, by name.
+fn all_effects(redis: &RedisServer, id: u64) -> HashMap<String, u64> {
+    let all = redis.cli(&["HGETALL", "durable:effects"]);
+    let lines: Vec<&str> = all.lines().collect();
+    lines
+        .chunks(2)
+        .filter_map(|pair| {
+            let what = pair[0].strip_prefix(&format!("{id}:"))?;
+            Some((what.to_owned(), pair.get(1)?.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// Waits until job `id` reached `point` (and stopped there, if it holds).
+async fn reached(redis: &RedisServer, id: u64, point: &str) {
+    let field = format!("{id}:{point}");
+    wait_until(
+        &format!("job {id} to reach {point}"),
+        Duration::from_secs(20),
+        || async { redis.cli(&["HGET", "durable:reached", &field]) != "" },
+    )
+    .await;
+}
+
+async fn done(client: &Client, jid: &str) {
+    wait_until("the job to finish", Duration::from_secs(30), || async {
+        matches!(client.status(jid).await.unwrap(), JobStatus::Done { .. })
+    })
+    .await;
+}
+
+/// The payloads in the in-flight lists of the `durable` queue.
+fn in_flight(redis: &RedisServer) -> String {
+    let keys = redis.cli(&["KEYS", "gator:{durable}:inflight:*"]);
+    keys.lines()
+        .map(|key| redis.cli(&["LRANGE", key, "0", "-1"]))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_step_killed_after_its_side_effect_runs_again_once_and_a_written_step_never_again() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jid = DurableSteps::call(1, holds(&["in:b", "before:c"]), UNTIL_KILLED)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    // Killed with step b's side effect done and its result not written.
+    let first = worker(&redis.url(), "steps");
+    reached(&redis, 1, "in:b").await;
+    kill(first);
+    // Killed with b's result written, before c.
+    let second = worker(&redis.url(), "steps");
+    reached(&redis, 1, "before:c").await;
+    kill(second);
+    let third = worker(&redis.url(), "steps");
+    done(&client, &jid).await;
+    drop(third);
+
+    assert_eq!(
+        effects(&redis, 1, "a"),
+        1,
+        "a written step never runs again"
+    );
+    assert_eq!(
+        effects(&redis, 1, "b"),
+        2,
+        "b ran again once, for its one kill"
+    );
+    assert_eq!(effects(&redis, 1, "c"), 1);
+    let result = client.result::<String>(&jid).await.unwrap();
+    assert_eq!(
+        result.as_deref(),
+        Some("a=1 b=2 c=1"),
+        "each step's result is the one written"
+    );
+}
+
+/// Waits until job `id` holds at `point`, freezes the proxy during the hold, and waits until
+/// the hold is over and the write after it is in the frozen proxy. The freeze waits a little
+/// after the point is seen, so that the reply of the write that marked it reaches the job.
+async fn freeze_during_hold(redis: &RedisServer, proxy: &SilentProxy, id: u64, point: &str) {
+    reached(redis, id, point).await;
+    tokio::time::sleep(Duration::from_millis(HOLD_MS / 4)).await;
+    proxy.cut();
+    tokio::time::sleep(Duration::from_millis(HOLD_MS)).await;
+}
+
+/// Starts job `id`'s rows on a worker through a proxy, freezes the proxy as the job sends its
+/// checkpoint 3 (after row 2), and kills the worker with the write in the proxy.
+async fn kill_during_checkpoint(
+    redis: &RedisServer,
+    client: &Client,
+    id: u64,
+) -> (String, SilentProxy) {
+    let jid = DurableRows::call(id, 6, holds(&["save:3"]), HOLD_MS)
+        .through(client)
+        .dispatch()
+        .await
+        .unwrap();
+    let proxy = SilentProxy::start(redis.port());
+    let worker = worker(&proxy.url(), &format!("rows-{id}"));
+    freeze_during_hold(redis, &proxy, id, "save:3").await;
+    assert_eq!(
+        redis.cli(&["HGET", "durable:reached", &format!("{id}:saved:3")]),
+        "",
+        "the checkpoint must still be in the proxy when the worker dies"
+    );
+    kill(worker);
+    (jid, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_its_checkpoint_is_lost_on_the_way_repeats_only_the_row_since_the_last_one()
+ {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let (jid, proxy) = kill_during_checkpoint(&redis, &client, 2).await;
+    drop(proxy); // the write never reaches Redis
+    let saved = in_flight(&redis);
+    assert!(
+        saved.contains(r#""cp":2"#),
+        "checkpoint 2 in flight: {saved}"
+    );
+    let successor = worker(&redis.url(), "rows-2");
+    done(&client, &jid).await;
+    drop(successor);
+
+    let rows = all_effects(&redis, 2);
+    for row in 0..6 {
+        let expected = if row == 2 { 2 } else { 1 };
+        assert_eq!(rows.get(&format!("row{row}")), Some(&expected), "{rows:?}");
+    }
+    assert_eq!(client.result::<u32>(&jid).await.unwrap(), Some(6));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checkpoint_written_after_its_worker_was_killed_is_where_the_job_resumes() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let (jid, proxy) = kill_during_checkpoint(&redis, &client, 3).await;
+    proxy.heal(); // the write reaches Redis after its process died
+    wait_until(
+        "the checkpoint to land",
+        Duration::from_secs(10),
+        || async { in_flight(&redis).contains(r#""cp":3"#) },
+    )
+    .await;
+    let successor = worker(&redis.url(), "rows-3");
+    done(&client, &jid).await;
+    drop(successor);
+
+    let rows = all_effects(&redis, 3);
+    for row in 0..6 {
+        assert_eq!(
+            rows.get(&format!("row{row}")),
+            Some(&1),
+            "each row once: {rows:?}"
+        );
+    }
+    assert_eq!(client.result::<u32>(&jid).await.unwrap(), Some(6));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeper_killed_before_its_suspension_and_again_while_parked_sleeps_once_and_runs_each_step_once()
+ {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jid = DurableNap::call(4, 2000, holds(&["pre-sleep"]), UNTIL_KILLED)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let first = worker(&redis.url(), "nap");
+    reached(&redis, 4, "pre-sleep").await;
+    kill(first); // its step saved, its suspension not yet written
+    let second = worker(&redis.url(), "nap");
+    wait_until("the job to be parked", Duration::from_secs(20), || async {
+        matches!(
+            client.status(&jid).await.unwrap(),
+            JobStatus::Suspended { .. }
+        )
+    })
+    .await;
+    kill(second); // while the job is parked: it is in no process
+    let third = worker(&redis.url(), "nap");
+    done(&client, &jid).await;
+    drop(third);
+
+    let seen = all_effects(&redis, 4);
+    assert_eq!(seen.get("before"), Some(&1), "{seen:?}");
+    assert_eq!(seen.get("after"), Some(&1), "{seen:?}");
+    // The killed run, the run that parked it, the run after the sleep.
+    assert_eq!(seen.get("sleep-call"), Some(&3), "{seen:?}");
+}
+
+/// Runs job `id` (a nap) on a worker through a proxy, freezes the proxy as the run ends in its
+/// sleep (the suspension is the next write), and kills the worker with it in the proxy.
+async fn kill_during_suspend(
+    redis: &RedisServer,
+    client: &Client,
+    id: u64,
+) -> (String, SilentProxy) {
+    let proxy = SilentProxy::start(redis.port());
+    let worker = worker(&proxy.url(), &format!("nap-{id}"));
+    // A job parked and woken first, so the server has the suspension's script: a script sent
+    // for the first time needs a second round trip (NOSCRIPT, then its text), which a frozen
+    // connection never gives, and then no write at all would be in the proxy.
+    let warm_up = DurableNap::call(id + 100, 10, holds(&[]), 0)
+        .through(client)
+        .dispatch()
+        .await
+        .unwrap();
+    done(client, &warm_up).await;
+    let jid = DurableNap::call(id, 500, holds(&["pre-sleep"]), HOLD_MS)
+        .through(client)
+        .dispatch()
+        .await
+        .unwrap();
+    freeze_during_hold(redis, &proxy, id, "pre-sleep").await;
+    kill(worker);
+    (jid, proxy)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspension_written_after_its_worker_was_killed_parks_the_job_which_wakes_once() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let (jid, proxy) = kill_during_suspend(&redis, &client, 5).await;
+    proxy.heal();
+    // Parked by the write that reached Redis after its process died (no worker is left to
+    // wake it yet).
+    wait_until("the job to be parked", Duration::from_secs(10), || async {
+        matches!(
+            client.status(&jid).await.unwrap(),
+            JobStatus::Suspended { .. }
+        )
+    })
+    .await;
+    assert_eq!(in_flight(&redis), "", "a parked job is in no process");
+    let successor = worker(&redis.url(), "nap-5");
+    done(&client, &jid).await;
+    drop(successor);
+
+    let seen = all_effects(&redis, 5);
+    assert_eq!(seen.get("before"), Some(&1), "{seen:?}");
+    assert_eq!(seen.get("after"), Some(&1), "{seen:?}");
+    assert_eq!(
+        seen.get("sleep-call"),
+        Some(&2),
+        "the run that parked it and the run after its one sleep: {seen:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_suspension_lost_with_its_killed_worker_leaves_the_job_to_run_again_and_sleep_once() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let (jid, proxy) = kill_during_suspend(&redis, &client, 6).await;
+    drop(proxy);
+    let saved = in_flight(&redis);
+    assert!(
+        saved.contains(r#""sleeps":0"#) || !saved.contains("sleeps"),
+        "not parked: {saved}"
+    );
+    let successor = worker(&redis.url(), "nap-6");
+    done(&client, &jid).await;
+    drop(successor);
+
+    let seen = all_effects(&redis, 6);
+    assert_eq!(seen.get("before"), Some(&1), "{seen:?}");
+    assert_eq!(seen.get("after"), Some(&1), "{seen:?}");
+    assert_eq!(seen.get("sleep-call"), Some(&3), "{seen:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeper_killed_as_it_wakes_does_not_sleep_again_and_runs_each_step_once() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jid = DurableNap::call(7, 500, holds(&["woke"]), UNTIL_KILLED)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let first = worker(&redis.url(), "wake");
+    reached(&redis, 7, "woke").await; // promoted, fetched, past its sleep
+    kill(first);
+    let second = worker(&redis.url(), "wake");
+    done(&client, &jid).await;
+    drop(second);
+
+    let seen = all_effects(&redis, 7);
+    assert_eq!(seen.get("before"), Some(&1), "{seen:?}");
+    assert_eq!(seen.get("after"), Some(&1), "{seen:?}");
+    // The run that parked it, the one killed as it woke, the one that finished: a fourth
+    // would be a second sleep.
+    assert_eq!(seen.get("sleep-call"), Some(&3), "{seen:?}");
+}
+
+/// Items of the long iteration, and how often it saves its cursor.
+const ITEMS: u64 = 100_000;
+const EVERY: u64 = 500;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "about a minute: cargo test -p gator-tests --test durable_crashes -- --ignored --nocapture"]
+async fn a_100k_item_iteration_killed_every_two_seconds_runs_every_item_repeating_at_most_a_checkpoint_interval_a_kill()
+ {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jid = DurableWalk::call(9, ITEMS, EVERY)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let mut kills = 0u64;
+    loop {
+        let running = worker(&redis.url(), "walk");
+        let until = Instant::now() + Duration::from_millis(1500 + (kills * 389) % 1000);
+        let mut finished = false;
+        while Instant::now() < until && !finished {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            finished = matches!(client.status(&jid).await.unwrap(), JobStatus::Done { .. });
+        }
+        if finished {
+            drop(running);
+            break;
+        }
+        kill(running);
+        kills += 1;
+        assert!(
+            started.elapsed() < Duration::from_secs(600),
+            "not done after 10 minutes and {kills} kills"
+        );
+    }
+    let took = started.elapsed();
+    let counts: HashMap<u64, u64> = redis::cmd("HGETALL")
+        .arg("durable:items:9")
+        .query_async(&mut redis.client().await)
+        .await
+        .unwrap();
+    let missing = (0..ITEMS).filter(|i| !counts.contains_key(i)).count();
+    let repeated: u64 = counts.values().map(|n| n - 1).sum();
+    let most = counts.values().max().copied().unwrap_or(0);
+    eprintln!(
+        "durable: {ITEMS} items, {kills} kills, {repeated} items repeated ({:.1} a kill, at most \
+         {EVERY} allowed), an item ran at most {most} times, took {:.1} s",
+        repeated as f64 / kills.max(1) as f64,
+        took.as_secs_f64()
+    );
+    assert_eq!(missing, 0, "every item ran");
+    assert!(kills > 0, "the job finished before the first kill");
+    assert!(
+        repeated <= kills * EVERY,
+        "{repeated} items repeated after {kills} kills: more than one checkpoint interval ({EVERY}) a kill"
+    );
+}
