@@ -29,6 +29,9 @@ async fn durable_nap(_id: u64, _millis: u64, _holds: Vec<String>, _hold_ms: u64)
 #[job(queue = "durable")]
 async fn durable_walk(_id: u64, _items: u64, _every: u64) {}
 
+#[job(queue = "durable")]
+async fn durable_walk_then_nap(_id: u64, _items: u64, _every: u64, _millis: u64) {}
+
 /// A hold the test always ends with a kill.
 const UNTIL_KILLED: u64 = 600_000;
 /// A hold during which the test freezes the connections, so the write after it is sent into
@@ -363,6 +366,33 @@ async fn a_sleeper_killed_as_it_wakes_does_not_sleep_again_and_runs_each_step_on
     // The run that parked it, the one killed as it woke, the one that finished: a fourth
     // would be a second sleep.
     assert_eq!(seen.get("sleep-call"), Some(&3), "{seen:?}");
+}
+
+// Found by the chaos suite: an iteration that ended between two saves of its cursor left it
+// behind its last items, and the run after a sleep that followed ran them again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_iteration_done_before_a_sleep_runs_none_of_its_items_again_after_it() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    // Ten items saved every three: the last save is at item 9, and item 9 ends the iteration.
+    let jid = DurableWalkThenNap::call(8, 10, 3, 200)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = worker(&redis.url(), "walk-nap");
+    done(&client, &jid).await;
+    drop(worker);
+
+    let seen = all_effects(&redis, 8);
+    for item in 0..10 {
+        assert_eq!(
+            seen.get(&format!("item{item}")),
+            Some(&1),
+            "each item once: {seen:?}"
+        );
+    }
+    assert_eq!(seen.get("after"), Some(&1), "{seen:?}");
 }
 
 /// Items of the long iteration, and how often it saves its cursor.

@@ -148,6 +148,30 @@ async fn durable_walk(ctx: Context, id: u64, items: u64, every: u64) -> Result<(
     .await
 }
 
+/// Iterates over `items` items (each a side effect, `item<n>`), its cursor saved every
+/// `every` items, then sleeps `millis`, then runs a step `after`.
+#[job(queue = "durable", backoff = ["200ms"])]
+async fn durable_walk_then_nap(
+    ctx: Context,
+    id: u64,
+    items: u64,
+    every: u64,
+    millis: u64,
+) -> Result<(), JobError> {
+    let plan = Iteration::default().checkpoint_every_items(every);
+    ctx.iterate_with(plan, 0u64, |item| async move {
+        if item >= items {
+            return Ok::<_, JobError>(Next::Done);
+        }
+        effect(id, &format!("item{item}")).await?;
+        Ok(Next::Continue(item + 1))
+    })
+    .await?;
+    ctx.sleep(Duration::from_millis(millis)).await?;
+    ctx.step("after", || effect(id, "after")).await?;
+    Ok(())
+}
+
 // The chaos suites' durable job: a step, an iteration, a short sleep, a step. Each side effect
 // is counted under `<id>:<what>:<attempt>` in `<prefix>durable` and under
 // `<id>:<attempt>:<pid>` in `<prefix>durable_by_pid`: a step or item run twice in one attempt
@@ -157,7 +181,7 @@ async fn durable_walk(ctx: Context, id: u64, items: u64, every: u64) -> Result<(
 
 /// Items of a chaos durable job's iteration, and how often it saves its cursor: a kill repeats
 /// at most this many.
-const CHAOS_ITEMS: u64 = 12;
+const CHAOS_ITEMS: u64 = 10;
 const CHAOS_EVERY: u64 = 3;
 
 /// Chaos suite: a durable job (see above), on `chaos-default` (or another queue of the suite).
