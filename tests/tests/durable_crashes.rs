@@ -10,8 +10,15 @@
 //!
 //! One server only (the proxy fronts one port); `durable.rs` covers the cluster.
 
+#[path = "durable_crashes/harness.rs"]
+mod harness;
+
 use gator_core::{Client, JobStatus, job};
-use gator_tests::{RedisServer, SilentProxy, WorkerCommand, WorkerProcess, client, wait_until};
+use gator_tests::{RedisServer, SilentProxy, client, wait_until};
+use harness::{
+    HOLD_MS, UNTIL_KILLED, all_effects, done, effects, freeze_during_hold, holds, in_flight, kill,
+    reached, worker,
+};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -31,81 +38,6 @@ async fn durable_walk(_id: u64, _items: u64, _every: u64) {}
 
 #[job(queue = "durable")]
 async fn durable_walk_then_nap(_id: u64, _items: u64, _every: u64, _millis: u64) {}
-
-/// A hold the test always ends with a kill.
-const UNTIL_KILLED: u64 = 600_000;
-/// A hold during which the test freezes the connections, so the write after it is sent into
-/// the frozen proxy.
-const HOLD_MS: u64 = 2000;
-
-fn holds(points: &[&str]) -> Vec<String> {
-    points.iter().map(|p| (*p).to_owned()).collect()
-}
-
-/// A worker process on `url` serving `durable`, as the worker `id` (its successor takes over).
-fn worker(url: &str, id: &str) -> WorkerProcess {
-    WorkerCommand::new(env!("CARGO_BIN_EXE_gator-test-worker"), url, "durable")
-        .args(&[
-            "--concurrency",
-            "2",
-            "--worker-id",
-            id,
-            "--poll-interval",
-            "200ms",
-        ])
-        .log_level(&std::env::var("DURABLE_LOG").unwrap_or_else(|_| "warn".into()))
-        .spawn()
-}
-
-fn kill(mut worker: WorkerProcess) {
-    worker.kill().unwrap(); // SIGKILL: no shutdown code runs
-    worker.wait().unwrap();
-}
-
-/// How many times job `id` did `what`.
-fn effects(redis: &RedisServer, id: u64, what: &str) -> u64 {
-    let n = redis.cli(&["HGET", "durable:effects", &format!("{id}:{what}")]);
-    n.trim().parse().unwrap_or(0)
-}
-
-/// Every effect of job `id`, by name.
-fn all_effects(redis: &RedisServer, id: u64) -> HashMap<String, u64> {
-    let all = redis.cli(&["HGETALL", "durable:effects"]);
-    let lines: Vec<&str> = all.lines().collect();
-    lines
-        .chunks(2)
-        .filter_map(|pair| {
-            let what = pair[0].strip_prefix(&format!("{id}:"))?;
-            Some((what.to_owned(), pair.get(1)?.trim().parse().ok()?))
-        })
-        .collect()
-}
-
-/// Waits until job `id` reached `point` (and stopped there, if it holds).
-async fn reached(redis: &RedisServer, id: u64, point: &str) {
-    let field = format!("{id}:{point}");
-    wait_until(
-        &format!("job {id} to reach {point}"),
-        Duration::from_secs(20),
-        || async { redis.cli(&["HGET", "durable:reached", &field]) != "" },
-    )
-    .await;
-}
-
-async fn done(client: &Client, jid: &str) {
-    wait_until("the job to finish", Duration::from_secs(30), || async {
-        matches!(client.status(jid).await.unwrap(), JobStatus::Done { .. })
-    })
-    .await;
-}
-
-/// The payloads in the in-flight lists of the `durable` queue.
-fn in_flight(redis: &RedisServer) -> String {
-    let keys = redis.cli(&["KEYS", "gator:{durable}:inflight:*"]);
-    keys.lines()
-        .map(|key| redis.cli(&["LRANGE", key, "0", "-1"]))
-        .collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_step_killed_after_its_side_effect_runs_again_once_and_a_written_step_never_again() {
@@ -145,16 +77,6 @@ async fn a_step_killed_after_its_side_effect_runs_again_once_and_a_written_step_
         Some("a=1 b=2 c=1"),
         "each step's result is the one written"
     );
-}
-
-/// Waits until job `id` holds at `point`, freezes the proxy during the hold, and waits until
-/// the hold is over and the write after it is in the frozen proxy. The freeze waits a little
-/// after the point is seen, so that the reply of the write that marked it reaches the job.
-async fn freeze_during_hold(redis: &RedisServer, proxy: &SilentProxy, id: u64, point: &str) {
-    reached(redis, id, point).await;
-    tokio::time::sleep(Duration::from_millis(HOLD_MS / 4)).await;
-    proxy.cut();
-    tokio::time::sleep(Duration::from_millis(HOLD_MS)).await;
 }
 
 /// Starts job `id`'s rows on a worker through a proxy, freezes the proxy as the job sends its
