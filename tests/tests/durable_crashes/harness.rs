@@ -64,7 +64,7 @@ pub async fn reached(redis: &RedisServer, id: u64, point: &str) {
     wait_until(
         &format!("job {id} to reach {point}"),
         Duration::from_secs(20),
-        || async { redis.cli(&["HGET", "durable:reached", &field]) != "" },
+        || async { !redis.cli(&["HGET", "durable:reached", &field]).is_empty() },
     )
     .await;
 }
