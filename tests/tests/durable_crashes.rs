@@ -13,11 +13,11 @@
 #[path = "durable_crashes/harness.rs"]
 mod harness;
 
-use gator_core::{Client, JobStatus, job};
-use gator_tests::{RedisServer, SilentProxy, client, wait_until};
+use gator_core::{JobStatus, job};
+use gator_tests::{RedisServer, client, wait_until};
 use harness::{
-    HOLD_MS, UNTIL_KILLED, all_effects, done, effects, freeze_during_hold, holds, in_flight, kill,
-    reached, worker,
+    UNTIL_KILLED, all_effects, done, effects, holds, in_flight, kill, kill_during_checkpoint,
+    kill_during_suspend, reached, worker, worker_with,
 };
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -79,28 +79,33 @@ async fn a_step_killed_after_its_side_effect_runs_again_once_and_a_written_step_
     );
 }
 
-/// Starts job `id`'s rows on a worker through a proxy, freezes the proxy as the job sends its
-/// checkpoint 3 (after row 2), and kills the worker with the write in the proxy.
-async fn kill_during_checkpoint(
-    redis: &RedisServer,
-    client: &Client,
-    id: u64,
-) -> (String, SilentProxy) {
-    let jid = DurableRows::call(id, 6, holds(&["save:3"]), HOLD_MS)
-        .through(client)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_workers_durable_job_resumes_from_its_checkpoint_on_another_worker_once_its_lease_lapses()
+ {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let jid = DurableRows::call(10, 6, holds(&["saved:4"]), UNTIL_KILLED)
+        .through(&client)
         .dispatch()
         .await
         .unwrap();
-    let proxy = SilentProxy::start(redis.port());
-    let worker = worker(&proxy.url(), &format!("rows-{id}"));
-    freeze_during_hold(redis, &proxy, id, "save:3").await;
-    assert_eq!(
-        redis.cli(&["HGET", "durable:reached", &format!("{id}:saved:3")]),
-        "",
-        "the checkpoint must still be in the proxy when the worker dies"
-    );
-    kill(worker);
-    (jid, proxy)
+    // No --worker-id: only the lease's end frees its jobs.
+    let first = worker_with(&redis.url(), &["--lease", "4s"]);
+    reached(&redis, 10, "saved:4").await;
+    kill(first);
+    let other = worker_with(&redis.url(), &["--lease", "4s"]);
+    done(&client, &jid).await;
+    drop(other);
+
+    let rows = all_effects(&redis, 10);
+    for row in 0..6 {
+        assert_eq!(
+            rows.get(&format!("row{row}")),
+            Some(&1),
+            "each row once: {rows:?}"
+        );
+    }
+    assert_eq!(client.result::<u32>(&jid).await.unwrap(), Some(6));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,34 +190,6 @@ async fn a_sleeper_killed_before_its_suspension_and_again_while_parked_sleeps_on
     assert_eq!(seen.get("after"), Some(&1), "{seen:?}");
     // The killed run, the run that parked it, the run after the sleep.
     assert_eq!(seen.get("sleep-call"), Some(&3), "{seen:?}");
-}
-
-/// Runs job `id` (a nap) on a worker through a proxy, freezes the proxy as the run ends in its
-/// sleep (the suspension is the next write), and kills the worker with it in the proxy.
-async fn kill_during_suspend(
-    redis: &RedisServer,
-    client: &Client,
-    id: u64,
-) -> (String, SilentProxy) {
-    let proxy = SilentProxy::start(redis.port());
-    let worker = worker(&proxy.url(), &format!("nap-{id}"));
-    // A job parked and woken first, so the server has the suspension's script: a script sent
-    // for the first time needs a second round trip (NOSCRIPT, then its text), which a frozen
-    // connection never gives, and then no write at all would be in the proxy.
-    let warm_up = DurableNap::call(id + 100, 10, holds(&[]), 0)
-        .through(client)
-        .dispatch()
-        .await
-        .unwrap();
-    done(client, &warm_up).await;
-    let jid = DurableNap::call(id, 500, holds(&["pre-sleep"]), HOLD_MS)
-        .through(client)
-        .dispatch()
-        .await
-        .unwrap();
-    freeze_during_hold(redis, &proxy, id, "pre-sleep").await;
-    kill(worker);
-    (jid, proxy)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

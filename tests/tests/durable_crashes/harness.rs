@@ -1,6 +1,7 @@
 //! What the durable crash tests share: the worker process, the kill, what the jobs counted,
 //! and the wait for a job to reach a point.
 
+use crate::{DurableNap, DurableRows};
 use gator_core::{Client, JobStatus};
 use gator_tests::{RedisServer, SilentProxy, WorkerCommand, WorkerProcess, wait_until};
 use std::collections::HashMap;
@@ -20,15 +21,14 @@ pub fn holds(points: &[&str]) -> Vec<String> {
 /// A worker process on `url` serving `durable`, as the worker `id` (its successor takes over),
 /// logging at `warn` (`DURABLE_LOG=debug` to see more).
 pub fn worker(url: &str, id: &str) -> WorkerProcess {
+    worker_with(url, &["--worker-id", id])
+}
+
+/// A worker process on `url` serving `durable`, with `args`.
+pub fn worker_with(url: &str, args: &[&str]) -> WorkerProcess {
     WorkerCommand::new(env!("CARGO_BIN_EXE_gator-test-worker"), url, "durable")
-        .args(&[
-            "--concurrency",
-            "2",
-            "--worker-id",
-            id,
-            "--poll-interval",
-            "200ms",
-        ])
+        .args(&["--concurrency", "2", "--poll-interval", "200ms"])
+        .args(args)
         .log_level(&std::env::var("DURABLE_LOG").unwrap_or_else(|_| "warn".into()))
         .spawn()
 }
@@ -92,4 +92,56 @@ pub async fn freeze_during_hold(redis: &RedisServer, proxy: &SilentProxy, id: u6
     tokio::time::sleep(Duration::from_millis(HOLD_MS / 4)).await;
     proxy.cut();
     tokio::time::sleep(Duration::from_millis(HOLD_MS)).await;
+}
+
+/// Starts job `id`'s rows on a worker through a proxy, freezes the proxy as the job sends its
+/// checkpoint 3 (after row 2), and kills the worker with the write in the proxy.
+pub async fn kill_during_checkpoint(
+    redis: &RedisServer,
+    client: &Client,
+    id: u64,
+) -> (String, SilentProxy) {
+    let jid = DurableRows::call(id, 6, holds(&["save:3"]), HOLD_MS)
+        .through(client)
+        .dispatch()
+        .await
+        .unwrap();
+    let proxy = SilentProxy::start(redis.port());
+    let worker = worker(&proxy.url(), &format!("rows-{id}"));
+    freeze_during_hold(redis, &proxy, id, "save:3").await;
+    assert_eq!(
+        redis.cli(&["HGET", "durable:reached", &format!("{id}:saved:3")]),
+        "",
+        "the checkpoint must still be in the proxy when the worker dies"
+    );
+    kill(worker);
+    (jid, proxy)
+}
+
+/// Runs job `id` (a nap) on a worker through a proxy, freezes the proxy as the run ends in its
+/// sleep (the suspension is the next write), and kills the worker with it in the proxy.
+pub async fn kill_during_suspend(
+    redis: &RedisServer,
+    client: &Client,
+    id: u64,
+) -> (String, SilentProxy) {
+    let proxy = SilentProxy::start(redis.port());
+    let worker = worker(&proxy.url(), &format!("nap-{id}"));
+    // A job parked and woken first, so the server has the suspension's script: a script sent
+    // for the first time needs a second round trip (NOSCRIPT, then its text), which a frozen
+    // connection never gives, and then no write at all would be in the proxy.
+    let warm_up = DurableNap::call(id + 100, 10, holds(&[]), 0)
+        .through(client)
+        .dispatch()
+        .await
+        .unwrap();
+    done(client, &warm_up).await;
+    let jid = DurableNap::call(id, 500, holds(&["pre-sleep"]), HOLD_MS)
+        .through(client)
+        .dispatch()
+        .await
+        .unwrap();
+    freeze_during_hold(redis, &proxy, id, "pre-sleep").await;
+    kill(worker);
+    (jid, proxy)
 }
