@@ -152,10 +152,7 @@ async fn a_retried_job_resumes_from_its_last_checkpoint_and_repeats_no_row() {
 
     let events = events(tag);
     assert_eq!(events[0], "start 0 attempt 1");
-    assert!(
-        events.contains(&"start 6 attempt 2".to_owned()),
-        "{events:?}"
-    );
+    assert!(events.contains(&"start 6 attempt 2".to_owned()), "{events:?}");
     let rows: Vec<_> = events.iter().filter(|e| e.starts_with("row")).collect();
     let expected: Vec<_> = (0..10).map(|r| format!("row {r}")).collect();
     assert_eq!(rows, expected.iter().collect::<Vec<_>>(), "each row once");
@@ -193,16 +190,12 @@ async fn a_sleeping_job_holds_no_worker_reads_suspended_and_resumes_after_its_sl
         .unwrap();
     // One processor: the quick job can only run if the sleeper does not hold it.
     let worker = worker(&redis, "durable_sleep", 1);
-    wait_until(
-        "the sleeper to suspend",
-        Duration::from_secs(10),
-        || async {
-            matches!(
-                client.status(&sleeper).await.unwrap(),
-                JobStatus::Suspended { .. }
-            )
-        },
-    )
+    wait_until("the sleeper to suspend", Duration::from_secs(10), || async {
+        matches!(
+            client.status(&sleeper).await.unwrap(),
+            JobStatus::Suspended { .. }
+        )
+    })
     .await;
     let suspended_at = Instant::now();
     let JobStatus::Suspended { reason, .. } = client.status(&sleeper).await.unwrap() else {
@@ -245,23 +238,13 @@ async fn an_iteration_yields_its_slices_and_goes_on_from_its_cursor_with_every_i
 
     let events = events(tag);
     let runs = events.iter().filter(|e| e.starts_with("run")).count();
+    assert!(runs >= 3, "30 items of 20 ms in slices of 150 ms: {events:?}");
     assert!(
-        runs >= 3,
-        "30 items of 20 ms in slices of 150 ms: {events:?}"
-    );
-    assert!(
-        events
-            .iter()
-            .filter(|e| e.starts_with("run"))
-            .all(|e| e == "run attempt 1"),
+        events.iter().filter(|e| e.starts_with("run")).all(|e| e == "run attempt 1"),
         "a slice is not an attempt: {events:?}"
     );
     let items = counts(&events);
     for item in 0..30 {
-        assert_eq!(
-            items.get(format!("item {item}").as_str()),
-            Some(&1),
-            "{events:?}"
-        );
+        assert_eq!(items.get(format!("item {item}").as_str()), Some(&1), "{events:?}");
     }
 }
