@@ -1,6 +1,8 @@
-//! What the chaos suites share: a replayable random source, and the check of a chain's run
-//! order (`tests/tests/chaos.rs` on one server, `tests/tests/cluster_chaos.rs` on a cluster).
+//! What the chaos suites share: a replayable random source, the check of a chain's run
+//! order, and the count of durable jobs' repeated steps and items (`tests/tests/chaos.rs` on
+//! one server, `tests/tests/cluster_chaos.rs` on a cluster).
 
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// xorshift64*: enough randomness to pick victims and gaps, and replayable from its seed.
@@ -95,9 +97,169 @@ pub fn fan_in_order(steps: &[u32], width: u32) -> Result<u64, String> {
     Ok(steps.len() as u64 - u64::from(join))
 }
 
+/// Runs repeated, by cause.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ByCause {
+    /// Of an attempt that a killed process ran.
+    pub killed: u64,
+    /// Of an attempt the suite's outage explains: a worker cut off past its lease, a master
+    /// failed over with the job in flight on it.
+    pub outage: u64,
+    /// Anything else: Gator's fault.
+    pub other: u64,
+}
+
+/// The chaos durable jobs' steps and items that ran more than once in one attempt (a later
+/// attempt, after a save that failed in an outage, is the job's own retry, not a repeat).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct DurableRepeats {
+    /// Durable jobs seen.
+    pub jobs: u64,
+    /// Steps run again.
+    pub steps: ByCause,
+    /// Items of an iteration run again.
+    pub items: ByCause,
+    /// Attempts that repeated more than their kills allow: a step more than once a kill, items
+    /// more than one checkpoint interval a kill.
+    pub over_bound: Vec<String>,
+    /// Up to 20 attempts with repeats [`ByCause::other`], to look into.
+    pub unexplained: Vec<String>,
+}
+
+/// Counts the repeats in a chaos durable job's effects (`<id>:<what>:<attempt>` → runs, where
+/// `what` is a step's name or `item<n>`), each attempt's processes known from `by_pid`
+/// (`<id>:<attempt>:<pid>`): an attempt a killed process ran is [`ByCause::killed`], with at
+/// most one step and `every` items repeated per killed process; else `outage(id, attempt)`
+/// says whether the suite's outage explains it.
+pub fn durable_repeats(
+    effects: &HashMap<String, u64>,
+    by_pid: &HashMap<String, u64>,
+    killed_pids: &HashSet<u32>,
+    outage: impl Fn(u64, u32) -> bool,
+    every: u64,
+) -> DurableRepeats {
+    let mut kills: HashMap<(u64, u32), u64> = HashMap::new();
+    for key in by_pid.keys() {
+        let mut parts = key.split(':').map(str::parse::<u64>);
+        if let (Some(Ok(id)), Some(Ok(attempt)), Some(Ok(pid))) =
+            (parts.next(), parts.next(), parts.next())
+        {
+            let killed = u32::try_from(pid).is_ok_and(|pid| killed_pids.contains(&pid));
+            *kills.entry((id, attempt as u32)).or_default() += u64::from(killed);
+        }
+    }
+    // (id, attempt) → (steps repeated, items repeated)
+    let mut extra: HashMap<(u64, u32), (u64, u64)> = HashMap::new();
+    let mut jobs = HashSet::new();
+    for (key, n) in effects {
+        let mut parts = key.split(':');
+        let (Some(Ok(id)), Some(what), Some(Ok(attempt))) = (
+            parts.next().map(str::parse::<u64>),
+            parts.next(),
+            parts.next().map(str::parse::<u32>),
+        ) else {
+            continue;
+        };
+        jobs.insert(id);
+        let entry = extra.entry((id, attempt)).or_default();
+        if what.starts_with("item") {
+            entry.1 += n - 1;
+        } else {
+            entry.0 += n - 1;
+        }
+    }
+    let mut repeats = DurableRepeats {
+        jobs: jobs.len() as u64,
+        ..DurableRepeats::default()
+    };
+    for ((id, attempt), (steps, items)) in extra.into_iter().filter(|(_, e)| e.0 + e.1 > 0) {
+        let killed = kills.get(&(id, attempt)).copied().unwrap_or(0);
+        let (by_steps, by_items) = if killed > 0 {
+            if steps > killed || items > killed * every {
+                repeats.over_bound.push(format!(
+                    "job {id} attempt {attempt}: {steps} steps and {items} items repeated after {killed} kills"
+                ));
+            }
+            (&mut repeats.steps.killed, &mut repeats.items.killed)
+        } else if outage(id, attempt) {
+            (&mut repeats.steps.outage, &mut repeats.items.outage)
+        } else {
+            if repeats.unexplained.len() < 20 {
+                repeats.unexplained.push(format!(
+                    "job {id} attempt {attempt}: {steps} steps and {items} items repeated"
+                ));
+            }
+            (&mut repeats.steps.other, &mut repeats.items.other)
+        };
+        *by_steps += steps;
+        *by_items += items;
+    }
+    repeats
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{chain_order, fan_in_order};
+    use super::{ByCause, chain_order, durable_repeats, fan_in_order};
+    use std::collections::{HashMap, HashSet};
+
+    fn map(pairs: &[(&str, u64)]) -> HashMap<String, u64> {
+        pairs.iter().map(|(k, n)| ((*k).to_owned(), *n)).collect()
+    }
+
+    #[test]
+    fn durable_repeats_are_counted_by_attempt_and_cause_within_a_checkpoint_interval_a_kill() {
+        let effects = map(&[
+            // Job 1, attempt 1: killed once, step one and two items again.
+            ("1:one:1", 2),
+            ("1:item0:1", 2),
+            ("1:item1:1", 2),
+            ("1:item2:1", 1),
+            // Job 2: a failed save, then its retry: a later attempt is no repeat.
+            ("2:one:1", 1),
+            ("2:item0:1", 1),
+            ("2:item0:2", 1),
+            // Job 3: repeated in a process nobody killed, outside any outage.
+            ("3:two:1", 2),
+            // Job 4: repeated in the outage.
+            ("4:item5:1", 3),
+            // Job 5: killed once, five items again with a checkpoint every three.
+            ("5:item0:1", 2),
+            ("5:item1:1", 2),
+            ("5:item2:1", 2),
+            ("5:item3:1", 2),
+            ("5:item4:1", 2),
+        ]);
+        let by_pid = map(&[
+            ("1:1:100", 1),
+            ("1:1:200", 1),
+            ("2:1:200", 1),
+            ("2:2:200", 1),
+            ("3:1:200", 1),
+            ("4:1:300", 1),
+            ("5:1:100", 1),
+            ("5:1:200", 1),
+        ]);
+        let killed = HashSet::from([100]);
+        let repeats = durable_repeats(&effects, &by_pid, &killed, |id, _| id == 4, 3);
+        assert_eq!(repeats.jobs, 5);
+        let steps = ByCause {
+            killed: 1,
+            outage: 0,
+            other: 1,
+        };
+        let items = ByCause {
+            killed: 7,
+            outage: 2,
+            other: 0,
+        };
+        assert_eq!((repeats.steps, repeats.items), (steps, items));
+        assert_eq!(repeats.over_bound.len(), 1, "{:?}", repeats.over_bound);
+        assert_eq!(
+            repeats.unexplained,
+            ["job 3 attempt 1: 1 steps and 0 items repeated"]
+        );
+        assert!(repeats.over_bound[0].starts_with("job 5 "));
+    }
 
     #[test]
     fn fan_in_order_allows_duplicates_but_no_fan_in_before_every_parent() {

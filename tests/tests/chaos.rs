@@ -13,7 +13,8 @@
 //!    (a root, three in parallel, a fan-in), 300 jobs that wait for a reply the test sends during
 //!    the chaos (their handlers count the runs), and about 10 % on `chaos-flow`, a queue under
 //!    flow control (limited, with shares and costs, rate limited, windowed, half of them with fair
-//!    keys). Every job counts its runs in `chaos:runs`.
+//!    keys), and about 2.5 % durable jobs (a step, ten items with their cursor saved every
+//!    three, a sleep of 100–500 ms, a step). Every job counts its runs in `chaos:runs`.
 //!    Two poison payloads besides: bytes that are not UTF-8, and arguments whose decoder panics.
 //!    And 2,000 expiring jobs (deadlines 1 to 60 s ahead, dropped once expired), ahead of the
 //!    backlog: none may start after its deadline, and each ran or is recorded `expired`.
@@ -32,14 +33,17 @@
 //!    cause: in flight in a killed worker, in flight in the worker cut off past its lease (its
 //!    log must say it dropped their outcomes), or anything else, of which there must be none
 //!    (the other outages are shorter than the lease, and an outcome written during one is kept
-//!    until Redis answers). No outcome may be given up on.
+//!    until Redis answers). No outcome may be given up on. The durable jobs count each step
+//!    and item by attempt (`chaos:durable`, with the pids in `chaos:durable_by_pid`): one run
+//!    again in the same attempt is counted by the same causes, none may be outside them, and
+//!    a kill repeats at most one step and one checkpoint interval of items.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
 use gator_core::status::JobStatus;
 use gator_core::workflow::WorkflowState;
 use gator_core::{Chain, Client, Workflow, job};
-use gator_tests::chaos::{Rng, chain_order, fan_in_order};
+use gator_tests::chaos::{DurableRepeats, Rng, chain_order, durable_repeats, fan_in_order};
 use gator_tests::{
     RedisServer, ServerOptions, SilentProxy, client, libfaketime, signal, wait_until,
 };
@@ -113,6 +117,13 @@ async fn chaos_ask(_id: u64) {}
 
 #[job(queue = "chaos-default")]
 async fn chaos_expiring(_id: u64, _deadline: u64) {}
+
+#[job(queue = "chaos-default")]
+async fn chaos_durable(_id: u64) {}
+
+/// A durable job's iteration saves its cursor every this many items (as the worker binary's
+/// `chaos_durable` does): a kill repeats at most this many.
+const DURABLE_EVERY: u64 = 3;
 
 /// Expiring jobs (ids from [`EXPIRING_FIRST`]), each due to start within 1 to 60 s of its
 /// dispatch, ahead of the plain backlog: some start in time, the others miss their deadline,
@@ -207,9 +218,21 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
 
     let by_attempt: HashMap<String, u64> =
         query(&redis, redis::cmd("HGETALL").arg("chaos:runs_by_attempt")).await;
-    let by_pid: HashMap<String, u64> =
+    let mut by_pid: HashMap<String, u64> =
         query(&redis, redis::cmd("HGETALL").arg("chaos:runs_by_pid")).await;
+    let durable_by_pid: HashMap<String, u64> =
+        query(&redis, redis::cmd("HGETALL").arg("chaos:durable_by_pid")).await;
+    by_pid.extend(durable_by_pid.clone());
     let causes = Causes::new(&chaos, &by_pid, &fleet);
+    let durable = durable_repeats(
+        &query(&redis, redis::cmd("HGETALL").arg("chaos:durable")).await,
+        &durable_by_pid,
+        &chaos.killed.values().copied().collect::<HashSet<u32>>(),
+        |id, attempt| {
+            chaos.cut_off_ids.contains(&id) || causes.ran_in_a_lapsed_process(id, Some(attempt))
+        },
+        DURABLE_EVERY,
+    );
     let extra = causes.split(runs.iter().map(|(id, n)| (*id, None, *n)));
     let repeated = causes.split(by_attempt.iter().filter_map(|(key, n)| {
         let (id, attempt) = key.split_once(':')?;
@@ -226,7 +249,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         &recoveries_ms,
         seed,
         (&extra, chain_duplicates),
-        &repeated,
+        (&repeated, &durable),
         took,
     );
     eprintln!(
@@ -246,6 +269,22 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
         "attempts run twice outside killed workers and the one cut off past its lease \
          (runs by attempt and process: chaos:runs_by_attempt, chaos:runs_by_pid)"
     );
+    // A durable job's step or item runs again in the same attempt only if its process died
+    // (or was cut off past its lease) after it ran and before it was saved: at most once a
+    // step, and one checkpoint interval of items, a kill.
+    assert_eq!(
+        (durable.steps.other, durable.items.other),
+        (0, 0),
+        "durable steps and items run twice in one attempt outside killed workers and the one \
+         cut off past its lease: {durable:?} (chaos:durable, chaos:durable_by_pid)"
+    );
+    assert!(
+        durable.over_bound.is_empty(),
+        "durable jobs repeated more than a step and one checkpoint interval ({DURABLE_EVERY} \
+         items) a kill: {:?}",
+        durable.over_bound
+    );
+    assert_eq!(durable.jobs as usize, plan.durable, "every durable job ran");
     // A worker cut off past its lease drops its outcomes of jobs that ran again elsewhere, and
     // says so: it finished them while cut off, and wrote them once it reached Redis again.
     let dropped = fleet.log_lines("outcomes dropped");
@@ -372,6 +411,8 @@ struct Plan {
     controlled: usize,
     flaky: Vec<u64>,
     scheduled: usize,
+    /// Durable jobs (steps, an iteration, a sleep).
+    durable: usize,
     /// The workflows' ids, by workflow number (`None` where the dispatch failed).
     workflows: Vec<Option<String>>,
     /// The expiring jobs: id, jid, deadline (ms, Redis time).
@@ -393,7 +434,7 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         pending.spawn(async move { chain.through(&client).dispatch().await });
     }
     let (mut plain, mut flaky, mut flaky_ids, mut scheduled) = (vec![], vec![], vec![], 0);
-    let mut controlled = vec![];
+    let (mut controlled, mut durable) = (vec![], vec![]);
     let first_wait = CHAINS * STEPS + WORKFLOWS * WF_STEPS;
     client
         .dispatch_many((first_wait..first_wait + WAITS).map(ChaosAsk::call))
@@ -422,6 +463,8 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
                 }
                 controlled.push(job);
             }
+            // About 2.5 %: a step, ten items saved every three, a short sleep, a step.
+            3 if id % 4 == 0 => durable.push(ChaosDurable::call(id).queue(queue)),
             0 => {
                 flaky.push(ChaosFlaky::call(id).queue(queue));
                 flaky_ids.push(id);
@@ -438,6 +481,11 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
     }
     let plain_count = plain.len();
     let controlled_count = controlled.len();
+    let durable_count = durable.len();
+    client
+        .dispatch_many(durable)
+        .await
+        .expect("enqueue durable jobs");
     // Ahead of the plain backlog: some run in time, the others expire waiting.
     let expiring = enqueue_expiring(client, rng).await;
     client
@@ -467,6 +515,7 @@ async fn enqueue(client: &Client, rng: &mut Rng) -> Plan {
         controlled: controlled_count,
         flaky: flaky_ids,
         scheduled,
+        durable: durable_count,
         workflows: Vec::new(),
         expiring,
     }
@@ -1222,7 +1271,7 @@ fn report(
     recoveries_ms: &[u128],
     seed: u64,
     (extra, chain_duplicates): (&Extra, u64),
-    repeated: &Extra,
+    (repeated, durable): (&Extra, &DurableRepeats),
     took: Duration,
 ) {
     eprintln!(
@@ -1231,7 +1280,8 @@ fn report(
          {WORKER_KILLS} worker kills ({} jobs in flight), redis paused {}s, restarted, full for \
          a while, a worker's connections silenced ({} jobs in flight at the outages), a worker \
          cut off for {}s ({} jobs in flight); duplicate runs: {} ({extra:?}, {chain_duplicates} \
-         of them chain steps); attempts run twice: {repeated:?}; took {:.1} s",
+         of them chain steps); attempts run twice: {repeated:?}; {} durable jobs, repeated in one \
+         attempt: steps {:?}, items {:?}; took {:.1} s",
         plan.plain,
         plan.controlled,
         plan.flaky.len(),
@@ -1242,6 +1292,9 @@ fn report(
         CUT_OFF.as_secs(),
         chaos.cut_off_ids.len(),
         extra.total(),
+        durable.jobs,
+        durable.steps,
+        durable.items,
         took.as_secs_f64()
     );
     let result = serde_json::json!({
@@ -1259,6 +1312,13 @@ fn report(
         "attempts_run_twice_in_killed_workers": repeated.killed,
         "attempts_run_twice_in_workers_cut_off_past_their_lease": repeated.unreachable,
         "attempts_run_twice_elsewhere": repeated.other,
+        "durable_jobs": durable.jobs,
+        "durable_steps_repeated_in_killed_workers": durable.steps.killed,
+        "durable_steps_repeated_in_workers_cut_off_past_their_lease": durable.steps.outage,
+        "durable_steps_repeated_elsewhere": durable.steps.other,
+        "durable_items_repeated_in_killed_workers": durable.items.killed,
+        "durable_items_repeated_in_workers_cut_off_past_their_lease": durable.items.outage,
+        "durable_items_repeated_elsewhere": durable.items.other,
         "seconds": (took.as_secs_f64() * 10.0).round() / 10.0,
     });
     println!("RESULT chaos {result}");

@@ -13,6 +13,9 @@
 //!    on the three queues, jobs placed by shard key on `cc-hot` (6 shards), and chains of three
 //!    steps, each step on another queue. Each run is counted in `{cchaos}:runs`, a key on a
 //!    master the chaos leaves alone (it is the test's instrument, not the system under test).
+//!    One plain job in forty is durable instead (a step, ten items with their cursor saved
+//!    every three, a sleep of 100–500 ms, a step), counting each step and item by attempt
+//!    and pid (`{cchaos}:durable`, `{cchaos}:durable_by_pid`).
 //! 4. Five events in a random order, 0.3–1.2 s apart: four SIGKILLs of a random worker, each
 //!    respawned at once, and a SIGKILL of a master that holds one of the queues and shards of
 //!    `cc-hot`. Its replica takes over; the killed node restarts and rejoins as a replica.
@@ -22,12 +25,14 @@
 //! 6. Counts the attempts run twice (each run records `<id>:<attempt>` and the pid that ran
 //!    it), by cause: run in a killed worker; in flight on the failed master's queues when it
 //!    was killed (read with every worker frozen); anything else, of which there must be none.
+//!    The same for the durable jobs' steps and items run again in one attempt, and a kill
+//!    repeats at most one step and one checkpoint interval of items.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events.
 
 use gator_core::workflow::WorkflowState;
 use gator_core::{Chain, Client, Workflow, job};
-use gator_tests::chaos::{Rng, chain_order, fan_in_order};
+use gator_tests::chaos::{Rng, chain_order, durable_repeats, fan_in_order};
 use gator_tests::{RedisCluster, WorkerCommand, WorkerProcess, signal, terminate};
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
@@ -55,6 +60,13 @@ async fn cc_step(_chain: u64, _step: u32, _id: u64) {}
 
 #[job(queue = "cc-0")]
 async fn cc_wf_step(_wf: u64, _step: u32, _id: u64) {}
+
+#[job(queue = "cc-0")]
+async fn cc_durable(_id: u64) {}
+
+/// A durable job's iteration saves its cursor every this many items (as the worker binary's
+/// `cc_durable` does): a kill repeats at most this many.
+const DURABLE_EVERY: u64 = 3;
 
 #[derive(Debug, Clone, Copy)]
 enum Event {
@@ -97,6 +109,9 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     let started = Instant::now();
     let workflows = tokio::spawn(dispatch_workflows(client.clone(), wf_queues.clone()));
     let total = enqueue(&client, &queues).await;
+    let durables = (CHAINS * STEPS + WORKFLOWS * WF_STEPS..total)
+        .filter(|id| id % 40 == 1)
+        .count() as u64;
     let victim_holds_hot = (0..HOT_SHARDS)
         .filter(|i| {
             cluster.master_of(&format!("gator:{{{HOT}#{i}}}:queue"))
@@ -249,12 +264,27 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     let by_pid: HashMap<String, u64> =
         query(&client, redis::cmd("HGETALL").arg(format!("{RUNS}_by_pid"))).await;
     let repeated = Repeated::count(&by_attempt, &by_pid, &killed_pids, &failover_ids);
+    let durable = durable_repeats(
+        &query(&client, redis::cmd("HGETALL").arg("{cchaos}:durable")).await,
+        &query(
+            &client,
+            redis::cmd("HGETALL").arg("{cchaos}:durable_by_pid"),
+        )
+        .await,
+        &killed_pids,
+        |id, _| failover_ids.contains(&id),
+        DURABLE_EVERY,
+    );
     eprintln!(
         "cluster chaos: all {total} jobs ran in {:.1} s, 0 dead; {duplicates} duplicate runs \
          ({chain_duplicates} of chain and workflow steps); attempts run twice: {repeated:?} \
-         ({} jobs in flight on the failed master)",
+         ({} jobs in flight on the failed master); {} durable jobs, repeated in one attempt: \
+         steps {:?}, items {:?}",
         started.elapsed().as_secs_f64(),
-        failover_ids.len()
+        failover_ids.len(),
+        durable.jobs,
+        durable.steps,
+        durable.items,
     );
     println!(
         "RESULT cluster_chaos {}",
@@ -265,6 +295,13 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
             "attempts_run_twice_on_the_failed_master": repeated.failover,
             "attempts_run_twice_elsewhere": repeated.other,
             "in_flight_on_the_failed_master": failover_ids.len(),
+            "durable_jobs": durable.jobs,
+            "durable_steps_repeated_in_killed_workers": durable.steps.killed,
+            "durable_steps_repeated_on_the_failed_master": durable.steps.outage,
+            "durable_steps_repeated_elsewhere": durable.steps.other,
+            "durable_items_repeated_in_killed_workers": durable.items.killed,
+            "durable_items_repeated_on_the_failed_master": durable.items.outage,
+            "durable_items_repeated_elsewhere": durable.items.other,
         })
     );
     assert_eq!(
@@ -272,6 +309,21 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
         "attempts run twice neither in a killed worker nor in flight on the failed master \
          (runs by attempt and pid: {RUNS}_by_attempt, {RUNS}_by_pid)"
     );
+    // A durable job's step or item runs again in the same attempt only if its process died
+    // after it ran and before it was saved (at most a step and one checkpoint interval of
+    // items a kill), or its save was lost with the failed master.
+    assert_eq!(
+        (durable.steps.other, durable.items.other),
+        (0, 0),
+        "durable steps and items run twice in one attempt neither in a killed worker nor on \
+         the failed master: {durable:?} ({{cchaos}}:durable, {{cchaos}}:durable_by_pid)"
+    );
+    assert!(
+        durable.over_bound.is_empty(),
+        "durable jobs repeated more than a step and {DURABLE_EVERY} items a kill: {:?}",
+        durable.over_bound
+    );
+    assert_eq!(durable.jobs, durables, "every durable job ran");
 }
 
 /// Attempts run more than once, by cause.
@@ -415,7 +467,7 @@ async fn enqueue(client: &Client, queues: &[String]) -> u64 {
     let ids: Vec<u64> = (first..first + PLAIN).collect();
     for batch in ids.chunks(500) {
         client
-            .dispatch_many(batch.iter().map(|id| {
+            .dispatch_many(batch.iter().filter(|id| *id % 40 != 1).map(|id| {
                 let job = CcPlain::call(*id);
                 if id % 4 == 0 {
                     job.queue(HOT).shard_key((id % 50).to_string())
@@ -425,6 +477,14 @@ async fn enqueue(client: &Client, queues: &[String]) -> u64 {
             }))
             .await
             .expect("dispatch plain jobs");
+        // One in forty is durable (a step, ten items, a short sleep, a step).
+        client
+            .dispatch_many(
+                (batch.iter().filter(|id| *id % 40 == 1))
+                    .map(|id| CcDurable::call(*id).queue(queues[(id % 3) as usize].as_str())),
+            )
+            .await
+            .expect("dispatch durable jobs");
     }
     first + PLAIN
 }

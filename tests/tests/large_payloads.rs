@@ -18,7 +18,7 @@ use tower::ServiceExt;
 #[path = "large_payloads/aside.rs"]
 mod aside;
 
-/// Run by the test worker binary (tests/src/bin/gator-test-worker.rs): stores `blob` in
+/// Run by the test worker binary (tests/src/bin/gator-test-worker/main.rs): stores `blob` in
 /// `test:blob:<id>`, then fails if `fail`.
 #[job(queue = "large", retries = 1, backoff = ["100ms"])]
 async fn keep_blob(_id: u64, _blob: String, _fail: bool, _millis: u64) -> Result<(), String> {

@@ -86,7 +86,9 @@ impl Context {
     /// Runs `each` item by item, each call given the cursor to work from (the saved cursor
     /// when the job resumes, else `start`) and saying the next cursor, until it says
     /// [`Next::Done`]. The cursor is the job's checkpoint ([`Context::checkpoint`]), saved as
-    /// `plan` says and whenever the iteration stops early. It stops early, at its next
+    /// `plan` says, whenever the iteration stops early, and at its end (the cursor that said
+    /// `Done`, if items ran since the last save), so that a later run of the job, after a
+    /// sleep or a retry, finds the iteration done. It stops early, at its next
     /// item, when its slice is over (`Ok` is not returned: the job goes back to its queue and
     /// resumes from the cursor), when its worker is stopping (put back with its cursor) or
     /// when it was cancelled. Always `?` its result. Report progress from `each` with
@@ -111,6 +113,9 @@ impl Context {
                 .await
                 .map_err(super::api::into_job_error)?
             {
+                // Saved if items ran since the last save: else a later run of the job (after
+                // a sleep or a failure that follows the iteration) would run them again.
+                Next::Done if unsaved > 0 => return self.checkpoint(&cursor).await,
                 Next::Done => return Ok(()),
                 Next::Continue(next) => cursor = next,
             }

@@ -1,4 +1,7 @@
 //! A worker binary for the tests that need a real process (signals, kills), with their jobs.
+
+mod durable_jobs;
+
 use gator_core::job;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
