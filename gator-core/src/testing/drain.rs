@@ -1,10 +1,12 @@
 //! [`Fake::drain`]: runs what is due on the fake clock, and settles each run as a worker
-//! would: done, retried after its backoff, or ended failed.
+//! would: done, retried after its backoff, ended failed, or parked until its wake time (a
+//! durable job that slept or yielded its slice).
 
 use super::journeys::{self, Link};
 use super::record::Recorded;
-use super::run::{Failure, Outcome, StepOf, run};
+use super::run::{Failure, Outcome, Ran, StepOf, run};
 use super::{Drained, Fake, Mode, lock};
+use crate::context::durable::{Suspension, Wake};
 use crate::horizon::SCHEDULE_HORIZON;
 use crate::registry::{JobRegistration, Registry};
 use crate::retry::{RetryContext, RetryDecision};
@@ -37,17 +39,64 @@ impl Fake {
                 expire(&self.mode, job, link, on_expire, &mut drained);
                 continue;
             }
-            let (registration, outcome) = match &registry {
+            let (registration, ran) = match &registry {
                 Ok(registry) => (
                     registry.get(&job.job.job),
                     run(registry, &self.mode, &job, step_of(link.as_ref())).await,
                 ),
-                Err(e) => (None, Err(Failure::Unrunnable(e.to_string()))),
+                Err(e) => (None, unrunnable(e.to_string())),
             };
+            let Ran {
+                outcome,
+                suspension,
+                saved,
+            } = ran;
+            // It slept or yielded its slice: parked, whatever it returned (as a worker does).
+            if let Some(suspension) = suspension {
+                park(&self.mode, job, link, suspension, &mut drained);
+                continue;
+            }
+            let mut job = job;
+            job.payload = saved.or(job.payload);
             settle(&self.mode, job, link, registration, outcome, &mut drained);
         }
         drained
     }
+}
+
+fn unrunnable(why: String) -> Ran {
+    Ran {
+        outcome: Err(Failure::Unrunnable(why)),
+        suspension: None,
+        saved: None,
+    }
+}
+
+/// Parks `job` (a step `link` says), whose run asked for `suspension`, until its wake time on
+/// the mode's clock, with what it saved: its attempt not counted, listed in
+/// [`Drained::suspended`]. A slice yielded is due at once: it runs again after the jobs
+/// already due.
+fn park(
+    mode: &Mode,
+    job: Recorded,
+    link: Option<Link>,
+    suspension: Suspension,
+    drained: &mut Drained,
+) {
+    let now = mode.now();
+    let wake = match suspension.wake {
+        // A sleep is bounded by the horizon; past the end of time it waits the horizon.
+        Wake::In(d) => now.checked_add(d).unwrap_or(now + SCHEDULE_HORIZON),
+        // A time already past: due now, as `suspend.lua` parks it for a moment.
+        Wake::At(at) => at.max(now),
+    };
+    drained
+        .suspended
+        .push((job.job.clone(), suspension.reason.clone()));
+    if let Some(link) = link {
+        lock(&mode.links).insert(job.job.jid.clone(), link);
+    }
+    mode.record(job.parked(suspension.payload, wake, suspension.reason));
 }
 
 /// Takes the oldest recorded job that is due now on the mode's clock.

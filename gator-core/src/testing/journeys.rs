@@ -3,7 +3,7 @@
 //! they run step by step at their dispatch.
 
 use super::record::Recorded;
-use super::run::{StepOf, run};
+use super::run::{StepOf, run_to_end};
 use super::{Dispatched, Mode, lock};
 use crate::chain::Chain;
 use crate::clock::to_ms;
@@ -150,7 +150,7 @@ pub(crate) async fn dispatch_chain(
                 chain_id: Some(id.clone()),
                 workflow: None,
             };
-            Box::pin(run(&registry, &mode, &step, chain))
+            Box::pin(run_to_end(&registry, &mode, &step, chain))
                 .await
                 .map_err(|failure| Error::InlineJobFailed {
                     job: step.job.job.clone(),
@@ -230,7 +230,7 @@ async fn run_inline(mode: &Arc<Mode>, flow: &Arc<Mutex<FakeWorkflow>>, first: St
                 parents: parents.clone(),
                 policy,
             };
-            let outcome = Box::pin(run(&registry, mode, &step, link.step_of()))
+            let outcome = Box::pin(run_to_end(&registry, mode, &step, link.step_of()))
                 .await
                 .map_err(|failure| failure.to_string());
             if let Err(reason) = &outcome

@@ -117,9 +117,15 @@ pub struct Dispatched {
     pub due: Option<SystemTime>,
     /// The attempt it is, as `ctx.attempt()` will say: 1, then 2 for its first retry.
     pub attempt: u32,
+    /// Why it is parked, while a durable job is ([`crate::Context::sleep`], a slice of
+    /// [`crate::Context::iterate`] yielded), as its status says on Redis: `sleep 1` for its
+    /// first sleep, `slice 2` for its second slice; `due` is its wake time. `None` for a job
+    /// waiting for its first run or a retry.
+    pub suspended: Option<String>,
 }
 
-/// What [`Fake::drain`] did. Each run counts once: in `ran`, `retried` or `failed`.
+/// What [`Fake::drain`] did. Each run counts once: in `ran`, `retried`, `failed` or
+/// `suspended`.
 #[derive(Debug, Default)]
 pub struct Drained {
     /// Runs that succeeded (including those of jobs dispatched by the jobs run).
@@ -136,12 +142,18 @@ pub struct Drained {
     /// run, with what their `on_expire` says becomes of them (`Dead`: a worker would keep them
     /// in the dead set; `Drop`: dropped). Not runs: not counted in [`Drained::ran`].
     pub expired: Vec<(Dispatched, crate::expiry::OnExpire)>,
+    /// Runs of durable jobs that ended parked, each job as it ran, with why (`sleep 1`,
+    /// `slice 2`): a sleep ([`crate::Context::sleep`]) is recorded again due at its wake time
+    /// on the fake clock, its attempt not counted ([`Dispatched::suspended`]); a slice yielded
+    /// by [`crate::Context::iterate`] is due at once, and this drain runs it again after the
+    /// jobs already due. Its next run resumes with what it saved.
+    pub suspended: Vec<(Dispatched, String)>,
 }
 
 impl Drained {
     /// Every run, whatever its end.
     fn runs(&self) -> usize {
-        self.ran + self.retried.len() + self.failed.len()
+        self.ran + self.retried.len() + self.failed.len() + self.suspended.len()
     }
 }
 
@@ -336,7 +348,7 @@ pub(crate) async fn dispatch(
     }
     let registry = Registry::from_inventory()?;
     // Boxed: a job run inline may itself dispatch inline.
-    Box::pin(run::run(
+    Box::pin(run::run_to_end(
         &registry,
         &mode,
         &recorded,

@@ -24,6 +24,9 @@ pub(crate) struct Recorded {
     /// Its deadline (Unix ms, on the mode's clock) and what becomes of it past it
     /// (`expires_in`, `expires_at`): a drain at or after it does not run it.
     pub(crate) deadline: Option<(u64, OnExpire)>,
+    /// The payload with what the job saved (`ctx.checkpoint`, `ctx.step`, a sleep), as a
+    /// worker keeps it in Redis: its next run resumes from it. `None` until it saved anything.
+    pub(crate) payload: Option<String>,
 }
 
 impl Recorded {
@@ -43,11 +46,13 @@ impl Recorded {
                 args: payload.args.clone(),
                 due,
                 attempt: 1,
+                suspended: None,
             },
             created_at_ms,
             windows,
             window: None,
             deadline: None,
+            payload: None,
         }
     }
 
@@ -69,7 +74,31 @@ impl Recorded {
     pub(crate) fn again(mut self, due: SystemTime, attempt: u32) -> Recorded {
         self.job.due = Some(due);
         self.job.attempt = attempt;
+        self.job.suspended = None;
         self
+    }
+
+    /// This job parked until `wake` (on the mode's clock, whose time is `now`), for `reason`,
+    /// with what its run saved (`payload`), as `suspend.lua` parks it: the same attempt.
+    pub(crate) fn parked(mut self, payload: String, wake: SystemTime, reason: String) -> Recorded {
+        self.job.due = Some(wake);
+        self.job.suspended = Some(reason);
+        self.payload = Some(payload);
+        self
+    }
+
+    /// The payload its next run starts from: the one its saves left, or one made of its
+    /// jid, name and arguments (a run's saves are written into it).
+    pub(crate) fn payload_text(&self) -> String {
+        match &self.payload {
+            Some(text) => text.clone(),
+            None => serde_json::json!({
+                "jid": self.job.jid,
+                "job": self.job.job,
+                "args": self.job.args,
+            })
+            .to_string(),
+        }
     }
 
     /// Whether a drain at `now` may run it: its due time has come, and `now` is inside one of

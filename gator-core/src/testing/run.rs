@@ -1,15 +1,28 @@
 //! One run of a recorded job in testing mode, as a worker runs it: its context on the mode's
 //! clock, its arguments decoded, its body awaited. [`super::drain`] settles what it returns;
 //! inline dispatches ([`super::dispatch`], [`super::journeys`]) fail with it.
+//!
+//! A durable job's saves (`ctx.checkpoint`, `ctx.step`, a sleep) are kept as a worker keeps
+//! them, in the job's payload: the run's context saves through a sink that writes nothing
+//! (there is no Redis) and keeps the rewritten payload, which the drain records with the job,
+//! so its next run (a retry, a wake from a sleep, the next slice) resumes from it.
 
 use super::record::Recorded;
 use super::{Mode, lock};
+use crate::context::durable::{DurableSink, DurableWriter, Save, Stored, Suspension};
 use crate::context::{Context, JobInfo};
 use crate::failure::JobError;
 use crate::job::Execution;
 use crate::registry::Registry;
 use crate::workflow::Parent;
 use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, LazyLock};
+
+/// The most runs of one job an inline dispatch makes, so a job that yields its slice forever
+/// ends (its sleeps are bounded by `MAX_SLEEPS`).
+const MAX_INLINE_RUNS: usize = 10_000;
 
 /// Why a run did not succeed.
 #[derive(Debug)]
@@ -33,8 +46,44 @@ impl fmt::Display for Failure {
 /// What a run returned: its result (JSON), or why it did not succeed.
 pub(super) type Outcome = std::result::Result<Option<String>, Failure>;
 
+/// A run's end: what it returned, and what it left for the job's next run.
+pub(super) struct Ran {
+    /// What it returned.
+    pub(super) outcome: Outcome,
+    /// It slept or yielded its slice: the job is parked with this, whatever it returned.
+    pub(super) suspension: Option<Suspension>,
+    /// The payload with what it saved, if it saved anything: a retry resumes from it.
+    pub(super) saved: Option<String>,
+}
+
+impl Ran {
+    fn unrunnable(why: String) -> Ran {
+        Ran {
+            outcome: Err(Failure::Unrunnable(why)),
+            suspension: None,
+            saved: None,
+        }
+    }
+}
+
+/// The testing mode's durable sink: nothing to write to, so every save is found done; the
+/// run's context keeps the payload it rewrote ([`Context::durable_payload`]).
+struct Kept;
+
+impl DurableSink for Kept {
+    fn save<'a>(
+        &'a self,
+        _: Save<'a>,
+    ) -> Pin<Box<dyn Future<Output = crate::error::Result<Stored>> + Send + 'a>> {
+        Box::pin(std::future::ready(Ok(Stored::Saved)))
+    }
+}
+
+/// One writer for every run of the mode (a reference count each).
+static KEPT: LazyLock<DurableWriter> = LazyLock::new(|| DurableWriter::new(Arc::new(Kept)));
+
 /// What a run's context says of the chain or workflow its job is a step of.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(super) struct StepOf {
     /// The chain's id, for a chain's step.
     pub(super) chain_id: Option<String>,
@@ -44,10 +93,9 @@ pub(super) struct StepOf {
 
 /// Runs `job` (a step of the chain or workflow `step` says) with its registration in
 /// `registry`, with its context on the mode's clock.
-pub(super) async fn run(registry: &Registry, mode: &Mode, job: &Recorded, step: StepOf) -> Outcome {
+pub(super) async fn run(registry: &Registry, mode: &Mode, job: &Recorded, step: StepOf) -> Ran {
     let Some(registration) = registry.get(&job.job.job) else {
-        let why = format!("no job named {:?} is registered", job.job.job);
-        return Err(Failure::Unrunnable(why));
+        return Ran::unrunnable(format!("no job named {:?} is registered", job.job.job));
     };
     let info = JobInfo {
         jid: job.job.jid.clone(),
@@ -64,11 +112,40 @@ pub(super) async fn run(registry: &Registry, mode: &Mode, job: &Recorded, step: 
         Some((id, parents)) => ctx.with_workflow(id, parents),
         None => ctx,
     };
-    let execution = (registration.run)(&job.job.args.to_string(), ctx)
-        .map_err(|e| Failure::Unrunnable(format!("its arguments do not fit: {e}")))?;
+    let ctx = ctx.with_durable(KEPT.clone(), "testing", &job.payload_text());
+    let execution = match (registration.run)(&job.job.args.to_string(), ctx.clone()) {
+        Ok(execution) => execution,
+        Err(e) => return Ran::unrunnable(format!("its arguments do not fit: {e}")),
+    };
     let result = match execution {
         Execution::Blocking(body) => body(),
         Execution::Async(body) => body.await,
     };
-    result.map_err(Failure::Run)
+    Ran {
+        outcome: result.map_err(Failure::Run),
+        suspension: ctx.take_suspension(),
+        saved: ctx.durable_payload(),
+    }
+}
+
+/// Runs `job` inline until it ends: a run that sleeps or yields its slice is run again at
+/// once, resumed from what it saved (inline mode has no clock: it runs every job at its
+/// dispatch, whatever its due time, and a sleep alike).
+pub(super) async fn run_to_end(
+    registry: &Registry,
+    mode: &Mode,
+    job: &Recorded,
+    step: StepOf,
+) -> Outcome {
+    let mut job = job.clone();
+    for _ in 0..MAX_INLINE_RUNS {
+        let ran = run(registry, mode, &job, step.clone()).await;
+        match ran.suspension {
+            Some(suspension) => job.payload = Some(suspension.payload),
+            None => return ran.outcome,
+        }
+    }
+    Err(Failure::Run(JobError::new(format!(
+        "it suspended itself {MAX_INLINE_RUNS} times at its dispatch without ending"
+    ))))
 }
