@@ -1,0 +1,333 @@
+//! Durable jobs under flow control, in workflows and in chains, on a real Redis with in-process
+//! workers: a sleeping job holds no concurrency unit, a woken one passes its queue's limit
+//! again, a checkpoint keeps the job's unit with it until it ends, and a sleeping workflow step
+//! or chain step stalls neither its siblings nor what comes after it.
+
+use gator_core::flow::{FlowSetting, RateSpec};
+use gator_core::workflow::{Workflow, WorkflowState};
+use gator_core::{Chain, Context, JobError, JobStatus, job};
+use gator_tests::{RedisServer, TestWorker, client, set_flow, wait_until};
+use gator_worker::{QueueSelection, WorkerConfig};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// What the jobs below did, by test: `(tag, event)` in order.
+static EVENTS: Mutex<Vec<(String, String, Instant)>> = Mutex::new(Vec::new());
+
+fn note(tag: &str, event: impl Into<String>) {
+    let at = Instant::now();
+    EVENTS
+        .lock()
+        .unwrap()
+        .push((tag.to_owned(), event.into(), at));
+}
+
+/// When `event` of `tag` happened first.
+fn when(tag: &str, event: &str) -> Instant {
+    let events = EVENTS.lock().unwrap();
+    let found = events.iter().find(|(t, e, _)| t == tag && e == event);
+    found.map(|(_, _, at)| *at).expect("the event happened")
+}
+
+fn events(tag: &str) -> Vec<String> {
+    let events = EVENTS.lock().unwrap();
+    events
+        .iter()
+        .filter(|(t, _, _)| t == tag)
+        .map(|(_, e, _)| e.clone())
+        .collect()
+}
+
+/// Notes a step, sleeps `millis`, notes that it woke; returns `millis`.
+#[job(queue = "df_limit")]
+async fn nap(ctx: Context, tag: String, millis: u64) -> Result<u64, JobError> {
+    ctx.step("before", || async {
+        note(&tag, "nap before");
+        Ok::<_, JobError>(())
+    })
+    .await?;
+    ctx.sleep(Duration::from_millis(millis)).await?;
+    note(&tag, "nap after");
+    Ok(millis)
+}
+
+/// Notes its start, runs `millis`, notes its end.
+#[job(queue = "df_limit")]
+async fn hold(tag: String, millis: u64) {
+    note(&tag, "hold start");
+    tokio::time::sleep(Duration::from_millis(millis)).await;
+    note(&tag, "hold end");
+}
+
+/// Saves a checkpoint, then succeeds.
+#[job(queue = "df_limit")]
+async fn save_then_finish(ctx: Context, tag: String) -> Result<(), JobError> {
+    ctx.checkpoint(&1u32).await?;
+    note(&tag, "saved and finished");
+    Ok(())
+}
+
+/// Sums its parents' results (what each `nap` step returned) and notes the sum.
+#[job(queue = "df_limit")]
+async fn sum_naps(ctx: Context, tag: String) -> Result<u64, JobError> {
+    let mut naps: Vec<u64> = ctx
+        .parent_results_of::<u64>("nap")
+        .map_err(|e| JobError::new(e.to_string()))?;
+    naps.sort_unstable();
+    note(&tag, format!("sum of {naps:?}"));
+    Ok(naps.iter().sum())
+}
+
+fn worker(redis: &RedisServer, queue: &str, concurrency: usize) -> TestWorker {
+    let mut config = WorkerConfig::new(redis.url());
+    config.queues = QueueSelection::Strict(vec![queue.into()]);
+    config.concurrency = concurrency;
+    config.poll_interval = Duration::from_millis(100);
+    config.shutdown_timeout = Duration::from_secs(2);
+    TestWorker::start_with(config)
+}
+
+async fn status(client: &gator_core::Client, jid: &str) -> JobStatus {
+    client.status(jid).await.unwrap()
+}
+
+async fn wait_for(client: &gator_core::Client, jid: &str, what: &str, ok: fn(&JobStatus) -> bool) {
+    wait_until(what, Duration::from_secs(20), || async {
+        ok(&status(client, jid).await)
+    })
+    .await;
+}
+
+fn is_done(status: &JobStatus) -> bool {
+    matches!(status, JobStatus::Done { .. })
+}
+
+fn is_suspended(status: &JobStatus) -> bool {
+    matches!(status, JobStatus::Suspended { .. })
+}
+
+/// Units the queue's `used` hash holds in total (0 once every unit is released).
+async fn units_in_use(redis: &RedisServer, queue: &str) -> u64 {
+    let mut conn = redis.client().await;
+    let used: Option<u64> = redis::cmd("HGET")
+        .arg(format!("gator:{{{queue}}}:used"))
+        .arg("!total")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    used.unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_job_holds_no_unit_so_another_job_runs_under_a_limit_of_one() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set_flow(&client, "df_limit", &[FlowSetting::Limit(Some(1))]).await;
+    let tag = "unit_free";
+    // Long enough that the other job, a poll away, runs well inside it.
+    let sleeper = Nap::call(tag.into(), 8_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = worker(&redis, "df_limit", 2);
+    wait_for(&client, &sleeper, "the sleeper to suspend", is_suspended).await;
+    assert_eq!(
+        units_in_use(&redis, "df_limit").await,
+        0,
+        "the sleeper holds no unit"
+    );
+
+    let other = Hold::call(tag.into(), 0)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    wait_for(
+        &client,
+        &other,
+        "the other job to run while the sleeper sleeps",
+        is_done,
+    )
+    .await;
+    assert!(
+        is_suspended(&status(&client, &sleeper).await),
+        "the sleeper still sleeps"
+    );
+    wait_for(&client, &sleeper, "the sleeper to finish", is_done).await;
+    worker.stop().await;
+    assert_eq!(
+        events(tag),
+        ["nap before", "hold start", "hold end", "nap after"]
+    );
+    assert_eq!(units_in_use(&redis, "df_limit").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_woken_job_waits_for_a_unit_while_its_queue_is_at_its_limit() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set_flow(&client, "df_limit", &[FlowSetting::Limit(Some(1))]).await;
+    let tag = "unit_again";
+    let sleeper = Nap::call(tag.into(), 2_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = worker(&redis, "df_limit", 2);
+    wait_for(&client, &sleeper, "the sleeper to suspend", is_suspended).await;
+    // It takes the only unit while the sleeper sleeps, and keeps it long past the wake time.
+    let holder = Hold::call(tag.into(), 6_000)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    wait_until("the holder to start", Duration::from_secs(10), || async {
+        events(tag).contains(&"hold start".to_owned())
+    })
+    .await;
+    assert!(
+        is_suspended(&status(&client, &sleeper).await),
+        "the holder started before the sleeper's wake time"
+    );
+    wait_for(&client, &sleeper, "the sleeper to finish", is_done).await;
+    assert!(is_done(&status(&client, &holder).await));
+    worker.stop().await;
+    assert_eq!(
+        events(tag),
+        ["nap before", "hold start", "hold end", "nap after"],
+        "the woken sleeper ran only once the holder let its unit go"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_woken_job_takes_a_rate_limit_token_again_before_it_goes_on() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let rate = "1/4s".parse::<RateSpec>().unwrap();
+    let setting = FlowSetting::Rate {
+        name: None,
+        rate: Some(rate),
+    };
+    set_flow(&client, "df_rate", &[setting]).await;
+    let tag = "rate_again";
+    let sleeper = Nap::call(tag.into(), 200)
+        .queue("df_rate")
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = worker(&redis, "df_rate", 2);
+    wait_for(&client, &sleeper, "the sleeper to finish", is_done).await;
+    worker.stop().await;
+    assert_eq!(events(tag), ["nap before", "nap after"]);
+    // Its first run took the only token of the rate's 4 s; woken 200 ms later, it waited for
+    // the next one. (A resumed run that skipped the limiter would go on ~300 ms after.)
+    let waited = when(tag, "nap after") - when(tag, "nap before");
+    assert!(
+        waited >= Duration::from_millis(3_000),
+        "the resumed run went on {waited:?} after the first, inside the rate's 4 s"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_checkpoints_on_a_controlled_queue_releases_its_unit_when_it_succeeds() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    set_flow(&client, "df_limit", &[FlowSetting::Limit(Some(1))]).await;
+    let tag = "unit_moved";
+    let saver = SaveThenFinish::call(tag.into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let next = Hold::call(tag.into(), 0)
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = worker(&redis, "df_limit", 1);
+    wait_for(&client, &saver, "the saver to finish", is_done).await;
+    // The unit it took follows its payload through the save: its end releases it, and the
+    // next job of the queue gets it.
+    wait_for(&client, &next, "the next job to get the unit", is_done).await;
+    wait_until("every unit released", Duration::from_secs(10), || async {
+        units_in_use(&redis, "df_limit").await == 0
+    })
+    .await;
+    worker.stop().await;
+    assert_eq!(
+        events(tag),
+        ["saved and finished", "hold start", "hold end"]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_workflow_step_lets_its_sibling_finish_and_its_result_reaches_its_child() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let tag = "workflow";
+    // One processor: the sibling runs only if the sleeper does not hold it.
+    let worker = worker(&redis, "df_limit", 1);
+    let id = Workflow::new()
+        .then_all([Nap::call(tag.into(), 3_000), Nap::call(tag.into(), 0)])
+        .then(SumNaps::call(tag.into()))
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    wait_until(
+        "the short sibling to finish",
+        Duration::from_secs(20),
+        || async { events(tag).iter().filter(|e| *e == "nap after").count() == 1 },
+    )
+    .await;
+    assert!(
+        !events(tag).iter().any(|e| e.starts_with("sum")),
+        "the child waits for the sleeper"
+    );
+    wait_until(
+        "the workflow to finish",
+        Duration::from_secs(20),
+        || async {
+            client
+                .workflow_status(&id)
+                .await
+                .unwrap()
+                .is_some_and(|s| s.state == WorkflowState::Done)
+        },
+    )
+    .await;
+    worker.stop().await;
+    let events = events(tag);
+    assert_eq!(events.last().unwrap(), "sum of [0, 3000]", "{events:?}");
+    assert_eq!(
+        events.iter().filter(|e| *e == "nap before").count(),
+        2,
+        "{events:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sleeping_chain_step_resumes_and_its_chain_goes_on() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let tag = "chain";
+    let worker = worker(&redis, "df_limit", 1);
+    Chain::new()
+        .then(Nap::call(tag.into(), 1_000))
+        .then(Hold::call(tag.into(), 0))
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    wait_until("the chain to end", Duration::from_secs(20), || async {
+        events(tag).contains(&"hold end".to_owned())
+    })
+    .await;
+    worker.stop().await;
+    assert_eq!(
+        events(tag),
+        ["nap before", "nap after", "hold start", "hold end"]
+    );
+}
