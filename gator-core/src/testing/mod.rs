@@ -60,6 +60,18 @@
 //!   clock: only an `expires_at` already past expires it (its dispatch then fails with
 //!   [`crate::error::Error::InlineJobFailed`], or, with `on_expire = "drop"`, returns its jid
 //!   without running it).
+//! - **Durable jobs** ([`crate::context::durable`]). A drain keeps what a run saved with the
+//!   job, as a worker keeps it in the job's payload: a retry gets its steps' results back
+//!   without running them and resumes from its checkpoint. A run that sleeps
+//!   ([`crate::Context::sleep`], [`crate::Context::sleep_until`]) is parked until its wake
+//!   time on the fake clock, its attempt not counted: listed in [`Drained::suspended`] (with
+//!   `sleep 1` for its first sleep), and in [`Fake::jobs`] with [`Dispatched::suspended`] set
+//!   and `due` its wake time; a drain before `advance` reaches it does not run it. A slice
+//!   yielded by [`crate::Context::iterate`] is due at once: the same drain runs it again after
+//!   the jobs already due, from its saved cursor (`max_slice(Duration::ZERO)` yields after
+//!   each item). Inline, a run that sleeps or yields is run again at once, resumed, until it
+//!   ends (inline mode has no clock, so it does not wait for a sleep, as it does not wait for a
+//!   due time): its dispatch returns when the job has ended. Its steps still run once.
 //! - **Cron.** Periodic jobs declared in code (`#[job(cron = ..)]`) tick only in a test that
 //!   asks: [`Fake::cron`] (every entry) or [`Fake::cron_of`] (one job's). From then on, each
 //!   tick an `advance` crosses records one dispatch of the job on its queue, as a worker

@@ -78,8 +78,8 @@ impl Recorded {
         self
     }
 
-    /// This job parked until `wake` (on the mode's clock, whose time is `now`), for `reason`,
-    /// with what its run saved (`payload`), as `suspend.lua` parks it: the same attempt.
+    /// This job parked until `wake` (on the mode's clock) for `reason`, with what its run
+    /// saved (`payload`), as `suspend.lua` parks it: the same attempt.
     pub(crate) fn parked(mut self, payload: String, wake: SystemTime, reason: String) -> Recorded {
         self.job.due = Some(wake);
         self.job.suspended = Some(reason);
