@@ -67,6 +67,24 @@ async fn save_then_finish(ctx: Context, tag: String) -> Result<(), JobError> {
     Ok(())
 }
 
+/// Copies of this job that started (a payload pushed twice runs twice).
+static TWIN_STARTS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// Waits until both copies of its payload run, then saves a step whose result differs
+/// between them.
+#[job(queue = "df_twins")]
+async fn twin(ctx: Context, tag: String) -> Result<(), JobError> {
+    use std::sync::atomic::Ordering::SeqCst;
+    let n = TWIN_STARTS.fetch_add(1, SeqCst) + 1;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TWIN_STARTS.load(SeqCst) < 2 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    ctx.step("copy", || async { Ok::<_, JobError>(n) }).await?;
+    note(&tag, "twin done");
+    Ok(())
+}
+
 /// Sums its parents' results (what each `nap` step returned) and notes the sum.
 #[job(queue = "df_limit")]
 async fn sum_naps(ctx: Context, tag: String) -> Result<u64, JobError> {
@@ -260,6 +278,47 @@ async fn a_job_that_checkpoints_on_a_controlled_queue_releases_its_unit_when_it_
         events(tag),
         ["saved and finished", "hold start", "hold end"]
     );
+}
+
+/// A payload pushed twice by another producer runs as two copies in one process, its units
+/// counted twice under one entry; each copy's save must carry one of them, so that the two
+/// ends release both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_copies_of_one_payload_that_save_different_steps_release_both_units() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let tag = "twins";
+    Twin::call(tag.into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let mut conn = redis.client().await;
+    let list = "gator:{df_twins}:queue";
+    let payload: String = redis::cmd("LINDEX")
+        .arg(list)
+        .arg(0)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let _: () = redis::cmd("RPUSH")
+        .arg(list)
+        .arg(&payload)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // Controlled from now on: the backlog of two is parked, then both are admitted.
+    set_flow(&client, "df_twins", &[FlowSetting::Limit(Some(2))]).await;
+    let worker = worker(&redis, "df_twins", 2);
+    wait_until("both copies to end", Duration::from_secs(20), || async {
+        events(tag).len() == 2
+    })
+    .await;
+    wait_until("every unit released", Duration::from_secs(10), || async {
+        units_in_use(&redis, "df_twins").await == 0
+    })
+    .await;
+    worker.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,8 +3,9 @@
 -- rewriting its payload in its process's in-flight list, checked against the process's lease
 -- on Redis's clock, in one atomic step: whatever puts the job back later (recovery, shutdown,
 -- a retry) puts back the payload with the state. The job's flow units, kept under its payload
--- in the process's units hash, move to the new payload with it. Idempotent: a save sent again
--- after a lost reply finds the new payload in flight and answers 1. Not allow-oom: the state
+-- in the process's units hash, move to the new payload with it (one count of the entry: a
+-- payload in flight twice keeps the other copy's under the old one). Idempotent: a save sent
+-- again after a lost reply finds the new payload in flight and answers 1. Not allow-oom: the state
 -- grows the payload, and at maxmemory the save fails (the job's attempt fails, and its retry,
 -- which is allow-oom, keeps the last state saved).
 --
@@ -27,9 +28,21 @@ if not at then
   return 0
 end
 redis.call('LSET', KEYS[1], at, ARGV[3])
+-- One unit entry ("limit key\ncost\ncount") moves: a payload in flight twice here (pushed
+-- twice by another producer) counts 2 under one entry, and only this copy was rewritten.
 local units = redis.call('HGET', KEYS[3], ARGV[2])
 if units then
-  redis.call('HDEL', KEYS[3], ARGV[2])
+  local lk, cost, count = string.match(units, '^(.*)\n(%d+)\n(%d+)$')
+  if lk and tonumber(count) > 1 then
+    redis.call('HSET', KEYS[3], ARGV[2], lk .. '\n' .. cost .. '\n' .. (tonumber(count) - 1))
+  else
+    redis.call('HDEL', KEYS[3], ARGV[2])
+  end
+  if lk then
+    local there = redis.call('HGET', KEYS[3], ARGV[3])
+    local had = there and tonumber(string.match(there, '\n(%d+)$')) or 0
+    units = lk .. '\n' .. cost .. '\n' .. (had + 1)
+  end
   redis.call('HSET', KEYS[3], ARGV[3], units)
 end
 return 1
