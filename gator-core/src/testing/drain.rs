@@ -3,6 +3,7 @@
 //! durable job that slept or yielded its slice).
 
 use super::journeys::{self, Link};
+use super::reply;
 use super::record::Recorded;
 use super::run::{Failure, Outcome, Ran, StepOf, run};
 use super::{Drained, Fake, Mode, lock};
@@ -31,12 +32,18 @@ impl Fake {
         let registry = Registry::from_inventory();
         let mut drained = Drained::default();
         while drained.runs() < MAX_RUNS {
-            let Some(job) = next_due(&self.mode) else {
+            let Some(mut job) = next_due(&self.mode) else {
                 break;
             };
             let link = lock(&self.mode.links).remove(&job.job.jid);
             if let Some(on_expire) = job.expired(self.mode.now()) {
                 expire(&self.mode, job, link, on_expire, &mut drained);
+                continue;
+            }
+            // Its wait for a reply timed out: the attempt fails, not run.
+            if let Some(failure) = reply::timed_out(&mut job) {
+                let registration = registry.as_ref().ok().and_then(|r| r.get(&job.job.job));
+                settle(&self.mode, job, link, registration, Err(failure), &mut drained);
                 continue;
             }
             let (registration, ran) = match &registry {
@@ -50,13 +57,18 @@ impl Fake {
                 outcome,
                 suspension,
                 saved,
+                waits,
             } = ran;
+            if let Some(wait) = waits {
+                let payload = saved.or(job.payload.clone());
+                reply::park(&self.mode, job, link, (payload, wait), &mut drained);
+                continue;
+            }
             // It slept or yielded its slice: parked, whatever it returned (as a worker does).
             if let Some(suspension) = suspension {
                 park(&self.mode, job, link, suspension, &mut drained);
                 continue;
             }
-            let mut job = job;
             job.payload = saved.or(job.payload);
             settle(&self.mode, job, link, registration, outcome, &mut drained);
         }
@@ -69,6 +81,7 @@ fn unrunnable(why: String) -> Ran {
         outcome: Err(Failure::Unrunnable(why)),
         suspension: None,
         saved: None,
+        waits: None,
     }
 }
 

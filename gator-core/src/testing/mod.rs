@@ -72,6 +72,10 @@
 //!   each item). Inline, a run that sleeps or yields is run again at once, resumed, until it
 //!   ends (inline mode has no clock, so it does not wait for a sleep, as it does not wait for a
 //!   due time): its dispatch returns when the job has ended. Its steps still run once.
+//!   A job waiting for a reply ([`crate::Context::wait_for_reply`]) is parked (`reply <key>`)
+//!   until [`Fake::reply`] gives it one (it is then due at once) or its timeout comes on the
+//!   fake clock (its attempt fails, under its retry policy). Inline, no one can reply before
+//!   the dispatch returns: the wait fails the dispatch.
 //! - **Cron.** Periodic jobs declared in code (`#[job(cron = ..)]`) tick only in a test that
 //!   asks: [`Fake::cron`] (every entry) or [`Fake::cron_of`] (one job's). From then on, each
 //!   tick an `advance` crosses records one dispatch of the job on its queue, as a worker
@@ -96,6 +100,7 @@ mod clock;
 mod drain;
 mod journeys;
 mod record;
+mod reply;
 mod run;
 
 use clock::Ticking;

@@ -27,6 +27,9 @@ pub(crate) struct Recorded {
     /// The payload with what the job saved (`ctx.checkpoint`, `ctx.step`, a sleep), as a
     /// worker keeps it in Redis: its next run resumes from it. `None` until it saved anything.
     pub(crate) payload: Option<String>,
+    /// The reply key it waits for (`ctx.wait_for_reply`), `due` its timeout: [`super::Fake::reply`]
+    /// makes it due now with the reply saved; a drain at its due fails the wait.
+    pub(crate) waiting: Option<String>,
 }
 
 impl Recorded {
@@ -53,6 +56,7 @@ impl Recorded {
             window: None,
             deadline: None,
             payload: None,
+            waiting: None,
         }
     }
 
@@ -75,6 +79,7 @@ impl Recorded {
         self.job.due = Some(due);
         self.job.attempt = attempt;
         self.job.suspended = None;
+        self.waiting = None;
         self
     }
 

@@ -10,7 +10,7 @@
 use super::record::Recorded;
 use super::{Mode, lock};
 use crate::context::durable::{DurableSink, DurableWriter, Save, Stored, Suspension};
-use crate::context::{Context, JobInfo};
+use crate::context::{AwaitReply, Context, JobInfo};
 use crate::failure::JobError;
 use crate::job::Execution;
 use crate::registry::Registry;
@@ -54,6 +54,9 @@ pub(super) struct Ran {
     pub(super) suspension: Option<Suspension>,
     /// The payload with what it saved, if it saved anything: a retry resumes from it.
     pub(super) saved: Option<String>,
+    /// It waits for a reply as a step (`ctx.wait_for_reply`): parked until
+    /// [`super::Fake::reply`] or its timeout, whatever it returned.
+    pub(super) waits: Option<AwaitReply>,
 }
 
 impl Ran {
@@ -62,6 +65,7 @@ impl Ran {
             outcome: Err(Failure::Unrunnable(why)),
             suspension: None,
             saved: None,
+            waits: None,
         }
     }
 }
@@ -125,6 +129,7 @@ pub(super) async fn run(registry: &Registry, mode: &Mode, job: &Recorded, step: 
         outcome: result.map_err(Failure::Run),
         suspension: ctx.take_suspension(),
         saved: ctx.durable_payload(),
+        waits: ctx.take_await_reply().filter(|request| request.resume),
     }
 }
 
@@ -140,6 +145,12 @@ pub(super) async fn run_to_end(
     let mut job = job.clone();
     for _ in 0..MAX_INLINE_RUNS {
         let ran = run(registry, mode, &job, step.clone()).await;
+        if let Some(wait) = ran.waits {
+            return Err(Failure::Run(JobError::new(format!(
+                "it waits for the reply to {:?}, which no one can send before an inline dispatch returns: test it in fake mode (`Fake::reply`)",
+                wait.key
+            ))));
+        }
         match ran.suspension {
             Some(suspension) => job.payload = Some(suspension.payload),
             None => return ran.outcome,
