@@ -3,8 +3,8 @@
 //! durable job that slept or yielded its slice).
 
 use super::journeys::{self, Link};
-use super::reply;
 use super::record::Recorded;
+use super::reply;
 use super::run::{Failure, Outcome, Ran, StepOf, run};
 use super::{Drained, Fake, Mode, lock};
 use crate::context::durable::{Suspension, Wake};
@@ -43,7 +43,14 @@ impl Fake {
             // Its wait for a reply timed out: the attempt fails, not run.
             if let Some(failure) = reply::timed_out(&mut job) {
                 let registration = registry.as_ref().ok().and_then(|r| r.get(&job.job.job));
-                settle(&self.mode, job, link, registration, Err(failure), &mut drained);
+                settle(
+                    &self.mode,
+                    job,
+                    link,
+                    registration,
+                    Err(failure),
+                    &mut drained,
+                );
                 continue;
             }
             let (registration, ran) = match &registry {

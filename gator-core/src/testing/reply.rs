@@ -67,7 +67,10 @@ pub(super) fn park(
     }
     let now = mode.now();
     job.payload = payload;
-    job.job.due = Some(now.checked_add(wait.timeout).unwrap_or(now + SCHEDULE_HORIZON));
+    job.job.due = Some(
+        now.checked_add(wait.timeout)
+            .unwrap_or(now + SCHEDULE_HORIZON),
+    );
     job.job.suspended = Some(reason);
     job.waiting = Some(wait.key);
     mode.record(job);
