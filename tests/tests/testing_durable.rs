@@ -2,7 +2,7 @@
 //! (`gator_core::testing`), without Redis: a drain keeps what a run saved with the job, so its
 //! retry replays its steps and resumes from its checkpoint; a sleep parks it on the fake clock
 //! until `advance` reaches its wake time; a yielded slice is drained again. Inline, a sleep
-//! resumes at once.
+//! resumes at once. Waits for replies: `testing_durable_replies.rs`.
 
 use gator_core::context::durable::{Iteration, Next};
 use gator_core::workflow::Workflow;
@@ -121,19 +121,6 @@ async fn walk(ctx: Context, State(log): State<Log>, items: u32) -> Result<(), Jo
         }
     })
     .await
-}
-
-/// Charges (a step), then waits up to an hour for the bank's answer; one retry a minute later.
-#[gator_core::job(queue = "durable", retries = 1, backoff = ["1m"])]
-async fn confirm(ctx: Context, State(log): State<Log>, order: u32) -> Result<String, JobError> {
-    ctx.step("charge", || async {
-        log.push(format!("charged {order} on attempt {}", ctx.attempt()));
-        Ok::<_, JobError>(())
-    })
-    .await?;
-    let answer: String = ctx.wait_for_reply(&format!("bank-{order}"), HOUR).await?;
-    log.push(format!("bank said {answer} on attempt {}", ctx.attempt()));
-    Ok(answer)
 }
 
 /// Returns its parents' results (minutes slept) summed.
@@ -333,59 +320,6 @@ async fn a_sleeping_chain_step_resumes_and_its_chain_goes_on() {
         log.lines(),
         ["quick 1", "before", "after 5 min, attempt 1", "quick 2"]
     );
-}
-
-#[tokio::test]
-async fn a_job_waiting_for_a_reply_is_parked_until_the_fake_replies_and_runs_on_with_it() {
-    let (fake, log) = fake_with_log();
-    Confirm::call(7).dispatch().await.unwrap();
-    let drained = fake.drain().await;
-    assert_eq!(drained.suspended.len(), 1, "{drained:?}");
-    assert_eq!(drained.suspended[0].1, "reply bank-7");
-    assert_eq!(fake.jobs()[0].suspended.as_deref(), Some("reply bank-7"));
-    assert!(nothing_ran(&fake.drain().await), "it waits");
-
-    assert_eq!(fake.reply("bank-8", "no one waits"), 0);
-    assert_eq!(fake.reply("bank-7", "approved"), 1);
-    let drained = fake.drain().await;
-    assert_eq!(drained.ran, 1, "{drained:?}");
-    assert_eq!(
-        log.lines(),
-        ["charged 7 on attempt 1", "bank said approved on attempt 1"]
-    );
-}
-
-#[tokio::test]
-async fn a_wait_for_a_reply_that_times_out_fails_its_attempt_and_the_retry_waits_again() {
-    let (fake, log) = fake_with_log();
-    Confirm::call(9).dispatch().await.unwrap();
-    assert_eq!(fake.drain().await.suspended.len(), 1);
-    fake.advance(HOUR);
-    let drained = fake.drain().await;
-    assert_eq!(drained.retried.len(), 1, "{drained:?}");
-    assert_eq!(drained.retried[0].1, "no reply to \"bank-9\" in time");
-    fake.advance(MINUTE);
-    let drained = fake.drain().await;
-    assert_eq!(
-        drained.suspended.len(),
-        1,
-        "attempt 2 waits again: {drained:?}"
-    );
-    assert_eq!(fake.reply("bank-9", "approved"), 1);
-    assert_eq!(fake.drain().await.ran, 1);
-    assert_eq!(
-        log.lines(),
-        ["charged 9 on attempt 1", "bank said approved on attempt 2"],
-        "the charge ran once"
-    );
-}
-
-#[tokio::test]
-async fn inline_a_wait_for_a_reply_fails_the_dispatch_saying_to_use_fake_mode() {
-    let inline = testing::inline();
-    inline.state(Log::default());
-    let error = Confirm::call(1).dispatch().await.unwrap_err();
-    assert!(error.to_string().contains("Fake::reply"), "{error}");
 }
 
 #[tokio::test]
