@@ -1,11 +1,10 @@
-//! Durable jobs under flow control, in workflows and in chains, on a real Redis with in-process
-//! workers: a sleeping job holds no concurrency unit, a woken one passes its queue's limit
-//! again, a checkpoint keeps the job's unit with it until it ends, and a sleeping workflow step
-//! or chain step stalls neither its siblings nor what comes after it.
+//! Durable jobs under flow control, on a real Redis with in-process workers: a sleeping job
+//! holds no concurrency unit, a woken one passes its queue's limit, rate and windows again,
+//! and a checkpoint keeps the job's unit with it until it ends. Workflows and chains:
+//! `durable_workflows.rs`.
 
-use gator_core::flow::{FlowSetting, RateSpec};
-use gator_core::workflow::{Workflow, WorkflowState};
-use gator_core::{Chain, Context, JobError, JobStatus, job};
+use gator_core::flow::{FlowSetting, RateSpec, Windows};
+use gator_core::{Context, JobError, JobStatus, job};
 use gator_tests::{RedisServer, TestWorker, client, set_flow, wait_until};
 use gator_worker::{QueueSelection, WorkerConfig};
 use std::sync::Mutex;
@@ -83,17 +82,6 @@ async fn twin(ctx: Context, tag: String) -> Result<(), JobError> {
     ctx.step("copy", || async { Ok::<_, JobError>(n) }).await?;
     note(&tag, "twin done");
     Ok(())
-}
-
-/// Sums its parents' results (what each `nap` step returned) and notes the sum.
-#[job(queue = "df_limit")]
-async fn sum_naps(ctx: Context, tag: String) -> Result<u64, JobError> {
-    let mut naps: Vec<u64> = ctx
-        .parent_results_of::<u64>("nap")
-        .map_err(|e| JobError::new(e.to_string()))?;
-    naps.sort_unstable();
-    note(&tag, format!("sum of {naps:?}"));
-    Ok(naps.iter().sum())
 }
 
 fn worker(redis: &RedisServer, queue: &str, concurrency: usize) -> TestWorker {
@@ -322,71 +310,48 @@ async fn two_copies_of_one_payload_that_save_different_steps_release_both_units(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sleeping_workflow_step_lets_its_sibling_finish_and_its_result_reaches_its_child() {
-    let redis = RedisServer::start();
+async fn a_woken_job_waits_while_its_queues_window_is_closed() {
+    let redis = RedisServer::start_single();
     let client = client(&redis.url()).await;
-    let tag = "workflow";
-    // One processor: the sibling runs only if the sleeper does not hold it.
-    let worker = worker(&redis, "df_limit", 1);
-    let id = Workflow::new()
-        .then_all([Nap::call(tag.into(), 3_000), Nap::call(tag.into(), 0)])
-        .then(SumNaps::call(tag.into()))
+    set_flow(&client, "df_limit", &[FlowSetting::Limit(Some(4))]).await;
+    let tag = "window";
+    let sleeper = Nap::call(tag.into(), 1_000)
         .through(&client)
         .dispatch()
         .await
         .unwrap();
-    wait_until(
-        "the short sibling to finish",
-        Duration::from_secs(20),
-        || async { events(tag).iter().filter(|e| *e == "nap after").count() == 1 },
+    let worker = worker(&redis, "df_limit", 2);
+    wait_for(&client, &sleeper, "the sleeper to suspend", is_suspended).await;
+    // While it sleeps, the queue's only window moves to 2 hours from now (UTC).
+    let now = client.redis_time().await.unwrap() as i64;
+    let hhmm = |ms: i64| {
+        let min = (ms / 60_000).rem_euclid(24 * 60);
+        format!("{:02}:{:02}", min / 60, min % 60)
+    };
+    let window = |from: i64, to: i64| {
+        let text = format!("{}-{}", hhmm(from), hhmm(to));
+        FlowSetting::Windows(Some(Windows::parse(&[text.as_str()], None).unwrap()))
+    };
+    set_flow(
+        &client,
+        "df_limit",
+        &[window(now + 7_200_000, now + 10_800_000)],
     )
     .await;
-    assert!(
-        !events(tag).iter().any(|e| e.starts_with("sum")),
-        "the child waits for the sleeper"
-    );
-    wait_until(
-        "the workflow to finish",
-        Duration::from_secs(20),
-        || async {
-            client
-                .workflow_status(&id)
-                .await
-                .unwrap()
-                .is_some_and(|s| s.state == WorkflowState::Done)
-        },
-    )
-    .await;
-    worker.stop().await;
-    let events = events(tag);
-    assert_eq!(events.last().unwrap(), "sum of [0, 3000]", "{events:?}");
-    assert_eq!(
-        events.iter().filter(|e| *e == "nap before").count(),
-        2,
-        "{events:?}"
-    );
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_sleeping_chain_step_resumes_and_its_chain_goes_on() {
-    let redis = RedisServer::start();
-    let client = client(&redis.url()).await;
-    let tag = "chain";
-    let worker = worker(&redis, "df_limit", 1);
-    Chain::new()
-        .then(Nap::call(tag.into(), 1_000))
-        .then(Hold::call(tag.into(), 0))
-        .through(&client)
-        .dispatch()
-        .await
-        .unwrap();
-    wait_until("the chain to end", Duration::from_secs(20), || async {
-        events(tag).contains(&"hold end".to_owned())
+    wait_for(&client, &sleeper, "the sleeper to wake and wait", |s| {
+        matches!(s, JobStatus::Queued)
     })
     .await;
+    // As flow_control.rs checks a closed window: what would run does so in a poll (100 ms).
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(events(tag), ["nap before"], "not run outside the window");
+    set_flow(
+        &client,
+        "df_limit",
+        &[window(now - 60_000, now + 3_600_000)],
+    )
+    .await;
+    wait_for(&client, &sleeper, "the sleeper to finish", is_done).await;
     worker.stop().await;
-    assert_eq!(
-        events(tag),
-        ["nap before", "nap after", "hold start", "hold end"]
-    );
+    assert_eq!(events(tag), ["nap before", "nap after"]);
 }
