@@ -147,7 +147,8 @@ pub(super) async fn run_to_end(
         let ran = run(registry, mode, &job, step.clone()).await;
         if let Some(wait) = ran.waits {
             return Err(Failure::Run(JobError::new(format!(
-                "it waits for the reply to {:?}, which no one can send before an inline dispatch returns: test it in fake mode (`Fake::reply`)",
+                "it waits for the reply to {:?}, which no one can send before an inline \
+                 dispatch returns: test it in fake mode (`Fake::reply`)",
                 wait.key
             ))));
         }
