@@ -1,8 +1,8 @@
 //! Durable jobs, the job's side: what a run saves so that the next run of the same job (after
 //! a kill, a shutdown, a retry, a failover) starts where it stopped: a checkpoint
-//! ([`Context::checkpoint`], read back with [`Context::resume`]), the results of steps that
-//! ran once ([`Context::step`]), sleeps that end the run and park the job
-//! ([`Context::sleep`]), and iteration over a cursor with a time slice ([`Context::iterate`]).
+//! ([`Context::checkpoint`](crate::Context::checkpoint), read back with [`Context::resume`](crate::Context::resume)), the results of steps that
+//! ran once ([`Context::step`](crate::Context::step)), sleeps that end the run and park the job
+//! ([`Context::sleep`](crate::Context::sleep)), and iteration over a cursor with a time slice ([`Context::iterate`](crate::Context::iterate)).
 //!
 //! Everything saved lives in the job's own payload (its `durable` field, [`Saved`]): the
 //! fetch that takes the job reads it, with no round trip of its own, and each save rewrites
@@ -63,7 +63,7 @@ impl DurableWriter {
     }
 }
 
-/// A run that ended parked ([`Context::sleep`], or a slice yielded): what the worker writes.
+/// A run that ended parked ([`Context::sleep`](crate::Context::sleep), or a slice yielded): what the worker writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Suspension {
     /// The payload to park, with what the run saved and the sleep recorded.
@@ -185,7 +185,7 @@ impl crate::Context {
         data.changed.then(|| data.text.clone()).flatten()
     }
 
-    /// The suspension this attempt asked for ([`Context::sleep`], a yielded slice), taken:
+    /// The suspension this attempt asked for ([`Context::sleep`](crate::Context::sleep), a yielded slice), taken:
     /// the worker parks the job with it, whatever the job returned.
     pub fn take_suspension(&self) -> Option<Suspension> {
         self.durable_slot().data().suspension.take()
