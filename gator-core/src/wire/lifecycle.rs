@@ -313,7 +313,7 @@ mod tests {
             let leaves_final = row.from.iter().any(|s| s.is_final());
             assert_eq!(
                 leaves_final,
-                row.from == [Scheduled, Retrying, Dead, Expired],
+                row.from == [Scheduled, Retrying, Suspended, Dead, Expired],
                 "{row:?} leaves a final state"
             );
         }
