@@ -52,7 +52,8 @@ impl Client {
                     .then_some(Cancellation::Removed));
             }
             JobStatus::Queued => return self.cancel_queued(queue, jid).await,
-            status @ JobStatus::Scheduled { .. } => {
+            // A suspended durable job sleeps in the scheduled set: removed from there.
+            status @ (JobStatus::Scheduled { .. } | JobStatus::Suspended { .. }) => {
                 self.remove_from_set(queue, jid, &status, Waiting::Scheduled)
                     .await?
             }
