@@ -1,7 +1,8 @@
 //! What a durable job has saved, as an operator reads it ([`DurableState`]): its checkpoint,
 //! its steps with their results in order, its sleeps slept and slices yielded, read from the
 //! payload's `durable` field wherever the payload is; and the payload of a running job, read
-//! from its process's in-flight list ([`Admin::running_payload`]).
+//! from its process's in-flight list ([`Admin::running_payload`]); and which entries of a
+//! scheduled set are suspended durable jobs, and why ([`Admin::suspensions`]).
 //!
 //! A checkpoint may be 64 KiB and a job's step results 256 KiB, and a hostile payload may hold
 //! anything: a listing shows each value cut to a preview ([`super::preview`]), the number of
@@ -13,6 +14,8 @@ use crate::context::durable::{MAX_STEP_NAME, MAX_STEPS, Saved};
 use crate::error::Result;
 use crate::payload::PayloadDocument;
 use crate::store::processes as store_processes;
+use crate::store::sets::SetEntry;
+use crate::store::status::{self, JobStatus};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -115,6 +118,36 @@ impl Admin {
             .into_iter()
             .flatten()
             .find(|raw| PayloadDocument::parse(raw.as_bytes()).is_ok_and(|doc| doc.jid() == jid)))
+    }
+}
+
+impl Admin {
+    /// Why each of `entries` (of a scheduled set) is suspended, if it is (`sleep 2`, `slice
+    /// 3`): read from the status records of the entries whose payload holds a `durable` field,
+    /// in one pipeline; an entry of any other job costs nothing. `None` for an entry that is
+    /// not suspended.
+    pub async fn suspensions(&self, entries: &[SetEntry]) -> Result<Vec<Option<String>>> {
+        let durable: Vec<(usize, (String, String))> = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, entry)| {
+                let doc = PayloadDocument::parse(entry.raw.as_bytes()).ok()?;
+                doc.durable()?;
+                Some((i, (entry.queue.clone(), doc.jid().to_owned())))
+            })
+            .collect();
+        let mut reasons = vec![None; entries.len()];
+        if durable.is_empty() {
+            return Ok(reasons);
+        }
+        let wanted: Vec<(String, String)> = durable.iter().map(|(_, job)| job.clone()).collect();
+        let records = status::read_many(&mut self.connection(), self.keys(), &wanted).await?;
+        for ((i, _), record) in durable.iter().zip(records) {
+            if let Some(JobStatus::Suspended { reason, .. }) = record.map(|r| r.status) {
+                reasons[*i] = Some(preview::error(&reason)); // free text: bounded
+            }
+        }
+        Ok(reasons)
     }
 }
 

@@ -245,7 +245,7 @@ fn status_fields(
         JobStatus::Scheduled { at } => vec![("due", time(*at).into())],
         JobStatus::Suspended { until, reason } => vec![
             ("wakes", time(*until).into()),
-            ("reason", reason.clone().into()),
+            ("reason", preview::error(reason).into()),
         ],
         JobStatus::Running {
             process,
