@@ -3,6 +3,7 @@
 //! slices) and, suspended, when it wakes and why; a sleeping job can be cancelled and run now
 //! like any scheduled job. In-process workers on a private Redis.
 
+use gator_core::context::durable::{Iteration, Next};
 use gator_core::{Admin, Cancellation, Client, Context, JobError, JobStatus, SetKind, job};
 use gator_tests::{RedisServer, TestWorker, client, wait_until};
 use gator_worker::cli::AdminCommand;
@@ -44,6 +45,30 @@ async fn holds_after_checkpoint(ctx: Context) -> Result<(), JobError> {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     Ok(())
+}
+
+/// Sleeps twice, briefly.
+#[job(queue = "inspect_metrics")]
+async fn naps_twice(ctx: Context) -> Result<(), JobError> {
+    ctx.sleep(Duration::from_millis(50)).await?;
+    ctx.sleep(Duration::from_millis(50)).await?;
+    Ok(())
+}
+
+/// Walks 12 items of 20 ms in slices of 60 ms.
+#[job(queue = "inspect_metrics")]
+async fn walks_in_slices(ctx: Context) -> Result<(), JobError> {
+    let plan = Iteration::default()
+        .checkpoint_every_items(1)
+        .max_slice(Duration::from_millis(60));
+    ctx.iterate_with(plan, 0u32, |item| async move {
+        if item >= 12 {
+            return Ok::<_, JobError>(Next::Done);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        Ok(Next::Continue(item + 1))
+    })
+    .await
 }
 
 fn worker(redis: &RedisServer, queue: &str) -> TestWorker {
@@ -233,4 +258,54 @@ async fn run_now_wakes_a_sleeping_job_before_its_time() {
     .await;
     worker.stop().await;
     assert_eq!(runs("wake"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_each_suspension_by_queue_job_and_kind_and_say_what_it_is() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let port = gator_tests::free_port();
+    let bind: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    gator_worker::prometheus::serve(bind).unwrap();
+    let mut config = WorkerConfig::new(redis.url());
+    config.queues = QueueSelection::Strict(vec!["inspect_metrics".into()]);
+    config.poll_interval = Duration::from_millis(200);
+    config.metrics = true;
+    let worker = TestWorker::start_with(config);
+    let napper = NapsTwice::call().through(&client).dispatch().await.unwrap();
+    let walker = WalksInSlices::call()
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    for jid in [&napper, &walker] {
+        wait_until("the job to finish", Duration::from_secs(15), || async {
+            matches!(client.status(jid).await.unwrap(), JobStatus::Done { .. })
+        })
+        .await;
+    }
+    worker.stop().await;
+
+    let body = gator_tests::metrics::scrape(port).unwrap();
+    let line = |job: &str, kind: &str| {
+        body.lines()
+            .find(|l| {
+                l.starts_with("gator_jobs_suspended_total{")
+                    && l.contains("queue=\"inspect_metrics\"")
+                    && l.contains(&format!("job=\"{job}\""))
+                    && l.contains(&format!("kind=\"{kind}\""))
+            })
+            .map(|l| l.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+    };
+    assert_eq!(line("naps_twice", "sleep"), Some(2), "{body}");
+    assert!(
+        line("walks_in_slices", "slice").is_some_and(|n| n >= 1),
+        "{body}"
+    );
+    assert!(
+        body.contains("# HELP gator_jobs_suspended_total Runs of durable jobs that ended parked"),
+        "{body}"
+    );
+    let processed = "gator_jobs_processed_total{queue=\"inspect_metrics\",job=\"naps_twice\"} 1";
+    assert!(body.contains(processed), "a sleep is no attempt: {body}");
 }
