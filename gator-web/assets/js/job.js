@@ -95,7 +95,7 @@
     if (p.failed_at) events.push([p.failed_at, `attempt ${p.attempt || "?"} failed`]);
     if (s.since_ms) events.push([s.since_ms, `attempt ${s.attempt} started`]);
     if (s.next_at_ms) events.push([s.next_at_ms, `attempt ${(s.attempt || 0) + 1} due`]);
-    if (s.at_ms) events.push([s.at_ms, s.state]);
+    if (s.at_ms) events.push([s.at_ms, s.state === "suspended" ? `wakes (${s.reason})` : s.state]);
     if (deadline) events.push([deadline, "deadline"]);
     events.sort((a, b) => a[0] - b[0]);
     fill(byId("timeline"), table(["When", "What"], events.map(([at, what]) => [el("time", { title: relative(at, now), text: when(at) }), what]), "No times recorded."));

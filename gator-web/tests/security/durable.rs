@@ -68,5 +68,9 @@ async fn a_hostile_durable_state_is_served_bounded_as_data() {
     let entry = &json(&listing)["entries"][0];
     assert_eq!(entry["jid"], JID);
     let reason = entry["suspended"].as_str().unwrap();
-    assert!(reason.starts_with("sleep 3 <b>why</b>") && reason.len() < 4200, "{} bytes", reason.len());
+    assert!(
+        reason.starts_with("sleep 3 <b>why</b>") && reason.len() < 4200,
+        "{} bytes",
+        reason.len()
+    );
 }
