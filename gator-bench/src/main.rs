@@ -14,7 +14,9 @@
 //! page of a dead set costs with N entries in each of 20 queues, first and 90 % deep); `retry`
 //! (how late N retries due 500 ms after their failure start); `scheduled` (N due jobs processed
 //! with and without `GATOR_SCHEDULED` jobs scheduled a year ahead); `payloads` (Redis memory
-//! per job and run rate for 1 KiB, 64 KiB and 1 MiB arguments, stored plain and compressed).
+//! per job and run rate for 1 KiB, 64 KiB and 1 MiB arguments, stored plain and compressed);
+//! `sleepers` (N durable jobs parked by `ctx.sleep_until`, waking over 5 s: how late they
+//! resume on Redis's clock, and Redis memory per sleeping job).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -33,6 +35,7 @@ mod pages;
 mod payloads;
 mod retry;
 mod scheduled;
+mod sleepers;
 mod soak;
 mod worked;
 mod workflow;
@@ -46,7 +49,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | payloads | retry | scheduled\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | payloads | retry | scheduled | sleepers\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };
@@ -107,6 +110,7 @@ async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "payloads" => payloads::payloads(n).await,
         "retry" => retry::retry(n).await,
         "scheduled" => scheduled::scheduled(n).await,
+        "sleepers" => sleepers::sleepers(n).await,
         other => anyhow::bail!("unknown mode {other:?}"),
     }
 }

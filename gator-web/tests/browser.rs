@@ -3,7 +3,8 @@
 //! in-process worker ran: some processed, one dead with a known error, one waiting to retry,
 //! scheduled ones, a paused queue, a cron entry, a limited queue with jobs running and parked.
 //!
-//! It checks what a person sees, presses Retry on a dead job and watches it run, searches by a
+//! It checks what a person sees, presses Retry on a dead job and watches it run, shows a
+//! sleeping durable job as suspended with its saved state, searches by a
 //! piece of the args, and saves a screenshot of each main page to `docs/screenshots/`.
 //!
 //! Every test is `#[ignore]`: run them with `scripts/test-browser` (which installs the browser
@@ -622,4 +623,69 @@ async fn read_only_pages_show_no_button_that_changes_anything() {
     }
     wait_text(b, "footer", |t| t.contains("read-only")).await;
     driver.stop().await;
+}
+
+/// Saves a checkpoint and a step whose result is markup, then sleeps an hour.
+#[job(queue = "imports")]
+async fn import_sheet(ctx: gator_core::Context, sheet: String) -> Result<(), gator_core::JobError> {
+    ctx.checkpoint(&json!({"sheet": sheet, "row": 1200}))
+        .await?;
+    ctx.step("fetch", || async {
+        Ok::<_, gator_core::JobError>("<img src=x onerror=alert(1)>".to_owned())
+    })
+    .await?;
+    ctx.sleep(Duration::from_secs(3600)).await?;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium: scripts/test-browser"]
+async fn a_sleeping_durable_job_reads_suspended_with_its_saved_state_as_text() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let jid = ImportSheet::call("q3".into())
+        .through(&client)
+        .dispatch()
+        .await
+        .unwrap();
+    let worker = TestWorker::start(&redis.url(), Some("imports"), 2);
+    wait_until("the import to sleep", WAIT, || async {
+        matches!(
+            client.status(&jid).await.unwrap(),
+            gator_core::JobStatus::Suspended { .. }
+        )
+    })
+    .await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/gator", listener.local_addr().unwrap());
+    let config = WebConfig::new().auth_token(TOKEN);
+    let app = axum::Router::new().nest("/gator", router(client.clone(), config));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let driver = Driver::start().await;
+    let b = driver.browser();
+    b.goto(&format!("{base}?token={TOKEN}")).await.unwrap();
+
+    // In the scheduled set, it reads suspended, with why.
+    b.goto(&format!("{base}/scheduled")).await.unwrap();
+    wait_text(b, "#entries", |t| {
+        t.contains("import_sheet") && t.contains("suspended: sleep 1")
+    })
+    .await;
+    // Its page: when it wakes, why, and what it saved, markup shown as text.
+    b.goto(&format!("{base}/job?jid={jid}")).await.unwrap();
+    wait_text(b, "#status", |t| {
+        t.contains("suspended") && t.contains("Wakes") && t.contains("sleep 1")
+    })
+    .await;
+    wait_text(b, "#durable-checkpoint", |t| t.contains("\"row\": 1200")).await;
+    let steps = wait_text(b, "#durable-steps", |t| t.contains("fetch")).await;
+    assert!(steps.contains("<img src=x onerror=alert(1)>"), "{steps}");
+    assert!(b.find(Locator::Css("#durable-steps img")).await.is_err());
+    wait_text(b, "#durable-facts", |t| {
+        t.contains("Sleeps slept") && t.contains('1')
+    })
+    .await;
+    screenshot(b, "job-durable").await;
+    driver.stop().await;
+    worker.stop().await;
 }

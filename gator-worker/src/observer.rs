@@ -23,6 +23,7 @@
 //! | `gator_queue_parked` | gauge | queue | jobs held back by a limit, rate, share or no-overlap lock |
 //! | `gator_limiter_waits_total` | counter | queue | times a worker found a rate limiter closed and slept until its next start |
 //! | `gator_limiter_wait_seconds` | histogram | queue | how long those sleeps were |
+//! | `gator_jobs_suspended_total` | counter | queue, job, kind | durable jobs' runs that ended parked: `kind` `sleep` (`ctx.sleep`, `sleep_until`) or `slice` (an iteration yielded its slice) |
 //!
 //! With them, the autoscaling gauges of [`crate::scaling_gauges`] (`gator_queue_backlog`,
 //! `gator_queue_busy`, `gator_queue_capacity`, `gator_queue_suggested_workers`, …).
@@ -41,6 +42,8 @@ use tracing::warn;
 
 /// How often the counts go to Redis.
 pub const FLUSH_EVERY: Duration = Duration::from_secs(1);
+/// The counter of durable jobs' suspensions.
+const SUSPENDED: &str = "gator_jobs_suspended_total";
 /// How often the queue gauges are sampled (metrics on only).
 pub const SAMPLE_EVERY: Duration = Duration::from_secs(5);
 
@@ -125,9 +128,12 @@ impl Observer {
             Outcome::Retry { .. } | Outcome::Dead { .. } | Outcome::Discard { .. } => true,
             // Not an attempt that ended: moved to its window, handed back, stopped by a cancel,
             // expired before it started, interrupted by a shutdown, or a durable job's run
-            // that ended parked (it sleeps, or yielded its slice).
+            // that ended parked (it sleeps, or yielded its slice: counted apart).
+            Outcome::Suspend { reason, .. } => {
+                self.suspended(queue, job, reason);
+                return;
+            }
             Outcome::Reschedule { .. }
-            | Outcome::Suspend { .. }
             | Outcome::HandBack
             | Outcome::Cancelled { .. }
             | Outcome::Expired { .. }
@@ -168,6 +174,33 @@ impl Observer {
             metrics::counter!("gator_limiter_waits_total", &labels).increment(1);
             metrics::histogram!("gator_limiter_wait_seconds", &labels).record(wait.as_secs_f64());
         }
+    }
+
+    /// Records that a run of durable `job` on `queue` ended parked for `reason` (`sleep 2`,
+    /// `slice 3`): `gator_jobs_suspended_total`, by kind.
+    fn suspended(&self, queue: &str, job: &str, reason: &str) {
+        if self.metrics.is_none() {
+            return;
+        }
+        // Described at the first use: the recorder (`--metrics-bind`'s) is installed by then.
+        static DESCRIBED: std::sync::Once = std::sync::Once::new();
+        DESCRIBED.call_once(|| {
+            metrics::describe_counter!(
+                SUSPENDED,
+                "Runs of durable jobs that ended parked until their time, holding no processor: kind=sleep (ctx.sleep, sleep_until) or kind=slice (an iteration yielded its slice and went back to its queue)"
+            );
+        });
+        let kind = if reason.starts_with("slice") {
+            "slice"
+        } else {
+            "sleep"
+        };
+        let labels = [
+            ("queue", queue.to_owned()),
+            ("job", job.to_owned()),
+            ("kind", kind.to_owned()),
+        ];
+        metrics::counter!(SUSPENDED, &labels).increment(1);
     }
 
     fn pending_of(&self, queue: &str) -> Arc<Pending> {

@@ -38,6 +38,7 @@
 
 pub mod bulk;
 pub mod cron;
+pub mod durable;
 pub mod flow;
 mod history;
 pub mod journeys;
@@ -54,6 +55,7 @@ pub mod sets;
 
 pub use bulk::{Bulk, BulkAction, MAX_BULK};
 pub use cron::{Fire, Periodic};
+pub use durable::{DurableState, StepShown};
 pub use history::{HistoryPoint, HistorySpan};
 pub use journeys::JourneyInFlight;
 pub use overview::{Overview, RedisInfo};

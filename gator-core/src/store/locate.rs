@@ -21,11 +21,18 @@ use std::time::UNIX_EPOCH;
 pub const UNRECORDED_READ: usize = 500;
 
 /// The score of the entry `status` says its job has in the `kind` set (ms), if it says the job
-/// is there: `scheduled <due>`, `retrying <due>`, `dead <at>`, or `expired <at> ... dead`.
+/// is there: `scheduled <due>`, `suspended <due> <reason>`, `retrying <due>`, `dead <at>`, or
+/// `expired <at> ... dead`.
 pub fn score_in(kind: SetKind, status: &JobStatus) -> Option<u64> {
     let at = match (kind, status) {
         (SetKind::Scheduled, JobStatus::Scheduled { at }) => at,
-        (SetKind::Scheduled, JobStatus::Suspended { until, .. }) => until,
+        // A durable job parked by `suspend.lua`: in the scheduled set, its due time its score.
+        // (Not one waiting for a reply: that waits in the replies' slot, in no set.)
+        (SetKind::Scheduled, JobStatus::Suspended { until, reason })
+            if !reason.starts_with("reply ") =>
+        {
+            until
+        }
         (SetKind::Retry, JobStatus::Retrying { next_at, .. }) => next_at,
         (SetKind::Dead, JobStatus::Dead { at, .. }) => at,
         (SetKind::Dead, JobStatus::Expired { at, kept: true, .. }) => at,
@@ -97,6 +104,14 @@ mod tests {
         assert_eq!(score_in(SetKind::Dead, &dropped), None);
         let due = JobStatus::Scheduled { at };
         assert_eq!(score_in(SetKind::Scheduled, &due), Some(1_732_300_000_000));
+        let asleep = JobStatus::Suspended {
+            until: at,
+            reason: "sleep 1".into(),
+        };
+        assert_eq!(
+            score_in(SetKind::Scheduled, &asleep),
+            Some(1_732_300_000_000)
+        );
         assert_eq!(score_in(SetKind::Dead, &JobStatus::Queued), None);
     }
 }

@@ -1,5 +1,6 @@
 // One job by jid: where it is, its status record, its error, its attempts over time, its
-// args, result and whole payload; retry, delete or cancel it.
+// args, result and whole payload, and what a durable job saved (checkpoint, steps, sleeps);
+// retry, delete or cancel it.
 "use strict";
 (() => {
   const { el, fill, byId, when, duration, pretty, table, action, queueLink, relative } = G;
@@ -10,6 +11,30 @@
   // Large arguments come cut to a preview, and whole only when asked for, once (the page
   // refreshes every two seconds): then kept here.
   let wholeArgs = null;
+  let wholeDurable = null;
+
+  // What a durable job saved: its sleeps and slices, its checkpoint, its steps with their
+  // results in order (each value a preview unless the whole state was asked for, once).
+  function showDurable(job) {
+    const panel = byId("durable-panel");
+    panel.hidden = !job.durable;
+    if (!job.durable) return;
+    const d = wholeDurable || job.durable;
+    const facts = [["Sleeps slept", String(d.sleeps)], ["Slices yielded", String(d.slices)]];
+    if (d.unreadable) facts.push(["Unreadable", d.unreadable]);
+    if (d.steps_total > d.steps.length) facts.push(["Steps listed", `${d.steps.length} of ${d.steps_total}`]);
+    fill(byId("durable-facts"), facts.map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]));
+    byId("durable-checkpoint").textContent = d.checkpoint === null ? "(none saved)" : pretty(d.checkpoint);
+    fill(byId("durable-steps"), table(["Step", "Result", "Size"], d.steps.map((s) => [s.name, el("pre", { text: pretty(s.value) }), G.bytes(s.bytes)]), "No step has succeeded yet."));
+    const whole = byId("durable-whole");
+    whole.hidden = !job.durable.cut || wholeDurable !== null;
+    whole.textContent = "Show the saved values whole";
+    whole.onclick = async () => {
+      const all = await G.get("api/jobs/" + encodeURIComponent(jid) + "?full=true");
+      wholeDurable = all.durable || null;
+      showDurable(all);
+    };
+  }
 
   async function refresh() {
     let job;
@@ -32,12 +57,13 @@
     ];
     if (s.attempt !== undefined) facts.push(["Attempt", String(s.attempt)]);
     if (s.attempts !== undefined) facts.push(["Attempts", String(s.attempts)]);
-    const atLabel = { scheduled: "Due", awaiting: "Wait ends", dead: "Died", done: "Finished", cancelled: "Cancelled", discarded: "Discarded", expired: "Expired" };
+    const atLabel = { scheduled: "Due", suspended: "Wakes", awaiting: "Wait ends", dead: "Died", done: "Finished", cancelled: "Cancelled", discarded: "Discarded", expired: "Expired" };
     if (s.at_ms) facts.push([atLabel[s.state] || "At", el("time", { title: when(s.at_ms), text: `${when(s.at_ms)} (${relative(s.at_ms, now)})` })]);
     if (s.next_at_ms) facts.push(["Next attempt", `${when(s.next_at_ms)} (${relative(s.next_at_ms, now)})`]);
     if (s.since_ms) facts.push(["Running since", `${when(s.since_ms)} (${duration(now - s.since_ms)})`]);
     if (s.process || job.process) facts.push(["Process", s.process || job.process]);
     if (s.reply_key) facts.push(["Awaiting reply", s.reply_key]);
+    if (s.reason) facts.push(["Suspended", s.reason]);
     const pr = job.progress;
     if (pr) facts.push(["Progress", el("span", {}, el("progress", { max: "1", value: String(pr.fraction) }), ` ${Math.round(pr.fraction * 100)}% ${pr.note} (${relative(pr.at_ms, now)})`)]);
     if (s.state === "queued") {
@@ -69,7 +95,7 @@
     if (p.failed_at) events.push([p.failed_at, `attempt ${p.attempt || "?"} failed`]);
     if (s.since_ms) events.push([s.since_ms, `attempt ${s.attempt} started`]);
     if (s.next_at_ms) events.push([s.next_at_ms, `attempt ${(s.attempt || 0) + 1} due`]);
-    if (s.at_ms) events.push([s.at_ms, s.state]);
+    if (s.at_ms) events.push([s.at_ms, s.state === "suspended" ? `wakes (${s.reason})` : s.state]);
     if (deadline) events.push([deadline, "deadline"]);
     events.sort((a, b) => a[0] - b[0]);
     fill(byId("timeline"), table(["When", "What"], events.map(([at, what]) => [el("time", { title: relative(at, now), text: when(at) }), what]), "No times recorded."));
@@ -84,6 +110,7 @@
       byId("args").textContent = wholeArgs;
       whole.hidden = true;
     };
+    showDurable(job);
     byId("result-panel").hidden = job.result === null || job.result === undefined;
     byId("result").textContent = job.result === null || job.result === undefined ? "" : pretty(job.result);
     byId("payload").textContent = job.payload ? pretty(job.payload) : "(not stored: the job has finished or is running, or it waits deeper in its queue than a lookup reads)";

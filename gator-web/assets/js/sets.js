@@ -68,7 +68,8 @@ const GatorSets = (() => {
       const cells = [
         box,
         timeCell(entry.score_ms, now),
-        entry.job || el("em", { text: "unparsed" }),
+        // A suspended durable job sleeps in the scheduled set: said so, with why.
+        entry.suspended ? el("span", {}, entry.job || "", " ", el("span", { class: "badge warn", title: "a durable job, suspended until this time", text: "suspended: " + entry.suspended })) : entry.job || el("em", { text: "unparsed" }),
         jobLink(jid),
         queueLink(entry.queue),
         clip(entry.unparsed || json(entry.args), 60),

@@ -6,8 +6,8 @@ use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::SetKind;
 use gator_core::admin::{DEFAULT_BUDGET, Place, SearchField, SearchHit, SearchQuery};
+use gator_core::{SetEntry, SetKind};
 use serde::{Deserialize, Serialize};
 use std::str::FromStr;
 
@@ -118,13 +118,13 @@ pub(crate) async fn set(
             let offset =
                 usize::try_from((page - 1).saturating_mul(per_page as u64)).unwrap_or(usize::MAX);
             let entries = app.admin.list_set(kind, queue, offset, per_page).await?;
-            answer.entries = entries.iter().map(EntryView::from).collect();
+            answer.entries = views(&app, kind, &entries).await?;
             return Ok(Json(answer));
         }
         let found = (app.admin)
             .set_page(kind, queue, cursor.as_deref(), per_page)
             .await?;
-        answer.entries = found.entries.iter().map(EntryView::from).collect();
+        answer.entries = views(&app, kind, &found.entries).await?;
         answer.next_cursor = found.next_cursor;
         return Ok(Json(answer));
     }
@@ -159,12 +159,13 @@ async fn filtered(
     let found = (app.admin)
         .search(&query(cursor, answer.per_page, DEFAULT_BUDGET))
         .await?;
-    answer.entries = found
+    let entries: Vec<_> = found
         .hits
         .iter()
         .filter(matches)
         .map(|hit| entry_of_hit(kind, hit))
         .collect();
+    answer.entries = views(app, kind, &entries).await?;
     let counted = (app.admin)
         .search(&query(None, COUNT_BUDGET, COUNT_BUDGET))
         .await?;
@@ -183,15 +184,23 @@ fn place_of(kind: SetKind) -> Place {
     }
 }
 
-/// A search hit shown as a set entry (the raw member parsed again for what a hit lacks).
-fn entry_of_hit(kind: SetKind, hit: &SearchHit) -> EntryView {
-    let entry = gator_core::SetEntry {
+/// `entries` of the `kind` set as shown: in the scheduled set, a suspended durable job with
+/// its reason (the other sets hold none).
+async fn views(app: &App, kind: SetKind, entries: &[SetEntry]) -> Result<Vec<EntryView>, ApiError> {
+    if kind == SetKind::Scheduled {
+        return Ok(EntryView::with_suspensions(&app.admin, entries).await?);
+    }
+    Ok(entries.iter().map(EntryView::from).collect())
+}
+
+/// A search hit as a set entry (the raw member parsed again for what a hit lacks).
+fn entry_of_hit(kind: SetKind, hit: &SearchHit) -> SetEntry {
+    SetEntry {
         kind,
         queue: hit.queue.clone(),
         score_ms: hit.score_ms.unwrap_or_default(),
         score: hit.score_ms.unwrap_or_default() as f64,
         raw: hit.raw.clone(),
         payload: gator_core::Payload::from_json(&hit.raw).ok(),
-    };
-    EntryView::from(&entry)
+    }
 }

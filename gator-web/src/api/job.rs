@@ -8,7 +8,7 @@ use crate::app::App;
 use crate::error::{ApiError, ApiResult, Params, Segments};
 use axum::Json;
 use axum::extract::State;
-use gator_core::admin::{DEFAULT_BUDGET, Place, SearchField, SearchQuery, preview};
+use gator_core::admin::{DEFAULT_BUDGET, DurableState, Place, SearchField, SearchQuery, preview};
 use gator_core::{JobStatus, SetKind};
 use serde::{Deserialize, Serialize};
 
@@ -30,8 +30,14 @@ pub(crate) struct JobView {
     /// Where its payload was found: `queued`, `scheduled`, `retry`, `dead`, or `running`.
     place: Option<String>,
     /// The payload as stored, parsed (with `args`, `error`, `attempt`, `failed_at` ...); its
-    /// `error` cut to a bounded size, and its `args` too unless asked for `?full=true`.
+    /// `error` cut to a bounded size, and its `args` too unless asked for `?full=true`. A
+    /// durable job's `durable` field is shown as `durable` instead.
     payload: Option<serde_json::Value>,
+    /// What a durable job saved (its payload's `durable` field), waiting, suspended or
+    /// running: its checkpoint, its steps with their results in order, its sleeps and slices;
+    /// each value cut to a 1 KiB preview unless asked for `?full=true` (`durable.cut` says
+    /// whether one was).
+    durable: Option<DurableState>,
     /// The payload's size as stored, in bytes.
     payload_bytes: Option<usize>,
     /// For a payload stored with its arguments compressed (`gator_core::payload::packed`): the
@@ -77,6 +83,7 @@ pub(crate) async fn job(
             .map(Into::into),
         place: None,
         payload: None,
+        durable: None,
         payload_bytes: None,
         packed: None,
         args_cut: false,
@@ -96,6 +103,12 @@ pub(crate) async fn job(
                 view.running = Some(job.clone());
                 view.process = Some(process.id.clone());
             }
+        }
+        // What it saved so far is in its payload in flight.
+        if let (Some(queue), Some(process)) = (&view.queue, &view.process) {
+            let raw = app.admin.running_payload(queue, process, &jid).await?;
+            view.durable =
+                raw.and_then(|raw| DurableState::of_payload(&raw, preview_of(params.full)));
         }
     }
     // The payload is looked for only where the record says it waits (a job done, cancelled or
@@ -117,7 +130,10 @@ fn places_of(status: Option<&JobStatus>) -> Option<(Vec<Place>, usize)> {
     match status {
         None | Some(JobStatus::Unknown) => Some((Vec::new(), DEFAULT_BUDGET)),
         Some(JobStatus::Queued) => Some((vec![Place::Queued], MAX_BUDGET)),
-        Some(JobStatus::Scheduled { .. }) => Some((vec![Place::Scheduled], MAX_BUDGET)),
+        // A suspended durable job sleeps in the scheduled set.
+        Some(JobStatus::Scheduled { .. } | JobStatus::Suspended { .. }) => {
+            Some((vec![Place::Scheduled], MAX_BUDGET))
+        }
         Some(JobStatus::Retrying { .. }) => Some((vec![Place::Retry], MAX_BUDGET)),
         Some(JobStatus::Dead { .. } | JobStatus::Expired { kept: true, .. }) => {
             Some((vec![Place::Dead], MAX_BUDGET))
@@ -150,6 +166,10 @@ async fn look_up(
     view.score_ms = score_ms;
     view.payload_bytes = Some(raw.len());
     view.payload = serde_json::from_str(&raw).ok();
+    view.durable = DurableState::of_payload(&raw, preview_of(full));
+    if let Some(serde_json::Value::Object(payload)) = &mut view.payload {
+        payload.remove("durable"); // shown as `view.durable`, cut
+    }
     if let Some(serde_json::Value::Object(payload)) = &mut view.payload
         && payload.remove(gator_core::payload::packed::FIELD).is_some()
         && let Ok(mut decoded) = gator_core::Payload::from_json(&raw)
@@ -217,6 +237,11 @@ fn shown(payload: &mut serde_json::Map<String, serde_json::Value>, full: bool) -
         }
         None => false,
     }
+}
+
+/// How much of each saved value the page shows: a preview, or all if `full`.
+fn preview_of(full: bool) -> Option<usize> {
+    (!full).then_some(preview::ARGS_PREVIEW)
 }
 
 fn place_name(place: Place) -> &'static str {

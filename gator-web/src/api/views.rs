@@ -38,6 +38,28 @@ pub(crate) struct EntryView {
     pub runnable: bool,
     /// The text a worker could not use, for an entry that is not a runnable payload.
     pub unparsed: Option<String>,
+    /// For a durable job suspended in the scheduled set: why (`sleep 2`, `slice 3`), from its
+    /// status record; `score_ms` is when it wakes ([`EntryView::with_suspensions`]).
+    pub suspended: Option<String>,
+}
+
+impl EntryView {
+    /// `entries` as views, each suspended one with its reason ([`gator_core::Admin::suspensions`]:
+    /// the status records of the durable jobs among them, in one read; none for other jobs).
+    pub(crate) async fn with_suspensions(
+        admin: &gator_core::Admin,
+        entries: &[SetEntry],
+    ) -> gator_core::Result<Vec<EntryView>> {
+        let reasons = admin.suspensions(entries).await?;
+        Ok(entries
+            .iter()
+            .zip(reasons)
+            .map(|(entry, reason)| EntryView {
+                suspended: reason,
+                ..EntryView::from(entry)
+            })
+            .collect())
+    }
 }
 
 impl From<&SetEntry> for EntryView {
@@ -58,6 +80,7 @@ impl From<&SetEntry> for EntryView {
             failed_at: p.and_then(|p| p.failed_at),
             runnable: entry.is_runnable(),
             unparsed: entry.unparsed_text().map(preview::text),
+            suspended: None,
         }
     }
 }
@@ -124,7 +147,7 @@ impl From<&JobStatus> for StatusView {
             JobStatus::Scheduled { at } => view.at_ms = Some(ms(*at)),
             JobStatus::Suspended { until, reason } => {
                 view.at_ms = Some(ms(*until));
-                view.reason = Some(reason.clone());
+                view.reason = Some(preview::error(reason)); // free text: bounded
             }
             JobStatus::Running {
                 process,

@@ -12,6 +12,7 @@ mod broken;
 mod common;
 mod connections;
 mod deep;
+mod durable;
 mod global_keys;
 mod inputs;
 mod jobs;

@@ -1,21 +1,28 @@
 //! `gator-worker job show JID`: a job's status, attempts and result, from its status record
-//! (`gator_core::status`), its last progress, and a waiting job's arguments (decoded if
-//! compressed); `gator-worker job cancel JID` (`Client::cancel`); `gator-worker job position
+//! (`gator_core::status`), its last progress, a waiting job's arguments (decoded if
+//! compressed), and what a durable job saved (its payload's `durable` field: read from the
+//! scheduled set for a suspended job, from its process's in-flight list for a running one); `gator-worker job cancel JID` (`Client::cancel`); `gator-worker job position
 //! JID` (`cli::position`).
 
 use crate::cli::AdminError;
 use crate::cli::table::{self, time};
 use clap::Subcommand;
-use gator_core::admin::{Place, SearchField, SearchQuery};
-use gator_core::{Admin, JobStatus, Payload};
+use gator_core::admin::{DurableState, Place, SearchField, SearchQuery, preview};
+use gator_core::{Admin, JobStatus, Payload, SetKind};
 use std::io::Write;
 
 /// What `gator-worker job` does.
 #[derive(Debug, Subcommand)]
 pub enum JobAction {
-    /// Shows a job's status (queued, scheduled, running, retrying, dead, done or unknown), its
-    /// attempts, its last error and the result it returned; for a job that waits (queued,
-    /// scheduled, retrying, dead), its arguments, decoded if they were stored compressed.
+    /// Shows a job's status (queued, scheduled, suspended, running, retrying, dead, done or
+    /// unknown), its attempts, its last error and the result it returned; for a job that waits
+    /// (queued, scheduled, suspended, retrying, dead), its arguments, decoded if they were
+    /// stored compressed; for a suspended job, when it wakes and why (`sleep 2`, `slice 3`).
+    ///
+    /// A durable job (one that waits, is suspended or runs) also shows what it saved: its
+    /// checkpoint, its steps with their results in the order they succeeded, the sleeps it
+    /// slept and the slices it yielded; as lines each value cut to 1 KiB, with `--json` whole
+    /// (one `durable` object).
     ///
     /// Every known queue is searched. A finished job is shown for as long as the worker's
     /// `--retention` (24 h by default); a dead one as long as the dead set keeps it. An unknown
@@ -80,7 +87,7 @@ async fn show(
         fields.push(("note", p.note.into()));
         fields.push(("reported", time(p.at).into()));
     }
-    fields.extend(payload_fields(admin, jid, queue.as_deref(), &status).await?);
+    fields.extend(payload_fields(admin, jid, queue.as_deref(), &status, json).await?);
     if let Some(queue) = queue {
         fields.insert(2, ("queue", queue.into()));
     }
@@ -97,53 +104,136 @@ async fn show(
 
 /// The arguments of a job that waits (decoded if they are stored compressed, cut to a preview
 /// if large), read where its status says it is, within a search's default budget; with
-/// `packed`, their sizes if compressed. Nothing for a job done, running or unknown.
+/// `packed`, their sizes if compressed; and what a durable job saved ([`durable_fields`]). A
+/// running job shows only what it saved, read from its process's in-flight list; a job done or
+/// unknown, nothing.
 async fn payload_fields(
     admin: &Admin,
     jid: &str,
     queue: Option<&str>,
     status: &JobStatus,
+    json: bool,
 ) -> Result<Vec<(&'static str, serde_json::Value)>, AdminError> {
+    let (mut args, raw) = match status {
+        JobStatus::Running { process, .. } => {
+            let Some(queue) = queue else {
+                return Ok(Vec::new());
+            };
+            let raw = admin.running_payload(queue, process, jid).await?;
+            return Ok(raw.map_or_else(Vec::new, |raw| durable_fields(&raw, json)));
+        }
+        // Parked in the scheduled set: found through its record, however many sleep there.
+        JobStatus::Suspended { .. } => {
+            let Some(entry) = admin.find_job(SetKind::Scheduled, queue, jid).await? else {
+                return Ok(Vec::new());
+            };
+            let args = entry
+                .payload
+                .as_ref()
+                .map(|p| preview::args(p.args.clone()));
+            (args.unwrap_or_default(), entry.raw)
+        }
+        _ => match search_waiting(admin, jid, queue, status).await? {
+            Some(found) => found,
+            None => return Ok(Vec::new()),
+        },
+    };
+    let packed = packed_fields(admin, &raw, &mut args).await?;
+    let mut fields = vec![("args", args)];
+    fields.extend(packed);
+    fields.extend(durable_fields(&raw, json));
+    Ok(fields)
+}
+
+/// A waiting job's arguments (a preview) and payload, found by the bounded search where its
+/// status says it waits; `None` for a job that does not wait, or was not found.
+async fn search_waiting(
+    admin: &Admin,
+    jid: &str,
+    queue: Option<&str>,
+    status: &JobStatus,
+) -> Result<Option<(serde_json::Value, String)>, AdminError> {
     let place = match status {
         JobStatus::Queued => Place::Queued,
         JobStatus::Scheduled { .. } => Place::Scheduled,
         JobStatus::Retrying { .. } => Place::Retry,
         JobStatus::Dead { .. } => Place::Dead,
-        _ => return Ok(Vec::new()),
+        _ => return Ok(None),
     };
     let mut query = SearchQuery::new(jid);
     query.field = SearchField::Jid;
     query.places = vec![place];
     query.queue = queue.map(str::to_owned);
     let page = admin.search(&query).await?;
-    let Some(hit) = page
+    Ok(page
         .hits
         .into_iter()
         .find(|h| h.jid.as_deref() == Some(jid))
-    else {
+        .map(|hit| (hit.args, hit.raw)))
+}
+
+/// For arguments stored compressed or aside: their sizes (`packed`), and `args` decoded.
+async fn packed_fields(
+    admin: &Admin,
+    raw: &str,
+    args: &mut serde_json::Value,
+) -> Result<Vec<(&'static str, serde_json::Value)>, AdminError> {
+    let Ok(mut payload) = Payload::from_json(raw) else {
         return Ok(Vec::new());
     };
-    let mut fields = vec![("args", hit.args)];
-    let Ok(mut payload) = Payload::from_json(&hit.raw) else {
-        return Ok(fields);
-    };
     admin.load_aside(&mut payload).await?;
-    if let Some(packing) = payload.packing {
-        let sizes = if packing.aside {
-            fields[0].1 = gator_core::admin::preview::args(payload.args);
-            format!(
-                "stored aside: {} bytes of arguments in {}",
-                packing.raw, packing.stored
-            )
-        } else {
-            format!(
-                "zstd: {} bytes of arguments stored in {}",
-                packing.raw, packing.stored
-            )
-        };
-        fields.push(("packed", sizes.into()));
+    let Some(packing) = payload.packing else {
+        return Ok(Vec::new());
+    };
+    let sizes = if packing.aside {
+        *args = preview::args(payload.args);
+        format!(
+            "stored aside: {} bytes of arguments in {}",
+            packing.raw, packing.stored
+        )
+    } else {
+        format!(
+            "zstd: {} bytes of arguments stored in {}",
+            packing.raw, packing.stored
+        )
+    };
+    Ok(vec![("packed", sizes.into())])
+}
+
+/// What a durable job saved (`DurableState`): with `json`, one `durable` object with every
+/// value whole; as lines, its checkpoint, one `step` line per step (`name: result`) in order,
+/// its sleeps and slices, each value cut to a preview. Nothing for a job that saved nothing.
+fn durable_fields(raw: &str, json: bool) -> Vec<(&'static str, serde_json::Value)> {
+    if json {
+        return DurableState::of_payload(raw, None)
+            .map(|state| vec![("durable", serde_json::to_value(state).unwrap_or_default())])
+            .unwrap_or_default();
     }
-    Ok(fields)
+    let Some(state) = DurableState::of_payload(raw, Some(preview::ARGS_PREVIEW)) else {
+        return Vec::new();
+    };
+    if let Some(why) = state.unreadable {
+        return vec![("durable", why.into())];
+    }
+    let mut fields = Vec::new();
+    if !state.checkpoint.is_null() {
+        fields.push(("checkpoint", as_text(&state.checkpoint).into()));
+    }
+    for step in &state.steps {
+        let line = format!("{}: {}", step.name, as_text(&step.value));
+        fields.push(("step", line.into()));
+    }
+    fields.push(("sleeps", state.sleeps.into()));
+    fields.push(("slices", state.slices.into()));
+    fields
+}
+
+/// A value as one line: its JSON text, or a preview's text as it is.
+fn as_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(cut) if preview::is_cut(value) => cut.clone(),
+        other => other.to_string(),
+    }
 }
 
 /// What each status adds to `job show`: its times, attempts, error, and a success's result.
@@ -155,7 +245,7 @@ fn status_fields(
         JobStatus::Scheduled { at } => vec![("due", time(*at).into())],
         JobStatus::Suspended { until, reason } => vec![
             ("wakes", time(*until).into()),
-            ("reason", reason.clone().into()),
+            ("reason", preview::error(reason).into()),
         ],
         JobStatus::Running {
             process,

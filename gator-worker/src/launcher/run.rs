@@ -120,6 +120,7 @@ impl Started {
             fleet: self.heartbeat.fleet.clone(),
             alarm: self.settler.alarm(),
             outage: self.fetcher.outage().clone(),
+            refreshed: std::sync::Mutex::new(None),
         };
         tracker.spawn(poller.run(stop.clone()));
         let pruner = Pruner {
