@@ -78,6 +78,39 @@ async fn a_reminder_waits_an_hour_and_a_retry_15_s() {
     assert_eq!(fake.drain().await.ran, 1);       // attempt 2: ctx.attempt() == 2
 }
 
+async fn send_welcome(_user: u64) -> Result<(), gator::JobError> {
+    Ok(())
+}
+
+async fn send_nudge(_user: u64) -> Result<(), gator::JobError> {
+    Ok(())
+}
+
+/// Welcomes, sleeps a day, nudges: the guide's durable job.
+#[job]
+async fn remind(ctx: gator::Context, user: u64) -> Result<(), gator::JobError> {
+    ctx.step("welcome", || send_welcome(user)).await?;
+    ctx.sleep(Duration::from_secs(86_400)).await?;
+    ctx.step("nudge", || send_nudge(user)).await?;
+    Ok(())
+}
+
+#[rustfmt::skip]
+#[tokio::test]
+async fn a_durable_job_sleeps_on_the_fake_clock() {
+    let fake = testing::fake();
+    // #[job] async fn remind(ctx: Context, user: u64) -> Result<(), JobError>:
+    //     ctx.step("welcome", || send_welcome(user)).await?;
+    //     ctx.sleep(Duration::from_secs(86_400)).await?;
+    //     ctx.step("nudge", || send_nudge(user)).await?;
+    Remind::call(7).dispatch().await.unwrap();
+    let drained = fake.drain().await;
+    assert_eq!(drained.suspended[0].1, "sleep 1");      // welcome sent, then parked
+    assert_eq!(fake.jobs()[0].due, Some(fake.now() + Duration::from_secs(86_400)));
+    fake.advance(Duration::from_secs(86_400));
+    assert_eq!(fake.drain().await.ran, 1);               // nudge sent; welcome not again
+}
+
 #[test]
 fn the_readme_shows_this_code() {
     let here = include_str!("readme_testing.rs");
@@ -85,6 +118,12 @@ fn the_readme_shows_this_code() {
         "docs/guide/testing.md",
         "# Testing your app's jobs",
         1,
+        here,
+    );
+    readme_check::assert_shows(
+        "docs/guide/testing.md",
+        "# Testing your app's jobs",
+        2,
         here,
     );
 }
