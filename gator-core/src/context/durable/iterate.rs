@@ -4,7 +4,7 @@
 //! slice is over (it goes back to its queue, its attempt not counted), its worker is stopping
 //! (it is put back with its cursor), or it was cancelled.
 
-use crate::Context;
+use crate::context::Context;
 use crate::failure::JobError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;

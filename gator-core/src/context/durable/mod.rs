@@ -151,7 +151,7 @@ impl Tracked {
     }
 }
 
-impl crate::Context {
+impl crate::context::Context {
     /// This context saving its durable state through `writer`, for the job `payload` (as
     /// fetched) in the in-flight list of `process` (the worker sets it for every attempt).
     pub fn with_durable(
@@ -159,7 +159,7 @@ impl crate::Context {
         writer: DurableWriter,
         process: &str,
         payload: &str,
-    ) -> crate::Context {
+    ) -> crate::context::Context {
         let queue = self.shard_queue().to_owned();
         let slot = Slot::new(
             Some(writer),
