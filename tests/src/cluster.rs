@@ -3,6 +3,7 @@
 //! create`, and killed on drop.
 
 use crate::TestCerts;
+use std::fs::{File, OpenOptions};
 use std::net::{Ipv4Addr, TcpListener};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -17,6 +18,9 @@ struct Node {
     /// With TLS: the node's TLS port (the plain `port` stays open for the harness's redis-cli).
     tls_port: Option<u16>,
     child: Option<Child>,
+    /// This process's claim on `port` (see [`claim`]), held as long as the node exists, across
+    /// its restarts; declared after `child` so that it is let go after the node is killed.
+    _claim: File,
 }
 
 /// A running cluster of `masters` masters, each with `replicas` replicas.
@@ -38,7 +42,7 @@ fn free_pair(port: u16) -> bool {
 }
 
 /// Where the next search for ports starts: shared by the clusters of one test process, so two
-/// started at once never pick the same ports; spread by pid across processes.
+/// started at once rarely look at the same ports; spread by pid across processes.
 static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 
 /// The range cluster ports are taken from. Their bus ports (+10,000) then lie in 30000–32699,
@@ -48,8 +52,28 @@ static NEXT_PORT: AtomicU16 = AtomicU16::new(0);
 /// 127.0.0.1:51510: Address already in use` for a node on 41510.)
 const CLUSTER_PORTS: std::ops::Range<u16> = 20_000..22_700;
 
-/// `count` ports whose bus ports are free too, never 6379.
-fn free_ports(count: usize) -> Vec<u16> {
+/// Claims `port` for this process: an exclusive `flock` on `<temp dir>/gator-cluster-ports/PORT`,
+/// or `None` if another claim (of this process or another) holds it. A port that is free to bind
+/// is not yet safe to use: nextest runs each test in a process of its own, and two processes that
+/// found the same port free before either node bound it would both start a node there; the one
+/// that lost the bind would then wait for a PONG from the other's node and join it to its own
+/// cluster. The kernel drops the lock when the file is closed or the process dies, so no claim
+/// outlives its test.
+fn claim(port: u16) -> Option<File> {
+    let dir = std::env::temp_dir().join("gator-cluster-ports");
+    std::fs::create_dir_all(&dir).expect("creating the dir of cluster port claims");
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(port.to_string()))
+        .expect("opening a cluster port claim");
+    file.try_lock().ok().map(|()| file)
+}
+
+/// `count` ports, claimed for this process (see [`claim`]), whose bus ports are free too, never
+/// 6379.
+fn free_ports(count: usize) -> Vec<(u16, File)> {
     let spread = (std::process::id() % 270) as u16 * 10;
     let _ = NEXT_PORT.compare_exchange(
         0,
@@ -64,8 +88,15 @@ fn free_ports(count: usize) -> Vec<u16> {
             NEXT_PORT.store(CLUSTER_PORTS.start + 1, Ordering::SeqCst);
             candidate = CLUSTER_PORTS.start;
         }
-        if candidate != 6379 && free_pair(candidate) {
-            ports.push(candidate);
+        if candidate == 6379 {
+            continue;
+        }
+        // Claimed first, then checked: a port someone else bound without a claim (another
+        // program) stays out too.
+        if let Some(held) = claim(candidate)
+            && free_pair(candidate)
+        {
+            ports.push((candidate, held));
         }
     }
     ports
@@ -152,13 +183,14 @@ impl RedisCluster {
             .expect("a temp dir for the cluster");
         let count = masters * (1 + replicas);
         let mut nodes = Vec::new();
-        for port in free_ports(count) {
+        for (port, claim) in free_ports(count) {
             let tls_port = tls.as_ref().map(|_| crate::free_port());
             let child = spawn_node(dir.path(), port, tls_port.zip(tls.as_ref()));
             nodes.push(Node {
                 port,
                 tls_port,
                 child: Some(child),
+                _claim: claim,
             });
         }
         let cluster = RedisCluster { nodes, dir, tls };
@@ -384,5 +416,24 @@ impl Drop for RedisCluster {
                 let _ = child.wait();
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a second test process does when its pid spreads it to the same start as a first:
+    /// it looks at the same ports, before the first one's nodes have bound them.
+    #[test]
+    fn a_port_claimed_for_one_cluster_is_not_handed_to_another_that_looks_at_it() {
+        let first = free_ports(3);
+        let ports: Vec<u16> = first.iter().map(|(port, _)| *port).collect();
+        NEXT_PORT.store(ports[0], Ordering::SeqCst);
+        let second: Vec<u16> = free_ports(3).into_iter().map(|(port, _)| port).collect();
+        assert!(
+            second.iter().all(|port| !ports.contains(port)),
+            "the second cluster got {second:?}, the first holds {ports:?}"
+        );
     }
 }

@@ -22,7 +22,9 @@ const WORKER: &str = env!("CARGO_BIN_EXE_gator-test-worker");
 
 /// Held exclusively by the tests that measure time between starts (rates, spacing, tickets) and
 /// shared by the others, so that a timing test never shares the machine's two cores with another
-/// test's worker fleet: what it measures is Gator's spacing, not the scheduler's.
+/// test's worker fleet: what it measures is Gator's spacing, not the scheduler's. The lock works
+/// within one process, as under `cargo test`; scripts/test runs each test in a process of its
+/// own (cargo-nextest), where `.config/nextest.toml` runs the timing tests alone instead.
 static TIMING: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
 
 /// Probe `id`, counted under `key` with `cost` units (a cost above 1 is also its flow cost),
