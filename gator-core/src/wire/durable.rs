@@ -79,6 +79,10 @@ impl Saved {
     pub fn parse(text: Option<&str>) -> Result<Saved, String> {
         match text {
             None => Ok(Saved::default()),
+            // serde would read a struct from a JSON array, by position.
+            Some(text) if !text.trim_start().starts_with('{') => {
+                Err("the job's saved durable state is unreadable: not a JSON object".to_owned())
+            }
             Some(text) => serde_json::from_str(text)
                 .map_err(|e| format!("the job's saved durable state is unreadable: {e}")),
         }
@@ -188,6 +192,7 @@ mod tests {
     #[test]
     fn an_unreadable_state_is_an_error_not_a_fresh_start() {
         assert!(Saved::parse(Some("[1,2]")).is_err());
+        assert!(Saved::parse(Some("[1]")).is_err(), "not read by position");
         assert!(Saved::parse(None).unwrap().steps.is_empty());
     }
 }
