@@ -72,6 +72,8 @@
 //! | warn | `cannot read Redis's clock to check the job's deadline; putting it back` | `error` |
 //! | info | `job interrupted by the worker's shutdown: it goes back to the head of its queue, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` (none if it returned `Ok` without `ctx.finished_despite_shutdown()`) |
 //! | info | `job interrupted: it runs again in a second, its attempt not counted` | `duration_ms`, `outcome = "interrupted"`, `error` |
+//! | warn | `the job's checkpoint does not read as the type asked for: it starts afresh` | `error` (from `ctx.resume`) |
+//! | info | `job suspended: it resumes at its time with what it saved` | `duration_ms`, `outcome = "suspended"`, `reason` (`sleep 2`, `slice 3`) |
 //! | info | `job cancelled: telling it to stop` | `jid` |
 //! | warn | `cannot read Redis's clock to check the job's time windows; running it` | `error` |
 //! | warn | `could not release the job's unique lock as it starts; its TTL will` | `error` |

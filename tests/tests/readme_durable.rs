@@ -38,6 +38,7 @@ async fn close_trial(_user: u64, _answer: String) -> Result<(), JobError> {
 }
 
 /// Imports a file row by row; a run that dies starts again at the last row saved.
+#[rustfmt::skip]
 #[job(queue = "imports", timeout = "2h")]
 async fn import_file(ctx: Context, file: String, rows: u64) -> Result<u64, JobError> {
     let mut row: u64 = ctx.resume().unwrap_or(0);
@@ -52,6 +53,7 @@ async fn import_file(ctx: Context, file: String, rows: u64) -> Result<u64, JobEr
 }
 
 /// Walks every account, 500 at a time, yielding its worker every 5 minutes.
+#[rustfmt::skip]
 #[job(queue = "maintenance")]
 async fn reindex_accounts(ctx: Context) -> Result<(), JobError> {
     let plan = Iteration::default()
@@ -71,15 +73,16 @@ async fn reindex_accounts(ctx: Context) -> Result<(), JobError> {
 }
 
 /// Charges once, however many times the receipt fails.
+#[rustfmt::skip]
 #[job(queue = "billing", retries = 10)]
 async fn checkout(ctx: Context, order: u64) -> Result<String, JobError> {
     let charge: String = ctx.step("charge", || charge_card(order)).await?;
-    ctx.step("receipt", || send_receipt(order, charge.clone()))
-        .await?;
+    ctx.step("receipt", || send_receipt(order, charge.clone())).await?;
     Ok(charge)
 }
 
 /// Starts a trial, reminds the user after three days, and converts or closes after seven.
+#[rustfmt::skip]
 #[job(queue = "trials")]
 async fn trial(ctx: Context, user: u64) -> Result<(), JobError> {
     ctx.step("welcome", || send_mail(user, "welcome")).await?;
@@ -88,8 +91,7 @@ async fn trial(ctx: Context, user: u64) -> Result<(), JobError> {
     let answer: String = ctx
         .wait_for_reply(&format!("trial:{user}"), Duration::from_secs(4 * 24 * 3600))
         .await?;
-    ctx.step("close", || close_trial(user, answer.clone()))
-        .await?;
+    ctx.step("close", || close_trial(user, answer.clone())).await?;
     Ok(())
 }
 
