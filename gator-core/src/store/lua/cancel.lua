@@ -22,7 +22,7 @@
 -- ARGV[4]  (`mark`) the status the record must still have: `running`, `queued`, or
 --          `awaiting` or `suspended` (a durable job's wait for a reply; its wait already ended
 --          by reply::end_wait: only recorded cancelled)
--- ARGV[5]  (`mark`, `awaiting`) a workflow step's report of its end, for KEYS[4], or ''
+-- ARGV[5]  (`mark`, `awaiting`, `suspended`) a workflow step's report of its end, for KEYS[4], or ''
 -- KEYS[4]  LIST  gator:{<queue>}:outbox (`mark` only)
 -- Returns  1 if cancelled (or marked); 0 if the job was no longer there, or no longer in that
 --          state (it moved meanwhile: read its status again)
