@@ -179,13 +179,8 @@ impl Processor {
         let outcome = match self.try_steps(doc, job, attempt, &mut saved).await {
             Ok(outcome) | Err(Early::Outcome(outcome)) => outcome,
             Err(Early::Failed(failure, policy)) => {
-                let latest = saved
-                    .as_deref()
-                    .map(|text| PayloadDocument::parse(text.as_bytes()));
-                let doc = match &latest {
-                    Some(Ok(latest)) => latest,
-                    _ => doc,
-                };
+                let latest = parse_saved(saved.as_deref());
+                let doc = latest.as_ref().unwrap_or(doc);
                 outcome::classify(doc, failure, policy, attempt, &self.clock)
             }
         };
@@ -214,13 +209,8 @@ impl Processor {
         // The last progress it reported is written before its outcome (a load if none).
         ctx.finish_progress().await;
         *saved = ctx.durable_payload();
-        let latest = saved
-            .as_deref()
-            .map(|text| PayloadDocument::parse(text.as_bytes()));
-        let doc = match &latest {
-            Some(Ok(latest)) => latest,
-            _ => doc,
-        };
+        let latest = parse_saved(saved.as_deref());
+        let doc = latest.as_ref().unwrap_or(doc);
         self.classify(doc, job, result, &ctx, attempt, policy)
     }
 
@@ -248,6 +238,11 @@ impl Processor {
             Err(e) => outcome::malformed(&job.fetched, &e, &self.clock),
         }
     }
+}
+
+/// The payload a durable job's saves left in flight, parsed: the one its outcome records.
+fn parse_saved(saved: Option<&str>) -> Option<PayloadDocument<'_>> {
+    saved.and_then(|text| PayloadDocument::parse(text.as_bytes()).ok())
 }
 
 /// Sleeps with capped exponential backoff after a fetch failed, waking early on shutdown.

@@ -64,11 +64,7 @@ impl Context {
     {
         self.refuse_after_suspension()?;
         crate::wire::durable::check_step_name(name).map_err(JobError::discard)?;
-        let stored = {
-            let mut data = self.durable_slot().data();
-            data.saved()?.step(name).map(|v| v.get().to_owned())
-        };
-        if let Some(stored) = stored {
+        if let Some(stored) = self.saved_step(name)? {
             return serde_json::from_str(&stored).map_err(|e| {
                 JobError::discard(format!(
                     "step {name:?}'s saved result does not read back: {e}"
@@ -155,11 +151,7 @@ impl Context {
         // The key is checked where the wait is written (the worker's classify, which fails a
         // bad one), not here: the reply room stands above the context.
         let name = format!("reply:{key}");
-        let stored = {
-            let mut data = self.durable_slot().data();
-            data.saved()?.step(&name).map(|v| v.get().to_owned())
-        };
-        if let Some(reply) = stored {
+        if let Some(reply) = self.saved_step(&name)? {
             return serde_json::from_str(&reply).map_err(|e| {
                 JobError::discard(format!(
                     "the reply to {key:?} does not read as the type asked for: {e}"
@@ -187,6 +179,12 @@ impl Context {
             reason: format!("slice {}", next.slices),
         });
         Ok(())
+    }
+
+    /// The saved result of step `name` (JSON), if it succeeded in an earlier run.
+    fn saved_step(&self, name: &str) -> Result<Option<String>, JobError> {
+        let mut data = self.durable_slot().data();
+        Ok(data.saved()?.step(name).map(|v| v.get().to_owned()))
     }
 
     fn refuse_after_suspension(&self) -> Result<(), JobError> {
