@@ -45,6 +45,7 @@ pub mod job;
 pub mod middleware;
 #[cfg(feature = "otel")]
 pub mod otel;
+pub mod outbox;
 pub mod payload;
 pub mod registry;
 pub mod reply;

@@ -32,7 +32,8 @@ pub fn set_default_client(client: Client) {
     *DEFAULT_CLIENT.write().unwrap_or_else(|e| e.into_inner()) = Some(client);
 }
 
-fn current_default() -> Option<Client> {
+/// The default client if one is set or connected; never connects.
+pub(crate) fn current_default() -> Option<Client> {
     DEFAULT_CLIENT
         .read()
         .unwrap_or_else(|e| e.into_inner())

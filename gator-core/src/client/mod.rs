@@ -10,7 +10,7 @@ mod default;
 mod deprecated;
 pub(crate) mod engine;
 mod pending;
-mod place;
+pub(crate) mod place;
 mod position;
 mod register;
 mod reply;
@@ -22,6 +22,8 @@ mod workflow;
 pub use builder::ClientBuilder;
 pub use by_name::ByName;
 pub use default::{default_client, set_default_client};
+pub(crate) use default::current_default;
+pub(crate) use builder::default_chain;
 pub use pending::{Via, dispatch_many};
 
 pub use crate::horizon::SCHEDULE_HORIZON;
@@ -114,6 +116,11 @@ impl Client {
     /// The largest payload this client stores, in bytes ([`ClientBuilder::max_payload`]).
     pub fn max_payload(&self) -> usize {
         self.inner.max_payload
+    }
+
+    /// The client middleware, which the outbox runs as it seals a job ([`crate::outbox`]).
+    pub(crate) fn middleware(&self) -> &DispatchChain {
+        &self.inner.middleware
     }
 
     /// The URL this client connects to, its password replaced by `***`: safe to log.

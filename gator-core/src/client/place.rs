@@ -18,6 +18,15 @@ pub(crate) struct Placed {
     pub(crate) later: Option<Later>,
 }
 
+/// Who is placing a job: a dispatch, or the outbox relay ([`crate::outbox`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stage {
+    /// A dispatch: through the client middleware, large arguments set aside.
+    Dispatch,
+    /// The relay of a sealed job: its middleware ran when it was sealed; stored whole.
+    Relay,
+}
+
 /// When a job that is not due now is due.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Later {
@@ -54,10 +63,20 @@ impl Client {
 
     /// Jobs through the client middleware, their payload limit and encoding, and onto a shard
     /// of their queues: a refusal of any stores none of them.
-    pub(crate) async fn place(&self, mut jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+    pub(crate) async fn place(&self, jobs: Vec<Encoded>) -> Result<Vec<Payload>> {
+        self.place_as(jobs, Stage::Dispatch).await
+    }
+
+    /// [`Client::place`] at `stage`: a job the outbox relays went through its middleware when
+    /// it was sealed, and is stored whole (`relay_push.lua` writes no side key).
+    pub(crate) async fn place_as(&self, mut jobs: Vec<Encoded>, stage: Stage) -> Result<Vec<Payload>> {
         self.stamp_deadlines(&mut jobs).await?;
+        let aside_over = match stage {
+            Stage::Dispatch => self.inner.aside_over,
+            Stage::Relay => usize::MAX,
+        };
         for job in &mut jobs {
-            if !self.inner.middleware.is_empty() {
+            if stage == Stage::Dispatch && !self.inner.middleware.is_empty() {
                 self.inner.middleware.apply(&mut job.payload)?;
             }
             let bytes = crate::payload::limit::check(&job.payload, self.inner.max_payload)?;
@@ -65,8 +84,8 @@ impl Client {
             if bytes > self.inner.compress_over {
                 crate::payload::packed::pack(&mut job.payload);
             }
-            if bytes > self.inner.aside_over {
-                crate::payload::aside::choose(&mut job.payload, bytes, self.inner.aside_over);
+            if bytes > aside_over {
+                crate::payload::aside::choose(&mut job.payload, bytes, aside_over);
             }
         }
         self.inner
@@ -106,7 +125,7 @@ impl Client {
     /// When `payload`, dispatched due `due`, is due on its queue: `None` for now. A time
     /// outside the job's windows moves to the next opening after it; a delay counts on
     /// Redis's clock. The plain path (due now, no windows) costs nothing.
-    async fn later(&self, payload: &Payload, due: Due) -> Result<Option<Later>> {
+    pub(crate) async fn later(&self, payload: &Payload, due: Due) -> Result<Option<Later>> {
         let at = |ms: u64| Later {
             when: When::At(ms),
             due_ms: ms,

@@ -48,6 +48,7 @@ pub(crate) mod position;
 pub(crate) mod processes;
 pub(crate) mod progress;
 pub(crate) mod queue;
+pub(crate) mod relayed;
 pub(crate) mod replicas;
 pub(crate) mod reply;
 pub(crate) mod scaling;

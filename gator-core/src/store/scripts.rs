@@ -91,6 +91,8 @@ scripts! {
     CHAIN_TAKE => "chain_take.lua";
     /// `lua/chain_push.lua`: push a handed-off step to its queue, once.
     CHAIN_PUSH => "chain_push.lua";
+    /// `lua/relay_push.lua`: push jobs an outbox relay took from PostgreSQL, each once.
+    RELAY_PUSH => "relay_push.lua";
     /// `lua/wf_create.lua`: store a new workflow whole, its first steps ready to push.
     WF_CREATE => "wf_create.lua";
     /// `lua/wf_report.lua`: record that a workflow step ended, once, and release its children.

@@ -85,6 +85,7 @@ kinds! {
     OUTBOX = "outbox", "outbox", LIST, Queue;
     HANDOFF = "handoff", "handoff", HASH, Queue;
     HANDED = "handed", "handed:", STRING, Queue;
+    RELAYED = "relayed", "relayed:", STRING, Queue;
     WORKFLOW = "workflow", "wf:", HASH, Queue;
     WORKFLOW_PUSH = "workflow_push", "wfpush:", HASH, Queue;
     WORKFLOWS_PUSHING = "workflows_pushing", "wfpushing", SET, Queue;
@@ -113,6 +114,7 @@ kinds! {
     FLOW_QUEUES = "flow_queues", "flow_queues", SET, Global;
     LIMITERS = "limiters", "limiters", SET, Global;
     CRON_INDEX = "cron_index", "cron", HASH, Global;
+    RELAYS = "relays", "relays", HASH, Global;
     LIMITER_RATE = "limiter_rate", "rate", HASH, Limiter;
     LIMITER_TAT = "limiter_tat", "tat", STRING, Limiter;
     CATALOGUE_JOBS = "catalogue_jobs", "jobs", HASH, Catalogue;

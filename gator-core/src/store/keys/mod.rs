@@ -215,6 +215,18 @@ impl Keys {
         self.of_queue(queue, &HANDED, jid)
     }
 
+    /// STRING set when the outbox relay pushed job `jid` to `queue` (`relay_push.lua`), so a
+    /// row relayed twice makes one job; expires after [`crate::outbox::RELAYED_GUARD`].
+    pub fn relayed(&self, queue: &str, jid: &str) -> String {
+        self.of_queue(queue, &RELAYED, jid)
+    }
+
+    /// HASH of the outbox relays' reports (global): a field per relay, a JSON document of its
+    /// figures and the Redis time it wrote them at ([`crate::outbox::Report`]).
+    pub fn relays(&self) -> String {
+        self.global(&RELAYS, "")
+    }
+
     /// HASH of workflow `uuid`'s state (its steps, their states and results, see
     /// `lua/wf_lib.lua`), under the hash tag of its home queue (its first step's).
     pub fn workflow(&self, home: &str, uuid: &str) -> String {

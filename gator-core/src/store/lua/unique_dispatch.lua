@@ -18,9 +18,12 @@
 -- KEYS[2]  ZSET  gator:{<queue>}:scheduled
 -- ARGV[1]  'now', 'at' (ARGV[2] is a time, ms since the Unix epoch) or 'in' (a delay, ms)
 -- ARGV[2]  the time or the delay ('now': ignored)
+-- KEYS[3]  STRING  gator:{<queue>}:relayed:<jid>, only from the outbox relay (relay_push.lua):
+--          set with the dispatch, so a row relayed twice stores nothing the second time
 -- ARGV[3]  the payload, with its `unique` field (written by Gator: it starts with its jid)
--- Returns  { jid, 1 if a duplicate (an existing job's jid) else 0, due time (ms) or 0 if the
---          job is on its queue }
+-- ARGV[4]  with KEYS[3]: how long the guard is kept, ms
+-- Returns  { jid, 1 if a duplicate (an existing job's jid) else 0 (2: relayed before, nothing
+--          stored), due time (ms) or 0 if the job is on its queue }
 -- @flow_lib
 -- @unique_lib
 local bad = wrong_queue(KEYS[1]) or wrong_type(KEYS[2], 'zset')
@@ -28,6 +31,9 @@ if bad then return bad end
 local unique, jid = unique_of(ARGV[3])
 if not unique then
   return redis.error_reply('ERR unique_dispatch.lua: the payload has no readable unique field')
+end
+if KEYS[3] and not redis.call('SET', KEYS[3], '1', 'NX', 'PX', tonumber(ARGV[4])) then
+  return { jid, 2, 0 }
 end
 local prefix = queue_prefix(KEYS[1])
 local lock = unique_lock(prefix, unique['key'])
