@@ -73,7 +73,11 @@ pub(crate) async fn run(pool: &PgPool, client: &Client, limit: usize) -> Result<
     }
     if !dead.is_empty() {
         tracing::warn!(rows = dead.len(), reason = %reasons[0], "outbox rows Redis refused are dead");
-        sqlx::query(BURY).bind(&dead).bind(&reasons).execute(&mut *tx).await?;
+        sqlx::query(BURY)
+            .bind(&dead)
+            .bind(&reasons)
+            .execute(&mut *tx)
+            .await?;
     }
     tx.commit().await?;
     Ok(Moved {

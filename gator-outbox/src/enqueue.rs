@@ -51,7 +51,10 @@ pub async fn enqueue_many_in<J: Job, C: Via>(
     conn: &mut PgConnection,
     jobs: impl IntoIterator<Item = PendingJob<J, C>>,
 ) -> Result<Vec<String>> {
-    let sealed = jobs.into_iter().map(seal).collect::<Result<Vec<Sealed>, _>>()?;
+    let sealed = jobs
+        .into_iter()
+        .map(seal)
+        .collect::<Result<Vec<Sealed>, _>>()?;
     let column = |f: fn(&Sealed) -> Option<&str>| -> Vec<Option<String>> {
         sealed.iter().map(|s| f(s).map(str::to_owned)).collect()
     };

@@ -99,7 +99,11 @@ pub async fn retry_all(pool: &PgPool) -> Result<u64> {
 /// Deletes dead rows `ids` for good; how many.
 pub async fn discard(pool: &PgPool, ids: &[i64]) -> Result<u64> {
     let sql = "DELETE FROM gator_outbox WHERE dead_at IS NOT NULL AND id = ANY($1)";
-    Ok(sqlx::query(sql).bind(ids).execute(pool).await?.rows_affected())
+    Ok(sqlx::query(sql)
+        .bind(ids)
+        .execute(pool)
+        .await?
+        .rows_affected())
 }
 
 /// Runs `update` and notifies the relays in the same transaction.

@@ -16,7 +16,7 @@ pub const MIGRATION: &str = include_str!("../migrations/20261128000000_gator_out
 
 /// A key for `pg_advisory_xact_lock`, so that workers starting together apply the schema one
 /// at a time ("gator" in ASCII).
-const LOCK: i64 = 0x6761_746f_72;
+const LOCK: i64 = 0x0067_6174_6f72;
 
 /// Applies the outbox's schema to the database `pool` connects to, in one transaction under an
 /// advisory lock: a second run, or one racing it from another process, changes nothing. Also

@@ -73,6 +73,12 @@ pub use gator_worker::{Worker, WorkerBuilder, main, main_with};
 #[cfg(feature = "web")]
 pub use gator_web as web;
 
+/// The transactional outbox (`gator-outbox`, the `postgres` feature): enqueue a job inside a
+/// PostgreSQL transaction with [`outbox::EnqueueIn::enqueue_in`], relayed to Redis exactly once
+/// after the commit by [`outbox::Relay`] (`gator-worker --outbox URL`).
+#[cfg(feature = "postgres")]
+pub use gator_outbox as outbox;
+
 /// What the code `#[job]` generates names the runtime by; not part of the API.
 #[doc(hidden)]
 pub mod __private {

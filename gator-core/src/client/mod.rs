@@ -20,10 +20,10 @@ mod ticket;
 mod workflow;
 
 pub use builder::ClientBuilder;
-pub use by_name::ByName;
-pub use default::{default_client, set_default_client};
-pub(crate) use default::current_default;
 pub(crate) use builder::default_chain;
+pub use by_name::ByName;
+pub(crate) use default::current_default;
+pub use default::{default_client, set_default_client};
 pub use pending::{Via, dispatch_many};
 
 pub use crate::horizon::SCHEDULE_HORIZON;

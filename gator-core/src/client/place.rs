@@ -69,7 +69,11 @@ impl Client {
 
     /// [`Client::place`] at `stage`: a job the outbox relays went through its middleware when
     /// it was sealed, and is stored whole (`relay_push.lua` writes no side key).
-    pub(crate) async fn place_as(&self, mut jobs: Vec<Encoded>, stage: Stage) -> Result<Vec<Payload>> {
+    pub(crate) async fn place_as(
+        &self,
+        mut jobs: Vec<Encoded>,
+        stage: Stage,
+    ) -> Result<Vec<Payload>> {
         self.stamp_deadlines(&mut jobs).await?;
         let aside_over = match stage {
             Stage::Dispatch => self.inner.aside_over,

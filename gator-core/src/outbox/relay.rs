@@ -62,7 +62,10 @@ pub async fn relay(client: &Client, rows: &[Row]) -> Result<Vec<Outcome>> {
     let placed = place(client, ready).await?;
     let mut by_queue: BTreeMap<String, Vec<Ready>> = BTreeMap::new();
     for job in placed {
-        by_queue.entry(job.payload.queue.clone()).or_default().push(job);
+        by_queue
+            .entry(job.payload.queue.clone())
+            .or_default()
+            .push(job);
     }
     for (queue, jobs) in by_queue {
         push_queue(client, &queue, jobs, &mut outcomes).await?;
@@ -147,8 +150,7 @@ async fn push_queue(
         jobs.iter().partition(|j| j.payload.unique.is_some());
     for job in unique {
         let when = job.later.map(|l| l.when);
-        let stored =
-            relayed::push_unique(&mut conn, keys, &job.payload, when, RELAYED_GUARD).await;
+        let stored = relayed::push_unique(&mut conn, keys, &job.payload, when, RELAYED_GUARD).await;
         outcomes[job.index] = match refusal(stored)? {
             Err(reason) => Outcome::Refused(reason),
             Ok(None) => Outcome::Before,
@@ -168,7 +170,11 @@ async fn push_queue(
         match refusal(pushed)? {
             Ok(pushed) => {
                 for (job, pushed) in plain.iter().zip(pushed) {
-                    outcomes[job.index] = if pushed { Outcome::Pushed } else { Outcome::Before };
+                    outcomes[job.index] = if pushed {
+                        Outcome::Pushed
+                    } else {
+                        Outcome::Before
+                    };
                 }
             }
             Err(reason) => {

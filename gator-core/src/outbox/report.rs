@@ -32,7 +32,13 @@ pub struct Report {
 pub async fn publish(client: &Client, mut report: Report) -> Result<()> {
     report.at_ms = client.redis_time().await?;
     let text = serde_json::to_string(&report)?;
-    relayed::report(&mut client.connection(), client.keys(), &report.relay, &text).await
+    relayed::report(
+        &mut client.connection(),
+        client.keys(),
+        &report.relay,
+        &text,
+    )
+    .await
 }
 
 /// The reports of the relays that wrote in the last [`STALE_AFTER_MS`], by relay id; older

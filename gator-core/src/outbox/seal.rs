@@ -61,7 +61,9 @@ pub fn seal<J: Job, C: Via>(mut job: PendingJob<J, C>) -> Result<Sealed> {
         Some(client) => client.middleware().apply(&mut encoded.payload)?,
         None => default_chain().apply(&mut encoded.payload)?,
     }
-    let max = client.as_ref().map_or(DEFAULT_MAX_PAYLOAD, Client::max_payload);
+    let max = client
+        .as_ref()
+        .map_or(DEFAULT_MAX_PAYLOAD, Client::max_payload);
     check(&encoded.payload, max)?;
     let mut options = Options {
         shard: encoded.shard_key.take(),
@@ -86,7 +88,9 @@ pub fn seal<J: Job, C: Via>(mut job: PendingJob<J, C>) -> Result<Sealed> {
         && options.expires_at.is_none();
     let payload = encoded.payload;
     Ok(Sealed {
-        options: (!plain).then(|| serde_json::to_string(&options)).transpose()?,
+        options: (!plain)
+            .then(|| serde_json::to_string(&options))
+            .transpose()?,
         jid: payload.jid.clone(),
         queue: payload.queue.clone(),
         job: payload.job.clone(),

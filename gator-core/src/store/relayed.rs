@@ -102,7 +102,11 @@ pub(crate) async fn reports(
 }
 
 /// Forgets the reports of relays `ids` (stale ones).
-pub(crate) async fn forget(conn: &mut impl ConnectionLike, keys: &Keys, ids: &[String]) -> Result<()> {
+pub(crate) async fn forget(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    ids: &[String],
+) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
