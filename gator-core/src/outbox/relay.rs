@@ -134,8 +134,8 @@ async fn place(client: &Client, ready: Vec<(usize, Encoded, Due)>) -> Result<Vec
     Ok(placed)
 }
 
-/// Pushes the jobs of one queue: the unique ones one by one with their locks, the rest in
-/// one script; then waits for the replicas, if the client does.
+/// Pushes the jobs of one queue in their rows' order: runs of plain ones in one script each,
+/// a unique one alone with its lock; then waits for the replicas, if the client does.
 async fn push_queue(
     client: &Client,
     queue: &str,
@@ -145,12 +145,16 @@ async fn push_queue(
     let payloads: Vec<Payload> = jobs.iter().map(|j| j.payload.clone()).collect();
     client.register_if_due(&payloads).await?;
     let mut conn = client.connection();
-    let keys = client.keys();
-    let (unique, plain): (Vec<&Ready>, Vec<&Ready>) =
-        jobs.iter().partition(|j| j.payload.unique.is_some());
-    for job in unique {
+    let mut run: Vec<&Ready> = Vec::new();
+    for job in &jobs {
+        if job.payload.unique.is_none() {
+            run.push(job);
+            continue;
+        }
+        push_run(client, &mut conn, queue, &mut run, outcomes).await?;
         let when = job.later.map(|l| l.when);
-        let stored = relayed::push_unique(&mut conn, keys, &job.payload, when, RELAYED_GUARD).await;
+        let stored =
+            relayed::push_unique(&mut conn, client.keys(), &job.payload, when, RELAYED_GUARD).await;
         outcomes[job.index] = match refusal(stored)? {
             Err(reason) => Outcome::Refused(reason),
             Ok(None) => Outcome::Before,
@@ -158,33 +162,47 @@ async fn push_queue(
             Ok(Some(Dispatched::Duplicate(jid))) => Outcome::Duplicate(jid),
         };
     }
-    if !plain.is_empty() {
-        let pushes: Vec<Push<'_>> = plain
-            .iter()
-            .map(|j| Push {
-                payload: &j.payload,
-                when: j.later.map(|l| l.when),
-            })
-            .collect();
-        let pushed = relayed::push(&mut conn, keys, queue, &pushes, RELAYED_GUARD).await;
-        match refusal(pushed)? {
-            Ok(pushed) => {
-                for (job, pushed) in plain.iter().zip(pushed) {
-                    outcomes[job.index] = if pushed {
-                        Outcome::Pushed
-                    } else {
-                        Outcome::Before
-                    };
-                }
+    push_run(client, &mut conn, queue, &mut run, outcomes).await?;
+    client.confirm_replicated(&mut conn, [queue]).await
+}
+
+/// Pushes a run of plain jobs of `queue` in one script, and empties it.
+async fn push_run(
+    client: &Client,
+    conn: &mut crate::transport::connection::Connection,
+    queue: &str,
+    run: &mut Vec<&Ready>,
+    outcomes: &mut [Outcome],
+) -> Result<()> {
+    if run.is_empty() {
+        return Ok(());
+    }
+    let pushes: Vec<Push<'_>> = run
+        .iter()
+        .map(|j| Push {
+            payload: &j.payload,
+            when: j.later.map(|l| l.when),
+        })
+        .collect();
+    let pushed = relayed::push(conn, client.keys(), queue, &pushes, RELAYED_GUARD).await;
+    match refusal(pushed)? {
+        Ok(pushed) => {
+            for (job, pushed) in run.iter().zip(pushed) {
+                outcomes[job.index] = if pushed {
+                    Outcome::Pushed
+                } else {
+                    Outcome::Before
+                };
             }
-            Err(reason) => {
-                for job in &plain {
-                    outcomes[job.index] = Outcome::Refused(reason.clone());
-                }
+        }
+        Err(reason) => {
+            for job in run.iter() {
+                outcomes[job.index] = Outcome::Refused(reason.clone());
             }
         }
     }
-    client.confirm_replicated(&mut conn, [queue]).await
+    run.clear();
+    Ok(())
 }
 
 /// A write's result, its error split in two: refused for what it holds (`Ok(Err(reason))`, the
