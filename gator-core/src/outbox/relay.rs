@@ -195,6 +195,12 @@ async fn push_run(
                 };
             }
         }
+        // One job's refusal must not bury the rest of its run: each again, alone.
+        Err(_) if run.len() > 1 => {
+            for job in std::mem::take(run) {
+                Box::pin(push_run(client, conn, queue, &mut vec![job], outcomes)).await?;
+            }
+        }
         Err(reason) => {
             for job in run.iter() {
                 outcomes[job.index] = Outcome::Refused(reason.clone());
