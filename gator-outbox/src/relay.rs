@@ -98,7 +98,7 @@ impl Relay {
     /// retried with a growing pause); the listener reconnects by itself.
     pub async fn run(self, stop: CancellationToken) {
         let mut listener = None;
-        let mut failures = 0usize;
+        let mut outage = Outage::default();
         let mut meter = Meter::new();
         while !stop.is_cancelled() {
             if listener.is_none() {
@@ -106,13 +106,11 @@ impl Relay {
             }
             match self.drain().await {
                 Ok(moved) => {
-                    failures = 0;
+                    outage.ended();
                     meter.add(moved);
                 }
                 Err(e) => {
-                    let pause = BACKOFF[failures.min(BACKOFF.len() - 1)];
-                    failures += 1;
-                    tracing::warn!(error = %e, ?pause, "outbox relay failed; retrying");
+                    let pause = outage.failed(&e);
                     tokio::select! {
                         () = stop.cancelled() => return,
                         () = tokio::time::sleep(pause) => continue,
@@ -143,7 +141,7 @@ impl Relay {
         match attempt.await {
             Ok(listener) => Some(listener),
             Err(e) => {
-                tracing::warn!(error = %e, "outbox relay cannot listen; polling");
+                tracing::debug!(error = %e, "outbox relay cannot listen; polling");
                 None
             }
         }
@@ -189,6 +187,46 @@ async fn wake(listener: &mut Option<PgListener>, wait: Duration) -> bool {
         Err(_elapsed) => true,
         Ok(Ok(Some(_))) => true,
         Ok(Ok(None)) | Ok(Err(_)) => false,
+    }
+}
+
+/// A run of failed drains (PostgreSQL or Redis away, the table missing), logged as one event:
+/// when it starts, every [`Outage::EVERY`] while it lasts, and when it ends, not once a try.
+#[derive(Default)]
+struct Outage {
+    failures: usize,
+    since: Option<Instant>,
+    logged: Option<Instant>,
+}
+
+impl Outage {
+    const EVERY: Duration = Duration::from_secs(30);
+
+    /// Notes a failure; how long to pause before the next try.
+    fn failed(&mut self, error: &crate::Error) -> Duration {
+        let pause = BACKOFF[self.failures.min(BACKOFF.len() - 1)];
+        self.failures += 1;
+        let since = *self.since.get_or_insert_with(Instant::now);
+        if self.logged.is_none_or(|at| at.elapsed() >= Outage::EVERY) {
+            self.logged = Some(Instant::now());
+            let secs = since.elapsed().as_secs();
+            tracing::warn!(%error, failing_for_s = secs, "outbox relay cannot relay; retrying");
+        }
+        pause
+    }
+
+    /// Notes a drain that worked: logs the end of an outage.
+    fn ended(&mut self) {
+        if let Some(since) = self.since.take() {
+            let secs = since.elapsed().as_secs();
+            tracing::info!(
+                failures = self.failures,
+                after_s = secs,
+                "outbox relay relays again"
+            );
+        }
+        self.failures = 0;
+        self.logged = None;
     }
 }
 

@@ -15,7 +15,10 @@ async fn noop(n: u32) -> Result<(), JobError> {
 }
 
 fn folder() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../gator-outbox/migrations"))
+    Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../gator-outbox/migrations"
+    ))
 }
 
 /// Enqueues one job and relays it: the schema works.
@@ -58,12 +61,11 @@ async fn migrate_runs_again_and_from_many_processes_at_once() {
         one.await.unwrap().unwrap();
     }
     gator::outbox::migrate(&pool).await.unwrap();
-    let triggers: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_trigger WHERE tgname = 'gator_outbox_notify'",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let triggers: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM pg_trigger WHERE tgname = 'gator_outbox_notify'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert_eq!(triggers, 1);
     works(&pool, &redis).await;
 }

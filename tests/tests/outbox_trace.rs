@@ -43,7 +43,10 @@ async fn a_job_enqueued_in_a_span_runs_in_its_child() {
     .instrument(checkout.clone())
     .await;
     drop(checkout);
-    Relay::new(pool.clone(), client.clone()).drain().await.unwrap();
+    Relay::new(pool.clone(), client.clone())
+        .drain()
+        .await
+        .unwrap();
 
     let worker = Worker::builder()
         .client(client.clone())
@@ -53,7 +56,10 @@ async fn a_job_enqueued_in_a_span_runs_in_its_child() {
         .unwrap();
     let stop = CancellationToken::new();
     let running = tokio::spawn(worker.run_until(stop.clone()));
-    let status = client.wait_for(&jid, Duration::from_secs(10)).await.unwrap();
+    let status = client
+        .wait_for(&jid, Duration::from_secs(10))
+        .await
+        .unwrap();
     assert!(matches!(status, JobStatus::Done { .. }), "{status:?}");
     stop.cancel();
     running.await.unwrap().unwrap();
@@ -70,6 +76,9 @@ async fn a_job_enqueued_in_a_span_runs_in_its_child() {
                     .any(|kv| kv.key.as_str() == "jid" && kv.value.as_str() == jid)
         })
         .expect("the job's span");
-    assert_eq!(job.span_context.trace_id(), checkout.span_context.trace_id());
+    assert_eq!(
+        job.span_context.trace_id(),
+        checkout.span_context.trace_id()
+    );
     assert_eq!(job.parent_span_id, checkout.span_context.span_id());
 }
