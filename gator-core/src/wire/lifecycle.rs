@@ -133,6 +133,12 @@ pub const TRANSITIONS: &[Transition] = &[
     t(
         &[],
         Scheduled,
+        "relay_push.lua",
+        "relayed from the outbox, for later",
+    ),
+    t(
+        &[],
+        Scheduled,
         "unique_dispatch.lua",
         "a unique job for later, or debounced",
     ),
