@@ -3,7 +3,7 @@
 //! locks keep other relays off them until this transaction ends; if this relay dies first,
 //! PostgreSQL frees them and another relays them again, which Redis's guard makes a no-op.
 
-use crate::Result;
+use crate::error::Result;
 use gator_core::Client;
 use gator_core::outbox::{Outcome, Row, relay};
 use sqlx::{PgPool, Row as _};

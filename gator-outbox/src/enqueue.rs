@@ -1,6 +1,6 @@
 //! Writing jobs into the outbox table, in the caller's transaction.
 
-use crate::Result;
+use crate::error::Result;
 use gator_core::client::Via;
 use gator_core::job::{Job, PendingJob};
 use gator_core::outbox::{Sealed, seal};

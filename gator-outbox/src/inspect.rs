@@ -1,7 +1,7 @@
 //! Reading and repairing the outbox: its counts and lag, its dead rows, and putting them back
 //! (after the cause is fixed) or discarding them. What `gator-worker outbox` shows and does.
 
-use crate::Result;
+use crate::error::Result;
 use crate::schema::CHANNEL;
 use sqlx::{PgPool, Row as _};
 use std::time::Duration;

@@ -3,8 +3,9 @@
 //! own with [`Relay::run`].
 
 use crate::batch::{self, Moved};
+use crate::error::Result;
+use crate::inspect;
 use crate::schema::CHANNEL;
-use crate::{Result, inspect};
 use gator_core::Client;
 use gator_core::outbox::{Report, publish};
 use sqlx::PgPool;
@@ -203,7 +204,7 @@ impl Outage {
     const EVERY: Duration = Duration::from_secs(30);
 
     /// Notes a failure; how long to pause before the next try.
-    fn failed(&mut self, error: &crate::Error) -> Duration {
+    fn failed(&mut self, error: &crate::error::Error) -> Duration {
         let pause = BACKOFF[self.failures.min(BACKOFF.len() - 1)];
         self.failures += 1;
         let since = *self.since.get_or_insert_with(Instant::now);

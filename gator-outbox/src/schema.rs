@@ -1,7 +1,7 @@
 //! The outbox's schema: the table, its indexes and its NOTIFY trigger, as one migration file
 //! (`migrations/`, `sqlx::migrate!`-compatible) that [`migrate`] applies.
 
-use crate::Result;
+use crate::error::Result;
 use sqlx::PgPool;
 
 /// The table the outbox writes to and the relays read.
