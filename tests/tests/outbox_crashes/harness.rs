@@ -125,8 +125,8 @@ pub struct Kills {
 }
 
 /// Keeps `parallel` relay processes running until the outbox is empty, killing them all along:
-/// each is started either with the seam set at a random batch (1 to 4) or to be SIGKILLed by
-/// the test after a random pause, and a relay that died is replaced at once.
+/// half of them are started with the seam set at a random batch (1 to 4), the others to be
+/// SIGKILLed by the test after a random pause; a relay that died is replaced at once.
 pub async fn kill_relays_until_drained(
     pg: &PostgresServer,
     redis: &RedisServer,
@@ -144,7 +144,11 @@ pub async fn kill_relays_until_drained(
             None => true,
             Some(status) => {
                 // SIGABRT is the seam; anything else is a relay that failed on its own.
-                assert_eq!(status.signal(), Some(6), "a relay exited by itself: {status}");
+                assert_eq!(
+                    status.signal(),
+                    Some(6),
+                    "a relay exited by itself: {status}"
+                );
                 kills.at_seam += 1;
                 false
             }
@@ -162,19 +166,17 @@ pub async fn kill_relays_until_drained(
             running.push((relay(pg, redis, batch, abort_after), abort_after.is_some()));
         }
         tokio::time::sleep(Duration::from_millis(5 + rng.below(45))).await;
-        let plain: Vec<usize> = (0..running.len()).filter(|&i| !running[i].1).collect();
-        if !plain.is_empty() && rng.below(2) == 0 {
-            let i = plain[rng.below(plain.len() as u64) as usize];
-            let victim = &mut running[i].0;
-            // SIGKILL: no code of the relay runs. One that exited first is reaped above (a
-            // plain relay only exits by a signal, so that fails the test).
-            if victim.try_wait().unwrap().is_none() {
-                victim.kill().unwrap();
-                victim.wait().unwrap();
-                running.swap_remove(i);
+        // Each plain relay still running is SIGKILLed now with even odds: no code of it runs.
+        // One that exited first is reaped above (a plain relay only exits by a signal, so
+        // that fails the test).
+        for (relay, seam) in running.iter_mut() {
+            if !*seam && rng.below(2) == 0 && relay.try_wait().unwrap().is_none() {
+                relay.kill().unwrap();
+                relay.wait().unwrap();
                 kills.sigkilled += 1;
             }
         }
+        running.retain_mut(|(relay, seam)| *seam || relay.try_wait().unwrap().is_none());
     }
     kills
 }
