@@ -47,13 +47,13 @@ async fn crash_note(_note: String) {}
 #[job(queue = "outbox_order")]
 async fn in_order(_i: u64) {}
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_app_killed_right_after_its_commit_still_has_each_committed_job_run_once() {
-    let (pg, redis, pool) = servers().await;
-    sqlx::query("CREATE TABLE app_orders (id BIGINT PRIMARY KEY)")
-        .execute(&pool)
-        .await
-        .unwrap();
+/// Runs `gator-test-outbox-app` and SIGKILLs it as soon as it has printed `commits` lines;
+/// those lines ("<order> <jid>").
+async fn run_app_until_killed(
+    pg: &gator_tests::PostgresServer,
+    redis: &gator_tests::RedisServer,
+    commits: usize,
+) -> Vec<String> {
     let mut app = WorkerProcess(
         Command::new(env!("CARGO_BIN_EXE_gator-test-outbox-app"))
             .env("DATABASE_URL", pg.url())
@@ -63,13 +63,13 @@ async fn an_app_killed_right_after_its_commit_still_has_each_committed_job_run_o
             .spawn()
             .unwrap(),
     );
-    // Each line is printed right after a commit: the kill follows the 20th at once, while the
-    // app is between that commit and the next (or inside the next transaction).
+    // Each line is printed right after a commit: the kill follows the last one at once, while
+    // the app is between that commit and the next (or inside the next transaction).
     let stdout = app.stdout.take().unwrap();
     let printed = tokio::task::spawn_blocking(move || {
         std::io::BufReader::new(stdout)
             .lines()
-            .take(20)
+            .take(commits)
             .map(|line| line.unwrap())
             .collect::<Vec<String>>()
     })
@@ -77,6 +77,17 @@ async fn an_app_killed_right_after_its_commit_still_has_each_committed_job_run_o
     .unwrap();
     app.kill().unwrap(); // SIGKILL
     app.wait().unwrap();
+    printed
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_app_killed_right_after_its_commit_still_has_each_committed_job_run_once() {
+    let (pg, redis, pool) = servers().await;
+    sqlx::query("CREATE TABLE app_orders (id BIGINT PRIMARY KEY)")
+        .execute(&pool)
+        .await
+        .unwrap();
+    let printed = run_app_until_killed(&pg, &redis, 20).await;
     assert_eq!(printed.len(), 20, "the app stopped early: {printed:?}");
 
     let committed: Vec<i64> = sqlx::query_scalar("SELECT id FROM app_orders ORDER BY id")

@@ -73,8 +73,12 @@ pub fn relay(
     batch: usize,
     abort_after: Option<u64>,
 ) -> WorkerProcess {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gator-test-relay"));
+    // Through a shell that turns core dumps off, then execs the relay (same pid): a hundred
+    // aborts must not write a hundred cores where a CI machine allows them.
+    let mut command = Command::new("sh");
     command
+        .args(["-c", "ulimit -c 0 && exec \"$0\""])
+        .arg(env!("CARGO_BIN_EXE_gator-test-relay"))
         .env("DATABASE_URL", pg.url())
         .env("REDIS_URL", redis.url())
         .env("GATOR_RELAY_BATCH", batch.to_string())
