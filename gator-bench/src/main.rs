@@ -16,7 +16,9 @@
 //! with and without `GATOR_SCHEDULED` jobs scheduled a year ahead); `payloads` (Redis memory
 //! per job and run rate for 1 KiB, 64 KiB and 1 MiB arguments, stored plain and compressed);
 //! `sleepers` (N durable jobs parked by `ctx.sleep_until`, waking over 5 s: how late they
-//! resume on Redis's clock, and Redis memory per sleeping job).
+//! resume on Redis's clock, and Redis memory per sleeping job); `outbox` (the transactional
+//! outbox's relay: N committed rows into Redis by one and two relays, and commit-to-queued
+//! latency with `LISTEN/NOTIFY`; a private PostgreSQL unless `GATOR_BENCH_PG_URL`).
 //!
 //! Example: `cargo run --release -p gator-bench -- process 50000`.
 //!
@@ -31,6 +33,7 @@ mod fanin;
 mod floor;
 mod measure;
 mod modes;
+mod outbox;
 mod pages;
 mod payloads;
 mod retry;
@@ -49,7 +52,7 @@ fn main() -> ExitCode {
         args.get(2).and_then(|n| n.parse::<usize>().ok()),
     ) else {
         eprintln!(
-            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | payloads | retry | scheduled | sleepers\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
+            "usage: gator-bench MODE N\n  MODE: single | single-floor | bulk | concurrent | process | limited | rated | latency-worker | latency-enqueue | backlog | soak | workflow | pages | payloads | retry | scheduled | sleepers | outbox\n  reads REDIS_URL (default redis://127.0.0.1:6379); latency-worker creates READY_FILE once it waits"
         );
         return ExitCode::from(2);
     };
@@ -111,6 +114,7 @@ async fn run(mode: &str, n: usize) -> anyhow::Result<()> {
         "retry" => retry::retry(n).await,
         "scheduled" => scheduled::scheduled(n).await,
         "sleepers" => sleepers::sleepers(n).await,
+        "outbox" => outbox::outbox(n).await,
         other => anyhow::bail!("unknown mode {other:?}"),
     }
 }
