@@ -189,6 +189,7 @@ pub mod memory;
 pub mod middleware;
 pub mod observer;
 pub mod outage;
+pub mod outbox;
 pub mod outcome;
 pub mod poller;
 pub mod processor;
@@ -237,6 +238,10 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
     if let Some(command) = cli.command.take() {
         return run_command(command, &cli);
     }
+    if let Some(refusal) = cli.outbox.refusal() {
+        eprintln!("gator-worker: {refusal}");
+        return ExitCode::FAILURE;
+    }
     let metrics_bind = cli.metrics_bind;
     let worker = match configure(WorkerBuilder::from_config(cli.into_config()))
         .install_default_client()
@@ -274,6 +279,15 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
 /// Runs an admin subcommand instead of the worker.
 #[cfg(feature = "cli")]
 fn run_command(command: config::Command, cli: &Cli) -> ExitCode {
+    // `--outbox` is global: it reaches the outbox subcommands through the top-level flags.
+    #[cfg(feature = "postgres")]
+    let command = match command {
+        cli::AdminCommand::Outbox(mut args) => {
+            args.database = cli.outbox.database.clone();
+            cli::AdminCommand::Outbox(args)
+        }
+        command => command,
+    };
     cli::main(
         command,
         &cli.redis_url,
