@@ -32,8 +32,8 @@ pub struct OutboxCommand {
 pub enum OutboxAction {
     /// Applies the outbox's schema (its table, indexes and NOTIFY trigger); safe to run again.
     Migrate,
-    /// Lists dead rows (Redis refused their jobs), newest first: id, jid, queue, job, reason,
-    /// dead at.
+    /// Lists dead rows (Redis refused their jobs), newest first: id, jid, queue, job, reason
+    /// (cut to 120 characters; whole with --json), dead at.
     Dead(DeadArgs),
     /// Puts dead rows back for the relays, by id or `--all`, once the cause is fixed.
     Retry(RetryArgs),
@@ -221,7 +221,7 @@ async fn dead(pool: &PgPool, args: DeadArgs, out: &mut impl Write) -> Result<(),
                 r.jid.clone(),
                 r.queue.clone(),
                 r.job.clone(),
-                r.reason.clone(),
+                crate::cli::sets::one_line(&r.reason),
                 table::time(at),
             ],
         );
