@@ -159,6 +159,9 @@
 //! | warn | `could not publish this worker's jobs in the job catalogue; retrying at the next renewal` | `error` |
 //! | warn | `could not read the job catalogue` | `error`, `job` (when one was asked for) |
 //! | warn | `could not give up this worker's leases in the job catalogue; they end within 60 s` | `error` |
+//! | info | `outbox relay started` (with --outbox, the postgres feature) | `relay` (the process id), `database` (no password), `batch` |
+//! | error | `the outbox table does not exist: …` (the relay waits for gator-worker outbox migrate, looking again every 10 s) | `database`, `table` |
+//! | warn | `cannot reach the outbox database; retrying` | `database`, `error`, `retry_in_s` |
 //!
 //! `RUST_LOG` filters them (default `info`).
 
