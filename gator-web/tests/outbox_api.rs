@@ -75,7 +75,10 @@ async fn the_api_serves_each_relays_last_report_and_the_overview_has_its_panel()
     assert!(page.contains("id=\"outbox-panel\" hidden"), "{page}");
     let script = get(&app, "/assets/overview.js").await;
     let script = script.as_str().unwrap();
-    assert!(script.contains("api/outbox"), "the overview asks for the outbox");
+    assert!(
+        script.contains("api/outbox"),
+        "the overview asks for the outbox"
+    );
     assert!(
         !script.contains("innerHTML"),
         "the overview sets text, never markup"

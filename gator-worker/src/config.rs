@@ -408,5 +408,14 @@ mod tests {
                 "--help does not mention {flag}:\n{help}"
             );
         }
+        #[cfg(feature = "postgres")]
+        for flag in ["--outbox", "--outbox-batch"] {
+            assert!(help.contains(flag), "--help does not mention {flag}");
+        }
+        #[cfg(not(feature = "postgres"))]
+        assert!(
+            !help.contains("--outbox"),
+            "--help shows a flag this build refuses"
+        );
     }
 }

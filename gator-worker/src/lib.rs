@@ -47,6 +47,8 @@
 //! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown;
 //! - [`catalogue`]: the jobs this worker publishes in the job catalogue, and whether a job it
 //!   does not run is run elsewhere (then it hands it back);
+//! - [`outbox`]: with `--outbox URL` (the `postgres` feature), the relay of the transactional
+//!   outbox on PostgreSQL, one per worker process;
 //! - `cli` (the `cli` feature, on by default): the admin subcommands (`dead list`, `queue
 //!   pause`, `stats` ...). An application that embeds a worker and needs no subcommands can
 //!   leave them out, and comfy-table with them:
