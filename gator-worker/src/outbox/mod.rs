@@ -74,3 +74,46 @@ impl OutboxArgs {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::Cli;
+    use clap::Parser;
+
+    const URL: &str = "postgres://app:s3cret@db.internal:5433/shop";
+
+    #[cfg(feature = "postgres")]
+    #[test]
+    fn the_outbox_flags_make_a_relay_shown_without_its_password() {
+        let cli = Cli::try_parse_from(["gator-worker", "--outbox", URL, "--outbox-batch", "50"])
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(cli.outbox.refusal(), None);
+        let config = cli.into_config().outbox.expect("a relay");
+        assert_eq!(config.batch, 50);
+        let shown = format!("{config:?} {}", config.database);
+        assert!(
+            shown.contains("postgres://app@db.internal:5433/shop"),
+            "{shown}"
+        );
+        assert!(!shown.contains("s3cret"), "{shown}");
+        for refused in ["redis://127.0.0.1:6379", "db.internal"] {
+            assert!(Cli::try_parse_from(["gator-worker", "--outbox", refused]).is_err());
+        }
+        assert!(Cli::try_parse_from(["gator-worker", "--outbox-batch", "5001"]).is_err());
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    #[test]
+    fn a_binary_without_postgres_refuses_the_outbox_flag_and_says_why() {
+        let cli = Cli::try_parse_from(["gator-worker", "--outbox", URL])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let refusal = cli.outbox.refusal().expect("refused");
+        assert!(
+            refusal.contains("without the `postgres` feature"),
+            "{refusal}"
+        );
+        assert!(!refusal.contains("s3cret"), "{refusal}");
+        let plain = Cli::try_parse_from(["gator-worker"]).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(plain.outbox.refusal(), None);
+    }
+}
