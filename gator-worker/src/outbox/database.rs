@@ -20,7 +20,8 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// A PostgreSQL database, parsed from its URL. Shown (`Display`, `Debug`) without its password.
 #[derive(Clone)]
 pub struct OutboxDatabase {
-    options: PgConnectOptions,
+    // Boxed: the options are large, and a command line carries them.
+    options: Box<PgConnectOptions>,
 }
 
 impl OutboxDatabase {
@@ -34,7 +35,9 @@ impl OutboxDatabase {
             return Err(refused());
         }
         PgConnectOptions::from_str(url)
-            .map(|options| OutboxDatabase { options })
+            .map(|options| OutboxDatabase {
+                options: Box::new(options),
+            })
             .map_err(|_| refused())
     }
 
@@ -54,7 +57,7 @@ impl OutboxDatabase {
         PgPoolOptions::new()
             .max_connections(POOL_SIZE)
             .acquire_timeout(CONNECT_TIMEOUT)
-            .connect_lazy_with(self.options.clone())
+            .connect_lazy_with((*self.options).clone())
     }
 }
 
