@@ -4,8 +4,8 @@
 //! scheduled ones, a paused queue, a cron entry, a limited queue with jobs running and parked.
 //!
 //! It checks what a person sees, presses Retry on a dead job and watches it run, shows a
-//! sleeping durable job as suspended with its saved state, searches by a
-//! piece of the args, and saves a screenshot of each main page to `docs/screenshots/`.
+//! sleeping durable job as suspended with its saved state, shows the transactional outbox's
+//! relays on the overview once one reports (its id as text), searches by a piece of the args, and saves a screenshot of each main page to `docs/screenshots/`.
 //!
 //! Every test is `#[ignore]`: run them with `scripts/test-browser` (which installs the browser
 //! if needed), one at a time (`--test-threads=1`: one Chromium at a time on two cores).
@@ -688,4 +688,39 @@ async fn a_sleeping_durable_job_reads_suspended_with_its_saved_state_as_text() {
     screenshot(b, "job-durable").await;
     driver.stop().await;
     worker.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs Chromium: scripts/test-browser"]
+async fn the_overview_shows_each_outbox_relay_once_one_reports_its_id_as_text() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/gator", listener.local_addr().unwrap());
+    let config = WebConfig::new().auth_token(TOKEN);
+    let app = axum::Router::new().nest("/gator", router(client.clone(), config));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let driver = Driver::start().await;
+    let b = driver.browser();
+    b.goto(&format!("{base}?token={TOKEN}")).await.unwrap();
+    wait_text(b, "[data-stat=processed]", |t| t != "–").await;
+    let panel = b.find(Locator::Css("#outbox-panel")).await.unwrap();
+    assert!(!panel.is_displayed().await.unwrap(), "no relay, no panel");
+
+    let report = gator_core::outbox::Report {
+        relay: "vm:7:<img src=x onerror=alert(1)>".into(),
+        waiting: 1234,
+        dead: 2,
+        lag_ms: 4_500,
+        rows_per_second: 812.5,
+        relayed: 90_000,
+        ..Default::default()
+    };
+    gator_core::outbox::publish(&client, report).await.unwrap();
+    let shown = wait_text(b, "#outbox", |t| t.contains("1,234")).await;
+    for expected in ["<img src=x onerror=alert(1)>", "4.5 s", "812.5", "90,000"] {
+        assert!(shown.contains(expected), "{expected:?} not in {shown:?}");
+    }
+    assert!(b.find(Locator::Css("#outbox img")).await.is_err());
+    driver.stop().await;
 }

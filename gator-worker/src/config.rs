@@ -61,12 +61,15 @@ pub struct WorkerConfig {
     /// Whether the worker installs a `tracing` subscriber writing to stderr when it starts
     /// and the application installed none ([`crate::WorkerBuilder::log_to_stderr`]).
     pub log_to_stderr: bool,
+    /// The outbox relay this worker runs (`--outbox`; see [`crate::outbox`]), if any.
+    #[cfg(feature = "postgres")]
+    pub outbox: Option<crate::outbox::OutboxConfig>,
 }
 
 impl fmt::Debug for WorkerConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WorkerConfig")
-            .field("redis_url", &gator_core::endpoint::redact(&self.redis_url))
+        let mut f = f.debug_struct("WorkerConfig");
+        f.field("redis_url", &gator_core::endpoint::redact(&self.redis_url))
             .field("namespace", &self.namespace)
             .field("queues", &self.queues)
             .field("concurrency", &self.concurrency)
@@ -83,8 +86,10 @@ impl fmt::Debug for WorkerConfig {
             .field("wait", &self.wait)
             .field("metrics", &self.metrics)
             .field("max_payload", &self.max_payload)
-            .field("log_to_stderr", &self.log_to_stderr)
-            .finish()
+            .field("log_to_stderr", &self.log_to_stderr);
+        #[cfg(feature = "postgres")]
+        f.field("outbox", &self.outbox);
+        f.finish()
     }
 }
 
@@ -111,6 +116,8 @@ impl WorkerConfig {
             scaling: gator_core::admin::ScalingPolicy::default(),
             max_payload: None,
             log_to_stderr: false,
+            #[cfg(feature = "postgres")]
+            outbox: None,
         }
     }
 }
@@ -281,6 +288,11 @@ pub struct Cli {
     #[arg(long, global = true, env = "GATOR_MAX_PAYLOAD", value_name = "SIZE", default_value = "512KiB", value_parser = gator_core::payload::limit::parse)]
     pub max_payload: usize,
 
+    /// The transactional outbox this worker relays (`--outbox`, `--outbox-batch`; the
+    /// `postgres` feature).
+    #[command(flatten)]
+    pub outbox: crate::outbox::OutboxArgs,
+
     /// Instead of running the worker: inspect or repair a set (see `gator-worker dead --help`).
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -320,6 +332,8 @@ impl Cli {
     /// The worker config this command line asks for.
     pub fn into_config(self) -> WorkerConfig {
         let tls = self.tls();
+        #[cfg(feature = "postgres")]
+        let outbox = self.outbox.config();
         WorkerConfig {
             redis_url: self.redis_url,
             namespace: self.namespace,
@@ -347,6 +361,8 @@ impl Cli {
             max_payload: Some(self.max_payload),
             // `main` installs its own subscriber.
             log_to_stderr: false,
+            #[cfg(feature = "postgres")]
+            outbox,
         }
     }
 }
@@ -392,5 +408,14 @@ mod tests {
                 "--help does not mention {flag}:\n{help}"
             );
         }
+        #[cfg(feature = "postgres")]
+        for flag in ["--outbox", "--outbox-batch"] {
+            assert!(help.contains(flag), "--help does not mention {flag}");
+        }
+        #[cfg(not(feature = "postgres"))]
+        assert!(
+            !help.contains("--outbox"),
+            "--help shows a flag this build refuses"
+        );
     }
 }

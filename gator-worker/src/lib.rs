@@ -47,6 +47,8 @@
 //! - [`recovery`]: every put-back: dead processes' jobs, lost fetch replies, shutdown;
 //! - [`catalogue`]: the jobs this worker publishes in the job catalogue, and whether a job it
 //!   does not run is run elsewhere (then it hands it back);
+//! - [`outbox`]: with `--outbox URL` (the `postgres` feature), the relay of the transactional
+//!   outbox on PostgreSQL, one per worker process;
 //! - `cli` (the `cli` feature, on by default): the admin subcommands (`dead list`, `queue
 //!   pause`, `stats` ...). An application that embeds a worker and needs no subcommands can
 //!   leave them out, and comfy-table with them:
@@ -159,6 +161,9 @@
 //! | warn | `could not publish this worker's jobs in the job catalogue; retrying at the next renewal` | `error` |
 //! | warn | `could not read the job catalogue` | `error`, `job` (when one was asked for) |
 //! | warn | `could not give up this worker's leases in the job catalogue; they end within 60 s` | `error` |
+//! | info | `outbox relay started` (with --outbox, the postgres feature) | `relay` (the process id), `database` (no password), `batch` |
+//! | error | `the outbox table does not exist: …` (the relay waits for gator-worker outbox migrate, looking again every 10 s) | `database`, `table` |
+//! | warn | `cannot reach the outbox database; retrying` | `database`, `error`, `retry_in_s` |
 //!
 //! `RUST_LOG` filters them (default `info`).
 
@@ -189,6 +194,7 @@ pub mod memory;
 pub mod middleware;
 pub mod observer;
 pub mod outage;
+pub mod outbox;
 pub mod outcome;
 pub mod poller;
 pub mod processor;
@@ -237,6 +243,10 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
     if let Some(command) = cli.command.take() {
         return run_command(command, &cli);
     }
+    if let Some(refusal) = cli.outbox.refusal() {
+        eprintln!("gator-worker: {refusal}");
+        return ExitCode::FAILURE;
+    }
     let metrics_bind = cli.metrics_bind;
     let worker = match configure(WorkerBuilder::from_config(cli.into_config()))
         .install_default_client()
@@ -274,6 +284,15 @@ pub fn main_with(configure: impl FnOnce(WorkerBuilder) -> WorkerBuilder) -> Exit
 /// Runs an admin subcommand instead of the worker.
 #[cfg(feature = "cli")]
 fn run_command(command: config::Command, cli: &Cli) -> ExitCode {
+    // `--outbox` is global: it reaches the outbox subcommands through the top-level flags.
+    #[cfg(feature = "postgres")]
+    let command = match command {
+        cli::AdminCommand::Outbox(mut args) => {
+            args.database = cli.outbox.database.clone();
+            cli::AdminCommand::Outbox(args)
+        }
+        command => command,
+    };
     cli::main(
         command,
         &cli.redis_url,

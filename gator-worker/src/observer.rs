@@ -27,6 +27,9 @@
 //!
 //! With them, the autoscaling gauges of [`crate::scaling_gauges`] (`gator_queue_backlog`,
 //! `gator_queue_busy`, `gator_queue_capacity`, `gator_queue_suggested_workers`, …).
+//! With `--outbox` (the `postgres` feature), the outbox relay's own series, described (with
+//! their help text) in `outbox/relay.rs`: `gator_outbox_waiting`, `gator_outbox_dead`,
+//! `gator_outbox_lag_seconds`, `gator_outbox_rows_per_second`, `gator_outbox_relayed_total`.
 
 use crate::clock::RedisClock;
 use crate::door::Counts;

@@ -81,6 +81,13 @@ fn own_flags(command: &Command, globals: bool) -> BTreeMap<String, Said> {
         .collect()
 }
 
+/// Whether a documented flag or command exists only with a feature this build lacks: the
+/// outbox's (`postgres`). Without it, `--outbox` is still read, hidden, to be refused.
+fn not_built(name: &str) -> bool {
+    cfg!(not(feature = "postgres"))
+        && (name.starts_with("--outbox") || name.starts_with("gator-worker outbox"))
+}
+
 /// The keys of `these` that `those` lacks.
 fn absent<'a, V, W>(
     these: &'a BTreeMap<String, V>,
@@ -102,6 +109,8 @@ fn every_flag_of_the_worker_is_in_the_table_with_its_variable_and_default() {
         let flag = flag.unwrap_or_else(|| panic!("a row without a --flag: {row:?}"));
         documented.insert(flag, (row[1].clone(), row[2].clone()));
     }
+    documented.retain(|flag, _| !not_built(flag));
+    shown.retain(|flag, _| !not_built(flag));
     let missing = absent(&shown, &documented);
     let gone = absent(&documented, &shown);
     assert!(
@@ -149,6 +158,7 @@ fn every_subcommand_is_in_the_table_with_its_own_flags() {
         flags.sort();
         documented.insert(path, flags);
     }
+    documented.retain(|path, _| !not_built(path));
     for (path, (leaf, flags)) in &commands {
         let mut flags = flags.clone();
         flags.sort();

@@ -43,6 +43,7 @@ pub mod flow;
 mod history;
 pub mod journeys;
 pub mod limiters;
+mod outbox;
 mod overview;
 pub mod preview;
 mod processes;

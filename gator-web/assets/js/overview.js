@@ -1,5 +1,6 @@
 // Overview: the totals, a chart of processed and failed (live from the totals' deltas, or the
-// per-minute history for the last hour, day or week), and the Redis server.
+// per-minute history for the last hour, day or week), the transactional outbox's relays when any
+// reported, and the Redis server.
 "use strict";
 (() => {
   const { el, fill, byId, num, bytes, duration } = G;
@@ -24,6 +25,22 @@
         ...(o.broken_keys || []).map((b) => ["Broken key", `${b.key} ${b.reason}: read as empty until it is deleted or repaired with redis-cli`]),
       ].map(([k, v]) => [el("dt", { text: k }), el("dd", { text: v })]),
     );
+  }
+
+  // One row per relay that reported in the last minute; the panel shows only when one did.
+  function showOutbox(outbox) {
+    const relays = outbox.relays || [];
+    byId("outbox-panel").hidden = relays.length === 0;
+    const rows = relays.map((r) => [
+      G.clip(r.relay, 48),
+      G.timeCell(r.at_ms, outbox.now_ms),
+      num(r.waiting),
+      el("span", { class: r.dead ? "bad" : "", text: num(r.dead) }),
+      duration(r.lag_ms),
+      r.rows_per_second.toFixed(1),
+      num(r.relayed),
+    ]);
+    fill(byId("outbox"), G.table(["Relay", "Reported", "Waiting", "Dead", "Lag", "Rows/s", "Relayed"], rows));
   }
 
   function recordLive(o) {
@@ -81,6 +98,7 @@
     const overview = await G.get("api/overview");
     showTotals(overview);
     recordLive(overview);
+    showOutbox(await G.get("api/outbox"));
     if (span === "live") {
       draw(live, "per 2 s, since this page opened");
     } else {

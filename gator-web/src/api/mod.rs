@@ -5,6 +5,7 @@ mod act;
 mod enqueue;
 mod find;
 mod job;
+mod outbox;
 mod position;
 mod read;
 mod scaling;
@@ -28,6 +29,7 @@ pub(crate) fn routes() -> Router<App> {
         .route("/api/queues/{queue}/clear", post(act::clear_queue))
         .route("/api/processes", get(read::processes))
         .route("/api/scaling", get(scaling::scaling))
+        .route("/api/outbox", get(outbox::outbox))
         .route("/api/sets/{set}", get(find::set))
         .route("/api/sets/{set}/retry", post(act::retry_selected))
         .route("/api/sets/{set}/delete", post(act::delete_selected))

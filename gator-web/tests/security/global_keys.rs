@@ -24,6 +24,7 @@ const GLOBAL_KEYS: &[(&str, &str)] = &[
     ("gator:{replies}:deadlines", "zset"),
     ("gator:{replies}:outbox", "list"),
     ("gator:{replies}:stats", "hash"),
+    ("gator:relays", "hash"),
 ];
 
 /// Writes `key` with a type it must not have: a string, or a list for a string key.
@@ -48,6 +49,7 @@ fn routes(jid: &str) -> Vec<(&'static str, String, &'static str)> {
         post("/api/queues/high/resume", ""),
         get("/api/processes"),
         get("/api/scaling"),
+        get("/api/outbox"),
         get("/api/sets/scheduled"),
         post("/api/sets/dead/retry", r#"{"all": true}"#),
         post("/api/sets/dead/delete", r#"{"jids": ["nope"]}"#),

@@ -58,6 +58,25 @@ pub enum AdminError {
         /// Its queue.
         queue: String,
     },
+    /// PostgreSQL refused or could not be reached (`outbox` commands).
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    Outbox(#[from] gator_outbox::Error),
+    /// An `outbox` command without a database.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "no outbox database: give --outbox postgres://user:password@host:5432/database, or set GATOR_OUTBOX_URL"
+    )]
+    NoOutboxDatabase,
+    /// The outbox's table is not in the database.
+    #[cfg(feature = "postgres")]
+    #[error(
+        "the outbox table does not exist in {database}: run `gator-worker outbox migrate` first"
+    )]
+    NoOutboxTable {
+        /// The database, without its password.
+        database: String,
+    },
     /// Writing to stdout failed.
     #[error("cannot write the output: {0}")]
     Output(#[from] std::io::Error),

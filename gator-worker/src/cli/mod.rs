@@ -12,6 +12,8 @@
 //! - [`shards`]: `shards [QUEUE [COUNT]]`;
 //! - [`fleet`]: `stats`, `queues` and `processes`;
 //! - [`scaling`]: `scaling`, the autoscaling signal;
+//! - `outbox` (the `postgres` feature): `outbox [migrate|dead|retry|discard]`, the
+//!   transactional outbox on PostgreSQL;
 //! - [`table`]: how they print (tables, JSON, ages and times); [`error`]: why one failed.
 
 pub mod cron;
@@ -20,6 +22,8 @@ pub mod fleet;
 pub mod job;
 pub mod jobs;
 pub mod limiter;
+#[cfg(feature = "postgres")]
+pub mod outbox;
 pub mod position;
 pub mod queue;
 pub mod queue_show;
@@ -181,6 +185,18 @@ pub enum AdminCommand {
         #[command(subcommand)]
         action: limiter::LimiterAction,
     },
+    /// The transactional outbox on PostgreSQL: status, migrate, dead, retry, discard.
+    #[cfg(feature = "postgres")]
+    #[command(
+        long_about = "The transactional outbox on PostgreSQL (the book's guide, \"Enqueue in a \
+        transaction\"), in the database of --outbox (GATOR_OUTBOX_URL): `outbox [--json]` shows \
+        the rows waiting for a relay, the dead ones and the lag, then what each relay reported \
+        in Redis in the last minute; `outbox migrate` applies the schema (safe to run again); \
+        `outbox dead [--limit N --offset N] [--json]` lists the rows Redis refused, with why; \
+        `outbox retry ID.. | --all` puts them back for the relays; `outbox discard ID..` deletes \
+        them for good."
+    )]
+    Outbox(outbox::OutboxCommand),
 }
 
 /// `--json`.
@@ -205,6 +221,14 @@ pub fn main(
         return ExitCode::FAILURE;
     };
     let result = runtime.block_on(async {
+        // Only the outbox's status reads Redis: `outbox migrate` must work before it exists.
+        #[cfg(feature = "postgres")]
+        let command = match command {
+            AdminCommand::Outbox(args) if !args.needs_redis() => {
+                return outbox::run(None, args, &mut std::io::stdout()).await;
+            }
+            command => command,
+        };
         let client = Client::builder(redis_url)
             .namespace(namespace)
             .tls(tls)
@@ -248,6 +272,8 @@ impl AdminCommand {
             AdminCommand::Scaling(args) => scaling::run(admin, args, out).await,
             AdminCommand::Jobs(args) => jobs::list(admin, args, out).await,
             AdminCommand::Enqueue(args) => jobs::enqueue(admin, args, out).await,
+            #[cfg(feature = "postgres")]
+            AdminCommand::Outbox(args) => outbox::run(Some(admin), args, out).await,
         }
     }
 }

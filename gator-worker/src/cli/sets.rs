@@ -9,7 +9,7 @@ use std::time::{Duration, UNIX_EPOCH};
 
 /// `list` cuts error messages and unparsed text to this many characters, so that every entry
 /// stays on one line.
-const MAX_TEXT_CHARS: usize = 120;
+pub(crate) const MAX_TEXT_CHARS: usize = 120;
 
 /// What `gator-worker dead` does.
 #[derive(Debug, Subcommand)]
@@ -315,7 +315,7 @@ fn entry_row(entry: &SetEntry) -> [String; 6] {
 
 /// `text` cut to [`MAX_TEXT_CHARS`] characters with a trailing `…`; escaped when the row is
 /// added ([`table::add_row`]), so that a line break shows as `\n` and the entry keeps one line.
-fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     match text.char_indices().nth(MAX_TEXT_CHARS) {
         Some((end, _)) => format!("{}…", &text[..end]),
         None => text.to_owned(),

@@ -8,12 +8,13 @@
 //! 3. recover the in-flight jobs of dead processes (and, with `--worker-id`, of this worker's
 //!    earlier processes) before fetching anything;
 //! 4. start the heartbeat, the recovery loop, the processors, the poller and the cron loop
-//!    (which publishes the periodic jobs declared in code).
+//!    (which publishes the periodic jobs declared in code), and with `--outbox` the outbox
+//!    relay ([`crate::outbox`]).
 //!
 //! Shutdown, in order:
 //! 1. the stop token is cancelled (SIGINT/SIGTERM, or the embedding program);
 //! 2. processors stop fetching (a job fetched at that moment stays in flight); the poller, the
-//!    cron loop and the recovery loop stop;
+//!    cron loop and the recovery loop stop, and the outbox relay once its batch is moved;
 //! 3. running jobs get up to `shutdown_timeout` to finish and settle; at that deadline their
 //!    contexts are cancelled (`ctx.cancelled()` resolves) and they get one more second;
 //! 4. the successes of jobs under flow control not written yet are written (or those jobs

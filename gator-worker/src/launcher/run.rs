@@ -46,6 +46,8 @@ impl Started {
         let deadline = CancellationToken::new();
         self.spawn_processors(&tracker, stop, &deadline, &cancels);
         self.spawn_loops(&tracker, stop);
+        #[cfg(feature = "postgres")]
+        self.spawn_outbox_relay(&tracker, stop);
         tracker.close();
         Running {
             tracker,
@@ -108,6 +110,19 @@ impl Started {
                 stopping: stop.clone(),
             };
             tracker.spawn(processor.run(stop.clone()));
+        }
+    }
+
+    /// The outbox relay, with `--outbox`: it stops with the processors, after its batch.
+    #[cfg(feature = "postgres")]
+    fn spawn_outbox_relay(&self, tracker: &TaskTracker, stop: &CancellationToken) {
+        if let Some(outbox) = &self.config.outbox {
+            tracker.spawn(crate::outbox::relay::run(
+                outbox.clone(),
+                self.client.clone(),
+                self.heartbeat.id.clone(),
+                stop.clone(),
+            ));
         }
     }
 
