@@ -23,12 +23,14 @@ use gator_core::store::{Presence, Recovery, Run};
 
 pub use gator_core::store::Recovery as PutBack;
 pub use gator_core::store::{
-    Ack, Acked, AdmitRequest, Admitted, Batch, BrokenKey, CANCEL_POLL, Counts, DEFAULT_KEEP,
-    DEFAULT_NAMESPACE, DEFAULT_RETENTION, DeadCap, Description, Done, Fetch, Fetched, FlowStatus,
-    Judged, Killed, LeaseState, MAX_ACKS, MAX_ADMIT_ACKS, MAX_BATCH, NextLook, Published,
-    SharedStart, StoredEntry, Upkeep, Verdict, WaitRecord, WindowInterval, retention_ms,
-    validate_queue,
+    Ack, Acked, AdmitRequest, Admitted, Batch, CANCEL_POLL, Counts, DEFAULT_KEEP,
+    DEFAULT_NAMESPACE, DEFAULT_RETENTION, DeadCap, Description, Done, Fetch, Fetched, Judged,
+    Killed, LeaseState, MAX_ACKS, MAX_ADMIT_ACKS, MAX_BATCH, NextLook, Published, SharedStart,
+    StoredEntry, Upkeep, Verdict, WaitRecord, WindowInterval, retention_ms, validate_queue,
 };
+/// What only the admin commands read (the `cli` feature).
+#[cfg(feature = "cli")]
+pub use gator_core::store::{BrokenKey, FlowStatus};
 
 /// A [`Fetch`] on the client's shared connection.
 pub fn fetch(client: &Client) -> Fetch<'_> {
