@@ -222,3 +222,33 @@ async fn a_row_relayed_twice_makes_one_job() {
     );
     assert_eq!(queued[0].jid, jid);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_row_with_flow_options_a_dispatch_would_refuse_goes_dead_alone() {
+    let (pg, redis) = (PostgresServer::start(), RedisServer::start());
+    let pool = pool(&pg).await;
+    let client = gator_tests::client(&redis.url()).await;
+    // Written by another producer: time windows that do not parse.
+    let bad = serde_json::json!({
+        "jid": "0191f6a0-0000-7000-8000-00000000bad1", "job": "ship", "args": ["x"],
+        "queue": "outbox_opts", "created_at": 1, "enqueued_at": 1,
+        "flow": {"windows": ["25:00-26:00"]}
+    });
+    sqlx::query("INSERT INTO gator_outbox (jid, queue, job, payload) VALUES ($1, $2, $3, $4)")
+        .bind("0191f6a0-0000-7000-8000-00000000bad1")
+        .bind("outbox_opts")
+        .bind("ship")
+        .bind(bad.to_string())
+        .execute(&pool)
+        .await
+        .unwrap();
+    let mut tx = pool.begin().await.unwrap();
+    let good = Ship::call("good".into()).enqueue_in(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let relayed = Relay::new(pool.clone(), client.clone()).drain().await;
+    assert_eq!(relayed.unwrap(), 1, "the bad row held back its batch");
+    let dead = gator::outbox::dead(&pool, 10, 0).await.unwrap();
+    assert_eq!(dead.len(), 1);
+    assert!(dead[0].reason.contains("25:00"), "{}", dead[0].reason);
+    assert_eq!(listed(&redis, "outbox_opts").await[0].jid, good);
+}

@@ -79,6 +79,12 @@ fn read(client: &Client, row: &Row) -> std::result::Result<(Encoded, Due), Strin
         .map_err(|e| format!("the payload is not a Gator job: {e}"))?;
     crate::store::keys::validate_stored_queue(&payload.queue).map_err(|e| e.to_string())?;
     crate::payload::limit::check(&payload, client.max_payload()).map_err(|e| e.to_string())?;
+    // A row another producer wrote may carry flow options a dispatch would have refused: one
+    // such row must not hold back its batch when it is placed.
+    if let Some(flow) = &payload.flow {
+        flow.validate().map_err(|e| e.to_string())?;
+        flow.parsed_windows().map_err(|e| e.to_string())?;
+    }
     let options: Options = match &row.options {
         Some(text) => serde_json::from_str(text)
             .map_err(|e| format!("the options are not the outbox's: {e}"))?,
