@@ -77,8 +77,17 @@ async fn start(pool: PgPool, client: Client) -> Result<(), Box<dyn std::error::E
 fn the_guide_shows_this_code() {
     let _ = (place_order, reindex, start);
     let here = include_str!("readme_outbox.rs");
-    let page = "docs/guide/outbox.md";
-    readme_check::assert_shows(page, "## Enqueue in the transaction", 1, here);
-    readme_check::assert_shows(page, "## Many jobs in one statement", 1, here);
-    readme_check::assert_shows(page, "## The relay", 1, here);
+    readme_check::assert_shows(
+        "docs/guide/outbox.md",
+        "## Enqueue in the transaction",
+        1,
+        here,
+    );
+    readme_check::assert_shows(
+        "docs/guide/outbox.md",
+        "## Many jobs in one statement",
+        1,
+        here,
+    );
+    readme_check::assert_shows("docs/guide/outbox.md", "## The relay", 1, here);
 }
