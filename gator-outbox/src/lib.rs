@@ -3,11 +3,14 @@
 //! `gator::outbox` with the `postgres` feature; the guide is "Enqueue in a transaction"
 //! (`docs/guide/outbox.md`).
 //!
+//! In an app, through `gator` (here by this crate's own names, `gator_outbox` for
+//! `gator::outbox`):
+//!
 //! ```no_run
-//! # #[gator::job] async fn send_email(to: String) -> Result<(), gator::Error> { Ok(()) }
-//! use gator::outbox::{EnqueueIn, sqlx};
+//! # #[gator_core::job] async fn send_email(to: String) -> Result<(), gator_core::JobError> { let _ = to; Ok(()) }
+//! use gator_outbox::{EnqueueIn, sqlx};
 //! # async fn run(pool: sqlx::PgPool) -> Result<(), Box<dyn std::error::Error>> {
-//! gator::outbox::migrate(&pool).await?;
+//! gator_outbox::migrate(&pool).await?;
 //! let mut tx = pool.begin().await?;
 //! // ... the application's own writes ...
 //! let jid = SendEmail::call("ada@example.com".into()).enqueue_in(&mut *tx).await?;
