@@ -51,20 +51,8 @@ pub(crate) async fn push_unique(
     when: Option<When>,
     guard: Duration,
 ) -> Result<Option<Dispatched>> {
-    let mut invocation = scripts::UNIQUE_DISPATCH.key(keys.queue(&payload.queue));
-    invocation
-        .key(keys.scheduled(&payload.queue))
-        .key(keys.relayed(&payload.queue, &payload.jid));
-    match when {
-        None => invocation.arg("now").arg(0),
-        Some(When::At(ms)) => invocation.arg("at").arg(ms),
-        Some(When::In(delay)) => invocation.arg("in").arg(millis(delay)),
-    };
-    let (jid, duplicate, _due): (String, u8, u64) = invocation
-        .arg(payload.to_json())
-        .arg(millis(guard))
-        .invoke_async(conn)
-        .await?;
+    let (jid, duplicate, _due) =
+        super::unique::invoke(conn, keys, payload, when, Some(guard)).await?;
     Ok(match duplicate {
         0 => Some(Dispatched::New(jid)),
         1 => Some(Dispatched::Duplicate(jid)),

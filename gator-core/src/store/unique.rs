@@ -27,21 +27,40 @@ pub async fn dispatch(
     payload: &Payload,
     when: Option<When>,
 ) -> Result<(Dispatched, Option<u64>)> {
-    let mut invocation = scripts::UNIQUE_DISPATCH.key(keys.queue(&payload.queue));
-    invocation.key(keys.scheduled(&payload.queue));
-    match when {
-        None => invocation.arg("now").arg(0),
-        Some(When::At(ms)) => invocation.arg("at").arg(ms),
-        Some(When::In(delay)) => invocation.arg("in").arg(millis(delay)),
-    };
-    let (jid, duplicate, due): (String, u8, u64) =
-        invocation.arg(payload.to_json()).invoke_async(conn).await?;
+    let (jid, duplicate, due) = invoke(conn, keys, payload, when, None).await?;
     let dispatched = if duplicate == 1 {
         Dispatched::Duplicate(jid)
     } else {
         Dispatched::New(jid)
     };
     Ok((dispatched, (due > 0).then_some(due)))
+}
+
+/// `unique_dispatch.lua` for `payload` due `when`, with the outbox relay's guard kept `guard`
+/// if given (`store/relayed.rs`): its reply, `(jid, 0 new | 1 duplicate | 2 relayed before,
+/// due ms or 0)`.
+pub(crate) async fn invoke(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    payload: &Payload,
+    when: Option<When>,
+    guard: Option<std::time::Duration>,
+) -> Result<(String, u8, u64)> {
+    let mut invocation = scripts::UNIQUE_DISPATCH.key(keys.queue(&payload.queue));
+    invocation.key(keys.scheduled(&payload.queue));
+    if guard.is_some() {
+        invocation.key(keys.relayed(&payload.queue, &payload.jid));
+    }
+    match when {
+        None => invocation.arg("now").arg(0),
+        Some(When::At(ms)) => invocation.arg("at").arg(ms),
+        Some(When::In(delay)) => invocation.arg("in").arg(millis(delay)),
+    };
+    invocation.arg(payload.to_json());
+    if let Some(guard) = guard {
+        invocation.arg(millis(guard));
+    }
+    Ok(invocation.invoke_async(conn).await?)
 }
 
 /// Releases the lock of `job` (a payload with `unique.until = "start"`) as it starts, if the
