@@ -1,6 +1,7 @@
 //! The enqueue modes: `single`, `bulk`, `concurrent`, and `latency-enqueue` (the producer half
 //! of the latency run).
 
+use crate::cpu::Sample;
 use crate::measure::{now_us, report};
 use crate::modes::{BATCH, Noop, client, concurrency, job, progress, queues};
 use std::time::{Duration, Instant};
@@ -10,14 +11,21 @@ pub(crate) async fn enqueue_rate(
     n: usize,
     work: impl Future<Output = anyhow::Result<()>>,
 ) -> anyhow::Result<()> {
-    client().await?;
+    let client = client().await?;
+    let cluster = client.is_cluster();
+    let before = Sample::take(&mut client.connection(), cluster).await;
     let t0 = Instant::now();
     work.await?;
     let secs = t0.elapsed().as_secs_f64();
+    let cpu = before.per_job(&Sample::take(&mut client.connection(), cluster).await, n);
     let rate = n as f64 / secs;
+    let cpu_fields = cpu.json_fields();
     report(
-        format!(r#"{{"phase":"{mode}","n":{n},"secs":{secs:.4},"rate":{rate:.1}}}"#),
-        format!("{mode}: {n} jobs in {secs:.3} s = {rate:.0} jobs/s"),
+        format!(r#"{{"phase":"{mode}","n":{n},"secs":{secs:.4},"rate":{rate:.1},{cpu_fields}}}"#),
+        format!(
+            "{mode}: {n} jobs in {secs:.3} s = {rate:.0} jobs/s; {}",
+            cpu.summary()
+        ),
     );
     Ok(())
 }

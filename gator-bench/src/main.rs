@@ -28,6 +28,7 @@
 //! every reply must also wake that thread, two context switches per awaited dispatch
 //! instead of one (`perf stat -e context-switches`).
 
+mod cpu;
 mod enqueue;
 mod fanin;
 mod floor;

@@ -2,6 +2,7 @@
 //! control that never binds), `latency-worker`, `backlog`. Each runs the worker at
 //! [`concurrency`] and says so in its `RESULT` line.
 
+use crate::cpu::Sample;
 use crate::enqueue::bulk;
 use crate::measure::{peak_rss_mib, percentile_ms, report};
 use crate::modes::{
@@ -15,17 +16,23 @@ use std::time::{Duration, Instant};
 pub(crate) async fn process(n: usize) -> anyhow::Result<()> {
     bulk(n).await?; // untimed: the backlog the worker starts on
     reset_counters(n);
+    let client = client().await?;
+    let cluster = client.is_cluster();
+    let before = Sample::take(&mut client.connection(), cluster).await;
     let t0 = Instant::now();
     let worker = start_worker();
     let end = wait_for_jobs(n, "process").await;
+    let cpu = before.per_job(&Sample::take(&mut client.connection(), cluster).await, n);
     let secs = end.duration_since(t0).as_secs_f64();
     let (rate, rss, conc) = (n as f64 / secs, peak_rss_mib(), concurrency());
+    let cpu_fields = cpu.json_fields();
     report(
         format!(
-            r#"{{"phase":"process","n":{n},"secs":{secs:.4},"rate":{rate:.1},"rss_mib":{rss:.1},"concurrency":{conc}}}"#
+            r#"{{"phase":"process","n":{n},"secs":{secs:.4},"rate":{rate:.1},"rss_mib":{rss:.1},"concurrency":{conc},{cpu_fields}}}"#
         ),
         format!(
-            "process: {n} jobs in {secs:.3} s = {rate:.0} jobs/s at concurrency {conc}; peak RSS {rss:.1} MiB"
+            "process: {n} jobs in {secs:.3} s = {rate:.0} jobs/s at concurrency {conc}; peak RSS {rss:.1} MiB; {}",
+            cpu.summary()
         ),
     );
     worker.stop().await
