@@ -230,3 +230,73 @@ async fn finished_records_in_buckets_end_after_the_retention() {
     assert!(after.iter().all(|s| *s == JobStatus::Unknown), "{after:?}");
     assert_eq!(redis.cli(&["LLEN", "gator:{qm}:finished"]), "0");
 }
+
+/// The trim reads and deletes in bulk, and still deletes only what says finished: of 2,500
+/// `done` records trimmed to 100 (three calls of the script), a jid whose copy runs again
+/// (its `running` key) and one queued again (its mark back in the bucket) keep their records;
+/// then, past the retention, the rest go too, and only those two remain.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_trim_deletes_in_bulk_only_the_records_that_still_say_finished() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let jids = client
+        .dispatch_many((0..2_500).map(Noted::call))
+        .await
+        .unwrap();
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    config.queues = "qm".parse().unwrap();
+    config.concurrency = 4;
+    config.retention = Duration::from_secs(24 * 3600);
+    config.finished_max_jobs = 100_000;
+    let worker = TestWorker::start_with(config);
+    wait_until("every job done", Duration::from_secs(30), || async {
+        redis.cli(&["LLEN", "gator:{qm}:finished"]) == "2500"
+    })
+    .await;
+    worker.stop().await;
+    // Two of the oldest: one running again (a recovered copy), one queued again.
+    let (again, requeued) = (&jids[0], &jids[1]);
+    let running = format!("running {} 2 another-process", 1_700_000_000_000u64);
+    redis.cli(&["SET", &format!("gator:{{qm}}:job:{again}"), &running]);
+    let (bucket, field) = gator_core::wire::jid::mark_of(requeued).unwrap();
+    redis.cli(&["HSET", &format!("gator:{{qm}}:queued:{bucket}"), field, ""]);
+
+    let day = Duration::from_secs(24 * 3600);
+    let mut upkeep = gator_core::store::Upkeep::new(client.connection(), client.keys());
+    assert_eq!(upkeep.trim_finished("qm", 100, day).await.unwrap(), 2_400);
+    assert_eq!(redis.cli(&["LLEN", "gator:{qm}:finished"]), "100");
+    let after = statuses(&client, &jids).await;
+    assert!(
+        matches!(after[0], JobStatus::Running { .. }),
+        "{:?}",
+        after[0]
+    );
+    assert_eq!(after[1], JobStatus::Queued);
+    let done = after.iter().filter(|s| matches!(s, JobStatus::Done { .. }));
+    assert_eq!(done.count(), 100, "the newest 100 read done");
+    let unknown = after.iter().filter(|s| **s == JobStatus::Unknown);
+    assert_eq!(unknown.count(), 2_398, "the other records deleted");
+    // The first job's `done` stays under its running record, and the second's mark.
+    assert_eq!(bucket_fields(&redis), 102);
+
+    assert_eq!(
+        upkeep
+            .trim_finished("qm", 10_000, Duration::ZERO)
+            .await
+            .unwrap(),
+        100
+    );
+    assert_eq!(redis.cli(&["LLEN", "gator:{qm}:finished"]), "0");
+    assert_eq!(
+        bucket_fields(&redis),
+        2,
+        "the done record under the running one, the mark"
+    );
+    let after = statuses(&client, &jids[..2]).await;
+    assert!(
+        matches!(after[0], JobStatus::Running { .. }),
+        "{:?}",
+        after[0]
+    );
+    assert_eq!(after[1], JobStatus::Queued);
+}
