@@ -73,18 +73,22 @@ pub async fn ack_and_take(
     let take = take.min(MAX_TAKE);
     // A job stored aside loses its side key only if it was still in flight, which a MULTI
     // cannot test: such a batch settles by script (`payload::aside`; never on the plain path).
+    // Every call of the script is boxed: its future would make every success's settle larger,
+    // and each success copies it along.
     if acks
         .iter()
         .any(|ack| crate::payload::aside::marked(&ack.job.raw))
     {
-        return ack_by_script(conn, keys, acks, take).await;
+        return Box::pin(ack_by_script(conn, keys, acks, take)).await;
     }
     let pipe = ack_pipeline(keys, acks, take);
     let replies: Vec<redis::Value> = match pipe.query_async(conn).await {
         Ok(replies) => replies,
         // At maxmemory Redis aborts the whole MULTI for its SETs: settle with the script,
         // which may still write.
-        Err(e) if is_out_of_memory(&e) => return ack_by_script(conn, keys, acks, take).await,
+        Err(e) if is_out_of_memory(&e) => {
+            return Box::pin(ack_by_script(conn, keys, acks, take)).await;
+        }
         // The queue became controlled (its list key is the `controlled` marker): the LREMs
         // ran in the MULTI, the LMOVEs found no list. Nothing taken; the worker learns of the
         // control at its next fetch.

@@ -112,7 +112,8 @@ impl Settler {
             let queue = &batch[0].fetched.queue;
             super::not_in_flight(self.fetcher.leases(), queue, gone);
             // Presumed dead and recovered: index the list the jobs just taken sit in.
-            if let Err(e) = self.fetcher.leases().acquire(queue).await {
+            // Boxed: a rare path, whose future would weigh on every batch's.
+            if let Err(e) = Box::pin(self.fetcher.leases().acquire(queue)).await {
                 warn!(queue = %queue, error = %e, "could not renew the lease after a recovery");
             }
         }

@@ -109,7 +109,8 @@ impl Settler {
             return self.write(job.fetched, &outcome, Some(job.slot)).await;
         };
         if job.fetched.admitted {
-            return self.ack_admitted(job, &done, stop).await;
+            // Boxed for the same reason: the admission's call is a large future.
+            return Box::pin(self.ack_admitted(job, &done, stop)).await;
         }
         match self.ack_and_next(job, &done, stop).await {
             Ok(next) => next,
@@ -127,14 +128,16 @@ impl Settler {
     /// first try is sent. The next fetch starts afresh.
     async fn write(&self, fetched: Fetched, outcome: &Outcome, slot: Option<Slot>) -> Next {
         let (outage, leases) = (self.fetcher.outage(), self.fetcher.leases());
-        write::write(
+        // Boxed: the scripts' writes make a future of kilobytes, which every success's settle
+        // would otherwise carry, and copy, though it never writes by script.
+        Box::pin(write::write(
             &self.client,
             &fetched,
             outcome,
             self.kept,
             slot,
             (outage, leases),
-        )
+        ))
         .await;
         if let Outcome::Retry { delay, .. } | Outcome::Reschedule { delay } = outcome {
             self.alarm.ring_in(*delay);
