@@ -29,6 +29,9 @@ pub enum Outcome {
         /// Whether it is a unique job whose lock lasts until its success
         /// (`gator_core::unique`): its success is settled by a script that releases the lock.
         unique_lock: bool,
+        /// Whether its start wrote a record in its key (a job with a deadline is recorded
+        /// `running` as it is judged in time), which its success must delete ([`Done::keyed`]).
+        keyed: bool,
     },
     /// It failed and runs again `delay` from now (on Redis's clock); the payload records the
     /// failure.
@@ -118,12 +121,14 @@ impl Outcome {
                 result,
                 attempts,
                 at_ms,
+                keyed,
                 ..
             } => Some(Done {
                 result: result.as_deref(),
                 attempts: *attempts,
                 at_ms: *at_ms,
                 retention,
+                keyed: *keyed,
             }),
             _ => None,
         }

@@ -195,6 +195,7 @@ async fn acking_a_step_twice_enqueues_the_next_step_once() {
         attempts: 1,
         at_ms: 0,
         retention: Duration::from_secs(60),
+        keyed: false,
     };
     assert!(settle.ack(&job, &done, Some(link.as_str())).await.unwrap());
     assert!(

@@ -618,6 +618,7 @@ async fn counts_a_worker_could_not_write_while_redis_was_away_are_written_once_i
         attempts: 1,
         at_ms: 0,
         unique_lock: false,
+        keyed: false,
     };
     for _ in 0..3 {
         observer.finished("default", "count_run", &done(), None);

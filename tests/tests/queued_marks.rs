@@ -300,3 +300,88 @@ async fn the_trim_deletes_in_bulk_only_the_records_that_still_say_finished() {
     );
     assert_eq!(after[1], JobStatus::Queued);
 }
+
+/// A job queued again by a script (promoted when due, recovered, put back) is recorded queued
+/// by its mark too, as a plain dispatch records it: no key each while it waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_promoted_when_due_are_recorded_queued_by_their_marks() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let mut jids = Vec::new();
+    for n in 0..40 {
+        let soon = Noted::call(n).after(Duration::from_millis(50));
+        jids.push(soon.through(&client).dispatch().await.unwrap());
+    }
+    assert_eq!(
+        keys(&redis, "gator:{qm}:job:*").len(),
+        40,
+        "scheduled: a key each"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut upkeep = gator_core::store::Upkeep::new(client.connection(), client.keys());
+    upkeep.promote_due("qm").await.unwrap();
+    assert_eq!(redis.cli(&["LLEN", "gator:{qm}:queue"]), "40");
+    assert!(
+        keys(&redis, "gator:{qm}:job:*").is_empty(),
+        "queued again by their marks, their scheduled records gone"
+    );
+    assert!(
+        statuses(&client, &jids)
+            .await
+            .iter()
+            .all(|s| *s == JobStatus::Queued),
+        "every job reads queued"
+    );
+}
+
+/// A job with a deadline is recorded running as it is judged in time at its start (a key):
+/// its success deletes that record, where a plain success deletes nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_success_deletes_the_running_record_its_deadline_wrote() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let jobs = (0..20).map(|n| Noted::call(n).expires_in(Duration::from_secs(3600)));
+    let jids = client.dispatch_many(jobs).await.unwrap();
+    let worker = TestWorker::start(&redis.url(), Some("qm"), 4);
+    wait_until("every job done", Duration::from_secs(10), || async {
+        statuses(&client, &jids)
+            .await
+            .iter()
+            .all(|s| matches!(s, JobStatus::Done { .. }))
+    })
+    .await;
+    worker.stop().await;
+    assert!(keys(&redis, "gator:{qm}:job:*").is_empty());
+}
+
+/// A worker of the release before kept a `queued` record in a key; a success of this one
+/// leaves it beside the `done` record in the bucket. The job reads done, and the trim takes
+/// both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queued_key_left_by_an_earlier_release_reads_done_and_is_trimmed() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let jids = client.dispatch_many((0..3).map(Noted::call)).await.unwrap();
+    let worker = TestWorker::start(&redis.url(), Some("qm"), 4);
+    wait_until("every job done", Duration::from_secs(10), || async {
+        redis.cli(&["LLEN", "gator:{qm}:finished"]) == "3"
+    })
+    .await;
+    worker.stop().await;
+    redis.cli(&["SET", &format!("gator:{{qm}}:job:{}", jids[0]), "queued"]);
+    let first = client.status(&jids[0]).await.unwrap();
+    assert!(matches!(first, JobStatus::Done { .. }), "{first:?}");
+    let mut upkeep = gator_core::store::Upkeep::new(client.connection(), client.keys());
+    assert_eq!(
+        upkeep
+            .trim_finished("qm", 0, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        3
+    );
+    assert!(
+        keys(&redis, "gator:{qm}:job:*").is_empty(),
+        "the stale key gone"
+    );
+    assert_eq!(bucket_fields(&redis), 0);
+}

@@ -56,6 +56,7 @@ fn done(result: &str) -> Done<'_> {
         attempts: 1,
         at_ms: 0,
         retention: RETENTION,
+        keyed: false,
     }
 }
 

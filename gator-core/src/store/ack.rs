@@ -25,6 +25,8 @@ pub struct Ack<'a> {
     pub record: &'a str,
     /// How long the record (and the result) is kept.
     pub retention: std::time::Duration,
+    /// Whether the job's key may hold a record to delete ([`Done::keyed`]).
+    pub keyed: bool,
 }
 
 impl<'a> Ack<'a> {
@@ -34,6 +36,7 @@ impl<'a> Ack<'a> {
             job,
             record,
             retention: done.retention,
+            keyed: done.keyed,
         }
     }
 }
@@ -120,8 +123,8 @@ fn taken_job(beside: &Fetched, raw: Vec<u8>) -> Fetched {
 }
 
 /// The `MULTI` of [`ack_and_take`]: an `LREM` of each job, its `done` record (an `HSET` in its
-/// bucket and a `DEL` of its key, or a `SET` for a jid that names no bucket), one `LPUSH` of
-/// every jid to the finished list, `take` `LMOVE`s.
+/// bucket, and a `DEL` of its key only if it may hold one, or a `SET` for a jid that names no
+/// bucket), one `LPUSH` of every jid to the finished list, `take` `LMOVE`s.
 fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     let first = acks[0].job;
     let inflight = keys.inflight(&first.queue, &first.process);
@@ -142,8 +145,9 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
         };
         // A jid that names a bucket (`wire::jid`) has its record there, where its queued mark
         // was: a field rewritten, where a key with an expiry cost Redis three times as much.
-        // An earlier state's key record goes, since a reader looks at the key first.
-        let record = keys.job(&first.queue, &jid);
+        // Such a jid has a key record in flight only if this attempt wrote one (`keyed`): every
+        // `queued` record of it is its mark (the prelude's `set_status`), and every other
+        // state takes it out of flight. A reader looks at the key first, so that one goes.
         match keys.queued_mark(&first.queue, &jid) {
             Some((bucket, field)) => {
                 pipe.cmd("HSET")
@@ -151,12 +155,14 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
                     .arg(field)
                     .arg(ack.record)
                     .ignore();
-                pipe.cmd("DEL").arg(record).ignore();
+                if ack.keyed {
+                    pipe.cmd("DEL").arg(keys.job(&first.queue, &jid)).ignore();
+                }
             }
             None => {
                 let px = super::status::retention_ms(ack.retention);
                 pipe.cmd("SET")
-                    .arg(record)
+                    .arg(keys.job(&first.queue, &jid))
                     .arg(ack.record)
                     .arg("PX")
                     .arg(px)

@@ -71,7 +71,7 @@ impl Processor {
         }
         let duration_ms = outcome::elapsed_ms(attempt.started);
         info!(duration_ms, outcome = "done", "job finished");
-        Ok(self.done(doc, result))
+        Ok(self.done(doc, result, attempt.started.elapsed()))
     }
 
     /// What an attempt that did not succeed comes to: interrupted, if the worker's shutdown
@@ -103,8 +103,14 @@ impl Processor {
         Early::Failed(Failure::Run(error), policy)
     }
 
-    /// The outcome of a success: what it returned, and its chain's or workflow's hand-off.
-    pub(super) fn done(&self, doc: &PayloadDocument<'_>, result: Option<String>) -> Outcome {
+    /// The outcome of a success that took `ran` (on this host's monotonic clock, from before
+    /// its body started): what it returned, and its chain's or workflow's hand-off.
+    pub(super) fn done(
+        &self,
+        doc: &PayloadDocument<'_>,
+        result: Option<String>,
+        ran: Duration,
+    ) -> Outcome {
         Outcome::Done {
             handoff: crate::door::handoff_on_success(
                 doc,
@@ -115,6 +121,10 @@ impl Processor {
             attempts: doc.attempt().saturating_add(1),
             at_ms: self.clock.now_ms(),
             unique_lock: doc.unique_until() == Some(UniqueUntil::Success),
+            // Recorded running: as it was judged in time at its start (a job with a deadline,
+            // `gate`), or once it had run a while (`run`; measured from before its body
+            // started, so never short of the body's own time).
+            keyed: doc.expires_at_ms().is_some() || ran >= super::MARK_RUNNING_AFTER,
         }
     }
 

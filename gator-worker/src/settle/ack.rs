@@ -35,7 +35,7 @@ impl Settler {
         let take = !stop.is_cancelled()
             && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue))
             && !self.fetcher.order().passing().passes(&fetched.queue);
-        let mut member = Member::new(fetched, done.record(), done.retention);
+        let mut member = Member::new(fetched, done);
         match slot.into_own() {
             // Only its own slot: another processor's free slot would make its next job follow
             // this draw, not its own, and tilt the weights toward the queue in hand.

@@ -10,7 +10,7 @@
 //! flight, and they run again.
 
 use super::Settler;
-use super::{Ack, Acked, Fetched, MAX_ACKS};
+use super::{Ack, Acked, Done, Fetched, MAX_ACKS};
 use crate::fetcher::{Job, Slot};
 use crate::gather::{Gathers, Joined};
 use std::sync::Arc;
@@ -28,6 +28,8 @@ pub(super) struct Member {
     /// Its status record (`Done::record`) and how long it is kept.
     pub record: String,
     pub retention: Duration,
+    /// Whether its key may hold a record to delete (`Done::keyed`).
+    pub keyed: bool,
     /// Its processor's own slot, when it wants its next job from this list.
     pub own: Option<OwnedSemaphorePermit>,
     /// A slot given back once the call is sent (see `write::sent_then`): its own, or one a
@@ -44,12 +46,13 @@ pub(super) struct Answer {
 }
 
 impl Member {
-    /// `fetched`'s success, recording `record` for `retention`.
-    pub fn new(fetched: Fetched, record: String, retention: Duration) -> Member {
+    /// `fetched`'s success, recording `done`'s record for its retention.
+    pub fn new(fetched: Fetched, done: &Done<'_>) -> Member {
         Member {
             fetched,
-            record,
-            retention,
+            record: done.record(),
+            retention: done.retention,
+            keyed: done.keyed,
             own: None,
             spare: None,
         }
@@ -85,6 +88,7 @@ impl Settler {
                 job: &m.fetched,
                 record: &m.record,
                 retention: m.retention,
+                keyed: m.keyed,
             })
             .collect();
         let seen = self.fetcher.order().passing().generation();

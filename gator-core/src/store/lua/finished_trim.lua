@@ -26,9 +26,11 @@ local PEEK = 100
 
 -- What each of `jids`' record is: `found.where[i]` ('key' or 'bucket', nil if neither holds
 -- one) and `found.record[i]`, the key's record first, else the bucket's field; with the key,
--- the bucket and the field each jid names, for `forget`.
+-- the bucket and the field each jid names, for `forget`. A `queued` key beside a finished
+-- record in the bucket is an earlier release's, left stale (`found.stale[i]`): the bucket's
+-- record counts, and both go.
 local function records_of(jids)
-  local found = { where = {}, record = {}, key = {}, bucket = {}, field = {} }
+  local found = { where = {}, record = {}, key = {}, bucket = {}, field = {}, stale = {} }
   local keys, buckets, fields = found.key, found.bucket, found.field
   for i = 1, #jids do
     keys[i] = qkey(prefix, 'job', jids[i])
@@ -38,7 +40,9 @@ local function records_of(jids)
   -- The jids without a key record, by bucket, in order of first appearance.
   local asked, order = {}, {}
   for i = 1, #jids do
-    if values[i] then
+    -- A `queued` key is an earlier release's (its `queued` records were keys); if the
+    -- bucket holds a finished record, a success of this release left the key: stale.
+    if values[i] and not (values[i] == 'queued' and buckets[i]) then
       found.where[i], found.record[i] = 'key', values[i]
     elseif buckets[i] then
       local bucket = buckets[i]
@@ -53,8 +57,12 @@ local function records_of(jids)
     local records = redis.call('HMGET', bucket, unpack(names))
     for n = 1, #ask do
       -- '' is a queued mark: no record of this job's finish.
-      local record = records[n]
-      if record and record ~= '' then found.where[ask[n]], found.record[ask[n]] = 'bucket', record end
+      local record, i = records[n], ask[n]
+      if record and record ~= '' then
+        found.where[i], found.record[i], found.stale[i] = 'bucket', record, values[i] ~= false
+      elseif values[i] then
+        found.where[i], found.record[i] = 'key', values[i]
+      end
     end
   end
   return found
@@ -72,6 +80,8 @@ local function forget(found, last)
         keys[#keys + 1] = found.key[i]
       else
         local bucket = found.bucket[i]
+        -- The stale `queued` key beside it goes too.
+        if found.stale[i] then keys[#keys + 1] = found.key[i] end
         if not fields[bucket] then fields[bucket] = {} order[#order + 1] = bucket end
         local names = fields[bucket]
         names[#names + 1] = found.field[i]

@@ -18,7 +18,8 @@
 --                        `Client::status` reads. A payload without a jid has no record. The
 --                        job's queued mark, if any, goes in the same step (unmark). A `done`
 --                        record of a jid that names a bucket goes in the bucket instead
---                        (set_done): a field rewritten, not a key created.
+--                        (set_done): a field rewritten, not a key created; a `queued` one is
+--                        the job's mark (set_queued), its key record deleted.
 -- set_done(prefix, jid, value)
 --                        a `done` record in field `ss` of the job's bucket
 --                        (`<prefix>queued:<bucket>`, where its queued mark was), its key
@@ -101,10 +102,20 @@ local function set_done(prefix, jid, value)
   kept_finished(prefix, jid, value)
   return true
 end
+-- A `queued` record of a jid that names a bucket is its mark, as the plain dispatch writes
+-- it: no key a job, and a job in flight never has a key record its success must delete.
+local function set_queued(prefix, jid)
+  local bucket, field = bucket_of(prefix, jid)
+  if not bucket then return false end
+  redis.call('HSET', bucket, field, '')
+  redis.call('DEL', qkey(prefix, 'job', jid))
+  return true
+end
 local function set_status(prefix, payload, value, ttl)
   local jid = jid_of(payload)
   if not jid then return end
   if ttl and string.sub(value, 1, 5) == 'done ' and set_done(prefix, jid, value) then return end
+  if not ttl and value == 'queued' and set_queued(prefix, jid) then return end
   unmark(prefix, jid)
   if ttl then kept_finished(prefix, jid, value) end
   if ttl then

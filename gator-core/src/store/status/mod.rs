@@ -262,6 +262,10 @@ pub struct Done<'a> {
     pub at_ms: u64,
     /// How long the record (and the result) is kept.
     pub retention: Duration,
+    /// Whether the job's key may hold an earlier record of this attempt (a job with a deadline
+    /// is recorded `running` as it starts): its success deletes it. Otherwise a jid that names
+    /// a bucket has no key record to delete: every `queued` record of one is its mark.
+    pub keyed: bool,
 }
 
 impl Done<'_> {
@@ -353,6 +357,7 @@ mod tests {
             attempts: 3,
             at_ms: 1_700_000_000_000,
             retention: DEFAULT_RETENTION,
+            keyed: false,
         };
         let record = Record::parse(&done(Some("{\"id\": 7}")).record());
         assert_eq!(

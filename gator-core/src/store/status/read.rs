@@ -91,6 +91,12 @@ fn answer(
         None => None,
     };
     Ok(match (text, field) {
+        // A `queued` key beside a finished record in the bucket: written by a worker of an
+        // earlier release or a producer in another language (their `queued` records are
+        // keys), and left by a success, which deletes no key. The job finished.
+        (Some(text), Some(field)) if text == "queued" && !field.is_empty() => {
+            Some(Record::parse(&field))
+        }
         (Some(text), _) => Some(Record::parse(&text)),
         (None, Some(field)) if field.is_empty() => Some(Record::parse("queued")),
         (None, Some(field)) => Some(Record::parse(&field)),
