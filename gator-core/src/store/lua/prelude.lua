@@ -26,6 +26,8 @@
 --                        record (an earlier state's) deleted, its jid on the finished list,
 --                        which store::finished trims by count and by age: a bucket's fields
 --                        do not expire. False for a jid that names no bucket.
+-- to_bucket(prefix, jid, value)   `value` in the job's bucket field and its key record deleted
+--                        (set_done's and set_queued's write); false for a jid naming no bucket.
 -- unmark(prefix, jid)    deletes the job's queued mark: field `ss` of the hash
 --                        `<prefix>queued:<bucket>` for a jid `tttttttt-tttt-7aaa-vbbb-bbbbbbbbbbss`
 --                        (bucket `aaa-vbbb-bbbbbbbbbb`; wire::jid), which the plain dispatch
@@ -94,22 +96,24 @@ local function kept_finished(prefix, jid, value)
     redis.call('LPUSH', qkey(prefix, 'finished'), jid)
   end
 end
-local function set_done(prefix, jid, value)
+-- `value` in the job's bucket field, its key record (an earlier state's) deleted; false for a
+-- jid that names no bucket.
+local function to_bucket(prefix, jid, value)
   local bucket, field = bucket_of(prefix, jid)
   if not bucket then return false end
   redis.call('HSET', bucket, field, value)
   redis.call('DEL', qkey(prefix, 'job', jid))
+  return true
+end
+local function set_done(prefix, jid, value)
+  if not to_bucket(prefix, jid, value) then return false end
   kept_finished(prefix, jid, value)
   return true
 end
 -- A `queued` record of a jid that names a bucket is its mark, as the plain dispatch writes
 -- it: no key a job, and a job in flight never has a key record its success must delete.
 local function set_queued(prefix, jid)
-  local bucket, field = bucket_of(prefix, jid)
-  if not bucket then return false end
-  redis.call('HSET', bucket, field, '')
-  redis.call('DEL', qkey(prefix, 'job', jid))
-  return true
+  return to_bucket(prefix, jid, '')
 end
 local function set_status(prefix, payload, value, ttl)
   local jid = jid_of(payload)
