@@ -29,8 +29,9 @@ pub enum Outcome {
         /// Whether it is a unique job whose lock lasts until its success
         /// (`gator_core::unique`): its success is settled by a script that releases the lock.
         unique_lock: bool,
-        /// Whether its start wrote a record in its key (a job with a deadline is recorded
-        /// `running` as it is judged in time), which its success must delete ([`Done::keyed`]).
+        /// Whether its attempt wrote a `running` record in its key (a job with a deadline as it
+        /// is judged in time, any job once it has run `MARK_RUNNING_AFTER`), which its success
+        /// must delete ([`Done::keyed`]).
         keyed: bool,
     },
     /// It failed and runs again `delay` from now (on Redis's clock); the payload records the

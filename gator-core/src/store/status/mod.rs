@@ -262,9 +262,10 @@ pub struct Done<'a> {
     pub at_ms: u64,
     /// How long the record (and the result) is kept.
     pub retention: Duration,
-    /// Whether the job's key may hold an earlier record of this attempt (a job with a deadline
-    /// is recorded `running` as it starts): its success deletes it. Otherwise a jid that names
-    /// a bucket has no key record to delete: every `queued` record of one is its mark.
+    /// Whether the job's key may hold an earlier record of this attempt (its `running` record:
+    /// a job with a deadline is recorded running as it starts, any job once it has run 100 ms):
+    /// its success deletes it. Otherwise a jid that names a bucket has no key record to
+    /// delete: every `queued` record of one is its mark.
     pub keyed: bool,
 }
 
