@@ -197,7 +197,7 @@ async fn a_timeout_cancels_a_sync_jobs_context_and_the_shutdown_deadline_an_asyn
     let back = redis.cli(&["LRANGE", "gator:{ctx-slow}:queue", "0", "-1"]);
     let payload: serde_json::Value = serde_json::from_str(&back).expect("one job back");
     assert_eq!(payload["jid"], waiting.as_str());
-    assert_eq!(payload["attempt"], 0, "{payload}");
+    assert_eq!(payload["attempt"].as_u64().unwrap_or(0), 0, "{payload}");
 }
 
 #[test]

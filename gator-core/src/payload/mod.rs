@@ -44,7 +44,13 @@ pub struct Payload {
     #[serde(deserialize_with = "lenient::ms")]
     pub enqueued_at: u64,
     /// How many attempts have failed so far (0 for a fresh job); the running attempt is this + 1.
-    #[serde(default, deserialize_with = "lenient::count")]
+    /// Not written while 0: the field is optional on the wire, and 12 bytes of every waiting
+    /// job's payload are 7 % of what Redis keeps for it.
+    #[serde(
+        default,
+        skip_serializing_if = "first_attempt",
+        deserialize_with = "lenient::count"
+    )]
     pub attempt: u32,
     /// The reason of the last failure, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -180,6 +186,11 @@ impl Payload {
     }
 }
 
+/// Whether no attempt has failed yet: the `attempt` field is left out (it reads back as 0).
+fn first_attempt(attempt: &u32) -> bool {
+    *attempt == 0
+}
+
 /// What a chain step knows of its chain: enough to enqueue the next step when it succeeds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChainLink {
@@ -242,6 +253,16 @@ mod tests {
     fn attempt_defaults_to_zero_for_hand_written_payloads() {
         let raw = r#"{"jid":"j","job":"x","args":[],"queue":"q","created_at":1,"enqueued_at":1}"#;
         assert_eq!(Payload::from_json(raw).expect("valid").attempt, 0);
+    }
+
+    #[test]
+    fn a_fresh_job_leaves_attempt_out_and_a_retried_one_writes_it() {
+        let mut p = Payload::new("x", "q", json!([]));
+        assert!(!p.to_json().contains("\"attempt\""), "{}", p.to_json());
+        p.attempt = 2;
+        let text = p.to_json();
+        assert!(text.contains(r#""attempt":2"#), "{text}");
+        assert_eq!(Payload::from_json(&text).expect("valid").attempt, 2);
     }
 
     #[test]
