@@ -1,7 +1,7 @@
 //! Scheduled jobs: they start close to their due time, and a fleet promotes each exactly once.
 
-use gator_core::job;
 use gator_core::payload::now_ms;
+use gator_core::{Admin, Cancellation, JobStatus, SetKind, job};
 use gator_tests::{
     RedisServer, TestWorker, WorkerProcess, client, spawn_worker_process, terminate, wait_until,
 };
@@ -16,6 +16,68 @@ async fn on_time(due_ms: u64) {
         .lock()
         .unwrap()
         .push(now_ms() as i64 - due_ms as i64);
+}
+
+#[job(queue = "later")]
+async fn later(_n: u64) {}
+
+/// A job scheduled for later keeps its record in a field of its bucket, not a key (see "Job
+/// status" in docs/wire-format.md): the record still leads every action by jid to the job,
+/// past the 500 first entries a job without a record is looked for among.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_scheduled_for_later_keep_no_key_and_every_action_finds_them() {
+    let redis = RedisServer::start();
+    let client = client(&redis.url()).await;
+    let admin = Admin::new(client.clone());
+    let mut jids = Vec::new();
+    for n in 0..520u64 {
+        let hours = Later::call(n).after(Duration::from_secs(3600 + n));
+        jids.push(hours.through(&client).dispatch().await.unwrap());
+    }
+    let keys = redis.cli(&["--scan", "--pattern", "gator:{later}:job:*"]);
+    assert_eq!(
+        keys.trim(),
+        "",
+        "no record key for a job scheduled for later"
+    );
+    let due = client.redis_time().await.unwrap() + 3_600_000 + 519_000;
+    match client.status(&jids[519]).await.unwrap() {
+        JobStatus::Scheduled { at } => {
+            let at = at.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64;
+            assert!(due.abs_diff(at) < 60_000, "due {at}, expected about {due}");
+        }
+        other => panic!("the last job reads {other:?}"),
+    }
+    let (run, cancel, delete) = (&jids[517], &jids[518], &jids[519]);
+    assert_eq!(client.cancel(cancel).await.unwrap(), Cancellation::Removed);
+    assert!(matches!(
+        client.status(cancel).await.unwrap(),
+        JobStatus::Cancelled { .. }
+    ));
+    let later = Some("later");
+    assert!(
+        admin
+            .delete_job(SetKind::Scheduled, later, delete)
+            .await
+            .unwrap()
+    );
+    assert_eq!(client.status(delete).await.unwrap(), JobStatus::Unknown);
+    assert!(admin.run_now(SetKind::Scheduled, later, run).await.unwrap());
+    assert_eq!(client.status(run).await.unwrap(), JobStatus::Queued);
+    let worker = TestWorker::start(&redis.url(), Some("later"), 2);
+    wait_until("the job run now", Duration::from_secs(10), || async {
+        matches!(client.status(run).await.unwrap(), JobStatus::Done { .. })
+    })
+    .await;
+    worker.stop().await;
+    assert_eq!(
+        redis.cli(&["ZCARD", "gator:{later}:scheduled"]).trim(),
+        "517"
+    );
+    assert!(matches!(
+        client.status(&jids[0]).await.unwrap(),
+        JobStatus::Scheduled { .. }
+    ));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

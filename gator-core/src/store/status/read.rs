@@ -1,6 +1,6 @@
 //! Reading status records: the record's key, else the job's field in its bucket (see
-//! `wire::jid`): `''` while it is queued, its `done` record once it succeeded. One pipeline per
-//! call.
+//! `wire::jid`): `''` while it is queued, its `scheduled` record while it waits for later, its
+//! `done` record once it succeeded. One pipeline per call.
 
 use super::Record;
 use crate::error::Result;
@@ -77,7 +77,7 @@ fn ask(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str, jid: &str) {
 
 /// The record from the replies of one [`ask`]: the key's record if there is one (any state
 /// after the plain path's first: a recovered copy's `running` shows over an earlier `done`),
-/// else the bucket's field: `queued` if it is the empty mark, else the `done` record there.
+/// else the bucket's field: `queued` if it is the empty mark, else the record there.
 fn answer(
     replies: &mut impl Iterator<Item = redis::Value>,
     keys: &Keys,
@@ -94,7 +94,7 @@ fn answer(
         // A `queued` key beside a finished record in the bucket: written by a worker of an
         // earlier release or a producer in another language (their `queued` records are
         // keys), and left by a success, which deletes no key. The job finished.
-        (Some(text), Some(field)) if text == "queued" && !field.is_empty() => {
+        (Some(text), Some(field)) if text == "queued" && field.starts_with("done ") => {
             Some(Record::parse(&field))
         }
         (Some(text), _) => Some(Record::parse(&text)),
