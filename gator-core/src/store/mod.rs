@@ -56,6 +56,7 @@ pub(crate) mod schedule;
 pub(crate) mod scripts;
 pub(crate) mod server;
 pub(crate) mod sets;
+mod shake;
 pub(crate) mod shards;
 pub(crate) mod stats;
 pub(crate) mod status;

@@ -31,15 +31,37 @@ const UNIQUE_LIB_MARKER: &str = "-- @unique_lib\n";
 
 /// `source` with the key kinds' table and `qkey` ([`super::keys::kinds::lua_prelude`]) and the
 /// prelude inserted after its first line, the `#!lua` line that must stay first, and the flow,
-/// workflow or unique library at its marker.
+/// workflow or unique library at its marker: of each, only what the script uses
+/// ([`super::shake`]), and of the kinds' table only the kinds its text names.
 fn with_prelude(source: &str) -> Script {
+    Script::new(&composed(source))
+}
+
+/// The text [`with_prelude`] loads.
+fn composed(source: &str) -> String {
     let (shebang, body) = source.split_once('\n').unwrap_or((source, ""));
-    let body = body
-        .replacen(FLOW_LIB_MARKER, FLOW_LIB, 1)
-        .replacen(WF_LIB_MARKER, WF_LIB, 1)
-        .replacen(UNIQUE_LIB_MARKER, UNIQUE_LIB, 1);
-    let kinds = super::keys::kinds::lua_prelude();
-    Script::new(&format!("{shebang}\n{kinds}{PRELUDE}{body}"))
+    let markers = [
+        (FLOW_LIB_MARKER, FLOW_LIB),
+        (WF_LIB_MARKER, WF_LIB),
+        (UNIQUE_LIB_MARKER, UNIQUE_LIB),
+    ];
+    let used: Vec<_> = markers.iter().filter(|(m, _)| body.contains(m)).collect();
+    let qkey = super::keys::kinds::lua_prelude(|_| false);
+    let mut libs = vec![qkey.as_str(), PRELUDE];
+    libs.extend(used.iter().map(|(_, lib)| *lib));
+    let kept = super::shake::shake(&libs, body);
+    let mut body = body.to_owned();
+    for ((marker, _), lib) in used.iter().zip(&kept[2..]) {
+        body = body.replacen(marker, lib, 1);
+    }
+    let text = format!("{}{body}", kept[1]);
+    // `qkey` and its table, if anything kept calls it: only the kinds named in quotes.
+    let kinds = if kept[0].is_empty() {
+        String::new()
+    } else {
+        super::keys::kinds::lua_prelude(|name| text.contains(&format!("'{name}'")))
+    };
+    format!("{shebang}\n{kinds}{text}")
 }
 
 macro_rules! scripts {
@@ -155,4 +177,65 @@ scripts! {
     CATALOGUE_WITHDRAW => "catalogue_withdraw.lua";
     /// `lua/catalogue_read.lua`: the catalogue's known jobs and their live runners.
     CATALOGUE_READ => "catalogue_read.lua";
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    /// The names the libraries define at their top level.
+    fn defined(text: &str) -> BTreeSet<&str> {
+        text.lines()
+            .filter_map(super::super::shake::defines)
+            .collect()
+    }
+
+    #[test]
+    fn every_script_defines_each_library_name_it_uses_and_each_kind_it_builds() {
+        let kinds = super::super::keys::kinds::lua_prelude(|_| true);
+        for (file, source) in ALL {
+            // The libraries this script is built from, whole.
+            let mut whole = format!("{kinds}{PRELUDE}");
+            for (marker, lib) in [
+                (FLOW_LIB_MARKER, FLOW_LIB),
+                (WF_LIB_MARKER, WF_LIB),
+                (UNIQUE_LIB_MARKER, UNIQUE_LIB),
+            ] {
+                if source.contains(marker) {
+                    whole.push_str(lib);
+                }
+            }
+            let library = defined(&whole);
+            let text = composed(source);
+            let here = defined(&text);
+            for name in super::super::shake::names(&text) {
+                assert!(
+                    !library.contains(name) || here.contains(name),
+                    "{file} uses {name}, which its text does not define"
+                );
+            }
+            // Every `qkey(<prefix>, '<kind>'` finds its kind in the table.
+            for line in text.lines().filter(|l| !l.contains("local function qkey")) {
+                for call in line.split("qkey(").skip(1) {
+                    let Some((_, kind)) = call.split_once(", '") else {
+                        continue;
+                    };
+                    let kind = kind.split('\'').next().unwrap_or_default();
+                    assert!(
+                        text.contains(&format!(" {kind} = '")),
+                        "{file} builds a key of kind {kind}, which its table lacks"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_script_without_a_library_call_carries_none_of_it() {
+        let text = composed(include_str!("lua/fetch.lua"));
+        assert!(!text.contains("local function set_status"), "{text}");
+        assert!(!text.contains(" held = '"), "{text}");
+        assert!(text.contains("local function now_ms"));
+    }
 }

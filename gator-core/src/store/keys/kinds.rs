@@ -122,12 +122,15 @@ kinds! {
     CATALOGUE_RUNNERS = "catalogue_runners", "runners:", HASH, Catalogue;
 }
 
-/// What every script gets before its prelude: the per-queue kinds as a Lua table, and
-/// `qkey(prefix, kind, name)`, which builds a key of the queue whose prefix
-/// (`<namespace>:{<queue>}:`) it is given, and fails on a kind it does not know.
-pub fn lua_prelude() -> String {
+/// What every script gets before its prelude: the per-queue kinds it names (`wanted`, by kind
+/// name) as a Lua table, and `qkey(prefix, kind, name)`, which builds a key of the queue whose
+/// prefix (`<namespace>:{<queue>}:`) it is given, and fails on a kind it does not know.
+pub fn lua_prelude(wanted: impl Fn(&str) -> bool) -> String {
     let mut table = String::from("local QUEUE_KEYS = {");
-    for kind in ALL.iter().filter(|k| k.scope == Scope::Queue) {
+    for kind in ALL
+        .iter()
+        .filter(|k| k.scope == Scope::Queue && wanted(k.name))
+    {
         let _ = write!(table, " {} = '{}',", kind.name, kind.suffix);
     }
     table.push_str(" }\n");
@@ -152,7 +155,7 @@ mod tests {
                 assert!(a.name != b.name, "two kinds named {}", a.name);
             }
         }
-        let lua = lua_prelude();
+        let lua = lua_prelude(|_| true);
         for kind in ALL.iter().filter(|k| k.scope == Scope::Queue) {
             assert!(lua.contains(&format!(" {} = '{}',", kind.name, kind.suffix)));
         }
