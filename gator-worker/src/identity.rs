@@ -14,16 +14,38 @@
 //! share it, each with pid 1), so the same host and pid prove nothing. A container restarted
 //! in a new PID namespace is such a case: give it a `--worker-id` (the pod name) to take its
 //! predecessor's jobs back at once.
+//!
+//! **One process, several workers.** An app may start more than one worker in one process:
+//! they share the pid (and the worker id, if given one), and are alive. Each id's nonce begins
+//! with this process's mark, drawn once per process, so a worker spares the ids that carry its
+//! own process's mark ([`predecessors`]).
+
+use std::sync::LazyLock;
+
+/// This OS process's mark: six hex digits drawn once, the first half of every nonce.
+static PROCESS_MARK: LazyLock<String> =
+    LazyLock::new(|| format!("{:06x}", rand::random::<u32>() & 0xff_ffff));
 
 /// A new process id: `<worker id>:<nonce>` with a `--worker-id`; else
 /// `<host>:<pid>:<lineage>:<nonce>` on Linux (see [`take_over_prefix`]) and
-/// `<host>:<pid>:<nonce>` elsewhere. The nonce makes each run unique.
+/// `<host>:<pid>:<nonce>` elsewhere. The nonce, twelve hex digits, is this OS process's mark
+/// and six of this run's: each run is unique, and the runs of one process say so.
 pub fn process_id(worker_id: Option<&str>) -> String {
     let nonce = rand::random::<u32>() & 0xff_ffff;
+    let mark = PROCESS_MARK.as_str();
     match take_over_prefix(worker_id) {
-        Some(prefix) => format!("{prefix}:{nonce:06x}"),
-        None => format!("{}:{}:{nonce:06x}", hostname(), std::process::id()),
+        Some(prefix) => format!("{prefix}:{mark}{nonce:06x}"),
+        None => format!("{}:{}:{mark}{nonce:06x}", hostname(), std::process::id()),
     }
+}
+
+/// What a worker takes over at start ([`take_over_prefix`]), with the prefix of the ids of
+/// this OS process's own workers, `<prefix>:<process mark>`, which it spares.
+pub fn predecessors(worker_id: Option<&str>) -> Option<(String, String)> {
+    take_over_prefix(worker_id).map(|prefix| {
+        let spared = format!("{prefix}:{}", PROCESS_MARK.as_str());
+        (prefix, spared)
+    })
 }
 
 /// The prefix of the ids of the processes this one may take over at start (recovering their
@@ -72,7 +94,9 @@ mod tests {
     #[test]
     fn an_id_is_its_take_over_prefix_and_a_nonce() {
         let id = process_id(Some("orders-worker-0"));
-        assert!(id.starts_with("orders-worker-0:") && id.len() == "orders-worker-0:".len() + 6);
+        assert!(id.starts_with("orders-worker-0:") && id.len() == "orders-worker-0:".len() + 12);
+        let (_, spared) = predecessors(Some("orders-worker-0")).unwrap();
+        assert!(id.starts_with(&spared), "{id} is this process's: {spared}");
         let prefix = take_over_prefix(None);
         let id = process_id(None);
         match prefix {
@@ -81,7 +105,7 @@ mod tests {
                 let pid = format!(":{}:b", std::process::id());
                 assert!(prefix.contains(&pid), "{prefix}");
                 let rest = id.strip_prefix(&format!("{prefix}:")).expect("the prefix");
-                assert!(!rest.contains(':') && rest.len() == 6, "{id}");
+                assert!(!rest.contains(':') && rest.len() == 12, "{id}");
             }
             None => assert!(id.contains(&format!(":{}:", std::process::id()))),
         }

@@ -32,9 +32,10 @@ pub struct Recovery {
     pub fetcher: Arc<Fetcher>,
     /// This process's leases (what it must put back at shutdown).
     pub leases: Arc<Leases>,
-    /// The prefix of the ids of the processes recovered at start whatever their leases: the
-    /// `--worker-id`, or this process's host, pid and lineage (see [`crate::identity`]).
-    pub predecessors: Option<String>,
+    /// The prefix of the ids of the processes recovered at start whatever their leases (the
+    /// `--worker-id`, or this process's host, pid and lineage), and the prefix of this OS
+    /// process's own workers' ids, never recovered (see [`crate::identity`]).
+    pub predecessors: Option<(String, String)>,
     /// Own in-flight jobs no processor held at the last pass, by queue and payload.
     pub unheld: Mutex<HashSet<(String, Vec<u8>)>>,
     /// The longest time between passes.
@@ -56,7 +57,7 @@ impl Recovery {
         client: Client,
         fetcher: Arc<Fetcher>,
         leases: Arc<Leases>,
-        predecessors: Option<String>,
+        predecessors: Option<(String, String)>,
         interval: Duration,
     ) -> Recovery {
         Recovery {
@@ -128,7 +129,11 @@ impl Recovery {
                 queues.push(queue);
             }
         }
-        let take_over = self.predecessors.as_deref().filter(|_| take_over);
+        let take_over = self
+            .predecessors
+            .as_ref()
+            .map(|(prefix, spared)| (prefix.as_str(), spared.as_str()))
+            .filter(|_| take_over);
         // Replies: waits whose time ran out, and completions a crash left (one slot for all).
         self.replies(&mut store).await;
         for queue in &queues {
@@ -144,7 +149,7 @@ impl Recovery {
         &self,
         store: &mut PutBack<'_>,
         queue: &str,
-        take_over: Option<&str>,
+        take_over: Option<(&str, &str)>,
         pass: &mut Pass,
     ) {
         let own = self.fetcher.process();

@@ -82,3 +82,58 @@ async fn a_predecessor_with_this_pid_in_this_namespace_is_taken_over_at_start() 
     assert_eq!(held, "1");
     worker.stop().await;
 }
+
+static RELEASED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Runs until the test lets it go, then marks.
+#[job(queue = "takeover-busy")]
+async fn busy(n: u64) {
+    while !RELEASED.load(std::sync::atomic::Ordering::SeqCst) {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    RAN.lock().unwrap().push(n);
+}
+
+/// An app may start two workers in one process: they share its pid, and each is alive. The
+/// second one's start must not take the first one's job in flight: it would run twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_worker_in_the_same_process_leaves_the_first_ones_jobs_in_flight() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    Busy::call(7).through(&client).dispatch().await.unwrap();
+    let first = TestWorker::start(&redis.url(), Some("takeover-busy"), 1);
+    let inflight = || redis.cli(&["KEYS", "gator:{takeover-busy}:inflight:*"]);
+    wait_until(
+        "the first worker to run the job",
+        Duration::from_secs(10),
+        || async { !inflight().trim().is_empty() },
+    )
+    .await;
+    // Its start's recovery pass (which takes over proven-dead predecessors) runs before it
+    // takes its lease and fetches.
+    let second = TestWorker::start(&redis.url(), Some("takeover"), 1);
+    wait_until(
+        "the second worker to start",
+        Duration::from_secs(10),
+        || async { redis.cli(&["EXISTS", "gator:{takeover}:leases"]).trim() == "1" },
+    )
+    .await;
+    let list = inflight();
+    assert_eq!(
+        redis.cli(&["LLEN", list.trim()]).trim(),
+        "1",
+        "taken from a live worker"
+    );
+    assert_eq!(
+        redis.cli(&["LLEN", "gator:{takeover-busy}:queue"]).trim(),
+        "0"
+    );
+    RELEASED.store(true, std::sync::atomic::Ordering::SeqCst);
+    wait_until("the job to finish", Duration::from_secs(10), || async {
+        RAN.lock().unwrap().contains(&7)
+    })
+    .await;
+    second.stop().await;
+    first.stop().await;
+    assert_eq!(*RAN.lock().unwrap(), [7], "it ran once");
+}

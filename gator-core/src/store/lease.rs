@@ -115,23 +115,26 @@ impl Recovered {
 /// Puts the in-flight jobs of `queue` held by processes whose lease expired back at the head
 /// of the queue, in one atomic step on Redis time (`recover.lua`). `own` is never recovered.
 /// An expired entry is forgotten once it has been expired for `forget_after` with nothing in
-/// flight. With `take_over`, every other process of that worker id is recovered whatever its
-/// lease (see the wire format, "Liveness").
+/// flight. With `take_over`, `(prefix, spared)`, every other process of that prefix (a worker id,
+/// or host, pid and lineage) is recovered whatever its lease, but those whose ids start with
+/// `spared`: the calling OS process's own workers (see the wire format, "Liveness").
 pub async fn recover(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
     queue: &str,
     own: &str,
     forget_after: Duration,
-    take_over: Option<&str>,
+    take_over: Option<(&str, &str)>,
 ) -> Result<Recovered> {
+    let (prefix, spared) = take_over.unwrap_or(("", ""));
     let reply: Vec<redis::Value> = scripts::RECOVER
         .key(keys.leases(queue))
         .key(keys.queue(queue))
         .arg(keys.inflight_prefix(queue))
         .arg(millis(forget_after))
         .arg(own)
-        .arg(take_over.unwrap_or(""))
+        .arg(prefix)
+        .arg(spared)
         .invoke_async(conn)
         .await?;
     let mut values = reply.into_iter();

@@ -145,7 +145,7 @@ fn assemble(
     let settler = Arc::new(Settler::new(client.clone(), fetcher.clone(), kept));
     let catalogue = catalogue_of(&client, &id, &order, &registry, &fetcher);
     let heartbeat = Heartbeat::new(client.clone(), &config, id, leases.clone(), clock.clone());
-    let predecessors = crate::identity::take_over_prefix(config.worker_id.as_deref());
+    let predecessors = crate::identity::predecessors(config.worker_id.as_deref());
     let recovery = Recovery::new(
         client.clone(),
         fetcher.clone(),

@@ -29,13 +29,14 @@ impl<'a> Recovery<'a> {
     }
 
     /// Puts back in `queue` the in-flight jobs of every process whose lease on it expired
-    /// (`recover.lua`), except `own`'s; `take_over` names a process whose jobs go back even
-    /// with a live lease. Lists idle for `forget_after` are forgotten.
+    /// (`recover.lua`), except `own`'s; `take_over`, `(prefix, spared)`, names the processes
+    /// whose jobs go back even with a live lease (those of the prefix but the ones starting
+    /// with `spared`). Lists idle for `forget_after` are forgotten.
     pub async fn recover(
         &mut self,
         (queue, own): (&str, &str),
         forget_after: Duration,
-        take_over: Option<&str>,
+        take_over: Option<(&str, &str)>,
     ) -> Result<Recovered> {
         lease::recover(
             &mut self.conn,

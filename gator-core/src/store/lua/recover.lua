@@ -25,6 +25,9 @@
 -- ARGV[3]  the calling process's id, never recovered
 -- ARGV[4]  a prefix (a worker id, or host:pid:lineage) whose other processes to take over,
 --          or '' for none
+-- ARGV[5]  with ARGV[4], the prefix of the ids of the calling OS process's workers
+--          (`<ARGV[4]>:<process mark>`), never taken over: an app may run several workers in
+--          one process, and they are alive whatever their pid says
 -- Returns  { next, now, id1, n1, id2, n2, ... }: next is when the earliest live lease of another
 --          process expires (ms, -1 if none), now is Redis time (ms), then each process whose
 --          jobs were put back with how many
@@ -71,7 +74,8 @@ if ARGV[4] ~= '' then
   local prefix = ARGV[4] .. ':'
   for _, id in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1)) do
     if id ~= ARGV[3] and string.sub(id, 1, #prefix) == prefix
-        and not string.find(id, ':', #prefix + 1, true) then
+        and not string.find(id, ':', #prefix + 1, true)
+        and string.sub(id, 1, #ARGV[5]) ~= ARGV[5] then
       put_back(id)
       redis.call('ZREM', KEYS[1], id)
     end
