@@ -25,8 +25,9 @@ pub use gator_core::store::Recovery as PutBack;
 pub use gator_core::store::{
     Ack, Acked, AdmitRequest, Admitted, Batch, CANCEL_POLL, Counts, DEFAULT_KEEP,
     DEFAULT_NAMESPACE, DEFAULT_RETENTION, DeadCap, Description, Done, Fetch, Fetched, Judged,
-    Killed, LeaseState, MAX_ACKS, MAX_ADMIT_ACKS, MAX_BATCH, NextLook, Published, SharedStart,
-    StoredEntry, Upkeep, Verdict, WaitRecord, WindowInterval, retention_ms, validate_queue,
+    Killed, LEASED_TAKE, LeaseState, MAX_ACKS, MAX_ADMIT_ACKS, MAX_BATCH, NextLook, Published,
+    SharedStart, StoredEntry, Upkeep, Verdict, WaitRecord, WindowInterval, retention_ms,
+    validate_queue,
 };
 /// What only the admin commands read (the `cli` feature).
 #[cfg(feature = "cli")]

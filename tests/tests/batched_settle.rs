@@ -76,3 +76,37 @@ async fn a_thousand_processors_settle_many_jobs_per_round_trip_and_each_runs_onc
         );
     }
 }
+
+/// A worker of many queues: its success takes the next job only when its draw names the same
+/// queue (1 in 30 here), so nearly every job is fetched on its own. Those fetches are plain
+/// `LMOVE`s under a lease that surely holds, not a script each, and every job still runs once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_of_thirty_queues_fetches_without_a_script_per_job_and_each_runs_once() {
+    let redis = RedisServer::start_single();
+    let client = client(&redis.url()).await;
+    let (jobs, queues) = (3_000u64, 30u64);
+    let spread = (0..jobs).map(|id| Doubled::call(id).queue(format!("many{}", id % queues)));
+    client.dispatch_many(spread).await.unwrap();
+    redis.cli(&["CONFIG", "RESETSTAT"]);
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    let names: Vec<String> = (0..queues).map(|q| format!("many{q}:1")).collect();
+    config.queues = names.join(",").parse().unwrap();
+    config.concurrency = 10;
+    let worker = TestWorker::start_with(config);
+    wait_until("every job to run", Duration::from_secs(120), || async {
+        runs().len() as u64 == jobs
+    })
+    .await;
+    worker.stop().await;
+    let twice = runs().values().filter(|n| **n > 1).count();
+    assert_eq!(twice, 0, "jobs ran twice without any process dying");
+    assert_eq!(redis.cli(&["KEYS", "gator:*:inflight:*"]), "");
+    // Before: a `fetch.lua` call for nearly every job, and an `LMOVE` only for the 1 in 30
+    // whose success drew its own queue. The other scripts (leases, promotion, trims) come
+    // with time and queues, not jobs.
+    let (scripts, moves) = (calls(&redis, "evalsha"), calls(&redis, "lmove"));
+    assert!(
+        scripts < jobs / 2 && moves >= jobs,
+        "{scripts} script calls and {moves} LMOVEs fetched {jobs} jobs of {queues} queues"
+    );
+}

@@ -3,7 +3,7 @@
 //! that reach the same queue at the same moment.
 
 use super::{Fetcher, Found, Job};
-use crate::door::{Batch, Fetched, MAX_BATCH};
+use crate::door::{Batch, Fetched, LEASED_TAKE, MAX_BATCH};
 use crate::gather::Joined;
 use std::time::Duration;
 use tokio::sync::OwnedSemaphorePermit;
@@ -87,7 +87,9 @@ impl Fetcher {
     }
 
     /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
-    /// taking the lease first if this process holds none. The jobs come back held.
+    /// taking the lease first if this process holds none; for a few jobs under a lease that
+    /// surely holds for a quarter of its length more, plain `LMOVE`s instead (see
+    /// `gator_core::store::inflight::fetch_leased`). The jobs come back held.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
         if self.order.is_controlled(queue) {
             return Ok(self.admission.admit(queue, None, want > 0).await?.jobs);
@@ -98,9 +100,12 @@ impl Fetcher {
         let mut fetch = crate::door::fetch(&self.client);
         let mut retried = false;
         let passed = self.order.passing().names(queue);
+        // A few jobs under a lease that surely holds a while yet: plain `LMOVE`s, no script.
+        let leased = want <= LEASED_TAKE && self.leases.valid_for(queue, self.leases.renew_every());
         loop {
             let process = self.process.as_str();
             let batch = match &passed {
+                None if leased && !retried => fetch.fetch_leased(queue, process, want).await?,
                 None => fetch.fetch_batch(queue, process, want).await?,
                 // Jobs this worker does not run stay in the queue for the workers that do.
                 Some(names) => fetch.fetch_except((queue, process), want, names).await?,

@@ -36,6 +36,13 @@ impl<'a, C: ConnectionLike + Send> Fetch<'a, C> {
         inflight::fetch_batch(&mut self.conn, self.keys, queue, process, max).await
     }
 
+    /// Takes up to `max` (at most [`inflight::LEASED_TAKE`]) jobs of `queue` into
+    /// `process`'s in-flight list with plain `LMOVE`s: for a process whose lease on the queue
+    /// surely holds, as the caller measures it (see [`inflight::fetch_leased`]).
+    pub async fn fetch_leased(&mut self, queue: &str, process: &str, max: usize) -> Result<Batch> {
+        inflight::fetch_leased(&mut self.conn, self.keys, queue, process, max).await
+    }
+
     /// [`Fetch::fetch_batch`] for a process that does not run the jobs named `passed`
     /// (`fetch_except.lua`): those stay in the queue for the workers that do.
     pub async fn fetch_except(

@@ -29,6 +29,7 @@ pub use super::expiry::Judged;
 pub use super::fetched::{Batch, Fetched, Killed, MAX_BATCH, Verdict};
 pub use super::finished::DEFAULT_KEEP;
 pub use super::flow_status::{FlowStatus, Parked, RateStatus};
+pub use super::inflight::LEASED_TAKE;
 pub use super::keys::{DEFAULT_NAMESPACE, Keys, validate_queue, validate_stored_queue};
 pub use super::lease::{LeaseState, Recovered};
 pub use super::processes::{Beat, Description};
