@@ -209,7 +209,7 @@ fn ack_replies(mut replies: Vec<redis::Value>, acks: usize) -> Result<(Vec<bool>
 }
 
 /// Whether Redis refused a command (or a `MULTI`) because it is at `maxmemory`.
-fn is_out_of_memory(error: &redis::RedisError) -> bool {
+pub(super) fn is_out_of_memory(error: &redis::RedisError) -> bool {
     crate::error::has_server_code(error, "OOM")
 }
 

@@ -46,7 +46,9 @@ pub const LEASED_TAKE: usize = 16;
 /// whose call costs Redis far more than the move (about 13 µs against 0.4 for one job, by
 /// `redis-benchmark`), and which a worker of many queues paid for nearly every job. A
 /// controlled queue (its key the `controlled` marker) fails every `LMOVE` with WRONGTYPE and
-/// moves nothing: then `fetch.lua` answers, as it does of any other key of the wrong type.
+/// moves nothing: then `fetch.lua` answers, as it does of any other key of the wrong type. So
+/// does it for a Redis at `maxmemory`, which refuses an `LMOVE` (a write that may grow) and
+/// lets the script, flagged `allow-oom`, move jobs: workers must keep draining it.
 pub async fn fetch_leased(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -65,7 +67,7 @@ pub async fn fetch_leased(
     }
     let raws: Vec<Option<Vec<u8>>> = match pipe.query_async(conn).await {
         Ok(raws) => raws,
-        Err(e) if crate::error::is_wrong_type(&e) => {
+        Err(e) if crate::error::is_wrong_type(&e) || super::ack::is_out_of_memory(&e) => {
             return fetch_batch(conn, keys, queue, process, max).await;
         }
         Err(e) => return Err(e.into()),
