@@ -88,7 +88,7 @@ impl Fetcher {
 
     /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
     /// taking the lease first if this process holds none; for a few jobs under a lease that
-    /// surely holds for a quarter of its length more, plain `LMOVE`s instead (see
+    /// surely holds for half its length more, plain `LMOVE`s instead (see
     /// `gator_core::store::inflight::fetch_leased`). The jobs come back held.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
         if self.order.is_controlled(queue) {
@@ -100,8 +100,10 @@ impl Fetcher {
         let mut fetch = crate::door::fetch(&self.client);
         let mut retried = false;
         let passed = self.order.passing().names(queue);
-        // A few jobs under a lease that surely holds a while yet: plain `LMOVE`s, no script.
-        let leased = want <= LEASED_TAKE && self.leases.valid_for(queue, self.leases.renew_every());
+        // A few jobs under a lease that surely holds for half its length more: plain `LMOVE`s,
+        // no script. Half, not a quarter: a renewal the failed master acknowledged and never
+        // replicated leaves the new master's entry one renewal older than this count.
+        let leased = want <= LEASED_TAKE && self.leases.valid_for(queue, self.leases.ttl() / 2);
         loop {
             let process = self.process.as_str();
             let batch = match &passed {
