@@ -72,17 +72,7 @@ pub async fn fetch_leased(
         }
         Err(e) => return Err(e.into()),
     };
-    Ok(Batch::Jobs(
-        raws.into_iter()
-            .flatten()
-            .map(|raw| Fetched {
-                queue: queue.to_owned(),
-                process: process.to_owned(),
-                raw,
-                admitted: false,
-            })
-            .collect(),
-    ))
+    Ok(jobs_of(raws.into_iter().flatten(), queue, process))
 }
 
 /// How many jobs from the head of a queue [`fetch_except`] looks at: a call costs a bounded
@@ -120,7 +110,12 @@ fn batch_of(reply: redis::Value, queue: &str, process: &str) -> Result<Batch> {
         });
     }
     let raws: Vec<Vec<u8>> = redis::from_redis_value(reply).map_err(redis::RedisError::from)?;
-    Ok(Batch::Jobs(
+    Ok(jobs_of(raws, queue, process))
+}
+
+/// The payloads `raws` moved into `process`'s in-flight list of `queue`, as a batch.
+fn jobs_of(raws: impl IntoIterator<Item = Vec<u8>>, queue: &str, process: &str) -> Batch {
+    Batch::Jobs(
         raws.into_iter()
             .map(|raw| Fetched {
                 queue: queue.to_owned(),
@@ -129,7 +124,7 @@ fn batch_of(reply: redis::Value, queue: &str, process: &str) -> Result<Batch> {
                 admitted: false,
             })
             .collect(),
-    ))
+    )
 }
 
 /// Waits up to `timeout` for a job of `queue` and takes it into `process`'s in-flight list

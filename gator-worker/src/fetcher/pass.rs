@@ -89,7 +89,7 @@ impl Fetcher {
     /// One `fetch.lua` call on `queue` (or an admission, on a queue under flow control),
     /// taking the lease first if this process holds none; for a few jobs under a lease that
     /// surely holds for half its length more, plain `LMOVE`s instead (see
-    /// `gator_core::store::inflight::fetch_leased`). The jobs come back held.
+    /// the `Fetch` handle's `fetch_leased`). The jobs come back held.
     async fn fetch_from(&self, queue: &str, want: usize) -> gator_core::Result<Vec<Fetched>> {
         if self.order.is_controlled(queue) {
             return Ok(self.admission.admit(queue, None, want > 0).await?.jobs);
