@@ -119,8 +119,8 @@ pub struct DurableRepeats {
     pub steps: ByCause,
     /// Items of an iteration run again.
     pub items: ByCause,
-    /// Attempts that repeated more than their kills allow: a step more than once a kill, items
-    /// more than one checkpoint interval a kill.
+    /// Attempts that repeated more than their kills and lapses allow: a step more than once,
+    /// or items more than one checkpoint interval, a kill or lapse.
     pub over_bound: Vec<String>,
     /// Up to 20 attempts with repeats [`ByCause::other`], to look into.
     pub unexplained: Vec<String>,
@@ -128,9 +128,10 @@ pub struct DurableRepeats {
 
 /// Counts the repeats in a chaos durable job's effects (`<id>:<what>:<attempt>` → runs, where
 /// `what` is a step's name or `item<n>`), each attempt's processes known from `by_pid`
-/// (`<id>:<attempt>:<pid>`): an attempt a killed process ran is [`ByCause::killed`], with at
-/// most one step and `every` items repeated per killed process; else `outage(id, attempt)`
-/// says whether the suite's outage explains it.
+/// (`<id>:<attempt>:<pid>`): an attempt a killed process ran is [`ByCause::killed`]; else
+/// `outage(id, attempt)` says whether the suite's outage (a lapse: a process cut off past its
+/// lease, a master failed over) explains it. Either way, at most one step and `every` items
+/// repeat per killed process, plus as many for a lapse.
 pub fn durable_repeats(
     effects: &HashMap<String, u64>,
     by_pid: &HashMap<String, u64>,
@@ -139,13 +140,20 @@ pub fn durable_repeats(
     every: u64,
 ) -> DurableRepeats {
     let mut kills: HashMap<(u64, u32), u64> = HashMap::new();
-    for key in by_pid.keys() {
+    // (id, attempt) → its processes and their effects, to show when a bound is passed.
+    let mut ran_in: HashMap<(u64, u32), Vec<String>> = HashMap::new();
+    for (key, n) in by_pid {
         let mut parts = key.split(':').map(str::parse::<u64>);
         if let (Some(Ok(id)), Some(Ok(attempt)), Some(Ok(pid))) =
             (parts.next(), parts.next(), parts.next())
         {
             let killed = u32::try_from(pid).is_ok_and(|pid| killed_pids.contains(&pid));
             *kills.entry((id, attempt as u32)).or_default() += u64::from(killed);
+            let mark = if killed { " killed" } else { "" };
+            ran_in
+                .entry((id, attempt as u32))
+                .or_default()
+                .push(format!("pid {pid}: {n} effects{mark}"));
         }
     }
     // (id, attempt) → (steps repeated, items repeated)
@@ -174,14 +182,21 @@ pub fn durable_repeats(
     };
     for ((id, attempt), (steps, items)) in extra.into_iter().filter(|(_, e)| e.0 + e.1 > 0) {
         let killed = kills.get(&(id, attempt)).copied().unwrap_or(0);
+        let lapsed = outage(id, attempt);
+        // Each kill or lapse loses at most what ran since the last save: a step, and `every`
+        // items. An attempt may meet both (cut off, then run again where a kill hits it).
+        let allowed = killed + u64::from(lapsed);
+        if allowed > 0 && (steps > allowed || items > allowed * every) {
+            let ran_in = ran_in.remove(&(id, attempt)).unwrap_or_default().join(", ");
+            repeats.over_bound.push(format!(
+                "job {id} attempt {attempt}: {steps} steps and {items} items repeated after \
+                 {killed} kills and {} lapses ({ran_in})",
+                u64::from(lapsed)
+            ));
+        }
         let (by_steps, by_items) = if killed > 0 {
-            if steps > killed || items > killed * every {
-                repeats.over_bound.push(format!(
-                    "job {id} attempt {attempt}: {steps} steps and {items} items repeated after {killed} kills"
-                ));
-            }
             (&mut repeats.steps.killed, &mut repeats.items.killed)
-        } else if outage(id, attempt) {
+        } else if lapsed {
             (&mut repeats.steps.outage, &mut repeats.items.outage)
         } else {
             if repeats.unexplained.len() < 20 {
@@ -207,7 +222,7 @@ mod tests {
     }
 
     #[test]
-    fn durable_repeats_are_counted_by_attempt_and_cause_within_a_checkpoint_interval_a_kill() {
+    fn durable_repeats_are_counted_by_attempt_and_cause_within_an_interval_a_kill_or_lapse() {
         let effects = map(&[
             // Job 1, attempt 1: killed once, step one and two items again.
             ("1:one:1", 2),
@@ -228,6 +243,16 @@ mod tests {
             ("5:item2:1", 2),
             ("5:item3:1", 2),
             ("5:item4:1", 2),
+            // Job 6: cut off after item 8 (its save of 9 lost), run again from 6 where a kill
+            // hit it after item 7, then from 6 again: a lapse and a kill, five items again.
+            ("6:item6:1", 3),
+            ("6:item7:1", 3),
+            ("6:item8:1", 2),
+            // Job 7: a lapse alone, four items again.
+            ("7:item0:1", 2),
+            ("7:item1:1", 2),
+            ("7:item2:1", 2),
+            ("7:item3:1", 2),
         ]);
         let by_pid = map(&[
             ("1:1:100", 1),
@@ -238,27 +263,35 @@ mod tests {
             ("4:1:300", 1),
             ("5:1:100", 1),
             ("5:1:200", 1),
+            ("6:1:300", 9),
+            ("6:1:100", 2),
+            ("6:1:200", 5),
+            ("7:1:300", 8),
+            ("7:1:200", 4),
         ]);
         let killed = HashSet::from([100]);
-        let repeats = durable_repeats(&effects, &by_pid, &killed, |id, _| id == 4, 3);
-        assert_eq!(repeats.jobs, 5);
+        let lapsed = |id, _| [4, 6, 7].contains(&id);
+        let mut repeats = durable_repeats(&effects, &by_pid, &killed, lapsed, 3);
+        assert_eq!(repeats.jobs, 7);
         let steps = ByCause {
             killed: 1,
             outage: 0,
             other: 1,
         };
         let items = ByCause {
-            killed: 7,
-            outage: 2,
+            killed: 12,
+            outage: 6,
             other: 0,
         };
         assert_eq!((repeats.steps, repeats.items), (steps, items));
-        assert_eq!(repeats.over_bound.len(), 1, "{:?}", repeats.over_bound);
+        repeats.over_bound.sort();
+        assert_eq!(repeats.over_bound.len(), 2, "{:?}", repeats.over_bound);
         assert_eq!(
             repeats.unexplained,
             ["job 3 attempt 1: 1 steps and 0 items repeated"]
         );
         assert!(repeats.over_bound[0].starts_with("job 5 "));
+        assert!(repeats.over_bound[1].starts_with("job 7 "));
     }
 
     #[test]

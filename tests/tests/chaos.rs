@@ -36,7 +36,8 @@
 //!    until Redis answers). No outcome may be given up on. The durable jobs count each step
 //!    and item by attempt (`chaos:durable`, with the pids in `chaos:durable_by_pid`): one run
 //!    again in the same attempt is counted by the same causes, none may be outside them, and
-//!    a kill repeats at most one step and one checkpoint interval of items.
+//!    a kill or a lapse (the worker cut off past its lease) repeats at most one step and one
+//!    checkpoint interval of items: an attempt that meets both, twice that.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events (the seed is printed).
 
@@ -271,7 +272,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     );
     // A durable job's step or item runs again in the same attempt only if its process died
     // (or was cut off past its lease) after it ran and before it was saved: at most once a
-    // step, and one checkpoint interval of items, a kill.
+    // step, and one checkpoint interval of items, a kill or lapse.
     assert_eq!(
         (durable.steps.other, durable.items.other),
         (0, 0),
@@ -281,7 +282,7 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_redis_outages() 
     assert!(
         durable.over_bound.is_empty(),
         "durable jobs repeated more than a step and one checkpoint interval ({DURABLE_EVERY} \
-         items) a kill: {:?}",
+         items) a kill or lapse: {:?}",
         durable.over_bound
     );
     assert_eq!(durable.jobs as usize, plan.durable, "every durable job ran");

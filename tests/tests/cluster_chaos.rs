@@ -25,8 +25,9 @@
 //! 6. Counts the attempts run twice (each run records `<id>:<attempt>` and the pid that ran
 //!    it), by cause: run in a killed worker; in flight on the failed master's queues when it
 //!    was killed (read with every worker frozen); anything else, of which there must be none.
-//!    The same for the durable jobs' steps and items run again in one attempt, and a kill
-//!    repeats at most one step and one checkpoint interval of items.
+//!    The same for the durable jobs' steps and items run again in one attempt, and a kill,
+//!    or a save lost with the failed master, repeats at most one step and one checkpoint
+//!    interval of items: an attempt that meets both, twice that.
 //!
 //! `CHAOS_SEED=<n>` replays the order and timing of the events.
 
@@ -310,8 +311,8 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
          (runs by attempt and pid: {RUNS}_by_attempt, {RUNS}_by_pid)"
     );
     // A durable job's step or item runs again in the same attempt only if its process died
-    // after it ran and before it was saved (at most a step and one checkpoint interval of
-    // items a kill), or its save was lost with the failed master.
+    // after it ran and before it was saved, or its save was lost with the failed master: at
+    // most a step and one checkpoint interval of items for each.
     assert_eq!(
         (durable.steps.other, durable.items.other),
         (0, 0),
@@ -320,7 +321,8 @@ async fn every_job_reaches_its_outcome_through_worker_kills_and_a_master_failove
     );
     assert!(
         durable.over_bound.is_empty(),
-        "durable jobs repeated more than a step and {DURABLE_EVERY} items a kill: {:?}",
+        "durable jobs repeated more than a step and {DURABLE_EVERY} items a kill or a lost \
+         save: {:?}",
         durable.over_bound
     );
     assert_eq!(durable.jobs, durables, "every durable job ran");
