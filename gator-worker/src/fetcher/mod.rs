@@ -23,6 +23,7 @@
 //!    worker serving every known queue has nothing to block on: the first queue discovered
 //!    wakes it).
 
+mod beside;
 mod pass;
 
 use crate::slot::FetchGuard;
@@ -49,6 +50,19 @@ use tokio_util::sync::CancellationToken;
 /// processors look at every queue each [`FETCH_TIMEOUT`]). Long, because with 10,000 idle
 /// processors even a rare look adds up.
 const IDLE_RECHECK: Duration = Duration::from_secs(60);
+
+/// Where an idle processor's first fetch pass starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Start {
+    /// At a queue of a fresh draw.
+    Draw,
+    /// At this queue, which a success drew already ([`crate::settle`]), so that drawing again
+    /// does not skew the weights.
+    With(String),
+    /// At the queues after this one, drawn by a success and found empty beside its write
+    /// (`Fetcher::fetch_beside`).
+    After(String),
+}
 
 /// The fetcher of one worker process, shared by its processors.
 pub struct Fetcher {
@@ -155,8 +169,19 @@ impl Fetcher {
     pub async fn next_from(
         &self,
         stop: &CancellationToken,
-        mut first: Option<String>,
+        first: Option<String>,
     ) -> gator_core::Result<Option<Job>> {
+        self.next_starting(stop, first.map_or(Start::Draw, Start::With))
+            .await
+    }
+
+    /// [`Fetcher::next`], its first fetch starting as `start` says.
+    pub async fn next_starting(
+        &self,
+        stop: &CancellationToken,
+        start: Start,
+    ) -> gator_core::Result<Option<Job>> {
+        let mut start = Some(start);
         loop {
             if stop.is_cancelled() {
                 return Ok(None);
@@ -180,7 +205,8 @@ impl Fetcher {
                 },
             };
             let fetching = self.fetch_guard();
-            let slot = match self.fetch_pass(slots, first.take()).await? {
+            let start = start.take().unwrap_or(Start::Draw);
+            let slot = match self.fetch_pass(slots, start).await? {
                 Found::Job(job) => {
                     // The queue may hold more: wake two more idle processors to look, so a
                     // burst brings every idle processor in after a few round trips.

@@ -2,7 +2,7 @@
 //! queue in its fetch's order until one has one, in one call with the other idle processors
 //! that reach the same queue at the same moment.
 
-use super::{Fetcher, Found, Job};
+use super::{Fetcher, Found, Job, Start};
 use crate::door::{Batch, Fetched, LEASED_TAKE, MAX_BATCH};
 use crate::gather::Joined;
 use std::time::Duration;
@@ -11,7 +11,7 @@ use tracing::warn;
 
 impl Fetcher {
     /// Step 1: a job for this processor's own slot, on each queue in this fetch's order
-    /// (starting with the queue its last success drew, `first`) until one has a job.
+    /// (starting where `start` says) until one has a job.
     ///
     /// One job per processor, from its own draw: taking jobs for other idle processors from
     /// this processor's queue would make their jobs follow this draw instead of their own, and
@@ -21,11 +21,17 @@ impl Fetcher {
     pub(super) async fn fetch_pass(
         &self,
         slot: OwnedSemaphorePermit,
-        first: Option<String>,
+        start: Start,
     ) -> gator_core::Result<Found> {
-        let queues = match first {
-            Some(first) => self.order.order_starting_with(&first),
-            None => self.order.next_order(),
+        let queues = match start {
+            Start::Draw => self.order.next_order(),
+            Start::With(first) => self.order.order_starting_with(&first),
+            Start::After(tried) => {
+                let mut queues = self.order.order_starting_with(&tried);
+                // Not sharded (see `fetches_beside`): its one list comes first.
+                queues.remove(0);
+                queues
+            }
         };
         let (mut failed, mut failures) = (None, 0);
         let mut slot = slot;

@@ -26,7 +26,7 @@ mod gate;
 mod run;
 
 use crate::clock::RedisClock;
-use crate::fetcher::{Fetcher, Job};
+use crate::fetcher::{Fetcher, Job, Start};
 use crate::outcome::{self, Attempt, Failure, Outcome, Policy};
 use crate::run::{catch_unwind, panic_message};
 use crate::settle::{Next, Settler};
@@ -88,13 +88,13 @@ impl Processor {
     /// Runs jobs until `stop` is cancelled; a job already started is always settled first.
     pub async fn run(self, stop: CancellationToken) {
         let mut failures = 0u32;
-        let mut next = Next::Fetch(None);
+        let mut next = Next::Fetch(Start::Draw);
         loop {
             // 1. Fetch into the in-flight list (or take the job the last success took). Never
             //    cancelled mid-flight.
-            let job = match std::mem::replace(&mut next, Next::Fetch(None)) {
+            let job = match std::mem::replace(&mut next, Next::Fetch(Start::Draw)) {
                 Next::Job(job) => job,
-                Next::Fetch(first) => match self.fetcher.next_from(&stop, first).await {
+                Next::Fetch(start) => match self.fetcher.next_starting(&stop, start).await {
                     Ok(Some(job)) => job,
                     Ok(None) => break,
                     Err(e) => {
@@ -139,7 +139,7 @@ impl Processor {
             Err(panic) => {
                 self.fetcher.settled(&fetched);
                 error!(queue = %fetched.queue, panic = %panic_message(&*panic), "panicked while recording a job's outcome: the job stays in flight and is put back in its queue by recovery");
-                Next::Fetch(None)
+                Next::Fetch(Start::Draw)
             }
         }
     }

@@ -102,6 +102,11 @@ impl QueueOrder {
             .contains(queue)
     }
 
+    /// Whether `queue` is split into several lists (shards).
+    pub fn is_sharded(&self, queue: &str) -> bool {
+        self.stored().lists.contains_key(queue)
+    }
+
     /// Records that `queue` is under flow control (a fetch found it so before a refresh did).
     pub fn mark_controlled(&self, queue: &str) {
         if !self.is_controlled(queue) {

@@ -6,54 +6,80 @@
 
 use super::batch::Member;
 use super::{Done, Fetched};
-use super::{Next, Settler};
+use super::{Next, Settler, Unwritten};
 use crate::fetcher::Job;
+use crate::fetcher::Start;
 use crate::held::Held;
 use crate::leases::Leases;
-use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 impl Settler {
     /// Writes a success with plain commands, with the other successes of its in-flight list
-    /// that gathered meanwhile ([`super::batch`]), and, in the same `MULTI`, takes this
-    /// processor's next job from the same queue, when this processor's next fetch draws that
-    /// queue first anyway: a worker draining a queue pays one cheap round trip per batch, with
-    /// no script. When the draw picks another queue, the next fetch starts there. Otherwise it
-    /// only writes, and gives the slot back as soon as the call is sent. A failed call gives
-    /// the job back, its slot given back already.
+    /// that gathered meanwhile ([`super::batch`]), and takes this processor's next job in the
+    /// same round trip: from the same queue in the same `MULTI`, when this processor's next
+    /// fetch draws that queue first anyway (a worker draining a queue pays one cheap round trip
+    /// per batch, with no script); from the queue drawn, when it is another, by an `LMOVE` sent
+    /// beside it ([`Fetcher::fetch_beside`](crate::fetcher::Fetcher)). Otherwise it only
+    /// writes, and gives the slot back as soon as the call is sent. A failed call gives the job
+    /// back, with the job fetched beside it, if any (its slot given back already otherwise).
     pub(super) async fn ack_and_next(
         &self,
         job: Job,
         done: &Done<'_>,
         stop: &CancellationToken,
-    ) -> Result<Next, (Fetched, Arc<gator_core::Error>)> {
+    ) -> Result<Next, Unwritten> {
         let Job { fetched, slot, .. } = job;
-        // One draw decides this fetch's first queue, here or in the next `next_from`.
+        // One draw decides this fetch's first queue, here or in the next fetch.
         let drawn = self.fetcher.order().draw_first();
+        let going = !stop.is_cancelled();
         // The draw names a queue; the next job comes from the same list (shard) as this one,
         // unless this worker passes over some of its jobs: a plain LMOVE would take those too.
-        let take = !stop.is_cancelled()
+        let take = going
             && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue))
             && !self.fetcher.order().passing().passes(&fetched.queue);
+        let beside = going
+            && !take
+            && drawn
+                .as_deref()
+                .is_some_and(|q| self.fetcher.fetches_beside(q));
         let mut member = Member::new(fetched, done);
+        let mut own_beside = None;
         match slot.into_own() {
             // Only its own slot: another processor's free slot would make its next job follow
             // this draw, not its own, and tilt the weights toward the queue in hand.
             Ok(own) if take => member.own = Some(own),
+            Ok(own) if beside => own_beside = Some(own),
             // Not taking: the slot goes back once the call is on its way (see
             // `write::sent_then`), or, shared with a sync body's thread, once that ends too.
             unused => member.spare = Some(unused),
         }
         // It may take a job: shutdown must wait for it as for any fetch.
         let _fetching = self.fetcher.fetch_guard();
-        let Some(answer) = self.commit(member).await else {
-            return Ok(Next::Fetch(drawn));
+        let (answer, after) = match (own_beside, drawn) {
+            (Some(own), Some(queue)) => {
+                let seen = self.fetcher.order().passing().generation();
+                let (answer, taken) =
+                    tokio::join!(self.commit(member), self.fetcher.fetch_beside(&queue));
+                let after = match taken {
+                    Some(taken) => Next::Job(Job::new(taken, own, seen)),
+                    None => Next::Fetch(Start::After(queue)),
+                };
+                (answer, after)
+            }
+            (_, drawn) => (
+                self.commit(member).await,
+                Next::Fetch(drawn.map_or(Start::Draw, Start::With)),
+            ),
+        };
+        let Some(answer) = answer else {
+            return Ok(after);
         };
         match answer.written {
             Ok(Some(next)) => Ok(Next::Job(next)),
-            // Nothing taken from this queue: the next fetch starts where the draw said.
-            Ok(None) => Ok(Next::Fetch(drawn)),
-            Err(e) => Err((answer.fetched, e)),
+            // Nothing taken from this queue: the next job is the one fetched beside, or the
+            // next fetch starts where the draw said.
+            Ok(None) => Ok(after),
+            Err(e) => Err((answer.fetched, e, after.into_job())),
         }
     }
 
@@ -85,10 +111,10 @@ impl Settler {
         {
             Ok(turn) => match own.map(|own| Job::first_of(turn.jobs, own, seen)) {
                 Some(Ok(next)) => Next::Job(next),
-                Some(Err(_)) | None => Next::Fetch(drawn),
+                Some(Err(_)) | None => Next::Fetch(drawn.map_or(Start::Draw, Start::With)),
             },
             // The success is in the admission's hands; only the next job failed: fetch again.
-            Err(_) => Next::Fetch(drawn),
+            Err(_) => Next::Fetch(drawn.map_or(Start::Draw, Start::With)),
         }
     }
 }

@@ -31,7 +31,7 @@ pub use write::{is_passing, put_back};
 
 use crate::alarm::Alarm;
 pub use crate::door::{Ack, Acked, DeadCap, Done, Fetched, Judged, Killed, MAX_ACKS, Verdict};
-use crate::fetcher::{Fetcher, Job, Slot};
+use crate::fetcher::{Fetcher, Job, Slot, Start};
 use crate::leases::Leases;
 use crate::outcome::Outcome;
 use gator_core::Client;
@@ -56,9 +56,22 @@ pub struct Kept {
 pub enum Next {
     /// Run this job, taken with the last one's success.
     Job(Job),
-    /// Fetch, trying this queue first if one was drawn already.
-    Fetch(Option<String>),
+    /// Fetch, starting where a draw for it left off, if one was made already.
+    Fetch(Start),
 }
+
+impl Next {
+    /// The job in hand, if any.
+    fn into_job(self) -> Option<Job> {
+        match self {
+            Next::Job(job) => Some(job),
+            Next::Fetch(_) => None,
+        }
+    }
+}
+
+/// A success whose call failed: the job, why, and the job fetched beside it, if any.
+type Unwritten = (Fetched, Arc<gator_core::Error>, Option<Job>);
 
 /// Writes the outcomes of one worker process's jobs; shared by its processors.
 #[derive(Debug)]
@@ -103,7 +116,7 @@ impl Settler {
             // Nothing to write: it stays in flight, and shutdown puts it back at the head of
             // its queue as it is (`launcher::stop`). The slot goes back with `job`.
             self.fetcher.settled(&job.fetched);
-            return Next::Fetch(None);
+            return Next::Fetch(Start::Draw);
         }
         let Some(done) = plain_success(&outcome, self.kept.retention) else {
             return self.write(job.fetched, &outcome, Some(job.slot)).await;
@@ -114,12 +127,14 @@ impl Settler {
         }
         match self.ack_and_next(job, &done, stop).await {
             Ok(next) => next,
-            // It may or may not have run: the usual write finds out. The slot is back already.
-            Err((fetched, e)) => {
+            // It may or may not have run: the usual write finds out. The slot is back already,
+            // unless it holds a job fetched beside, which runs once the outcome is written.
+            Err((fetched, e, beside)) => {
                 if !self.fetcher.outage().failed(&e) {
                     warn!(queue = %fetched.queue, error = %e, "cannot record a job's outcome; trying again");
                 }
-                self.write(fetched, &outcome, None).await
+                let next = self.write(fetched, &outcome, None).await;
+                beside.map_or(next, Next::Job)
             }
         }
     }
@@ -146,7 +161,7 @@ impl Settler {
             self.alarm.ring_in(wake_in(*wake));
         }
         self.fetcher.settled(&fetched);
-        Next::Fetch(None)
+        Next::Fetch(Start::Draw)
     }
 
     /// Writes the pending successes of jobs under flow control, for shutdown, before this
