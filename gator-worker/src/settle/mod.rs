@@ -7,7 +7,8 @@
 //!    step, holds no unique lock and came from a plain queue is written with plain commands,
 //!    with every such success of its in-flight list that gathered meanwhile (a group commit),
 //!    and, when this processor's next fetch draws the same queue, its next job is taken in the
-//!    same `MULTI`: a worker draining a queue pays one round trip per batch;
+//!    same `MULTI`: a worker draining a queue pays one round trip per batch; when it draws
+//!    another, that queue's `LMOVE` goes out beside the write (`Fetcher::fetch_beside`);
 //! 2. **admitted success** ([`ack`]): such a success from a queue under flow control goes to
 //!    the queue's admission, whose next `admit.lua` call writes it (with the successes of the
 //!    other processors), and which may hand the next job over at once;
