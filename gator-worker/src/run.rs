@@ -62,21 +62,33 @@ fn timed_out(limit: Duration, ctx: &JobContext) -> JobError {
     JobError::new(format!("job timed out after {limit:?}"))
 }
 
-/// Runs `future`, turning a panic into an `Err` with the panic's payload. The future is
-/// pinned in place (no allocation per job).
-pub async fn catch_unwind<F: Future>(
-    future: F,
-) -> Result<F::Output, Box<dyn std::any::Any + Send>> {
-    let mut future = std::pin::pin!(future);
-    std::future::poll_fn(move |cx: &mut Context<'_>| {
-        let inner = future.as_mut();
+/// Runs `future`, turning a panic into an `Err` with the panic's payload: see [`CatchUnwind`].
+pub fn catch_unwind<F: Future>(future: F) -> CatchUnwind<F> {
+    CatchUnwind { future }
+}
+
+pin_project_lite::pin_project! {
+    /// A future that runs `future` in place and turns a panic into an `Err` with the panic's
+    /// payload. A struct, not an `async fn`: an `async fn` keeps its argument and its pinned
+    /// copy both in its state, so the future (kilobytes for an attempt or a settle) was
+    /// copied once more per job, and the state it lives in was twice its size.
+    pub struct CatchUnwind<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = self.project().future;
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inner.poll(cx))) {
             Ok(Poll::Pending) => Poll::Pending,
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Err(panic) => Poll::Ready(Err(panic)),
         }
-    })
-    .await
+    }
 }
 
 /// The text of a panic's payload.
