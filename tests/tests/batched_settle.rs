@@ -26,6 +26,16 @@ async fn doubled(id: u64) -> Result<u64, String> {
     Ok(id * 2)
 }
 
+/// A worker of the queues `<prefix>0` to `<prefix><queues - 1>`, weighted alike, running at
+/// most `concurrency` jobs.
+fn worker_of(redis: &RedisServer, prefix: &str, queues: u64, concurrency: usize) -> TestWorker {
+    let mut config = gator_worker::WorkerConfig::new(redis.url());
+    let names: Vec<String> = (0..queues).map(|q| format!("{prefix}{q}:1")).collect();
+    config.queues = names.join(",").parse().unwrap();
+    config.concurrency = concurrency;
+    TestWorker::start_with(config)
+}
+
 /// How many calls of `command` Redis has answered since the last `CONFIG RESETSTAT`.
 fn calls(redis: &RedisServer, command: &str) -> u64 {
     let stats = redis.cli(&["INFO", "commandstats"]);
@@ -88,11 +98,7 @@ async fn a_worker_of_thirty_queues_fetches_without_a_script_per_job_and_each_run
     let spread = (0..jobs).map(|id| Doubled::call(id).queue(format!("many{}", id % queues)));
     client.dispatch_many(spread).await.unwrap();
     redis.cli(&["CONFIG", "RESETSTAT"]);
-    let mut config = gator_worker::WorkerConfig::new(redis.url());
-    let names: Vec<String> = (0..queues).map(|q| format!("many{q}:1")).collect();
-    config.queues = names.join(",").parse().unwrap();
-    config.concurrency = 10;
-    let worker = TestWorker::start_with(config);
+    let worker = worker_of(&redis, "many", queues, 10);
     wait_until("every job to run", Duration::from_secs(120), || async {
         runs().len() as u64 == jobs
     })
@@ -132,11 +138,7 @@ async fn a_worker_of_thirty_queues_takes_its_next_job_in_its_successs_round_trip
     let spread =
         (first..first + jobs).map(|id| Doubled::call(id).queue(format!("one{}", id % queues)));
     client.dispatch_many(spread).await.unwrap();
-    let mut config = gator_worker::WorkerConfig::new(redis.url());
-    let names: Vec<String> = (0..queues).map(|q| format!("one{q}:1")).collect();
-    config.queues = names.join(",").parse().unwrap();
-    config.concurrency = 1;
-    let worker = TestWorker::start_with(config);
+    let worker = worker_of(&redis, "one", queues, 1);
     // Counted from the first job's run: the worker's start (leases, catalogue) is not per job.
     wait_until("the first job to run", Duration::from_secs(30), || async {
         !runs().is_empty()

@@ -64,6 +64,13 @@ pub enum Start {
     After(String),
 }
 
+impl From<Option<String>> for Start {
+    /// At the queue a success drew, if it drew one.
+    fn from(drawn: Option<String>) -> Start {
+        drawn.map_or(Start::Draw, Start::With)
+    }
+}
+
 /// The fetcher of one worker process, shared by its processors.
 pub struct Fetcher {
     client: Client,
@@ -161,22 +168,13 @@ impl Fetcher {
     /// The next job for an idle processor (see the module docs), or `None` once `stop` is
     /// cancelled. A job fetched as `stop` comes is left in flight, for shutdown to put back.
     pub async fn next(&self, stop: &CancellationToken) -> gator_core::Result<Option<Job>> {
-        self.next_from(stop, None).await
+        self.next_from(stop, Start::Draw).await
     }
 
-    /// [`Fetcher::next`], its first fetch trying `first` first: the queue a success already
-    /// drew ([`crate::settle`]), so that drawing again does not skew the weights.
+    /// [`Fetcher::next`], its first fetch starting as `start` says: at the queue a success
+    /// already drew ([`crate::settle`]), so that drawing again does not skew the weights, or
+    /// past the one it found empty.
     pub async fn next_from(
-        &self,
-        stop: &CancellationToken,
-        first: Option<String>,
-    ) -> gator_core::Result<Option<Job>> {
-        self.next_starting(stop, first.map_or(Start::Draw, Start::With))
-            .await
-    }
-
-    /// [`Fetcher::next`], its first fetch starting as `start` says.
-    pub async fn next_starting(
         &self,
         stop: &CancellationToken,
         start: Start,

@@ -94,7 +94,7 @@ impl Processor {
             //    cancelled mid-flight.
             let job = match std::mem::replace(&mut next, Next::Fetch(Start::Draw)) {
                 Next::Job(job) => job,
-                Next::Fetch(start) => match self.fetcher.next_starting(&stop, start).await {
+                Next::Fetch(start) => match self.fetcher.next_from(&stop, start).await {
                     Ok(Some(job)) => job,
                     Ok(None) => break,
                     Err(e) => {

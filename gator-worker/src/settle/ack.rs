@@ -66,10 +66,7 @@ impl Settler {
                 };
                 (answer, after)
             }
-            (_, drawn) => (
-                self.commit(member).await,
-                Next::Fetch(drawn.map_or(Start::Draw, Start::With)),
-            ),
+            (_, drawn) => (self.commit(member).await, Next::Fetch(Start::from(drawn))),
         };
         let Some(answer) = answer else {
             return Ok(after);
@@ -111,10 +108,10 @@ impl Settler {
         {
             Ok(turn) => match own.map(|own| Job::first_of(turn.jobs, own, seen)) {
                 Some(Ok(next)) => Next::Job(next),
-                Some(Err(_)) | None => Next::Fetch(drawn.map_or(Start::Draw, Start::With)),
+                Some(Err(_)) | None => Next::Fetch(Start::from(drawn)),
             },
             // The success is in the admission's hands; only the next job failed: fetch again.
-            Err(_) => Next::Fetch(drawn.map_or(Start::Draw, Start::With)),
+            Err(_) => Next::Fetch(Start::from(drawn)),
         }
     }
 }
