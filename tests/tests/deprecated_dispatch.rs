@@ -13,10 +13,15 @@ async fn note(n: u32) {
 }
 
 /// How many jobs `redis` holds on `queue`'s list and in its scheduled set.
+/// How many jobs wait in `queue`'s list, and how many are scheduled: in its set, or beyond the
+/// horizon in its minutes' lists (`later_n`).
 fn held(redis: &RedisServer, queue: &str) -> (String, String) {
+    let set = redis.cli(&["ZCARD", &format!("gator:{{{queue}}}:scheduled")]);
+    let lists = redis.cli(&["GET", &format!("gator:{{{queue}}}:later_n")]);
+    let count = |n: String| n.trim().parse::<u64>().unwrap_or(0);
     (
         redis.cli(&["LLEN", &format!("gator:{{{queue}}}:queue")]),
-        redis.cli(&["ZCARD", &format!("gator:{{{queue}}}:scheduled")]),
+        (count(set) + count(lists)).to_string(),
     )
 }
 

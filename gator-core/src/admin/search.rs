@@ -27,8 +27,10 @@ pub use super::search_terms::{Place, SearchField};
 
 /// Entries read per `LRANGE`/`ZRANGE`.
 const RANGE: usize = 500;
-/// The deepest offset a cursor may hold (2^40 entries: more than any Redis holds).
-const MAX_OFFSET: usize = 1 << 40;
+/// The deepest offset a cursor may hold: in a minutes' list (`store::later`) a minute's rank
+/// times 2^32 plus an index, in any other collection an index past any Redis holds, below
+/// where Redis reads an index as negative.
+const MAX_OFFSET: usize = 1 << 62;
 /// [`SearchQuery::budget`] by default.
 pub const DEFAULT_BUDGET: usize = 5000;
 /// The most side keys (arguments stored aside, `payload::aside`) one search call reads.
@@ -119,6 +121,9 @@ struct Collection {
     /// A controlled queue's critical or parking-key set, whose members carry a sequence
     /// prefix before the payload.
     parked: bool,
+    /// The index of the minutes' lists of jobs scheduled beyond the horizon
+    /// (`store::later`), read through it: a position there is a minute's rank and an index.
+    later: bool,
 }
 
 impl Admin {
@@ -165,9 +170,9 @@ impl Admin {
             let read_all = entries.len() < count;
             let reads = (&mut conn, collection, query.field, &mut aside_reads);
             let asides = aside_args(reads, self.keys(), &entries).await;
-            for ((raw, score), aside) in entries.into_iter().zip(asides) {
+            for ((raw, score, next), aside) in entries.into_iter().zip(asides) {
                 page.scanned += 1;
-                offset += 1;
+                offset = next;
                 let entry = (raw, score, aside.as_deref());
                 if let Some(hit) = matches(collection, entry, &needle, query.field) {
                     page.hits.push(hit);
@@ -203,6 +208,7 @@ async fn collections(
                     key,
                     sorted,
                     parked,
+                    later: false,
                 })
             };
             match place {
@@ -224,7 +230,17 @@ async fn collections(
                     }
                 }
                 Place::Queued => add(keys.queue(queue), false, false),
-                Place::Scheduled => add(keys.scheduled(queue), true, false),
+                Place::Scheduled => {
+                    add(keys.scheduled(queue), true, false);
+                    collections.push(Collection {
+                        place,
+                        queue: queue.clone(),
+                        key: keys.later(queue),
+                        sorted: true,
+                        parked: false,
+                        later: true,
+                    });
+                }
                 Place::Retry => add(keys.retry(queue), true, false),
                 Place::Dead => add(keys.dead(queue), true, false),
             }
@@ -233,14 +249,26 @@ async fn collections(
     Ok(collections)
 }
 
-/// Up to `count` entries of `collection` from `offset`, with their scores if it is sorted.
+/// Up to `count` entries of `collection` from `offset`, with their scores if it is sorted (a
+/// job of a minute's list: its due time), each with the offset after it.
 async fn read(
     conn: &mut Connection,
     collection: &Collection,
     offset: usize,
     count: usize,
-) -> Result<Vec<(String, Option<f64>)>> {
-    crate::store::sets::range(conn, &collection.key, collection.sorted, offset, count).await
+) -> Result<Vec<(String, Option<f64>, usize)>> {
+    if collection.later {
+        let rows = crate::store::later::range(conn, &collection.key, offset as u64, count).await?;
+        let rows = rows.into_iter();
+        return Ok(rows
+            .map(|(raw, due, next)| (raw, Some(due as f64), next as usize))
+            .collect());
+    }
+    let rows = crate::store::sets::range(conn, &collection.key, collection.sorted, offset, count);
+    let rows = rows.await?.into_iter().enumerate();
+    Ok(rows
+        .map(|(i, (raw, score))| (raw, score, offset + i + 1))
+        .collect())
 }
 
 /// For each of `entries`, the arguments' JSON text of one stored aside (`payload::aside`),
@@ -249,10 +277,10 @@ async fn read(
 async fn aside_args(
     (conn, collection, field, reads): (&mut Connection, &Collection, SearchField, &mut usize),
     keys: &Keys,
-    entries: &[(String, Option<f64>)],
+    entries: &[(String, Option<f64>, usize)],
 ) -> Vec<Option<String>> {
     let mut found = Vec::with_capacity(entries.len());
-    for (raw, _) in entries {
+    for (raw, _, _) in entries {
         let text = if collection.parked {
             crate::store::flow::parked_payload(raw)
         } else {

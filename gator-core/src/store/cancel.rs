@@ -62,9 +62,12 @@ pub async fn find_in_set(
     jid: &str,
     due_ms: u64,
 ) -> Result<Option<String>> {
-    Ok(super::locate::locate(conn, keys, kind, queue, jid, due_ms)
-        .await?
-        .map(|entry| entry.raw))
+    let found = super::locate::locate(conn, keys, kind, queue, jid, due_ms).await?;
+    if let Some(entry) = &found {
+        // One in its minute's list comes into the set, where the cancel takes it from.
+        super::later::take_listed(conn, keys, std::slice::from_ref(entry)).await?;
+    }
+    Ok(found.map(|entry| entry.raw))
 }
 
 /// Where a waiting job is, for [`remove`].

@@ -14,12 +14,15 @@ pub async fn set_sizes(
     keys: &Keys,
     queue: &str,
 ) -> Result<(u64, u64, u64)> {
-    Ok(redis::pipe()
+    let (scheduled, later, retry, dead): (u64, Option<u64>, u64, u64) = redis::pipe()
         .zcard(keys.scheduled(queue))
+        .get(keys.later_count(queue))
         .zcard(keys.retry(queue))
         .zcard(keys.dead(queue))
         .query_async(conn)
-        .await?)
+        .await?;
+    // The jobs scheduled beyond the horizon wait in lists (`store::later`), counted apart.
+    Ok((scheduled + later.unwrap_or(0), retry, dead))
 }
 
 /// How many jobs wait in plain `queue`'s list, and its head: the oldest of them.

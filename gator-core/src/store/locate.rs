@@ -52,6 +52,28 @@ pub async fn locate(
     jid: &str,
     score_ms: u64,
 ) -> Result<Option<SetEntry>> {
+    let found = in_set(conn, keys, kind, queue, jid, score_ms).await?;
+    if found.is_some() || kind != SetKind::Scheduled {
+        return Ok(found);
+    }
+    // A job scheduled beyond the horizon waits in its minute's list: listed at the minute's
+    // start, as a page lists it, so that an action brings it into the set first.
+    let listed = super::later::find(conn, keys, queue, jid, score_ms).await?;
+    Ok(listed.map(|raw| SetEntry {
+        score_ms,
+        ..sets::entry(kind, queue, raw, super::later::minute_of(score_ms) as f64)
+    }))
+}
+
+/// [`locate`] in the set itself (`locate.lua`).
+async fn in_set(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    kind: SetKind,
+    queue: &str,
+    jid: &str,
+    score_ms: u64,
+) -> Result<Option<SetEntry>> {
     let found: Option<String> = scripts::LOCATE
         .key(kind.key(keys, queue))
         .arg(jid)

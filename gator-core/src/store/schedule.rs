@@ -41,7 +41,9 @@ pub async fn schedule(
         When::At(ms) => invocation.arg("at").arg(ms),
         When::In(delay) => invocation.arg("in").arg(millis(delay)),
     };
-    invocation.arg(payload.to_json());
+    invocation
+        .arg(payload.to_json())
+        .arg(super::later::horizon_ms()?);
     if let Some((key, waiting)) = chain_list {
         invocation.key(key);
         for step in waiting {

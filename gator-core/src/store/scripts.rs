@@ -29,6 +29,13 @@ const UNIQUE_LIB: &str = include_str!("lua/unique_lib.lua");
 /// The marker line a script puts where it needs the unique library.
 const UNIQUE_LIB_MARKER: &str = "-- @unique_lib\n";
 
+/// `lua/later_lib.lua`, the minutes' lists of jobs scheduled beyond the horizon
+/// ([`super::later`]), inserted where a script says `-- @later_lib`.
+const LATER_LIB: &str = include_str!("lua/later_lib.lua");
+
+/// The marker line a script puts where it needs the later library.
+const LATER_LIB_MARKER: &str = "-- @later_lib\n";
+
 /// `source` with the key kinds' table and `qkey` ([`super::keys::kinds::lua_prelude`]) and the
 /// prelude inserted after its first line, the `#!lua` line that must stay first, and the flow,
 /// workflow or unique library at its marker: of each, only what the script uses
@@ -44,6 +51,7 @@ fn composed(source: &str) -> String {
         (FLOW_LIB_MARKER, FLOW_LIB),
         (WF_LIB_MARKER, WF_LIB),
         (UNIQUE_LIB_MARKER, UNIQUE_LIB),
+        (LATER_LIB_MARKER, LATER_LIB),
     ];
     let used: Vec<_> = markers.iter().filter(|(m, _)| body.contains(m)).collect();
     let qkey = super::keys::kinds::lua_prelude(|_| false);
@@ -95,6 +103,14 @@ scripts! {
     LIMITER_TAKE => "limiter_take.lua";
     /// `lua/schedule.lua`: enqueue a job (and a chain's waiting steps) now or later, on Redis time.
     SCHEDULE => "schedule.lua";
+    /// `lua/later_find.lua`: bring a job scheduled beyond the horizon back into the set, by jid.
+    LATER_FIND => "later_find.lua";
+    /// `lua/later_take.lua`: bring a listed entry of a minute's list back into the set.
+    LATER_TAKE => "later_take.lua";
+    /// `lua/later_range.lua`: read the minutes' lists a range at a time, for a search.
+    LATER_RANGE => "later_range.lua";
+    /// `lua/scheduled_page.lua`: a page of the scheduled set and the minutes' lists merged.
+    SCHEDULED_PAGE => "scheduled_page.lua";
     /// `lua/promote_due.lua`: move due jobs from the scheduled and retry sets to the queue.
     PROMOTE_DUE => "promote_due.lua";
     /// `lua/lease.lua`: take or renew a process's lease on a queue.

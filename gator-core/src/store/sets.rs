@@ -6,73 +6,8 @@ use crate::payload::{Payload, now_ms};
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
-use std::fmt;
-use std::str::FromStr;
 
-/// One of a queue's sorted sets of jobs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SetKind {
-    /// Jobs to run later (`dispatch_at`, `dispatch_in`).
-    Scheduled,
-    /// Failed jobs waiting for their next attempt.
-    Retry,
-    /// Jobs that will not run again.
-    Dead,
-}
-
-impl SetKind {
-    /// All three, in lifecycle order.
-    pub const ALL: [SetKind; 3] = [SetKind::Scheduled, SetKind::Retry, SetKind::Dead];
-
-    /// The set's key for `queue`.
-    pub fn key(self, keys: &Keys, queue: &str) -> String {
-        match self {
-            SetKind::Scheduled => keys.scheduled(queue),
-            SetKind::Retry => keys.retry(queue),
-            SetKind::Dead => keys.dead(queue),
-        }
-    }
-
-    /// The state of a job in this set, as its status record says it.
-    pub fn state(self) -> crate::wire::lifecycle::State {
-        use crate::wire::lifecycle::State;
-        match self {
-            SetKind::Scheduled => State::Scheduled,
-            SetKind::Retry => State::Retrying,
-            SetKind::Dead => State::Dead,
-        }
-    }
-
-    /// The set's name as used in keys and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SetKind::Scheduled => "scheduled",
-            SetKind::Retry => "retry",
-            SetKind::Dead => "dead",
-        }
-    }
-}
-
-impl fmt::Display for SetKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for SetKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> std::result::Result<Self, String> {
-        match s {
-            "scheduled" => Ok(SetKind::Scheduled),
-            "retry" => Ok(SetKind::Retry),
-            "dead" => Ok(SetKind::Dead),
-            other => Err(format!(
-                "unknown set {other:?}: use scheduled, retry or dead"
-            )),
-        }
-    }
-}
+pub use super::set_kind::SetKind;
 
 /// One job in a set, as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,10 +16,12 @@ pub struct SetEntry {
     pub kind: SetKind,
     /// The queue the set belongs to.
     pub queue: String,
-    /// Its score: due time (scheduled, retry) or time of death (dead), ms since the epoch.
+    /// Its score: due time (scheduled, retry) or time of death (dead), ms since the epoch. A
+    /// job scheduled beyond the horizon (`store::later`): its own due time.
     pub score_ms: u64,
     /// Its score exactly as stored (another producer may write fractions of a ms): where a
-    /// page after it starts.
+    /// page after it starts. A job scheduled beyond the horizon is listed at the start of its
+    /// due time's minute.
     pub score: f64,
     /// The member exactly as stored (needed to remove it).
     pub raw: String,
@@ -99,7 +36,9 @@ impl SetEntry {
     }
 }
 
-/// Up to `count` entries of `kind` for `queue` from `offset`, lowest score first.
+/// Up to `count` entries of `kind` for `queue` from `offset`, lowest score first (of a
+/// scheduled set whose minutes' lists hold jobs, at most `admin::MAX_MERGED_DEPTH` deep:
+/// `store::later::list`).
 pub async fn list(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -111,6 +50,13 @@ pub async fn list(
     // Redis reads an index past i64's range as an error; no set is that long.
     if count == 0 || offset > i64::MAX as usize {
         return Ok(Vec::new());
+    }
+    if kind == SetKind::Scheduled {
+        let depth = crate::admin::MAX_MERGED_DEPTH;
+        let merged = super::later::list(conn, keys, queue, (offset, count), depth).await?;
+        if let Some(entries) = merged {
+            return Ok(entries);
+        }
     }
     let stop = i64::try_from(offset.saturating_add(count) - 1).unwrap_or(i64::MAX);
     let mut range = redis::cmd("ZRANGE");
@@ -143,6 +89,10 @@ pub async fn pages(
 ) -> Result<Vec<Vec<SetEntry>>> {
     if starts.is_empty() {
         return Ok(Vec::new());
+    }
+    if kind == SetKind::Scheduled {
+        let read = super::later::set_pages(conn, keys, starts, "+inf", count).await?;
+        return Ok(read.into_iter().map(|r| r.unwrap_or_default()).collect());
     }
     let mut pipe = redis::pipe();
     for (queue, from) in starts {
@@ -186,6 +136,12 @@ pub async fn sweep(
     (from, until): (&Start, f64),
     count: usize,
 ) -> Result<Vec<SetEntry>> {
+    if kind == SetKind::Scheduled {
+        let until = until.to_string();
+        let read = super::later::set_pages(conn, keys, &[(queue, *from)], &until, count).await?;
+        let rows = read.into_iter().next().unwrap_or(Ok(Vec::new()));
+        return rows.map_err(|e| crate::error::Error::from(e).of_queue(queue));
+    }
     let mut pipe = redis::pipe();
     by_score(
         &mut pipe,
@@ -220,7 +176,12 @@ pub async fn highest(
         .query_async(conn)
         .await
         .map_err(|e| crate::error::Error::from(e).of_queue(queue))?;
-    Ok(rows.first().map(|(_, score)| *score))
+    let highest = rows.first().map(|(_, score)| *score);
+    if kind != SetKind::Scheduled {
+        return Ok(highest);
+    }
+    let later = super::later::last_start(conn, keys, queue).await?;
+    Ok(highest.into_iter().chain(later).reduce(f64::max))
 }
 
 /// The entries a `ZRANGE` of `kind` for `queue` lists, with their scores.
@@ -280,9 +241,21 @@ pub async fn lens(
     let mut pipe = redis::pipe();
     for queue in queues {
         pipe.zcard(kind.key(keys, queue));
+        if kind == SetKind::Scheduled {
+            super::later::count(&mut pipe, keys, queue);
+        }
     }
-    let read: Vec<redis::RedisResult<usize>> = pipe.ignore_errors().query_async(conn).await?;
-    Ok(read.into_iter().map(|n| n.unwrap_or(0)).collect())
+    let read: Vec<redis::RedisResult<Option<usize>>> =
+        pipe.ignore_errors().query_async(conn).await?;
+    let counts = read.into_iter().map(|n| n.ok().flatten().unwrap_or(0));
+    Ok(match kind {
+        // The set's and the lists' counts, in pairs.
+        SetKind::Scheduled => {
+            let counts: Vec<usize> = counts.collect();
+            counts.chunks(2).map(|pair| pair.iter().sum()).collect()
+        }
+        _ => counts.collect(),
+    })
 }
 
 /// Moves `entry` back to the tail of its queue now. From the dead set the job starts over
@@ -314,6 +287,7 @@ pub async fn move_to_queue(
             payload.to_json()
         }
     };
+    super::later::take_listed(conn, keys, std::slice::from_ref(entry)).await?;
     let moved: i64 = scripts::MOVE_TO_QUEUE
         .key(entry.kind.key(keys, &entry.queue))
         .key(keys.queue(&entry.queue))
@@ -327,6 +301,7 @@ pub async fn move_to_queue(
 /// Removes `entry` from its set. Returns false if it was already gone. A dead chain step
 /// takes its chain's waiting steps with it: nothing could resume them any more.
 pub async fn delete(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
+    super::later::take_listed(conn, keys, std::slice::from_ref(entry)).await?;
     let removed = remove(conn, &entry.kind.key(keys, &entry.queue), &[&entry.raw]).await? == 1;
     if removed {
         super::chain::forget(conn, keys, &orphaned_chains(std::slice::from_ref(entry))).await?;
@@ -355,6 +330,7 @@ pub async fn delete_many(
     let Some(first) = entries.first() else {
         return Ok(0);
     };
+    super::later::take_listed(conn, keys, entries).await?;
     let members: Vec<&str> = entries.iter().map(|entry| entry.raw.as_str()).collect();
     let removed = remove(conn, &first.kind.key(keys, &first.queue), &members).await?;
     super::chain::forget(conn, keys, &orphaned_chains(entries)).await?;

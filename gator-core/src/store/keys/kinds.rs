@@ -79,6 +79,9 @@ kinds! {
     INFLIGHT = "inflight", "inflight:", LIST, Queue;
     LEASES = "leases", "leases", ZSET, Queue;
     SCHEDULED = "scheduled", "scheduled", ZSET, Queue;
+    LATER = "later", "later", ZSET, Queue;
+    LATER_SLICE = "later_slice", "later:", LIST, Queue;
+    LATER_COUNT = "later_count", "later_n", STRING, Queue;
     UNIQUE = "unique", "unique:", STRING, Queue;
     RETRY = "retry", "retry", ZSET, Queue;
     CHAIN = "chain", "chain:", LIST, Queue;

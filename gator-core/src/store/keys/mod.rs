@@ -179,6 +179,23 @@ impl Keys {
         self.of_queue(queue, &SCHEDULED, "")
     }
 
+    /// ZSET of the minutes that hold jobs of `queue` due beyond the horizon (`store::later`),
+    /// member and score the minute's start (ms since the epoch).
+    pub fn later(&self, queue: &str) -> String {
+        self.of_queue(queue, &LATER, "")
+    }
+
+    /// LIST of the jobs of `queue` due in the minute that starts at `start` (ms), beyond the
+    /// horizon when they were scheduled: `<due - start>|<payload>` each, in the order written.
+    pub fn later_slice(&self, queue: &str, start: u64) -> String {
+        self.of_queue(queue, &LATER_SLICE, &start.to_string())
+    }
+
+    /// STRING: how many jobs of `queue` the minutes' lists hold ([`Keys::later_slice`]).
+    pub fn later_count(&self, queue: &str) -> String {
+        self.of_queue(queue, &LATER_COUNT, "")
+    }
+
     /// STRING: the lock of unique key `digest` (its SHA-1 hex, [`crate::unique::digest`]) on
     /// `queue`, holding the jid of the job that holds it (for a debounced job, its pending
     /// payload), expiring after its TTL. The scripts build it from the payload's `unique.key`.

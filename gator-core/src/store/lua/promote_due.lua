@@ -13,12 +13,20 @@
 --          has a limit)
 -- Returns  { number of jobs moved, due time (ms) of the earliest job left in either set or -1
 --            if none, now (Redis time, ms), 1 if a set had more due than ARGV[1] else 0 }
+-- The minutes' lists of jobs scheduled beyond the horizon (later_lib.lua) that start within
+-- LATER_LEAD_MS go into the scheduled set first, ARGV[1] jobs at most; the earliest list left
+-- counts as due LATER_LEAD_MS before its minute, so the poller wakes for it.
 -- @flow_lib
+-- @later_lib
 local bad = wrong_queue(KEYS[1]) if bad then return bad end
 local now = now_ms()
 local prefix = queue_prefix(KEYS[1])
 local controlled = is_controlled(prefix)
 local moved, next_due, more = 0, -1, 0
+local _, thaw_more = later_thaw(prefix, KEYS[2], now + LATER_LEAD_MS, tonumber(ARGV[1]))
+if thaw_more then more = 1 end
+local later = later_next(prefix)
+if later then next_due = later - LATER_LEAD_MS end
 for i = 2, 3 do
   local due = redis.call('ZRANGE', KEYS[i], '-inf', now, 'BYSCORE', 'LIMIT', 0, ARGV[1])
   if #due > 0 then

@@ -12,9 +12,12 @@
 -- ARGV[1]  'at' (ARGV[2] is a time, ms since the Unix epoch) or 'in' (ARGV[2] is a delay, ms)
 -- ARGV[2]  the time or the delay
 -- ARGV[3]  the payload
--- ARGV[4..]  the chain's waiting steps, in order (payloads)
+-- ARGV[4]  the horizon (ms): a job due later than this from now waits in its minute's list
+--          (later_lib.lua), not in the scheduled set
+-- ARGV[5..]  the chain's waiting steps, in order (payloads)
 -- Returns  the due time (ms) if the job was scheduled, 0 if it was due and went to its queue
 -- @flow_lib
+-- @later_lib
 local bad = wrong_type(KEYS[1], 'zset') or wrong_queue(KEYS[2])
   or (KEYS[3] and wrong_type(KEYS[3], 'list'))
 if bad then return bad end
@@ -27,13 +30,17 @@ local due = tonumber(ARGV[2])
 if ARGV[1] == 'in' then
   due = now + due
 end
-for i = 4, #ARGV, 1000 do
+for i = 5, #ARGV, 1000 do
   redis.call('RPUSH', KEYS[3], unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
 if due <= now then
   push_job(prefix, ARGV[3], false, now)
   return 0
 end
-redis.call('ZADD', KEYS[1], due, ARGV[3])
+if due - now > tonumber(ARGV[4]) then
+  later_push(prefix, due, ARGV[3])
+else
+  redis.call('ZADD', KEYS[1], due, ARGV[3])
+end
 set_status(prefix, ARGV[3], 'scheduled ' .. due)
 return due
