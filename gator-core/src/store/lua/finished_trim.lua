@@ -32,9 +32,20 @@ local PEEK = 100
 local function records_of(jids)
   local found = { where = {}, record = {}, key = {}, bucket = {}, field = {}, stale = {} }
   local keys, buckets, fields = found.key, found.bucket, found.field
+  -- The 16 jids of a bucket share their first 34 bytes: a jid whose head was seen needs only
+  -- its last two checked, not the whole pattern bucket_of matches (1.4 µs a jid).
+  local heads = {}
   for i = 1, #jids do
-    keys[i] = qkey(prefix, 'job', jids[i])
-    buckets[i], fields[i] = bucket_of(prefix, jids[i])
+    local jid = jids[i]
+    keys[i] = qkey(prefix, 'job', jid)
+    local head = string.sub(jid, 1, 34)
+    local bucket = heads[head]
+    if bucket and string.find(jid, '^%x%x$', 35) then
+      buckets[i], fields[i] = bucket, string.sub(jid, 35, 36)
+    else
+      buckets[i], fields[i] = bucket_of(prefix, jid)
+      heads[head] = buckets[i]
+    end
   end
   local values = redis.call('MGET', unpack(keys))
   -- The jids without a key record, by bucket, in order of first appearance.
