@@ -52,9 +52,7 @@ use super::bulk::{BulkAction, Finder};
 use crate::error::{Error, Result};
 use crate::store::sets::{self, SetEntry, SetKind};
 
-/// How deep [`Admin::list_set`] pages by offset over several queues merged: it reads this
-/// many entries of each at most.
-pub const MAX_MERGED_DEPTH: usize = 2000;
+pub use crate::store::sets::MAX_MERGED_DEPTH;
 
 // Here rather than in `store::sets`: what may be moved is admin policy, not storage.
 impl SetEntry {
@@ -91,8 +89,9 @@ impl Admin {
     /// from `offset`, lowest score (oldest death, earliest due time) first.
     ///
     /// On one queue without shards any offset costs the same (`ZRANGE` by rank). Merged over
-    /// several queues (`None`, or a sharded queue), an offset needs every queue's first
-    /// `offset + count` entries, so `offset + count` may be at most [`MAX_MERGED_DEPTH`]:
+    /// several queues (`None`, or a sharded queue), or over a scheduled set and the lists of
+    /// jobs scheduled beyond the horizon, an offset needs the first `offset + count` entries
+    /// of each, so `offset + count` may be at most [`MAX_MERGED_DEPTH`]:
     /// page deeper with [`Admin::set_page`], whose cursor costs the same at any depth.
     pub async fn list_set(
         &self,

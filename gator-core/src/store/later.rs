@@ -12,7 +12,7 @@
 
 use super::keys::Keys;
 use super::scripts;
-use super::sets::{self, SetEntry, SetKind, Start};
+use super::set_entry::{self, SetEntry, SetKind, Start};
 use crate::error::{Error, Result};
 use redis::aio::ConnectionLike;
 use std::sync::OnceLock;
@@ -185,7 +185,7 @@ pub fn count(pipe: &mut redis::Pipeline, keys: &Keys, queue: &str) {
     pipe.get(keys.later_count(queue));
 }
 
-/// [`super::sets::pages`] of the scheduled set: each queue's merged page from its start, up
+/// `store::sets::pages` of the scheduled set: each queue's merged page from its start, up
 /// to score `max`, as set entries (a listed job's `score` its minute's start, its `score_ms`
 /// its due time). A queue whose set is not one reads as empty (`broken`: as its error).
 pub(super) async fn set_pages(
@@ -216,7 +216,7 @@ pub(super) async fn set_pages(
                 rows.into_iter()
                     .map(|(raw, score, due)| SetEntry {
                         score_ms: due,
-                        ..sets::entry(SetKind::Scheduled, queue, raw, score)
+                        ..set_entry::entry(SetKind::Scheduled, queue, raw, score)
                     })
                     .collect()
             })
@@ -258,7 +258,7 @@ pub(super) async fn last_start(
     Ok(rows.first().map(|(_, score)| *score))
 }
 
-/// [`super::sets::list`] of a queue's scheduled jobs when its minutes' lists hold any: the
+/// `store::sets::list` of a queue's scheduled jobs when its minutes' lists hold any: the
 /// set's and the lists' merged, from `offset`, which needs the first `offset + count` of them
 /// read, so at most `depth` deep (else [`Error::InvalidArgs`]: page with a cursor). `None`
 /// while the lists hold nothing: the set alone answers, by rank, at any offset.

@@ -56,7 +56,7 @@ pub(crate) mod scaling;
 pub(crate) mod schedule;
 pub(crate) mod scripts;
 pub(crate) mod server;
-pub(crate) mod set_kind;
+pub(crate) mod set_entry;
 pub(crate) mod sets;
 mod shake;
 pub(crate) mod shards;

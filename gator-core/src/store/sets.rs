@@ -2,42 +2,20 @@
 //! delete. What the admin API and the `gator-worker` subcommands use.
 
 use crate::error::Result;
-use crate::payload::{Payload, now_ms};
+use crate::payload::now_ms;
 use crate::store::keys::Keys;
 use crate::store::scripts;
 use redis::aio::ConnectionLike;
 
-pub use super::set_kind::SetKind;
+pub(crate) use super::set_entry::entry;
 
-/// One job in a set, as stored.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SetEntry {
-    /// Which set it is in.
-    pub kind: SetKind,
-    /// The queue the set belongs to.
-    pub queue: String,
-    /// Its score: due time (scheduled, retry) or time of death (dead), ms since the epoch. A
-    /// job scheduled beyond the horizon (`store::later`): its own due time.
-    pub score_ms: u64,
-    /// Its score exactly as stored (another producer may write fractions of a ms): where a
-    /// page after it starts. A job scheduled beyond the horizon is listed at the start of its
-    /// due time's minute.
-    pub score: f64,
-    /// The member exactly as stored (needed to remove it).
-    pub raw: String,
-    /// The member parsed, if it is a payload document.
-    pub payload: Option<Payload>,
-}
-
-impl SetEntry {
-    /// The entry's jid, if it parsed.
-    pub fn jid(&self) -> Option<&str> {
-        self.payload.as_ref().map(|p| p.jid.as_str())
-    }
-}
+/// How deep `Admin::list_set` pages by offset over several queues merged, or over a scheduled
+/// set and its minutes' lists (`store::later`): it reads this many entries of each at most.
+pub const MAX_MERGED_DEPTH: usize = 2000;
+pub use super::set_entry::{SetEntry, SetKind, Start};
 
 /// Up to `count` entries of `kind` for `queue` from `offset`, lowest score first (of a
-/// scheduled set whose minutes' lists hold jobs, at most `admin::MAX_MERGED_DEPTH` deep:
+/// scheduled set whose minutes' lists hold jobs, at most [`MAX_MERGED_DEPTH`] deep:
 /// `store::later::list`).
 pub async fn list(
     conn: &mut impl ConnectionLike,
@@ -52,7 +30,7 @@ pub async fn list(
         return Ok(Vec::new());
     }
     if kind == SetKind::Scheduled {
-        let depth = crate::admin::MAX_MERGED_DEPTH;
+        let depth = MAX_MERGED_DEPTH;
         let merged = super::later::list(conn, keys, queue, (offset, count), depth).await?;
         if let Some(entries) = merged {
             return Ok(entries);
@@ -62,18 +40,6 @@ pub async fn list(
     let mut range = redis::cmd("ZRANGE");
     range.arg(kind.key(keys, queue)).arg(offset).arg(stop);
     entries(conn, kind, queue, range).await
-}
-
-/// Where a page of `kind` for `queue` starts, by score: entries with a score above `score`
-/// (`inclusive`: at or above it), less the first `skip` of them.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Start {
-    /// The lowest score (`None`: from the lowest there is).
-    pub score: Option<f64>,
-    /// Whether an entry at `score` itself is in.
-    pub inclusive: bool,
-    /// How many entries to step over first (those at `score` already shown).
-    pub skip: usize,
 }
 
 /// Up to `count` entries of `kind` for each queue from where it starts, lowest score first:
@@ -346,17 +312,4 @@ fn orphaned_chains(entries: &[SetEntry]) -> Vec<(String, String)> {
         .filter(|link| link.next_jid.is_some())
         .map(|link| (link.list_queue.clone(), link.id.clone()))
         .collect()
-}
-
-/// An entry of `kind` for `queue` as read: its member and score.
-pub(super) fn entry(kind: SetKind, queue: &str, raw: String, score: f64) -> SetEntry {
-    let payload = Payload::from_json(&raw).ok();
-    SetEntry {
-        kind,
-        queue: queue.to_owned(),
-        score_ms: score as u64,
-        score,
-        raw,
-        payload,
-    }
 }
