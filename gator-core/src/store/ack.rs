@@ -128,10 +128,12 @@ fn taken_job(beside: &Fetched, raw: Vec<u8>) -> Fetched {
 fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     let first = acks[0].job;
     let inflight = keys.inflight(&first.queue, &first.process);
-    let mut pipe = redis::pipe();
+    // Each command sized before its arguments go in: growing them an argument at a time cost
+    // a dozen allocations a success.
+    let mut pipe = redis::Pipeline::with_capacity(2 * acks.len() + take + 1);
     pipe.atomic();
     for ack in acks {
-        pipe.cmd("LREM").arg(&inflight).arg(1).arg(&ack.job.raw);
+        pipe.add_command(sized("LREM", &[inflight.as_bytes(), b"1", &ack.job.raw]));
     }
     let mut finished = redis::cmd("LPUSH");
     finished.arg(keys.finished(&first.queue));
@@ -140,7 +142,7 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
         // The status record, `done` (a job without a jid has none). Written even if the job
         // was no longer in flight: its recovered copy writes `running` and its own outcome
         // after.
-        let Some(jid) = super::status::jid_of(&ack.job.raw) else {
+        let Some(jid) = super::status::jid_in(&ack.job.raw) else {
             continue;
         };
         // A jid that names a bucket (`wire::jid`) has its record there, where its queued mark
@@ -150,11 +152,8 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
         // state takes it out of flight. A reader looks at the key first, so that one goes.
         match keys.queued_mark(&first.queue, &jid) {
             Some((bucket, field)) => {
-                pipe.cmd("HSET")
-                    .arg(bucket)
-                    .arg(field)
-                    .arg(ack.record)
-                    .ignore();
+                let hset = [bucket.as_bytes(), field.as_bytes(), ack.record.as_bytes()];
+                pipe.add_command(sized("HSET", &hset)).ignore();
                 if ack.keyed {
                     pipe.cmd("DEL").arg(keys.job(&first.queue, &jid)).ignore();
                 }
@@ -178,13 +177,21 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     }
     let queue = keys.queue(&first.queue);
     for _ in 0..take {
-        pipe.cmd("LMOVE")
-            .arg(&queue)
-            .arg(&inflight)
-            .arg("LEFT")
-            .arg("RIGHT");
+        let lmove = [queue.as_bytes(), inflight.as_bytes(), b"LEFT", b"RIGHT"];
+        pipe.add_command(sized("LMOVE", &lmove));
     }
     pipe
+}
+
+/// Command `name` with `args`, its buffers allocated once at their final size.
+fn sized(name: &str, args: &[&[u8]]) -> redis::Cmd {
+    let bytes = name.len() + args.iter().map(|a| a.len()).sum::<usize>();
+    let mut cmd = redis::Cmd::with_capacity(args.len() + 1, bytes);
+    cmd.arg(name);
+    for arg in args {
+        cmd.arg(*arg);
+    }
+    cmd
 }
 
 /// Each `LMOVE`'s job, if it found one.

@@ -237,18 +237,26 @@ fn from_ms(ms: u64) -> SystemTime {
 /// The jid of a payload as stored: read from its start when Gator wrote it (`{"jid":"…"`),
 /// else decoded. `None` for text that is not a payload with a jid.
 pub fn jid_of(raw: &[u8]) -> Option<String> {
+    jid_in(raw).map(std::borrow::Cow::into_owned)
+}
+
+/// [`jid_of`], borrowed from `raw` when Gator wrote it (a success's settle reads one per job).
+pub fn jid_in(raw: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
     const START: &[u8] = b"{\"jid\":\"";
     if let Some(rest) = raw.strip_prefix(START)
         && let Some(end) = rest.iter().position(|b| *b == b'"' || *b == b'\\')
         && rest.get(end) == Some(&b'"')
     {
-        return std::str::from_utf8(&rest[..end]).ok().map(str::to_owned);
+        return std::str::from_utf8(&rest[..end])
+            .ok()
+            .map(std::borrow::Cow::Borrowed);
     }
     #[derive(serde::Deserialize)]
     struct WithJid {
         jid: String,
     }
-    serde_json::from_slice::<WithJid>(raw).ok().map(|w| w.jid)
+    let decoded = serde_json::from_slice::<WithJid>(raw).ok();
+    decoded.map(|w| std::borrow::Cow::Owned(w.jid))
 }
 
 /// What a success records beside settling the job: its result and how long the record is kept.
