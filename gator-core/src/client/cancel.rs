@@ -95,6 +95,10 @@ impl Client {
         if found.is_none() && self.mark(queue, jid, "queued").await? {
             return Ok(Some(Cancellation::Stopping));
         }
+        let found = found.map(|payload| store::cancel::Found {
+            payload,
+            listed_due: None,
+        });
         let removed = self.remove(queue, jid, Waiting::Queued, found).await?;
         Ok(removed.then_some(Cancellation::Removed))
     }
@@ -157,9 +161,9 @@ impl Client {
         queue: &str,
         jid: &str,
         at: Waiting,
-        found: Option<String>,
+        found: Option<store::cancel::Found>,
     ) -> Result<bool> {
-        let Some(payload) = found else {
+        let Some(found) = found else {
             return Ok(false);
         };
         let mut conn = self.connection();
@@ -169,7 +173,7 @@ impl Client {
             queue,
             jid,
             at,
-            &payload,
+            &found,
             DEFAULT_RETENTION,
         )
         .await

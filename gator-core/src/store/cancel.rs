@@ -52,8 +52,19 @@ pub async fn find_queued(
     }
 }
 
-/// The payload of `jid` in `queue`'s scheduled or retry set, if it is there with the score its
-/// status record gave (`due_ms`): found by `locate.lua`, in bounded work whatever the set holds.
+/// A waiting job as found, for [`remove`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Found {
+    /// Its payload exactly as stored.
+    pub payload: String,
+    /// Its due time, if it may wait in its minute's list rather than the scheduled set
+    /// ([`super::later::listed_due`]): where [`remove`] looks when the set does not hold it.
+    pub listed_due: Option<u64>,
+}
+
+/// `jid` in `queue`'s scheduled or retry set (or a scheduled job's minute's list), if it is
+/// there with the score its status record gave (`due_ms`): found by `locate.lua`, in bounded
+/// work whatever the set holds.
 pub async fn find_in_set(
     conn: &mut impl ConnectionLike,
     keys: &Keys,
@@ -61,13 +72,12 @@ pub async fn find_in_set(
     queue: &str,
     jid: &str,
     due_ms: u64,
-) -> Result<Option<String>> {
+) -> Result<Option<Found>> {
     let found = super::locate::locate(conn, keys, kind, queue, jid, due_ms).await?;
-    if let Some(entry) = &found {
-        // One in its minute's list comes into the set, where the cancel takes it from.
-        super::later::take_listed(conn, keys, std::slice::from_ref(entry)).await?;
-    }
-    Ok(found.map(|entry| entry.raw))
+    Ok(found.map(|entry| Found {
+        listed_due: super::later::listed_due(&entry),
+        payload: entry.raw,
+    }))
 }
 
 /// Where a waiting job is, for [`remove`].
@@ -81,7 +91,7 @@ pub enum Waiting {
     Retrying,
 }
 
-/// Removes `payload` from where it waits in `queue` and records it cancelled (kept
+/// Removes `found` from where it waits in `queue` and records it cancelled (kept
 /// `retention`), in one script; false if it was no longer there.
 pub async fn remove(
     conn: &mut impl ConnectionLike,
@@ -89,7 +99,7 @@ pub async fn remove(
     queue: &str,
     jid: &str,
     at: Waiting,
-    payload: &str,
+    found: &Found,
     retention: Duration,
 ) -> Result<bool> {
     let (container, mode) = match at {
@@ -97,15 +107,17 @@ pub async fn remove(
         Waiting::Scheduled => (keys.scheduled(queue), "zset"),
         Waiting::Retrying => (keys.retry(queue), "zset"),
     };
-    let removed: i64 = scripts::CANCEL
-        .key(container)
+    let mut script = scripts::CANCEL.key(container);
+    script
         .key(keys.cancelling(queue))
         .key(keys.job(queue, jid))
         .arg(mode)
-        .arg(payload)
-        .arg(super::status::retention_ms(retention))
-        .invoke_async(conn)
-        .await?;
+        .arg(&found.payload)
+        .arg(super::status::retention_ms(retention));
+    if let Some(due) = found.listed_due {
+        script.arg(due);
+    }
+    let removed: i64 = script.invoke_async(conn).await?;
     Ok(removed == 1)
 }
 

@@ -6,9 +6,10 @@
 //! The scheduled set stays what promotion reads: each promotion pass (`promote_due.lua`) first
 //! moves the minutes that start within ten seconds into it, each job scored by its due time,
 //! so a job still starts within a few ms of its due time. Everything that finds one job (cancel,
-//! run now, delete, the admin's find) brings it back into the set first ([`find`], [`take`]);
-//! pages, sweeps and counts of the scheduled set read both ([`page`], [`count`]), and a search
-//! reads the lists a range at a time ([`range`]).
+//! run now, delete, the admin's find) finds it in its list ([`find`]) and acts on it in one
+//! script that looks in the set, then in the list ([`listed_due`]); pages, sweeps and counts of
+//! the scheduled set read both ([`pages`], [`count`]), and a search reads the lists a range at
+//! a time ([`range`]).
 
 use super::keys::Keys;
 use super::scripts;
@@ -72,24 +73,6 @@ pub async fn find(
             _ => return Ok(None),
         }
     }
-}
-
-/// Brings a page's entry `raw`, due at `due_ms`, from its minute's list into the scheduled set
-/// of `queue`, if it is in one (`later_take.lua`); a no-op for an entry of the set.
-pub async fn take(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    queue: &str,
-    raw: &str,
-    due_ms: u64,
-) -> Result<bool> {
-    let taken: i64 = scripts::LATER_TAKE
-        .key(keys.scheduled(queue))
-        .arg(due_ms)
-        .arg(raw)
-        .invoke_async(conn)
-        .await?;
-    Ok(taken == 1)
 }
 
 /// The start of the minute `due_ms` falls in: its list's, and where a page lists its jobs.
@@ -224,20 +207,26 @@ pub(super) async fn set_pages(
         .collect())
 }
 
-/// Brings each of `entries` (a page's, of the scheduled set) that may come from a minute's
-/// list into the set ([`take`]), before an action on them there.
-pub(super) async fn take_listed(
-    conn: &mut impl ConnectionLike,
-    keys: &Keys,
-    entries: &[SetEntry],
-) -> Result<()> {
-    let listed = entries
-        .iter()
-        .filter(|e| e.kind == SetKind::Scheduled && may_be_listed_later(e.score, e.score_ms));
-    for entry in listed {
-        take(conn, keys, &entry.queue, &entry.raw, entry.score_ms).await?;
+/// The due time of `entry` if it may wait in its minute's list rather than in the scheduled
+/// set: what an action's script (`move_to_queue.lua`, `delete.lua`, `cancel.lua`) is given to
+/// find it there, in the same step, when the set does not hold it.
+pub fn listed_due(entry: &SetEntry) -> Option<u64> {
+    (entry.kind == SetKind::Scheduled && may_be_listed_later(entry.score, entry.score_ms))
+        .then_some(entry.score_ms)
+}
+
+/// [`listed_due`] of each of `entries`, as `delete.lua` takes them: space-separated, `-` for
+/// an entry of the set only; empty when none may be listed.
+pub(super) fn listed_dues(entries: &[SetEntry]) -> String {
+    let dues: Vec<Option<u64>> = entries.iter().map(listed_due).collect();
+    if dues.iter().all(Option::is_none) {
+        return String::new();
     }
-    Ok(())
+    let text: Vec<String> = dues
+        .iter()
+        .map(|due| due.map_or_else(|| "-".to_owned(), |due| due.to_string()))
+        .collect();
+    text.join(" ")
 }
 
 /// The start of the last minute with a list of `queue`'s, if any: where a sweep of the

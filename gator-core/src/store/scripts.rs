@@ -105,8 +105,6 @@ scripts! {
     SCHEDULE => "schedule.lua";
     /// `lua/later_find.lua`: bring a job scheduled beyond the horizon back into the set, by jid.
     LATER_FIND => "later_find.lua";
-    /// `lua/later_take.lua`: bring a listed entry of a minute's list back into the set.
-    LATER_TAKE => "later_take.lua";
     /// `lua/later_range.lua`: read the minutes' lists a range at a time, for a search.
     LATER_RANGE => "later_range.lua";
     /// `lua/scheduled_page.lua`: a page of the scheduled set and the minutes' lists merged.

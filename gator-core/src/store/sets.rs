@@ -253,33 +253,43 @@ pub async fn move_to_queue(
             payload.to_json()
         }
     };
-    super::later::take_listed(conn, keys, std::slice::from_ref(entry)).await?;
-    let moved: i64 = scripts::MOVE_TO_QUEUE
-        .key(entry.kind.key(keys, &entry.queue))
+    let mut script = scripts::MOVE_TO_QUEUE.key(entry.kind.key(keys, &entry.queue));
+    script
         .key(keys.queue(&entry.queue))
         .arg(&entry.raw)
-        .arg(requeued)
-        .invoke_async(conn)
-        .await?;
+        .arg(requeued);
+    if let Some(due) = super::later::listed_due(entry) {
+        script.arg(due);
+    }
+    let moved: i64 = script.invoke_async(conn).await?;
     Ok(moved == 1)
 }
 
 /// Removes `entry` from its set. Returns false if it was already gone. A dead chain step
 /// takes its chain's waiting steps with it: nothing could resume them any more.
 pub async fn delete(conn: &mut impl ConnectionLike, keys: &Keys, entry: &SetEntry) -> Result<bool> {
-    super::later::take_listed(conn, keys, std::slice::from_ref(entry)).await?;
-    let removed = remove(conn, &entry.kind.key(keys, &entry.queue), &[&entry.raw]).await? == 1;
+    let removed = remove(conn, keys, std::slice::from_ref(entry)).await? == 1;
     if removed {
         super::chain::forget(conn, keys, &orphaned_chains(std::slice::from_ref(entry))).await?;
     }
     Ok(removed)
 }
 
-/// Removes `members` from set `key` with their jobs' status records (`delete.lua`); returns how
-/// many were still there.
-async fn remove(conn: &mut impl ConnectionLike, key: &str, members: &[&str]) -> Result<usize> {
+/// Removes `entries` (all of one set) from it with their jobs' status records (`delete.lua`;
+/// one that may wait in its minute's list, from there if the set does not hold it); returns
+/// how many were still there.
+async fn remove(
+    conn: &mut impl ConnectionLike,
+    keys: &Keys,
+    entries: &[SetEntry],
+) -> Result<usize> {
+    let Some(first) = entries.first() else {
+        return Ok(0);
+    };
+    let members: Vec<&str> = entries.iter().map(|entry| entry.raw.as_str()).collect();
     let removed: String = scripts::DELETE
-        .key(key)
+        .key(first.kind.key(keys, &first.queue))
+        .arg(super::later::listed_dues(entries))
         .arg(members)
         .invoke_async(conn)
         .await?;
@@ -293,12 +303,7 @@ pub async fn delete_many(
     keys: &Keys,
     entries: &[SetEntry],
 ) -> Result<usize> {
-    let Some(first) = entries.first() else {
-        return Ok(0);
-    };
-    super::later::take_listed(conn, keys, entries).await?;
-    let members: Vec<&str> = entries.iter().map(|entry| entry.raw.as_str()).collect();
-    let removed = remove(conn, &first.kind.key(keys, &first.queue), &members).await?;
+    let removed = remove(conn, keys, entries).await?;
     super::chain::forget(conn, keys, &orphaned_chains(entries)).await?;
     Ok(removed)
 }

@@ -19,7 +19,9 @@
 -- ARGV[1]  `list`, `zset` (remove the payload from KEYS[1]) or `mark` (add the jid to KEYS[2])
 -- ARGV[2]  the payload exactly as stored (`list`, `zset`), or the jid (`mark`)
 -- ARGV[3]  how long (ms) the cancelled record is kept
--- ARGV[4]  (`mark`) the status the record must still have: `running`, `queued`, or
+-- ARGV[4]  (`zset`, optional) a scheduled job's due time (ms) when its entry may wait in its
+--          minute's list (later_lib.lua): removed from there if the set does not hold it
+--          (`mark`) the status the record must still have: `running`, `queued`, or
 --          `awaiting` or `suspended` (a durable job's wait for a reply; its wait already ended
 --          by reply::end_wait: only recorded cancelled)
 -- ARGV[5]  (`mark`, `awaiting`, `suspended`) a workflow step's report of its end, for KEYS[4], or ''
@@ -27,13 +29,17 @@
 -- Returns  1 if cancelled (or marked); 0 if the job was no longer there, or no longer in that
 --          state (it moved meanwhile: read its status again)
 -- @unique_lib
+-- @later_lib
 local mode = ARGV[1]
 if mode == 'list' then
   local bad = wrong_type(KEYS[1], 'list') if bad then return bad end
   if redis.call('LREM', KEYS[1], 1, ARGV[2]) == 0 then return 0 end
 elseif mode == 'zset' then
   local bad = wrong_type(KEYS[1], 'zset') if bad then return bad end
-  if redis.call('ZREM', KEYS[1], ARGV[2]) == 0 then return 0 end
+  if redis.call('ZREM', KEYS[1], ARGV[2]) == 0
+      and not (ARGV[4] and later_remove(queue_prefix(KEYS[3]), ARGV[4], ARGV[2]) == 1) then
+    return 0
+  end
 else
   local bad = wrong_type(KEYS[2], 'set') if bad then return bad end
   local prefix = queue_prefix(KEYS[3])

@@ -1,8 +1,8 @@
 #!lua flags=no-writes
 -- later_find.lua: a job scheduled beyond the horizon, found by its jid in the list of the minute
 -- its status record's due time falls in (store::later), read-only: what an action by jid or a
--- job's page finds when the scheduled set does not hold it (an action then brings it into the
--- set, later_take.lua). A call reads at most ARGV[4] entries of the list from ARGV[3] on, so a
+-- job's page finds when the scheduled set does not hold it (an action's script then takes it
+-- from the list, later_remove in later_lib.lua). A call reads at most ARGV[4] entries of the list from ARGV[3] on, so a
 -- minute of millions of jobs is searched a bounded step at a time; the caller goes on from the
 -- index it returns.
 --

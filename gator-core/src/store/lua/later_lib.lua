@@ -18,6 +18,11 @@
 -- later_taken(prefix, start, n)   the index and the count after `n` entries left minute
 --                        `start`'s list (the list's key gone once empty).
 -- later_next(prefix)     the start of the earliest minute, or nil.
+-- later_remove(prefix, due, payload)
+--                        removes the entry of `payload`, due at `due` (ms, a number or its
+--                        text), from its minute's list; 1 if the list held it, else 0. What an
+--                        action on a scheduled job calls when the set does not hold the entry:
+--                        one script finds it in either, so no job is ever between the two.
 local LATER_SLICE_MS = 60000
 local LATER_LEAD_MS = 10000
 local function later_push(prefix, due, payload)
@@ -65,4 +70,12 @@ end
 local function later_next(prefix)
   local first = redis.call('ZRANGE', qkey(prefix, 'later', ''), 0, 0, 'WITHSCORES')
   if #first > 0 then return tonumber(first[2]) end
+end
+local function later_remove(prefix, due, payload)
+  due = tonumber(due)
+  local start = string.format('%d', due - due % LATER_SLICE_MS)
+  local entry = string.format('%d', due - tonumber(start)) .. '|' .. payload
+  if redis.call('LREM', qkey(prefix, 'later_slice', start), 1, entry) == 0 then return 0 end
+  later_taken(prefix, start, 1)
+  return 1
 end
