@@ -41,6 +41,12 @@ pub fn is_hidden(c: char) -> bool {
 /// `\u{202e}`, `\\`), so that text from outside, logged or shown in a terminal, can neither
 /// start a new line, send a terminal escape, nor reorder what is around it.
 pub fn escape(text: &str) -> std::borrow::Cow<'_, str> {
+    // Printable ASCII without a backslash, as nearly every jid and job name is: nothing to
+    // escape, known from its bytes (the worker escapes two texts per job for its span).
+    let printable = |b: &u8| (b' '..=b'~').contains(b) && *b != b'\\';
+    if text.bytes().all(|b| printable(&b)) {
+        return std::borrow::Cow::Borrowed(text);
+    }
     if !text.chars().any(|c| is_hidden(c) || c == '\\') {
         return std::borrow::Cow::Borrowed(text);
     }

@@ -122,9 +122,10 @@ fn taken_job(beside: &Fetched, raw: Vec<u8>) -> Fetched {
     }
 }
 
-/// The `MULTI` of [`ack_and_take`]: an `LREM` of each job, its `done` record (an `HSET` in its
-/// bucket, and a `DEL` of its key only if it may hold one, or a `SET` for a jid that names no
-/// bucket), one `LPUSH` of every jid to the finished list, `take` `LMOVE`s.
+/// The `MULTI` of [`ack_and_take`]: an `LREM` of each job, its `done` record (a field of its
+/// bucket, one `HSET` per bucket for all of them, and a `DEL` of its key only if it may hold
+/// one, or a `SET` for a jid that names no bucket), one `LPUSH` of every jid to the finished
+/// list, `take` `LMOVE`s.
 fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     let first = acks[0].job;
     let inflight = keys.inflight(&first.queue, &first.process);
@@ -137,7 +138,7 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     }
     let mut finished = redis::cmd("LPUSH");
     finished.arg(keys.finished(&first.queue));
-    let mut any = false;
+    let mut buckets = Buckets::default();
     for ack in acks {
         // The status record, `done` (a job without a jid has none). Written even if the job
         // was no longer in flight: its recovered copy writes `running` and its own outcome
@@ -152,8 +153,7 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
         // state takes it out of flight. A reader looks at the key first, so that one goes.
         match keys.queued_mark(&first.queue, &jid) {
             Some((bucket, field)) => {
-                let hset = [bucket.as_bytes(), field.as_bytes(), ack.record.as_bytes()];
-                pipe.add_command(sized("HSET", &hset)).ignore();
+                buckets.add(bucket, field, ack.record);
                 if ack.keyed {
                     pipe.cmd("DEL").arg(keys.job(&first.queue, &jid)).ignore();
                 }
@@ -168,11 +168,13 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
                     .ignore();
             }
         }
-        finished.arg(&jid);
-        any = true;
+        finished.arg(&*jid);
+    }
+    for hset in buckets.commands() {
+        pipe.add_command(hset).ignore();
     }
     // Every record counts against the queue's bound (`store::finished`).
-    if any {
+    if finished.args_iter().len() > 1 {
         pipe.add_command(finished).ignore();
     }
     let queue = keys.queue(&first.queue);
@@ -181,6 +183,46 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
         pipe.add_command(sized("LMOVE", &lmove));
     }
     pipe
+}
+
+/// The `done` records of one group commit, by bucket: one `HSET` of many fields costs Redis
+/// less than one a field, and the jids a producer minted together share a bucket
+/// (`wire::jid::BUCKET_SIZE`).
+/// A field's place in [`Buckets::names`], and its record.
+type Field<'a> = (std::ops::Range<usize>, &'a str);
+
+#[derive(Default)]
+struct Buckets<'a> {
+    /// Each bucket, with its fields' places in `names` and their records.
+    each: Vec<(String, Vec<Field<'a>>)>,
+    /// The fields' names, one after the other (each a few bytes of a jid that may not outlive
+    /// the loop that reads it).
+    names: Vec<u8>,
+}
+
+impl<'a> Buckets<'a> {
+    /// Field `field` of `bucket` set to `record`. Buckets are few: a linear search.
+    fn add(&mut self, bucket: String, field: &str, record: &'a str) {
+        let at = self.names.len()..self.names.len() + field.len();
+        self.names.extend_from_slice(field.as_bytes());
+        match self.each.iter_mut().find(|(name, _)| *name == bucket) {
+            Some((_, fields)) => fields.push((at, record)),
+            None => self.each.push((bucket, vec![(at, record)])),
+        }
+    }
+
+    /// One `HSET` per bucket.
+    fn commands(&self) -> impl Iterator<Item = redis::Cmd> + '_ {
+        self.each.iter().map(|(bucket, fields)| {
+            let mut args = Vec::with_capacity(2 * fields.len() + 1);
+            args.push(bucket.as_bytes());
+            for (at, record) in fields {
+                args.push(&self.names[at.clone()]);
+                args.push(record.as_bytes());
+            }
+            sized("HSET", &args)
+        })
+    }
 }
 
 /// Command `name` with `args`, its buffers allocated once at their final size.
