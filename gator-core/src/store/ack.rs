@@ -136,41 +136,44 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     for ack in acks {
         pipe.add_command(sized("LREM", &[inflight.as_bytes(), b"1", &ack.job.raw]));
     }
+    // The status record, `done` (a job without a jid has none). Written even if the job was
+    // no longer in flight: its recovered copy writes `running` and its own outcome after.
+    let jids: Vec<_> = acks
+        .iter()
+        .map(|ack| super::status::jid_in(&ack.job.raw))
+        .collect();
+    // A jid that names a bucket (`wire::jid`) has its record there, where its queued mark
+    // was: a field rewritten, where a key with an expiry cost Redis three times as much.
+    let marks: Vec<_> = jids
+        .iter()
+        .map(|jid| keys.queued_mark(&first.queue, jid.as_deref()?))
+        .collect();
     let mut finished = redis::cmd("LPUSH");
     finished.arg(keys.finished(&first.queue));
-    let mut buckets = Buckets::default();
-    for ack in acks {
-        // The status record, `done` (a job without a jid has none). Written even if the job
-        // was no longer in flight: its recovered copy writes `running` and its own outcome
-        // after.
-        let Some(jid) = super::status::jid_in(&ack.job.raw) else {
-            continue;
-        };
-        // A jid that names a bucket (`wire::jid`) has its record there, where its queued mark
-        // was: a field rewritten, where a key with an expiry cost Redis three times as much.
-        // Such a jid has a key record in flight only if this attempt wrote one (`keyed`): every
-        // `queued` record of it is its mark (the prelude's `set_status`), and every other
-        // state takes it out of flight. A reader looks at the key first, so that one goes.
-        match keys.queued_mark(&first.queue, &jid) {
-            Some((bucket, field)) => {
-                buckets.add(bucket, field, ack.record);
-                if ack.keyed {
-                    pipe.cmd("DEL").arg(keys.job(&first.queue, &jid)).ignore();
-                }
+    for ((ack, jid), mark) in acks.iter().zip(&jids).zip(&marks) {
+        let Some(jid) = jid else { continue };
+        match mark {
+            // Such a jid has a key record in flight only if this attempt wrote one (`keyed`):
+            // every `queued` record of it is its mark (the prelude's `set_status`), and every
+            // other state takes it out of flight. A reader looks at the key first, so that
+            // one goes.
+            Some(_) if ack.keyed => {
+                pipe.cmd("DEL").arg(keys.job(&first.queue, jid)).ignore();
             }
+            Some(_) => {}
             None => {
                 let px = super::status::retention_ms(ack.retention);
                 pipe.cmd("SET")
-                    .arg(keys.job(&first.queue, &jid))
+                    .arg(keys.job(&first.queue, jid))
                     .arg(ack.record)
                     .arg("PX")
                     .arg(px)
                     .ignore();
             }
         }
-        finished.arg(&*jid);
+        finished.arg(&**jid);
     }
-    for hset in buckets.commands() {
+    for hset in by_bucket(acks, &marks) {
         pipe.add_command(hset).ignore();
     }
     // Every record counts against the queue's bound (`store::finished`).
@@ -185,44 +188,29 @@ fn ack_pipeline(keys: &Keys, acks: &[Ack<'_>], take: usize) -> redis::Pipeline {
     pipe
 }
 
-/// The `done` records of one group commit, by bucket: one `HSET` of many fields costs Redis
-/// less than one a field, and the jids a producer minted together share a bucket
-/// (`wire::jid::BUCKET_SIZE`).
-/// A field's place in [`Buckets::names`], and its record.
-type Field<'a> = (std::ops::Range<usize>, &'a str);
-
-#[derive(Default)]
-struct Buckets<'a> {
-    /// Each bucket, with its fields' places in `names` and their records.
-    each: Vec<(String, Vec<Field<'a>>)>,
-    /// The fields' names, one after the other (each a few bytes of a jid that may not outlive
-    /// the loop that reads it).
-    names: Vec<u8>,
-}
-
-impl<'a> Buckets<'a> {
-    /// Field `field` of `bucket` set to `record`. Buckets are few: a linear search.
-    fn add(&mut self, bucket: String, field: &str, record: &'a str) {
-        let at = self.names.len()..self.names.len() + field.len();
-        self.names.extend_from_slice(field.as_bytes());
-        match self.each.iter_mut().find(|(name, _)| *name == bucket) {
-            Some((_, fields)) => fields.push((at, record)),
-            None => self.each.push((bucket, vec![(at, record)])),
+/// One `HSET` per bucket of `marks` (each ack's bucket and field, if its jid names one), with
+/// each of its acks' records: one `HSET` of many fields costs Redis less than one a field, and
+/// the jids a producer minted together share a bucket (`wire::jid::BUCKET_SIZE`). Buckets are
+/// few: each is looked for among the ones before it.
+fn by_bucket<'m>(
+    acks: &'m [Ack<'_>],
+    marks: &'m [Option<(String, &str)>],
+) -> impl Iterator<Item = redis::Cmd> + 'm {
+    marks.iter().enumerate().filter_map(move |(i, mark)| {
+        let (bucket, _) = mark.as_ref()?;
+        let same = |m: &Option<(String, &str)>| m.as_ref().is_some_and(|(b, _)| b == bucket);
+        if marks[..i].iter().any(same) {
+            return None; // its bucket's HSET is written already
         }
-    }
-
-    /// One `HSET` per bucket.
-    fn commands(&self) -> impl Iterator<Item = redis::Cmd> + '_ {
-        self.each.iter().map(|(bucket, fields)| {
-            let mut args = Vec::with_capacity(2 * fields.len() + 1);
-            args.push(bucket.as_bytes());
-            for (at, record) in fields {
-                args.push(&self.names[at.clone()]);
-                args.push(record.as_bytes());
+        let mut hset = redis::Cmd::with_capacity(2 * (marks.len() - i) + 2, 64 * (marks.len() - i));
+        hset.arg("HSET").arg(bucket);
+        for (ack, mark) in acks[i..].iter().zip(&marks[i..]) {
+            if let Some((_, field)) = mark.as_ref().filter(|_| same(mark)) {
+                hset.arg(*field).arg(ack.record);
             }
-            sized("HSET", &args)
-        })
-    }
+        }
+        Some(hset)
+    })
 }
 
 /// Command `name` with `args`, its buffers allocated once at their final size.
