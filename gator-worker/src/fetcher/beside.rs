@@ -15,7 +15,7 @@ impl Fetcher {
         !self.order.is_controlled(queue)
             && !self.order.is_sharded(queue)
             && !self.order.passing().passes(queue)
-            && self.leases.valid_for(queue, self.leases.ttl() / 2)
+            && self.leases.takes_plainly(queue)
     }
 
     /// One job of `queue` by plain `LMOVE` (see [`Fetcher::fetches_beside`]), held. None if the

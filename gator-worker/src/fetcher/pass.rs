@@ -107,9 +107,8 @@ impl Fetcher {
         let mut retried = false;
         let passed = self.order.passing().names(queue);
         // A few jobs under a lease that surely holds for half its length more: plain `LMOVE`s,
-        // no script. Half, not a quarter: a renewal the failed master acknowledged and never
-        // replicated leaves the new master's entry one renewal older than this count.
-        let leased = want <= LEASED_TAKE && self.leases.valid_for(queue, self.leases.ttl() / 2);
+        // no script.
+        let leased = want <= LEASED_TAKE && self.leases.takes_plainly(queue);
         loop {
             let process = self.process.as_str();
             let batch = match &passed {

@@ -33,10 +33,13 @@ impl Settler {
         let drawn = self.fetcher.order().draw_first();
         let going = !stop.is_cancelled();
         // The draw names a queue; the next job comes from the same list (shard) as this one,
-        // unless this worker passes over some of its jobs: a plain LMOVE would take those too.
+        // unless this worker passes over some of its jobs: a plain LMOVE would take those too;
+        // and only under a lease that surely holds, as for any plain LMOVE: after a failover,
+        // one taken under a lease the new master no longer has would run twice.
         let take = going
             && drawn.as_deref() == Some(gator_core::shards::logical_queue(&fetched.queue))
-            && !self.fetcher.order().passing().passes(&fetched.queue);
+            && !self.fetcher.order().passing().passes(&fetched.queue)
+            && self.fetcher.leases().takes_plainly(&fetched.queue);
         let beside = going
             && !take
             && drawn
