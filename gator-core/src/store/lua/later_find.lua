@@ -15,12 +15,10 @@
 --          entries are left to read
 -- @later_lib
 local prefix = queue_prefix(KEYS[1])
-local due = tonumber(ARGV[2])
-local start = due - due % LATER_SLICE_MS
-local list = qkey(prefix, 'later_slice', string.format('%d', start))
+local _, name, head = later_slot(tonumber(ARGV[2]))
+local list = qkey(prefix, 'later_slice', name)
 local bad = wrong_type(list, 'list') if bad then return bad end
 local from, read = tonumber(ARGV[3]), tonumber(ARGV[4])
-local head = string.format('%d', due - start) .. '|'
 local entries = redis.call('LRANGE', list, from, from + read - 1)
 for _, entry in ipairs(entries) do
   if string.sub(entry, 1, #head) == head then

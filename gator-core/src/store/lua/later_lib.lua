@@ -10,6 +10,9 @@
 --                        `due` (`<prefix>later:<start>`), its start in the index
 --                        (`<prefix>later`, member and score) and the count (`<prefix>later_n`)
 --                        one more.
+-- later_slot(due)        the start of the minute `due` (ms) falls in, its name (the list's
+--                        key suffix) and the head of an entry of that due time,
+--                        `<due - start>|`: a list entry is that head and its payload.
 -- later_split(entry, start)   the due time and payload of a list entry of minute `start`.
 -- later_thaw(prefix, scheduled, upto, limit)
 --                        moves up to `limit` entries of the minutes that start at or before
@@ -25,11 +28,13 @@
 --                        one script finds it in either, so no job is ever between the two.
 local LATER_SLICE_MS = 60000
 local LATER_LEAD_MS = 10000
-local function later_push(prefix, due, payload)
+local function later_slot(due)
   local start = due - due % LATER_SLICE_MS
-  local name = string.format('%d', start)
-  redis.call('RPUSH', qkey(prefix, 'later_slice', name),
-    string.format('%d', due - start) .. '|' .. payload)
+  return start, string.format('%d', start), string.format('%d', due - start) .. '|'
+end
+local function later_push(prefix, due, payload)
+  local start, name, head = later_slot(due)
+  redis.call('RPUSH', qkey(prefix, 'later_slice', name), head .. payload)
   redis.call('ZADD', qkey(prefix, 'later', ''), start, name)
   redis.call('INCR', qkey(prefix, 'later_count', ''))
 end
@@ -72,10 +77,10 @@ local function later_next(prefix)
   if #first > 0 then return tonumber(first[2]) end
 end
 local function later_remove(prefix, due, payload)
-  due = tonumber(due)
-  local start = string.format('%d', due - due % LATER_SLICE_MS)
-  local entry = string.format('%d', due - tonumber(start)) .. '|' .. payload
-  if redis.call('LREM', qkey(prefix, 'later_slice', start), 1, entry) == 0 then return 0 end
-  later_taken(prefix, start, 1)
+  local _, name, head = later_slot(tonumber(due))
+  if redis.call('LREM', qkey(prefix, 'later_slice', name), 1, head .. payload) == 0 then
+    return 0
+  end
+  later_taken(prefix, name, 1)
   return 1
 end
